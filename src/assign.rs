@@ -1,0 +1,158 @@
+//! Settings → the roster of assignments, one per worker.
+//!
+//! An assignment is the only authority at dispatch time: provider, exact
+//! model execution value, runner and every path are fixed here and persisted
+//! in the run manifest. Nothing downstream may substitute a provider or model.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::catalog::{self, LeadRuntime, Provider, REPORT_WRITER, Role, Runner, TaskType};
+use crate::settings::Settings;
+
+/// One worker of the run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Assignment {
+    pub worker_id: String,
+    pub role: Role,
+    pub provider: Provider,
+    pub model_execution_value: String,
+    /// The `model` a native Claude session is given (family token); `inherit`
+    /// for wrapper agents, which apply the exact value in the wrapper.
+    pub host_model: String,
+    pub runner: Runner,
+    pub dispatch_name: String,
+    /// The wrapper command for `cli-wrapper` assignments.
+    pub wrapper: Option<String>,
+    /// Whether this worker may change project files (only the executor).
+    pub writes_project: bool,
+    pub prompt_path: PathBuf,
+    pub result_path: PathBuf,
+    pub worker_results_path: PathBuf,
+    pub error_path: PathBuf,
+    pub heartbeat_path: PathBuf,
+}
+
+/// The roster in dispatch order: analysers (or executor then verifiers),
+/// the critic, the report writer.
+pub fn roster(settings: &Settings, run_dir: &Path) -> Vec<Assignment> {
+    let runtime = settings.lead_runtime;
+    let mut roster = Vec::new();
+    if settings.task_type == TaskType::Implementation {
+        let executor = settings.executor;
+        roster.push(make(
+            runtime,
+            run_dir,
+            executor.as_str(),
+            Role::Executor,
+            executor,
+            settings.models.worker(executor, Role::Executor),
+            format!("{executor}-executor"),
+        ));
+        for provider in settings.analysers.iter().filter(|p| **p != executor) {
+            roster.push(make(
+                runtime,
+                run_dir,
+                provider.as_str(),
+                Role::Verifier,
+                *provider,
+                settings.models.worker(*provider, Role::Verifier),
+                format!("{provider}-verifier"),
+            ));
+        }
+    } else {
+        for provider in &settings.analysers {
+            roster.push(make(
+                runtime,
+                run_dir,
+                provider.as_str(),
+                Role::Analyser,
+                *provider,
+                settings.models.worker(*provider, Role::Analyser),
+                format!("{provider}-worker"),
+            ));
+        }
+    }
+    if let Some(critic) = settings.critic {
+        roster.push(make(
+            runtime,
+            run_dir,
+            &format!("{critic}-critic"),
+            Role::Critic,
+            critic,
+            settings.models.worker(critic, Role::Critic),
+            format!("{critic}-worker-critic"),
+        ));
+    }
+    if let Some((provider, model)) = &settings.report_writer {
+        roster.push(make(
+            runtime,
+            run_dir,
+            REPORT_WRITER,
+            Role::ReportWriter,
+            *provider,
+            model.clone(),
+            REPORT_WRITER.to_owned(),
+        ));
+    }
+    roster
+}
+
+fn make(
+    runtime: LeadRuntime,
+    run_dir: &Path,
+    worker_id: &str,
+    role: Role,
+    provider: Provider,
+    model: String,
+    dispatch_name: String,
+) -> Assignment {
+    let runner = if runtime.host_provider() == Some(provider) {
+        Runner::NativeSession
+    } else {
+        Runner::CliWrapper
+    };
+    let host_model = match (runner, provider) {
+        (Runner::NativeSession, Provider::Claude) => catalog::claude_family_token(&model)
+            .unwrap_or("unmapped")
+            .to_owned(),
+        (Runner::NativeSession, _) => model.clone(),
+        (Runner::CliWrapper, _) => "inherit".to_owned(),
+    };
+    let results = run_dir.join("results");
+    let result_path = if role == Role::ReportWriter {
+        run_dir.join("report").join("data.json")
+    } else {
+        results.join(format!("{dispatch_name}.md"))
+    };
+    Assignment {
+        worker_id: worker_id.to_owned(),
+        role,
+        provider,
+        host_model,
+        runner,
+        wrapper: (runner == Runner::CliWrapper).then(|| provider.wrapper()),
+        writes_project: role == Role::Executor,
+        prompt_path: run_dir.join("prompts").join(format!("{dispatch_name}.md")),
+        result_path,
+        worker_results_path: results.join(format!("{dispatch_name}.worker-results.md")),
+        error_path: results.join(format!("{dispatch_name}.error.md")),
+        heartbeat_path: run_dir
+            .join("state")
+            .join("heartbeats")
+            .join(format!("{dispatch_name}.jsonl")),
+        model_execution_value: model,
+        dispatch_name,
+    }
+}
+
+/// Whether Phase 5.5 runs: two or more independent analysers (or verifiers).
+pub fn convergence_enabled(roster: &[Assignment]) -> bool {
+    roster
+        .iter()
+        .filter(|a| matches!(a.role, Role::Analyser | Role::Verifier))
+        .count()
+        >= 2
+}

@@ -1,0 +1,619 @@
+//! Resolved settings → the run bundle under `<project-root>/.okstra/`.
+//!
+//! A run folder is `.okstra/tasks/<project>/<group>/<task>/<task-type>-<NNN>/`.
+//! Sequence numbers are allocated under an exclusive lock on `.okstra/` and
+//! never reused (a high-water mark survives deleted runs). Every file is
+//! rendered in memory first, every JSON artifact is validated against its
+//! schema, the folder is assembled in a staging folder beside it, and only a
+//! complete folder is renamed into place: a failed render leaves no run.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use nix::fcntl::{Flock, FlockArg};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::assign::{self, Assignment};
+use crate::catalog::{CONVERGENCE_MAX_ROUNDS, Capabilities, Role, TaskType};
+use crate::durable;
+use crate::schema;
+use crate::settings::{Continuation, Settings};
+use crate::template;
+
+/// The final-report schema version new runs are written against.
+pub const REPORT_SCHEMA: &str = "final-report-v2.0.schema.json";
+/// Version of the manifests and team state we write.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// Where the finished run lives.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPaths {
+    pub run_dir: PathBuf,
+    pub handoff_prompt: PathBuf,
+    pub run_manifest: PathBuf,
+    pub task_manifest: PathBuf,
+}
+
+/// Everything the templates see. Field names match the manifests (camelCase).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RenderContext<'a> {
+    okstra: OkstraInfo,
+    task: TaskView<'a>,
+    continuation: ContinuationView,
+    run: RunView,
+    runtime: RuntimeView,
+    convergence: Convergence,
+    roster: &'a [Assignment],
+    critic: Option<&'a Assignment>,
+    report_writer: Option<&'a Assignment>,
+    executor: Option<&'a Assignment>,
+    /// The worker whose prompt is being rendered (worker prompts only).
+    assignment: Option<&'a Assignment>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct OkstraInfo {
+    version: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskView<'a> {
+    key: String,
+    project_id: &'a str,
+    task_group: &'a str,
+    task_id: &'a str,
+    r#type: TaskType,
+    is_analysis: bool,
+    work_category: Option<&'static str>,
+    related_tasks: &'a [String],
+    directive: Option<&'a str>,
+    fix_cycle: bool,
+    plan_verification: bool,
+    brief_path: PathBuf,
+    brief_text: &'a str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContinuationView {
+    kind: &'static str,
+    input_path: Option<PathBuf>,
+    previous_run: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunView {
+    id: String,
+    sequence: u32,
+    dir: PathBuf,
+    project_root: PathBuf,
+    handoff_path: PathBuf,
+    run_manifest_path: PathBuf,
+    task_manifest_path: PathBuf,
+    team_state_path: PathBuf,
+    lead_events_path: PathBuf,
+    results_dir: PathBuf,
+    report_dir: PathBuf,
+    report_data_path: PathBuf,
+    report_schema_path: PathBuf,
+    instruction_set: BTreeMap<&'static str, PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RuntimeView {
+    #[serde(flatten)]
+    capabilities: Capabilities,
+    host_provider: Option<&'static str>,
+    lead_model: Option<String>,
+    interactive_binary: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Convergence {
+    enabled: bool,
+    adversarial: bool,
+    effective_max_rounds: u32,
+}
+
+/// One rendered instruction-set document: (key, output file, template).
+const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
+    (
+        "leadContract",
+        "lead-contract.md",
+        "prompts/lead/contract.md.j2",
+    ),
+    (
+        "teamContract",
+        "team-contract.md",
+        "prompts/lead/team-contract.md.j2",
+    ),
+    (
+        "convergence",
+        "convergence.md",
+        "prompts/lead/convergence.md.j2",
+    ),
+    (
+        "commonContract",
+        "common-contract.md",
+        "prompts/profiles/_common-contract.md.j2",
+    ),
+];
+
+/// Render, validate and atomically place a new run. Returns its paths.
+pub fn render_run(settings: &Settings, previous_run: Option<&Path>) -> Result<RunPaths> {
+    let okstra_dir = settings.project_root.join(".okstra");
+    let task_dir = okstra_dir.join(settings.task_key.relative_dir());
+    let render = |sequence: u32| -> Result<(PathBuf, Vec<(PathBuf, Vec<u8>)>)> {
+        let run_id = format!("{}-{sequence:03}", settings.task_type);
+        let run_dir = task_dir.join(&run_id);
+        let files = render_files(settings, &run_dir, &run_id, sequence, previous_run)?;
+        Ok((run_dir, files))
+    };
+    // Render once before touching the disk, so a render failure writes
+    // nothing at all; render again only if another okstra took the number.
+    let provisional = next_sequence(&task_dir, settings.task_type)?;
+    let (mut run_dir, mut files) = render(provisional)?;
+
+    fs::create_dir_all(&okstra_dir)
+        .with_context(|| format!("cannot create `{}`", okstra_dir.display()))?;
+    let lock_file = File::open(&okstra_dir)
+        .with_context(|| format!("cannot open `{}` to lock it", okstra_dir.display()))?;
+    let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
+        .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", okstra_dir.display()))?;
+    let sequence = next_sequence(&task_dir, settings.task_type)?;
+    if sequence != provisional {
+        (run_dir, files) = render(sequence)?;
+    }
+
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&okstra_dir)
+        .with_context(|| {
+            format!(
+                "cannot create a staging folder in `{}`",
+                okstra_dir.display()
+            )
+        })?;
+    for dir in [
+        "results",
+        "report",
+        "state/heartbeats",
+        "inputs",
+        "prompts",
+        "instruction-set",
+    ] {
+        fs::create_dir_all(staging.path().join(dir))
+            .with_context(|| format!("cannot create `{dir}` in the staging folder"))?;
+    }
+    for (relative, bytes) in &files {
+        let path = staging.path().join(relative);
+        durable::write_new(&path, bytes)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    for dir in [
+        "",
+        "results",
+        "report",
+        "state",
+        "state/heartbeats",
+        "inputs",
+        "prompts",
+        "instruction-set",
+    ] {
+        durable::sync_dir(&staging.path().join(dir))
+            .with_context(|| format!("cannot sync `{dir}` in the staging folder"))?;
+    }
+    fs::create_dir_all(&task_dir)
+        .with_context(|| format!("cannot create `{}`", task_dir.display()))?;
+    let staged = staging.keep();
+    if let Err(err) = fs::rename(&staged, &run_dir) {
+        let _ = fs::remove_dir_all(&staged);
+        return Err(err)
+            .with_context(|| format!("cannot move the run into `{}`", run_dir.display()));
+    }
+    durable::sync_dir(&task_dir)?;
+    record_sequence(&task_dir, settings.task_type, sequence)?;
+
+    Ok(RunPaths {
+        handoff_prompt: run_dir.join("handoff.md"),
+        run_manifest: run_dir.join("run-manifest.json"),
+        task_manifest: run_dir.join("task-manifest.json"),
+        run_dir,
+    })
+}
+
+/// The next unused sequence number for `task_type` in `task_dir`: one past
+/// both the highest existing run folder and the recorded high-water mark.
+fn next_sequence(task_dir: &Path, task_type: TaskType) -> Result<u32> {
+    let prefix = format!("{task_type}-");
+    let mut highest = read_sequences(task_dir)
+        .get(task_type.as_str())
+        .copied()
+        .unwrap_or(0);
+    if let Ok(entries) = fs::read_dir(task_dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+                continue;
+            };
+            if let Ok(number) = rest.parse::<u32>() {
+                highest = highest.max(number);
+            }
+        }
+    }
+    highest
+        .checked_add(1)
+        .context("run sequence numbers are exhausted for this task key")
+}
+
+fn sequence_file(task_dir: &Path) -> PathBuf {
+    task_dir.join("sequence.json")
+}
+
+fn read_sequences(task_dir: &Path) -> BTreeMap<String, u32> {
+    fs::read(sequence_file(task_dir))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn record_sequence(task_dir: &Path, task_type: TaskType, sequence: u32) -> Result<()> {
+    let mut sequences = read_sequences(task_dir);
+    sequences.insert(task_type.as_str().to_owned(), sequence);
+    let bytes = serde_json::to_vec_pretty(&sequences)?;
+    durable::write_atomic(&sequence_file(task_dir), &bytes)
+        .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))
+}
+
+/// Every file of the run, relative to the run folder, rendered and validated.
+fn render_files(
+    settings: &Settings,
+    run_dir: &Path,
+    run_id: &str,
+    sequence: u32,
+    previous_run: Option<&Path>,
+) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let roster = assign::roster(settings, run_dir);
+    let convergence_enabled = assign::convergence_enabled(&roster);
+    let convergence = Convergence {
+        enabled: convergence_enabled,
+        adversarial: settings.task_type.is_analysis(),
+        effective_max_rounds: if convergence_enabled {
+            CONVERGENCE_MAX_ROUNDS
+        } else {
+            0
+        },
+    };
+    let implementation = settings.task_type == TaskType::Implementation;
+
+    let mut instruction_set: BTreeMap<&'static str, PathBuf> = INSTRUCTION_SET
+        .iter()
+        .map(|(key, file, _)| (*key, run_dir.join("instruction-set").join(file)))
+        .collect();
+    instruction_set.insert("profile", run_dir.join("instruction-set/profile.md"));
+    instruction_set.insert("adapter", run_dir.join("instruction-set/adapter.md"));
+    instruction_set.insert(
+        "finalReportSchema",
+        run_dir.join("instruction-set/final-report-schema.json"),
+    );
+    if implementation {
+        instruction_set.insert(
+            "codingConventionsPreflight",
+            run_dir.join("instruction-set/coding-conventions-preflight.md"),
+        );
+    }
+
+    let (kind, _, input_name) = match &settings.continuation {
+        Continuation::None => ("none", None, None),
+        Continuation::ResumeClarification => ("resume-clarification", None, None),
+        Continuation::ClarificationResponse(path) => (
+            "clarification-response",
+            Some(path.clone()),
+            Some("inputs/clarification-response.md"),
+        ),
+        Continuation::ClarificationAnswers(_) => (
+            "resume-clarification",
+            None,
+            Some("inputs/clarification-response.md"),
+        ),
+        Continuation::ApprovedPlan(path) => (
+            "approved-plan",
+            Some(path.clone()),
+            Some("inputs/approved-plan.md"),
+        ),
+    };
+    let brief_copy = run_dir.join("inputs/task-brief.md");
+    let run = RunView {
+        id: run_id.to_owned(),
+        sequence,
+        dir: run_dir.to_path_buf(),
+        project_root: settings.project_root.clone(),
+        handoff_path: run_dir.join("handoff.md"),
+        run_manifest_path: run_dir.join("run-manifest.json"),
+        task_manifest_path: run_dir.join("task-manifest.json"),
+        team_state_path: run_dir.join(format!("state/team-state-{run_id}.json")),
+        lead_events_path: run_dir.join("state/lead-events.jsonl"),
+        results_dir: run_dir.join("results"),
+        report_dir: run_dir.join("report"),
+        report_data_path: run_dir.join("report/data.json"),
+        report_schema_path: run_dir.join("instruction-set/final-report-schema.json"),
+        instruction_set,
+    };
+    let capabilities = settings.lead_runtime.capabilities();
+    let context = RenderContext {
+        okstra: OkstraInfo {
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        task: TaskView {
+            key: settings.task_key.joined(),
+            project_id: &settings.task_key.project_id,
+            task_group: &settings.task_key.task_group,
+            task_id: &settings.task_key.task_id,
+            r#type: settings.task_type,
+            is_analysis: settings.task_type.is_analysis(),
+            work_category: settings.work_category.map(|c| c.as_str()),
+            related_tasks: &settings.related_tasks,
+            directive: settings.directive.as_deref(),
+            fix_cycle: settings.fix_cycle,
+            plan_verification: settings.plan_verification,
+            brief_path: brief_copy.clone(),
+            brief_text: &settings.brief_text,
+        },
+        continuation: ContinuationView {
+            kind,
+            input_path: input_name.map(|name| run_dir.join(name)),
+            previous_run: previous_run.map(Path::to_path_buf),
+        },
+        runtime: RuntimeView {
+            capabilities: capabilities.clone(),
+            host_provider: settings.lead_runtime.host_provider().map(|p| p.as_str()),
+            lead_model: settings.lead_model.clone(),
+            interactive_binary: settings.lead_runtime.interactive_binary(),
+        },
+        convergence,
+        critic: roster.iter().find(|a| a.role == Role::Critic),
+        report_writer: roster.iter().find(|a| a.role == Role::ReportWriter),
+        executor: roster.iter().find(|a| a.role == Role::Executor),
+        roster: &roster,
+        assignment: None,
+        run,
+    };
+
+    let env = template::environment();
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let mut text =
+        |relative: &str, template_name: &str, context: &RenderContext<'_>| -> Result<()> {
+            let rendered = template::render(&env, template_name, context)?;
+            files.push((PathBuf::from(relative), rendered.into_bytes()));
+            Ok(())
+        };
+    for (_, file, template_name) in INSTRUCTION_SET {
+        text(&format!("instruction-set/{file}"), template_name, &context)?;
+    }
+    text(
+        "instruction-set/profile.md",
+        &format!("prompts/profiles/{}.md.j2", settings.task_type),
+        &context,
+    )?;
+    text(
+        "instruction-set/adapter.md",
+        &format!("prompts/lead/adapters/{}.md.j2", settings.lead_runtime),
+        &context,
+    )?;
+    if implementation {
+        text(
+            "instruction-set/coding-conventions-preflight.md",
+            "prompts/profiles/_coding-conventions-preflight.md.j2",
+            &context,
+        )?;
+    }
+    for assignment in &roster {
+        let worker_context = RenderContext {
+            assignment: Some(assignment),
+            ..context.clone()
+        };
+        text(
+            &format!("prompts/{}.md", assignment.dispatch_name),
+            "templates/worker-prompt.md.j2",
+            &worker_context,
+        )?;
+    }
+    text("handoff.md", "templates/handoff.md.j2", &context)?;
+
+    // Hash every rendered prompt before the manifests that record the hashes.
+    let prompt_hashes: BTreeMap<String, String> = files
+        .iter()
+        .map(|(path, bytes)| (path.to_string_lossy().into_owned(), sha256_hex(bytes)))
+        .collect();
+
+    let report_schema = schema::text(REPORT_SCHEMA)?;
+    files.push((
+        PathBuf::from("instruction-set/final-report-schema.json"),
+        report_schema.as_bytes().to_vec(),
+    ));
+    files.push((
+        PathBuf::from("inputs/task-brief.md"),
+        settings.brief_text.as_bytes().to_vec(),
+    ));
+    if let Some(name) = input_name {
+        files.push((
+            PathBuf::from(name),
+            continuation_bytes(&settings.continuation)?,
+        ));
+    }
+    files.push((PathBuf::from("state/lead-events.jsonl"), Vec::new()));
+
+    let created_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let task_manifest = task_manifest(settings, &context, &created_at);
+    let run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, &created_at);
+    let team_state = team_state(settings, &context, &roster, &created_at);
+    for (relative, value, schema_name) in [
+        (
+            "task-manifest.json".to_owned(),
+            task_manifest,
+            "task-manifest.schema.json",
+        ),
+        (
+            "run-manifest.json".to_owned(),
+            run_manifest,
+            "run-manifest.schema.json",
+        ),
+        (
+            format!("state/team-state-{run_id}.json"),
+            team_state,
+            "team-state.schema.json",
+        ),
+    ] {
+        schema::check(schema_name, &value, &format!("the rendered `{relative}`"))?;
+        let mut bytes = serde_json::to_vec_pretty(&value)?;
+        bytes.push(b'\n');
+        files.push((PathBuf::from(relative), bytes));
+    }
+    Ok(files)
+}
+
+/// The bytes of the continuation input copied into `inputs/`.
+fn continuation_bytes(continuation: &Continuation) -> Result<Vec<u8>> {
+    match continuation {
+        Continuation::ClarificationResponse(path) | Continuation::ApprovedPlan(path) => {
+            fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))
+        }
+        Continuation::ClarificationAnswers(text) => Ok(text.clone().into_bytes()),
+        Continuation::None | Continuation::ResumeClarification => Ok(Vec::new()),
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn task_manifest(settings: &Settings, context: &RenderContext<'_>, created_at: &str) -> Value {
+    json!({
+        "schemaVersion": MANIFEST_VERSION,
+        "okstraVersion": context.okstra.version,
+        "createdAt": created_at,
+        "taskKey": context.task.key,
+        "projectId": settings.task_key.project_id,
+        "taskGroup": settings.task_key.task_group,
+        "taskId": settings.task_key.task_id,
+        "taskType": settings.task_type,
+        "workCategory": context.task.work_category,
+        "relatedTasks": settings.related_tasks,
+        "directive": settings.directive,
+        "fixCycle": settings.fix_cycle,
+        "planVerification": settings.plan_verification,
+        "projectRoot": settings.project_root,
+        "taskBrief": {
+            "source": settings.task_brief,
+            "copy": context.task.brief_path,
+            "sha256": sha256_hex(settings.brief_text.as_bytes()),
+        },
+        "continuation": {
+            "kind": context.continuation.kind,
+            "inputPath": context.continuation.input_path,
+            "previousRun": context.continuation.previous_run,
+        },
+    })
+}
+
+fn run_manifest(
+    settings: &Settings,
+    context: &RenderContext<'_>,
+    roster: &[Assignment],
+    prompt_hashes: &BTreeMap<String, String>,
+    created_at: &str,
+) -> Value {
+    let assignments: Vec<Value> = roster
+        .iter()
+        .map(|assignment| {
+            let mut value = serde_json::to_value(assignment).expect("assignments always serialize");
+            let relative = format!("prompts/{}.md", assignment.dispatch_name);
+            value["promptSha256"] = json!(prompt_hashes.get(&relative));
+            value
+        })
+        .collect();
+    json!({
+        "schemaVersion": MANIFEST_VERSION,
+        "okstraVersion": context.okstra.version,
+        "createdAt": created_at,
+        "runId": context.run.id,
+        "sequence": context.run.sequence,
+        "taskKey": context.task.key,
+        "taskType": settings.task_type,
+        "projectRoot": settings.project_root,
+        "runDir": context.run.dir,
+        "leadRuntime": settings.lead_runtime,
+        "lead": {
+            "provider": context.runtime.host_provider,
+            "model": settings.lead_model,
+            "roleLabel": context.runtime.capabilities.lead_role_label,
+            "capabilities": context.runtime.capabilities,
+        },
+        "assignments": assignments,
+        "convergence": context.convergence,
+        "critic": context.critic.map(|critic| json!({
+            "provider": critic.provider,
+            "modelExecutionValue": critic.model_execution_value,
+        })),
+        "leadEventsPath": context.run.lead_events_path,
+        "taskManifestPath": context.run.task_manifest_path,
+        "teamStatePath": context.run.team_state_path,
+        "handoffPromptPath": context.run.handoff_path,
+        "instructionSet": context.run.instruction_set,
+        "finalReport": {
+            "schemaVersion": "2.0",
+            "dataPath": context.run.report_data_path,
+            "schemaPath": context.run.report_schema_path,
+        },
+        "continues": context.continuation.previous_run,
+        "promptSha256": prompt_hashes,
+    })
+}
+
+fn team_state(
+    settings: &Settings,
+    context: &RenderContext<'_>,
+    roster: &[Assignment],
+    created_at: &str,
+) -> Value {
+    let workers: serde_json::Map<String, Value> = roster
+        .iter()
+        .map(|assignment| {
+            (
+                assignment.dispatch_name.clone(),
+                json!({
+                    "workerId": assignment.worker_id,
+                    "role": assignment.role,
+                    "provider": assignment.provider,
+                    "runner": assignment.runner,
+                    "terminalStatus": null,
+                    "usage": null,
+                }),
+            )
+        })
+        .collect();
+    json!({
+        "schemaVersion": MANIFEST_VERSION,
+        "createdAt": created_at,
+        "runId": context.run.id,
+        "taskKey": context.task.key,
+        "taskType": settings.task_type,
+        "teamName": format!("okstra-{}-{}", context.task.key.replace('/', "-"), context.run.id),
+        "dispatches": [],
+        "workers": workers,
+        "checkpoints": [],
+        "leadUsage": null,
+        "usageSummary": null,
+    })
+}

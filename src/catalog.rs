@@ -1,0 +1,359 @@
+//! The catalog: providers, roles, task types, lead runtimes and default models.
+//!
+//! This is data, kept in one place. Everything that needs to know "which
+//! providers exist", "what binary does antigravity use" or "what model does a
+//! grok critic get by default" asks here. Resolution (flags > env > catalog)
+//! lives in `settings`; this module only knows the catalog's own defaults.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+/// Joins the accepted values of a closed set for error messages: `a|b|c`.
+pub fn one_of<T: fmt::Display>(values: &[T]) -> String {
+    values
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+macro_rules! closed_set {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(one_of($name::ALL)),
+                }
+            }
+        }
+    };
+}
+
+closed_set! {
+    /// A vendor whose coding CLI can run as a worker.
+    Provider {
+        Claude => "claude",
+        Codex => "codex",
+        Antigravity => "antigravity",
+        Grok => "grok",
+        Kimi => "kimi",
+    }
+}
+
+closed_set! {
+    /// A phase profile: what kind of question the run answers.
+    TaskType {
+        RequirementsDiscovery => "requirements-discovery",
+        ErrorAnalysis => "error-analysis",
+        ImplementationPlanning => "implementation-planning",
+        ProjectAnalysis => "project-analysis",
+        FeatureAnalysis => "feature-analysis",
+        ChangeImpactAnalysis => "change-impact-analysis",
+        Implementation => "implementation",
+    }
+}
+
+closed_set! {
+    /// The host that runs the lead session (its adapter).
+    LeadRuntime {
+        ClaudeCode => "claude-code",
+        Codex => "codex",
+        Antigravity => "antigravity",
+        External => "external",
+    }
+}
+
+closed_set! {
+    /// What a worker does in the run.
+    Role {
+        Analyser => "analyser",
+        ReportWriter => "report-writer",
+        Executor => "executor",
+        Verifier => "verifier",
+        Critic => "critic",
+    }
+}
+
+closed_set! {
+    /// How an assignment is executed on the lead's host.
+    Runner {
+        NativeSession => "native-session",
+        CliWrapper => "cli-wrapper",
+    }
+}
+
+closed_set! {
+    /// The kind of work the task is, recorded for routing and reporting.
+    WorkCategory {
+        Feature => "feature",
+        Bugfix => "bugfix",
+        Refactor => "refactor",
+        Performance => "performance",
+        Security => "security",
+        Reliability => "reliability",
+        Docs => "docs",
+        Tests => "tests",
+        Build => "build",
+        Chore => "chore",
+    }
+}
+
+/// The worker id that names the report writer in `--workers`.
+pub const REPORT_WRITER: &str = "report-writer";
+
+/// The default roster when `--workers` is not given.
+pub const DEFAULT_WORKERS: &str = "claude,codex,report-writer";
+
+/// Providers allowed to write the report (`--report-writer-provider`).
+pub const REPORT_WRITER_PROVIDERS: &[Provider] = &[Provider::Claude, Provider::Codex];
+
+/// Providers allowed to be the implementation Executor (`--executor`).
+pub const EXECUTOR_PROVIDERS: &[Provider] =
+    &[Provider::Claude, Provider::Codex, Provider::Antigravity];
+
+/// Analysis rounds in Phase 5.5 when convergence is enabled.
+pub const CONVERGENCE_MAX_ROUNDS: u32 = 2;
+
+/// Claude model family tokens a native Claude session accepts as `model`.
+pub const CLAUDE_FAMILY_TOKENS: &[&str] = &["fable", "opus", "sonnet", "haiku"];
+
+impl Provider {
+    /// The executable the provider's CLI installs.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Provider::Claude => "claude",
+            Provider::Codex => "codex",
+            Provider::Antigravity => "agy",
+            Provider::Grok => "grok",
+            Provider::Kimi => "kimi",
+        }
+    }
+
+    /// Human label used in prompts and reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Provider::Claude => "Claude",
+            Provider::Codex => "Codex",
+            Provider::Antigravity => "Antigravity",
+            Provider::Grok => "Grok",
+            Provider::Kimi => "Kimi",
+        }
+    }
+
+    /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
+    pub fn wrapper(self) -> String {
+        format!("okstra-{}-exec", self.as_str())
+    }
+
+    /// The catalog's default model for this provider in `role`.
+    pub fn default_model(self, role: Role) -> &'static str {
+        match (self, role) {
+            (Provider::Claude, Role::ReportWriter) => "sonnet",
+            (Provider::Claude, _) => "opus",
+            (Provider::Codex, _) => "gpt-5.6-sol",
+            (Provider::Antigravity, _) => "gemini-3.1-pro",
+            (Provider::Grok, Role::Critic) => "grok-4.5",
+            (Provider::Grok, _) => "grok-build-0.1",
+            (Provider::Kimi, Role::Critic) => "kimi-k3",
+            (Provider::Kimi, _) => "kimi-k2.7-code",
+        }
+    }
+
+    /// The default model of a lead session hosted by this provider.
+    pub fn default_lead_model(self) -> &'static str {
+        match self {
+            Provider::Claude => "opus",
+            other => other.default_model(Role::Analyser),
+        }
+    }
+
+    /// The environment variable that overrides this provider's worker default, if any.
+    pub fn model_env(self) -> Option<&'static str> {
+        match self {
+            Provider::Claude => Some("OKSTRA_DEFAULT_CLAUDE_MODEL"),
+            Provider::Codex => Some("OKSTRA_DEFAULT_CODEX_MODEL"),
+            Provider::Antigravity => Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
+            Provider::Grok | Provider::Kimi => None,
+        }
+    }
+}
+
+impl TaskType {
+    /// The six analysis task types run convergence in adversarial mode.
+    pub fn is_analysis(self) -> bool {
+        self != TaskType::Implementation
+    }
+
+    /// Task types whose runs can be resumed with a clarification response.
+    pub fn takes_clarification(self) -> bool {
+        matches!(
+            self,
+            TaskType::RequirementsDiscovery | TaskType::ErrorAnalysis
+        )
+    }
+}
+
+/// What a lead runtime declares about itself (SPEC §2).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    pub runtime: LeadRuntime,
+    pub lead_role_label: &'static str,
+    pub user_prompt_mode: &'static str,
+    pub worker_dispatch_backend: &'static str,
+    pub initial_prompt_delivery_mode: &'static str,
+    pub session_accounting: &'static str,
+    pub resume_mode: &'static str,
+    pub teardown_mode: &'static str,
+    pub lead_event_source: &'static str,
+}
+
+impl LeadRuntime {
+    /// The provider whose own session is the lead, if the runtime is a known host.
+    pub fn host_provider(self) -> Option<Provider> {
+        match self {
+            LeadRuntime::ClaudeCode => Some(Provider::Claude),
+            LeadRuntime::Codex => Some(Provider::Codex),
+            LeadRuntime::Antigravity => Some(Provider::Antigravity),
+            LeadRuntime::External => None,
+        }
+    }
+
+    /// The interactive CLI started on the handoff prompt, if okstra can launch one.
+    pub fn interactive_binary(self) -> Option<&'static str> {
+        self.host_provider().map(Provider::binary)
+    }
+
+    pub fn capabilities(self) -> Capabilities {
+        let (label, prompt_mode, backend, delivery, accounting, resume, teardown) = match self {
+            LeadRuntime::ClaudeCode => (
+                "Claude lead",
+                "native-question",
+                "mixed",
+                "lazy-path-reference",
+                "claude-jsonl",
+                "session-id",
+                "task-stop",
+            ),
+            LeadRuntime::Codex => (
+                "Codex lead",
+                "host-text",
+                "mixed",
+                "eager-include",
+                "artifact-only",
+                "artifact-checkpoint",
+                "process-cleanup",
+            ),
+            LeadRuntime::Antigravity => (
+                "Antigravity lead",
+                "host-text",
+                "mixed",
+                "eager-include",
+                "artifact-only",
+                "artifact-checkpoint",
+                "process-cleanup",
+            ),
+            LeadRuntime::External => (
+                "External lead",
+                "host-text",
+                "cli-wrapper",
+                "eager-include",
+                "artifact-only",
+                "artifact-checkpoint",
+                "process-cleanup",
+            ),
+        };
+        Capabilities {
+            runtime: self,
+            lead_role_label: label,
+            user_prompt_mode: prompt_mode,
+            worker_dispatch_backend: backend,
+            initial_prompt_delivery_mode: delivery,
+            session_accounting: accounting,
+            resume_mode: resume,
+            teardown_mode: teardown,
+            lead_event_source: "lead-events-jsonl",
+        }
+    }
+}
+
+/// Maps a Claude model execution value to the family token a native Claude
+/// session accepts (`claude-opus-4-8` → `opus`). `None` means unmappable.
+pub fn claude_family_token(model: &str) -> Option<&'static str> {
+    let lower = model.to_ascii_lowercase();
+    CLAUDE_FAMILY_TOKENS
+        .iter()
+        .copied()
+        .find(|token| lower == *token || lower.split(['-', '[', '.']).any(|part| part == *token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_sets_round_trip() {
+        for task in TaskType::ALL {
+            assert_eq!(task.as_str().parse::<TaskType>().unwrap(), *task);
+        }
+        assert_eq!(
+            "nope".parse::<Provider>().unwrap_err(),
+            "claude|codex|antigravity|grok|kimi"
+        );
+    }
+
+    #[test]
+    fn grok_and_kimi_have_distinct_critic_models() {
+        assert_eq!(
+            Provider::Grok.default_model(Role::Analyser),
+            "grok-build-0.1"
+        );
+        assert_eq!(Provider::Grok.default_model(Role::Critic), "grok-4.5");
+        assert_eq!(
+            Provider::Kimi.default_model(Role::Analyser),
+            "kimi-k2.7-code"
+        );
+        assert_eq!(Provider::Kimi.default_model(Role::Critic), "kimi-k3");
+        assert_eq!(Provider::Claude.default_model(Role::ReportWriter), "sonnet");
+    }
+
+    #[test]
+    fn family_tokens() {
+        assert_eq!(claude_family_token("opus"), Some("opus"));
+        assert_eq!(claude_family_token("claude-sonnet-4-6"), Some("sonnet"));
+        assert_eq!(claude_family_token("claude-opus-4-8[1m]"), Some("opus"));
+        assert_eq!(claude_family_token("gpt-5.6-sol"), None);
+    }
+
+    #[test]
+    fn only_analysis_types_are_adversarial() {
+        assert_eq!(TaskType::ALL.iter().filter(|t| t.is_analysis()).count(), 6);
+    }
+}

@@ -1,0 +1,321 @@
+//! Command-line types (clap derive) and nothing else: no defaults that depend
+//! on the environment or the filesystem (those are resolved in `settings`).
+//!
+//! `okstra` with flags prepares a run and starts the lead; the subcommands do
+//! the deterministic work a lead must not improvise. `provider-exec` is not
+//! parsed here: its positional contract and exit codes (64–69) come from the
+//! reference wrapper, so `provider_exec` parses its own argv.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueHint};
+
+/// Multi-provider, cross-verified AI work on a code base.
+///
+/// okstra prepares a run for one question about a project (a task-keyed bundle
+/// of rendered prompts and validated manifests), then starts the lead session
+/// on it. The lead dispatches independent workers from several providers, they
+/// check each other's findings, and one schema-validated report comes out.
+///
+/// Examples:
+///   okstra --render-only --yes --task-type project-analysis \
+///     --project-id demo --task-group review --task-id first-look \
+///     --task-brief brief.md --project-root examples/tiny-service
+///   okstra --task-type error-analysis --project-id shop --task-group bugs \
+///     --task-id checkout-500 --task-brief brief.md
+#[derive(Debug, Parser)]
+#[command(
+    name = "okstra",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one provider CLI headless under okstra's supervisor.
+    ///
+    /// Usage: okstra provider-exec <provider> <project-root> <model> <prompt-path>
+    /// [worktree-path] [role] [idle-timeout-seconds]. Also installed as
+    /// `okstra-<provider>-exec`. See README for the exit codes and the status sidecar.
+    #[command(disable_help_flag = true)]
+    ProviderExec {
+        /// The wrapper's positional arguments.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARG"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Check a final report (data.json) against its schema and invariants.
+    Validate(ValidateArgs),
+    /// Derive the handoff Markdown and the human HTML from a final report.
+    Report(ReportArgs),
+    /// Append one lead event to a run's event log.
+    Event(EventArgs),
+    /// Show the state of every worker in a run (or in every run of a project).
+    Status(StatusArgs),
+    /// Find and stop worker process groups whose wrapper died.
+    Reap(ReapArgs),
+}
+
+/// The launcher's flags (SPEC §3).
+#[derive(Debug, Args, Default)]
+#[command(next_help_heading = "Launch")]
+pub struct LaunchArgs {
+    /// Render the host-neutral bundle and print the handoff prompt's path;
+    /// start no session.
+    #[arg(long)]
+    pub render_only: bool,
+
+    /// Never prompt. Every required argument must be given.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Skip the plan-verification step of implementation planning.
+    #[arg(long)]
+    pub no_plan_verification: bool,
+
+    /// Print one JSON object (runDir, handoffPrompt, runManifest, taskManifest)
+    /// on stdout instead of the handoff path.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Phase profile: requirements-discovery, error-analysis,
+    /// implementation-planning, project-analysis, feature-analysis,
+    /// change-impact-analysis or implementation. Default: the previous run's
+    /// workflow.nextRecommendedPhase when resuming a task key.
+    #[arg(long, value_name = "TASK_TYPE")]
+    pub task_type: Option<String>,
+
+    /// Comma-separated roster. Providers: claude, codex, antigravity, grok,
+    /// kimi; plus report-writer. [default: claude,codex,report-writer]
+    #[arg(long, value_name = "W1,W2,...")]
+    pub workers: Option<String>,
+
+    /// Assert which provider hosts the lead (claude, codex, antigravity); must
+    /// match --lead-runtime.
+    #[arg(long, value_name = "PROVIDER")]
+    pub lead_provider: Option<String>,
+
+    /// Model of the host-native lead. [default: OKSTRA_DEFAULT_LEAD_MODEL, else
+    /// the host's policy: opus for Claude, gpt-5.6-sol for Codex,
+    /// gemini-3.1-pro for Antigravity]
+    #[arg(long, value_name = "MODEL")]
+    pub lead_model: Option<String>,
+
+    /// Per-provider worker model overrides, e.g. grok=grok-4.5,kimi=kimi-k3.
+    /// Applies to every role of that provider except the report writer.
+    #[arg(long, value_name = "PROVIDER=MODEL,...")]
+    pub worker_model: Option<String>,
+
+    /// Claude worker model. [default: OKSTRA_DEFAULT_CLAUDE_MODEL, else opus]
+    #[arg(long, value_name = "MODEL")]
+    pub claude_model: Option<String>,
+
+    /// Codex worker model. [default: OKSTRA_DEFAULT_CODEX_MODEL, else gpt-5.6-sol]
+    #[arg(long, value_name = "MODEL")]
+    pub codex_model: Option<String>,
+
+    /// Antigravity worker model. [default: OKSTRA_DEFAULT_ANTIGRAVITY_MODEL,
+    /// else gemini-3.1-pro]
+    #[arg(long, value_name = "MODEL")]
+    pub antigravity_model: Option<String>,
+
+    /// Provider of the report writer: claude or codex. [default: claude]
+    #[arg(long, value_name = "PROVIDER")]
+    pub report_writer_provider: Option<String>,
+
+    /// Report writer model. [default: OKSTRA_DEFAULT_REPORT_WRITER_MODEL, else
+    /// sonnet for claude, gpt-5.6-sol for codex]
+    #[arg(long, value_name = "MODEL")]
+    pub report_writer_model: Option<String>,
+
+    /// Lead runtime adapter: claude-code, codex, antigravity or external.
+    /// [default: claude-code]
+    #[arg(long, value_name = "RUNTIME")]
+    pub lead_runtime: Option<String>,
+
+    /// Executor of an implementation run: claude, codex or antigravity; the
+    /// only worker allowed to change project files. [default:
+    /// OKSTRA_DEFAULT_EXECUTOR, else claude]
+    #[arg(long, value_name = "PROVIDER")]
+    pub executor: Option<String>,
+
+    /// Provider of the optional Phase 5.6 critic pass: off, claude, codex,
+    /// antigravity, grok or kimi; it must be on the roster. [default: off]
+    #[arg(long, value_name = "PROVIDER|off")]
+    pub critic: Option<String>,
+
+    /// Comma-separated related task ids, e.g. auth-token-refresh,login-ui.
+    #[arg(long, value_name = "T1,T2,...")]
+    pub related_tasks: Option<String>,
+
+    /// Kind of work: feature, bugfix, refactor, performance, security,
+    /// reliability, docs, tests, build or chore.
+    #[arg(long, value_name = "CATEGORY")]
+    pub work_category: Option<String>,
+
+    /// Project id, the first part of the task key (a safe slug).
+    #[arg(long, value_name = "SLUG")]
+    pub project_id: Option<String>,
+
+    /// Root of the project under study; the bundle goes in its `.okstra/`.
+    /// [default: the current directory]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub project_root: Option<PathBuf>,
+
+    /// Task group, the second part of the task key (a safe slug).
+    #[arg(long, value_name = "SLUG")]
+    pub task_group: Option<String>,
+
+    /// Task id, the third part of the task key (a safe slug).
+    #[arg(long, value_name = "SLUG")]
+    pub task_id: Option<String>,
+
+    /// The joined task key `<project-id>/<task-group>/<task-id>`, instead of
+    /// the three flags.
+    #[arg(long, value_name = "PROJECT/GROUP/TASK")]
+    pub task_key: Option<String>,
+
+    /// Markdown file with the question or task; must exist and not be empty.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub task_brief: Option<PathBuf>,
+
+    /// One extra instruction for the lead and every worker.
+    #[arg(long, value_name = "TEXT")]
+    pub directive: Option<String>,
+
+    /// Whether an implementation run may cycle back to the executor to fix
+    /// what verifiers found: yes or no. [default: yes]
+    #[arg(long, value_name = "yes|no")]
+    pub fix_cycle: Option<String>,
+
+    /// Continue the latest requirements-discovery or error-analysis run of the
+    /// task key with answers to its clarification questions (asked for on the
+    /// terminal).
+    #[arg(long)]
+    pub resume_clarification: bool,
+
+    /// File with answers to a previous run's clarification questions.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub clarification_response: Option<PathBuf>,
+
+    /// File with the approved plan an implementation run carries out.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub approved_plan: Option<PathBuf>,
+}
+
+/// `okstra validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// A run folder (data.json, roster and worker results are found through
+    /// its run manifest) or a data.json file.
+    #[arg(value_name = "RUN_DIR|DATA_JSON", value_hint = ValueHint::AnyPath)]
+    pub target: PathBuf,
+
+    /// Print one JSON object with every problem instead of one line each.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run folder or a data.json file.
+    #[arg(value_name = "RUN_DIR|DATA_JSON", value_hint = ValueHint::AnyPath)]
+    pub target: PathBuf,
+
+    /// Where to write final-report.md and final-report.html. [default: beside
+    /// data.json]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub out_dir: Option<PathBuf>,
+
+    /// Print the written paths as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra event`.
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// The run folder whose lead events log receives the event.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Event kind, e.g. phase-start, worker-dispatched, phase-batch-cleanup.
+    #[arg(value_name = "KIND")]
+    pub kind: String,
+
+    /// Extra `key=value` fields (repeatable).
+    #[arg(long = "field", value_name = "KEY=VALUE")]
+    pub fields: Vec<String>,
+}
+
+/// `okstra status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A run folder. Without it, every run under --project-root is shown.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: Option<PathBuf>,
+
+    /// Project whose `.okstra/` runs are shown. [default: the current directory]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub project_root: Option<PathBuf>,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Redraw until every worker is terminal.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// Show the last N lines of each worker's log.
+    #[arg(long, value_name = "N")]
+    pub log_tail: Option<usize>,
+}
+
+/// `okstra reap`.
+#[derive(Debug, Args)]
+pub struct ReapArgs {
+    /// Project whose `.okstra/` sidecars are scanned. [default: the current directory]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub project_root: Option<PathBuf>,
+
+    /// Stop the leftover process groups; without it, only list them.
+    #[arg(long)]
+    pub execute: bool,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn subcommands_and_launch_flags_do_not_mix() {
+        assert!(Cli::try_parse_from(["okstra", "--render-only", "validate", "x"]).is_err());
+        let cli = Cli::try_parse_from(["okstra", "validate", "x", "--json"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Validate(_))));
+    }
+}

@@ -1,0 +1,91 @@
+//! Every exit code okstra defines, and nowhere else.
+//!
+//! Two policies live here. The launcher and its subcommands use a small set:
+//! 0 success, 1 "the thing you asked me to check is wrong", 2 "okstra could not
+//! do its job" (bad input, I/O, template error; clap's usage code too), and
+//! 128+N when a signal stopped us. `provider-exec` is a transparent wrapper: it
+//! exits with the CLI's own code, 124 after an idle kill, 128+N after a signal
+//! to the wrapper, and the reference preflight codes 64–69 / 127 before
+//! anything starts.
+
+use std::process::ExitCode;
+
+/// Launcher / subcommand outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The job was done.
+    Success,
+    /// The job was done and the checked thing is wrong (e.g. an invalid report).
+    Failure,
+    /// okstra could not do its job.
+    Error,
+    /// A raw code decided elsewhere in this module (provider-exec passes the
+    /// child's code through).
+    Code(u8),
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        ExitCode::from(status.code())
+    }
+}
+
+impl ExitStatus {
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => SUCCESS,
+            ExitStatus::Failure => FAILURE,
+            ExitStatus::Error => USAGE,
+            ExitStatus::Code(code) => code,
+        }
+    }
+}
+
+/// Everything went as asked.
+pub const SUCCESS: u8 = 0;
+/// The checked artifact is invalid (`okstra validate`).
+pub const FAILURE: u8 = 1;
+/// Bad input or okstra could not do its job; the same code clap uses for usage errors.
+pub const USAGE: u8 = 2;
+
+/// provider-exec preflight: wrong argument count or unknown provider (sysexits `EX_USAGE`).
+pub const EXEC_USAGE: u8 = 64;
+/// provider-exec preflight: project root missing or not a directory.
+pub const EXEC_PROJECT_ROOT: u8 = 65;
+/// provider-exec preflight: empty model execution value.
+pub const EXEC_MODEL: u8 = 66;
+/// provider-exec preflight: prompt path missing, not a file, or unreadable.
+pub const EXEC_PROMPT: u8 = 67;
+/// provider-exec preflight: worktree given but not a directory.
+pub const EXEC_WORKTREE: u8 = 68;
+/// provider-exec preflight: idle timeout is not a non-negative integer.
+pub const EXEC_TIMEOUT_ARG: u8 = 69;
+/// The idle watchdog stopped the child; the same code `timeout(1)` uses.
+pub const TIMED_OUT: u8 = 124;
+/// provider-exec preflight: the provider CLI is not on `PATH` (shell convention).
+pub const NOT_FOUND: u8 = 127;
+
+/// The shell convention for "terminated by signal N": 128 + N.
+pub fn from_signal(signal: i32) -> u8 {
+    u8::try_from(128 + signal.clamp(1, 127)).unwrap_or(u8::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_map_to_128_plus_n() {
+        assert_eq!(from_signal(15), 143);
+        assert_eq!(from_signal(9), 137);
+        assert_eq!(from_signal(2), 130);
+    }
+
+    #[test]
+    fn status_codes_are_stable() {
+        assert_eq!(ExitStatus::Success.code(), 0);
+        assert_eq!(ExitStatus::Failure.code(), 1);
+        assert_eq!(ExitStatus::Error.code(), 2);
+        assert_eq!(ExitStatus::Code(124).code(), 124);
+    }
+}

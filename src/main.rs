@@ -1,0 +1,147 @@
+//! okstra: prepare a multi-provider, cross-verified AI run and start its lead.
+//!
+//! `main` only parses, dispatches and turns the outcome into an exit code; the
+//! error chain is printed once, here. `provider-exec` (and the
+//! `okstra-<provider>-exec` names of this same binary) parse their own argv
+//! because their positional contract and exit codes come from the reference
+//! wrapper.
+
+mod assign;
+mod bundle;
+mod catalog;
+mod cli;
+mod durable;
+mod exit;
+mod launch;
+mod lifecycle;
+mod provider_exec;
+mod report;
+mod resume;
+mod schema;
+mod settings;
+mod template;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use crate::catalog::{LeadRuntime, TaskType};
+use crate::cli::{Cli, Command, LaunchArgs};
+use crate::exit::ExitStatus;
+use crate::settings::Continuation;
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        // One line, never a backtrace: a panic is our bug, not the user's.
+        eprintln!("error: internal error in okstra: {info}; please report it");
+    }));
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if let Some(provider) = argv
+        .first()
+        .and_then(|arg0| provider_exec::alias(Path::new(arg0)))
+    {
+        return provider_exec::main(Some(provider), argv.into_iter().skip(1).collect());
+    }
+    if argv.get(1).is_some_and(|arg| arg == "provider-exec") {
+        return provider_exec::main(None, argv.into_iter().skip(2).collect());
+    }
+    let cli = Cli::parse_from(argv);
+    let outcome = match cli.command {
+        None => launch_command(&cli.launch),
+        Some(Command::ProviderExec { .. }) => {
+            unreachable!("provider-exec is dispatched before clap parsing")
+        }
+        Some(Command::Validate(args)) => report::validate_command(&args),
+        Some(Command::Report(args)) => report::report_command(&args),
+        Some(Command::Event(args)) => lifecycle::event_command(&args),
+        Some(Command::Status(args)) => lifecycle::status_command(&args),
+        Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+    };
+    match outcome {
+        Ok(status) => status.into(),
+        Err(err) => {
+            print_error(&err);
+            ExitStatus::Error.into()
+        }
+    }
+}
+
+/// Print an error chain once: `error: outer: cause: root`.
+fn print_error(err: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "error: {err:#}");
+}
+
+/// `okstra [flags]`: render the run, then start the lead (unless render-only).
+fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = settings::resolve(args, &env, &cwd)?;
+    let previous = match &settings.continuation {
+        Continuation::ClarificationResponse(_)
+        | Continuation::ResumeClarification
+        | Continuation::ClarificationAnswers(_) => {
+            let found = resume::latest(
+                &settings.project_root,
+                &settings.task_key,
+                TaskType::takes_clarification,
+            );
+            let Some(found) = found else {
+                anyhow::bail!(
+                    "task key `{}` has no requirements-discovery or error-analysis run to continue; start one first",
+                    settings.task_key.joined()
+                );
+            };
+            Some(found.dir)
+        }
+        Continuation::ApprovedPlan(_) => {
+            resume::latest(&settings.project_root, &settings.task_key, |t| {
+                t == TaskType::ImplementationPlanning
+            })
+            .map(|run| run.dir)
+        }
+        Continuation::None => {
+            resume::latest(&settings.project_root, &settings.task_key, |_| true).map(|run| run.dir)
+        }
+    };
+    let settings = resume::with_clarification(settings, previous.as_deref())?;
+    let paths = bundle::render_run(&settings, previous.as_deref())?;
+
+    let mut stdout = std::io::stdout().lock();
+    if settings.json {
+        writeln!(stdout, "{}", serde_json::to_string(&paths)?)?;
+    } else {
+        writeln!(stdout, "{}", paths.handoff_prompt.display())?;
+    }
+    drop(stdout);
+    eprintln!(
+        "okstra: rendered {} run `{}` for `{}` in `{}`",
+        settings.task_type,
+        paths
+            .run_dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        settings.task_key.joined(),
+        paths.run_dir.display()
+    );
+    if settings.render_only {
+        return Ok(ExitStatus::Success);
+    }
+    if settings.lead_runtime == LeadRuntime::External {
+        eprintln!(
+            "okstra: the external runtime has no CLI to start; give your lead host the handoff prompt `{}` (it reads everything else from the run folder)",
+            paths.handoff_prompt.display()
+        );
+        return Ok(ExitStatus::Success);
+    }
+    launch::exec_lead(
+        settings.lead_runtime,
+        &settings.project_root,
+        &paths.handoff_prompt,
+    )?;
+    Ok(ExitStatus::Success)
+}

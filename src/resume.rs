@@ -1,0 +1,138 @@
+//! Finding earlier runs of a task key: the latest run of given task types
+//! (for `--resume-clarification` and continuations) and the next phase a
+//! finished run recommends (`workflow.nextRecommendedPhase` in its report).
+//!
+//! Only run folders with a readable run manifest count; their order is the
+//! manifest's `createdAt`, then the sequence number, never file times.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::catalog::TaskType;
+use crate::settings::TaskKey;
+
+/// A run folder of a task key, as its manifest describes it.
+#[derive(Debug, Clone)]
+pub struct RunRef {
+    pub dir: PathBuf,
+    pub task_type: TaskType,
+    pub created_at: String,
+    pub sequence: u64,
+}
+
+/// Every run of `key` under `project_root`, oldest first.
+pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
+    let task_dir = project_root.join(".okstra").join(key.relative_dir());
+    let Ok(entries) = fs::read_dir(&task_dir) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<RunRef> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let manifest: Value =
+                serde_json::from_slice(&fs::read(dir.join("run-manifest.json")).ok()?).ok()?;
+            Some(RunRef {
+                task_type: manifest["taskType"].as_str()?.parse().ok()?,
+                created_at: manifest["createdAt"].as_str()?.to_owned(),
+                sequence: manifest["sequence"].as_u64()?,
+                dir,
+            })
+        })
+        .collect();
+    runs.sort_by(|a, b| {
+        (a.created_at.as_str(), a.sequence, &a.dir).cmp(&(
+            b.created_at.as_str(),
+            b.sequence,
+            &b.dir,
+        ))
+    });
+    runs
+}
+
+/// The latest run of `key` whose task type satisfies `wanted`.
+pub fn latest(
+    project_root: &Path,
+    key: &TaskKey,
+    wanted: impl Fn(TaskType) -> bool,
+) -> Option<RunRef> {
+    runs(project_root, key)
+        .into_iter()
+        .rev()
+        .find(|run| wanted(run.task_type))
+}
+
+/// The task type the latest finished run of `key` recommends next, if any.
+/// A finished run is one with a `report/data.json`.
+pub fn next_phase(project_root: &Path, key: &TaskKey) -> Result<Option<TaskType>> {
+    for run in runs(project_root, key).into_iter().rev() {
+        let data = run.dir.join("report").join("data.json");
+        let Ok(bytes) = fs::read(&data) else {
+            continue;
+        };
+        let Ok(report) = serde_json::from_slice::<Value>(&bytes) else {
+            bail!(
+                "`{}` is not valid JSON, so the next phase cannot be read from it; pass `--task-type`",
+                data.display()
+            );
+        };
+        let Some(phase) = report["workflow"]["nextRecommendedPhase"].as_str() else {
+            return Ok(None);
+        };
+        return match phase.parse::<TaskType>() {
+            Ok(task_type) => Ok(Some(task_type)),
+            Err(accepted) => bail!(
+                "`workflow.nextRecommendedPhase` in `{}` is `{phase}`, expected {accepted}; pass `--task-type`",
+                data.display()
+            ),
+        };
+    }
+    Ok(None)
+}
+
+/// Turn `--resume-clarification` into a clarification response: show which
+/// run is being continued and read the answers from the terminal (ended by a
+/// line with a single `.` or end of input). Other settings pass through.
+pub fn with_clarification(
+    mut settings: crate::settings::Settings,
+    previous: Option<&Path>,
+) -> Result<crate::settings::Settings> {
+    use std::io::{BufRead, IsTerminal, Write};
+
+    if settings.continuation != crate::settings::Continuation::ResumeClarification {
+        return Ok(settings);
+    }
+    let Some(previous) = previous else {
+        bail!("`--resume-clarification` found no earlier run to continue");
+    };
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        bail!(
+            "`--resume-clarification` asks for the answers on a terminal and none is attached; write them to a file and pass `--clarification-response <file>`"
+        );
+    }
+    let mut stderr = std::io::stderr();
+    writeln!(
+        stderr,
+        "Continuing `{}`. Its questions are in its report (`{}`).\nType your answers; end with a line holding a single `.`:",
+        previous.display(),
+        previous.join("report").display()
+    )?;
+    let mut answers = String::new();
+    for line in stdin.lock().lines() {
+        let line = line?;
+        if line.trim() == "." {
+            break;
+        }
+        answers.push_str(&line);
+        answers.push('\n');
+    }
+    if answers.trim().is_empty() {
+        bail!("no answers were given; nothing to continue with");
+    }
+    settings.continuation = crate::settings::Continuation::ClarificationAnswers(answers);
+    Ok(settings)
+}

@@ -1,0 +1,108 @@
+//! The one place a minijinja `Environment` is built.
+//!
+//! Templates (`templates/`) and the prompt library (`prompts/`) are compiled
+//! into the binary. Undefined variables are errors (a misspelt name fails the
+//! render instead of rendering empty), trailing newlines are kept, and
+//! auto-escaping is off because we render Markdown and text. A render error
+//! carries the template's name, line and source excerpt.
+
+use include_dir::{Dir, include_dir};
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+
+static PROMPTS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/prompts");
+static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
+
+/// A failed render, with the template engine's own location and excerpt.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot render template `{name}`:\n{detail}")]
+pub struct Error {
+    pub name: String,
+    pub detail: String,
+}
+
+/// Find an embedded template by its repository path
+/// (`templates/handoff.md.j2`, `prompts/lead/contract.md.j2`).
+pub fn source(name: &str) -> Option<&'static str> {
+    let (root, rest) = name.split_once('/')?;
+    let dir = match root {
+        "prompts" => &PROMPTS,
+        "templates" => &TEMPLATES,
+        _ => return None,
+    };
+    dir.get_file(rest).and_then(|file| file.contents_utf8())
+}
+
+/// Every embedded template name, for tests and listings.
+pub fn names() -> Vec<String> {
+    fn walk(dir: &Dir<'_>, root: &str, out: &mut Vec<String>) {
+        for file in dir.files() {
+            out.push(format!("{root}/{}", file.path().display()));
+        }
+        for sub in dir.dirs() {
+            walk(sub, root, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&PROMPTS, "prompts", &mut out);
+    walk(&TEMPLATES, "templates", &mut out);
+    out.sort();
+    out
+}
+
+/// The shared environment: strict, embedded, no auto-escape.
+pub fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are a valid syntax"),
+    );
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_loader(|name| Ok(source(name).map(str::to_owned)));
+    env
+}
+
+/// Render template `name` with `context`.
+pub fn render<S: Serialize>(
+    env: &Environment<'_>,
+    name: &str,
+    context: &S,
+) -> Result<String, Error> {
+    let failed = |err: &minijinja::Error| Error {
+        name: name.to_owned(),
+        detail: format!("{err:#}"),
+    };
+    let template = env.get_template(name).map_err(|err| failed(&err))?;
+    template
+        .render(minijinja::value::Serde(context))
+        .map_err(|err| failed(&err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undefined_variables_fail_the_render() {
+        let mut env = environment();
+        env.add_template("t", "hello {{ nobody }}").unwrap();
+        let err = render(&env, "t", &serde_json::json!({})).unwrap_err();
+        assert!(err.to_string().contains("undefined"), "{err}");
+    }
+
+    #[test]
+    fn every_embedded_template_parses() {
+        let env = environment();
+        for name in names() {
+            if name.ends_with(".j2") {
+                env.get_template(&name)
+                    .unwrap_or_else(|err| panic!("{name}: {err:#}"));
+            }
+        }
+    }
+}
