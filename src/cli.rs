@@ -6,6 +6,11 @@
 //! parsed here: its positional contract and exit codes (64–69) come from the
 //! reference wrapper, so `provider_exec` parses its own argv.
 
+#![expect(
+    clippy::doc_markdown,
+    reason = "doc comments are the command-line help text, shown verbatim"
+)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueHint};
@@ -70,6 +75,10 @@ pub enum Command {
 
 /// The launcher's flags (SPEC §3).
 #[derive(Debug, Args, Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one command-line switch"
+)]
 #[command(next_help_heading = "Launch")]
 pub struct LaunchArgs {
     /// Render the host-neutral bundle and print the handoff prompt's path;

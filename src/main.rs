@@ -39,22 +39,20 @@ fn main() -> ExitCode {
         // One line, never a backtrace: a panic is our bug, not the user's.
         eprintln!("error: internal error in okstra: {info}; please report it");
     }));
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    if let Some(provider) = argv
+    let raw_args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(provider) = raw_args
         .first()
         .and_then(|arg0| provider_exec::alias(Path::new(arg0)))
     {
-        return provider_exec::main(Some(provider), argv.into_iter().skip(1).collect());
+        return provider_exec::main(Some(provider), raw_args.into_iter().skip(1).collect());
     }
-    if argv.get(1).is_some_and(|arg| arg == "provider-exec") {
-        return provider_exec::main(None, argv.into_iter().skip(2).collect());
+    if raw_args.get(1).is_some_and(|arg| arg == "provider-exec") {
+        return provider_exec::main(None, raw_args.into_iter().skip(2).collect());
     }
-    let cli = Cli::parse_from(argv);
+    let cli = Cli::parse_from(raw_args);
     let outcome = match cli.command {
         None => launch_command(&cli.launch),
-        Some(Command::ProviderExec { .. }) => {
-            unreachable!("provider-exec is dispatched before clap parsing")
-        }
+        Some(Command::ProviderExec { args }) => return provider_exec::main(None, args),
         Some(Command::Validate(args)) => report::validate_command(&args),
         Some(Command::Report(args)) => report::report_command(&args),
         Some(Command::Event(args)) => lifecycle::event_command(&args),

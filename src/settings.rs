@@ -72,6 +72,10 @@ pub enum Continuation {
 
 /// Everything a run needs, resolved and validated.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of one run"
+)]
 pub struct Settings {
     pub task_type: TaskType,
     pub task_key: TaskKey,
@@ -321,39 +325,37 @@ pub fn resolve_with(
         )
     })?;
 
-    let task_key = match &args.task_key {
-        Some(joined) => {
-            if args.project_id.is_some() || args.task_group.is_some() || args.task_id.is_some() {
-                bail!(
-                    "`--task-key` cannot be combined with `--project-id`, `--task-group` or `--task-id`: give one form"
-                );
-            }
-            parse_task_key(joined)?
+    let task_key = if let Some(joined) = &args.task_key {
+        if args.project_id.is_some() || args.task_group.is_some() || args.task_id.is_some() {
+            bail!(
+                "`--task-key` cannot be combined with `--project-id`, `--task-group` or `--task-id`: give one form"
+            );
         }
-        None => {
-            let project_id = missing("project-id", args.project_id.clone())?;
-            let project_id = check_slug("--project-id", &project_id)?;
-            let task_group = missing("task-group", args.task_group.clone())?;
-            let task_group = check_slug("--task-group", &task_group)?;
-            let task_id = missing("task-id", args.task_id.clone())?;
-            let task_id = check_slug("--task-id", &task_id)?;
-            TaskKey {
-                project_id,
-                task_group,
-                task_id,
-            }
+        parse_task_key(joined)?
+    } else {
+        let project_id = missing("project-id", args.project_id.clone())?;
+        let project_id = check_slug("--project-id", &project_id)?;
+        let task_group = missing("task-group", args.task_group.clone())?;
+        let task_group = check_slug("--task-group", &task_group)?;
+        let task_id = missing("task-id", args.task_id.clone())?;
+        let task_id = check_slug("--task-id", &task_id)?;
+        TaskKey {
+            project_id,
+            task_group,
+            task_id,
         }
     };
 
     let task_type = match args.task_type.as_deref() {
         Some(raw) => parse_value::<TaskType>("--task-type", raw)?,
-        None => match crate::resume::next_phase(&project_root, &task_key)? {
-            Some(task_type) => task_type,
-            None => {
+        None => {
+            if let Some(task_type) = crate::resume::next_phase(&project_root, &task_key)? {
+                task_type
+            } else {
                 let raw = missing("task-type", None)?;
                 parse_value::<TaskType>("--task-type", &raw)?
             }
-        },
+        }
     };
 
     let task_brief = missing(
@@ -624,6 +626,8 @@ mod tests {
         }
     }
 
+    type Change = Box<dyn Fn(&mut LaunchArgs)>;
+
     fn resolve_env(args: &LaunchArgs, dir: &Path, vars: &[(&str, &str)]) -> Result<Settings> {
         let vars: BTreeMap<String, String> = vars
             .iter()
@@ -665,7 +669,7 @@ mod tests {
     #[test]
     fn refusals_name_the_value() {
         let dir = tempfile::tempdir().unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut LaunchArgs)>, &str)> = vec![
+        let cases: Vec<(Change, &str)> = vec![
             (
                 Box::new(|a| a.workers = Some("claude,claude".into())),
                 "`claude` is listed twice",

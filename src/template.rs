@@ -85,6 +85,8 @@ pub fn render<S: Serialize>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -99,7 +101,7 @@ mod tests {
     fn every_embedded_template_parses() {
         let env = environment();
         for name in names() {
-            if name.ends_with(".j2") {
+            if Path::new(&name).extension().is_some_and(|ext| ext == "j2") {
                 env.get_template(&name)
                     .unwrap_or_else(|err| panic!("{name}: {err:#}"));
             }

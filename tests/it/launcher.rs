@@ -1,1 +1,896 @@
-//! Integration tests: launcher.
+//! Integration tests: the launcher (`okstra` with flags) and its bundle.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::support::{okstra, okstra_path, repo_root};
+
+/// A temp project with a brief, and the common required flags.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("brief.md"), "# Why is checkout slow?\n").unwrap();
+        Project { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `okstra --render-only --yes` with a full task key, plus `extra`.
+    fn render(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
+        let mut cmd = okstra();
+        cmd.current_dir(self.root())
+            .args(["--render-only", "--yes"]);
+        for (flag, value) in [
+            ("--project-id", "demo"),
+            ("--task-group", "perf"),
+            ("--task-id", "checkout"),
+            ("--task-brief", "brief.md"),
+            ("--task-type", "project-analysis"),
+        ] {
+            if !extra.contains(&flag) {
+                cmd.args([flag, value]);
+            }
+        }
+        cmd.args(extra).write_stdin("").assert()
+    }
+
+    fn okstra_dir(&self) -> PathBuf {
+        self.root().join(".okstra")
+    }
+
+    fn run_dir(&self, task_type: &str, sequence: u32) -> PathBuf {
+        self.okstra_dir()
+            .join("tasks/demo/perf/checkout")
+            .join(format!("{task_type}-{sequence:03}"))
+    }
+}
+
+fn manifest(run_dir: &Path) -> Value {
+    serde_json::from_slice(&fs::read(run_dir.join("run-manifest.json")).unwrap()).unwrap()
+}
+
+/// (dispatchName, role, provider, model, runner) of every assignment.
+fn roster(manifest: &Value) -> Vec<Row> {
+    manifest["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let field = |name: &str| a[name].as_str().unwrap().to_owned();
+            (
+                field("dispatchName"),
+                field("role"),
+                field("provider"),
+                field("modelExecutionValue"),
+                field("runner"),
+            )
+        })
+        .collect()
+}
+
+type Row = (String, String, String, String, String);
+
+fn row(dispatch: &str, role: &str, provider: &str, model: &str, runner: &str) -> Row {
+    (
+        dispatch.into(),
+        role.into(),
+        provider.into(),
+        model.into(),
+        runner.into(),
+    )
+}
+
+#[test]
+fn version_and_help_explain_flags_and_defaults() {
+    okstra()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(format!("okstra {}\n", env!("CARGO_PKG_VERSION")));
+    let help = okstra().arg("--help").assert().success();
+    let text = String::from_utf8(help.get_output().stdout.clone()).unwrap();
+    for needle in [
+        "--render-only",
+        "--worker-model",
+        "--report-writer-provider",
+        "--lead-runtime",
+        "--resume-clarification",
+        "[default: claude,codex,report-writer]",
+        "OKSTRA_DEFAULT_EXECUTOR",
+        "gpt-5.6-sol",
+        "Examples:",
+    ] {
+        assert!(text.contains(needle), "help lacks {needle:?}:\n{text}");
+    }
+}
+
+#[test]
+fn render_only_writes_a_complete_validated_bundle() {
+    let project = Project::new();
+    let out = project.render(&[]).success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let run_dir = project.run_dir("project-analysis", 1);
+    let handoff = run_dir.join("handoff.md");
+    assert_eq!(
+        stdout.trim_end(),
+        handoff.canonicalize().unwrap().to_str().unwrap()
+    );
+    for file in [
+        "handoff.md",
+        "task-manifest.json",
+        "run-manifest.json",
+        "state/team-state-project-analysis-001.json",
+        "state/lead-events.jsonl",
+        "instruction-set/final-report-schema.json",
+        "instruction-set/lead-contract.md",
+        "instruction-set/profile.md",
+        "instruction-set/adapter.md",
+        "inputs/task-brief.md",
+        "prompts/claude-worker.md",
+        "prompts/codex-worker.md",
+        "prompts/report-writer.md",
+    ] {
+        assert!(run_dir.join(file).is_file(), "missing {file}");
+    }
+    let manifest = manifest(&run_dir);
+    assert_eq!(manifest["schemaVersion"], 1);
+    assert_eq!(manifest["taskKey"], "demo/perf/checkout");
+    assert_eq!(manifest["taskType"], "project-analysis");
+    assert_eq!(manifest["leadRuntime"], "claude-code");
+    assert_eq!(manifest["convergence"]["enabled"], true);
+    assert_eq!(manifest["convergence"]["adversarial"], true);
+    assert_eq!(manifest["convergence"]["effectiveMaxRounds"], 2);
+    assert_eq!(
+        manifest["leadEventsPath"].as_str().unwrap(),
+        run_dir
+            .canonicalize()
+            .unwrap()
+            .join("state/lead-events.jsonl")
+            .to_str()
+            .unwrap()
+    );
+    assert_eq!(
+        roster(&manifest),
+        vec![
+            row(
+                "claude-worker",
+                "analyser",
+                "claude",
+                "opus",
+                "native-session"
+            ),
+            row(
+                "codex-worker",
+                "analyser",
+                "codex",
+                "gpt-5.6-sol",
+                "cli-wrapper"
+            ),
+            row(
+                "report-writer",
+                "report-writer",
+                "claude",
+                "sonnet",
+                "native-session"
+            ),
+        ]
+    );
+    // Every assignment's prompt exists and its recorded hash matches its bytes.
+    for assignment in manifest["assignments"].as_array().unwrap() {
+        let prompt = fs::read(assignment["promptPath"].as_str().unwrap()).unwrap();
+        let text = String::from_utf8(prompt.clone()).unwrap();
+        assert!(text.contains(&format!(
+            "**Model:** `{}`",
+            assignment["modelExecutionValue"].as_str().unwrap()
+        )));
+        assert!(text.contains(assignment["resultPath"].as_str().unwrap()));
+        assert_eq!(assignment["promptSha256"].as_str().unwrap().len(), 64);
+        for field in [
+            "resultPath",
+            "workerResultsPath",
+            "errorPath",
+            "heartbeatPath",
+        ] {
+            assert!(
+                assignment[field].as_str().unwrap().starts_with('/'),
+                "{field}"
+            );
+        }
+    }
+    let hashes = manifest["promptSha256"].as_object().unwrap();
+    assert!(hashes.contains_key("handoff.md"));
+    assert!(hashes.contains_key("prompts/codex-worker.md"));
+    // Nothing is left in staging.
+    let leftovers: Vec<_> = fs::read_dir(project.okstra_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".staging"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn json_output_names_the_four_paths() {
+    let project = Project::new();
+    let out = project.render(&["--json"]).success();
+    let value: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let run_dir = project
+        .run_dir("project-analysis", 1)
+        .canonicalize()
+        .unwrap();
+    assert_eq!(value["runDir"].as_str().unwrap(), run_dir.to_str().unwrap());
+    for (key, file) in [
+        ("handoffPrompt", "handoff.md"),
+        ("runManifest", "run-manifest.json"),
+        ("taskManifest", "task-manifest.json"),
+    ] {
+        assert_eq!(
+            value[key].as_str().unwrap(),
+            run_dir.join(file).to_str().unwrap()
+        );
+    }
+}
+
+#[test]
+fn every_refusal_exits_2_names_the_value_and_writes_nothing() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--task-type", "audit"], "`audit`"),
+        (&["--workers", "claude,gemini"], "`gemini`"),
+        (
+            &["--workers", "claude,codex,claude"],
+            "`claude` is listed twice",
+        ),
+        (
+            &["--workers", "claude,report-writer,report-writer"],
+            "`report-writer` is listed twice",
+        ),
+        (&["--report-writer-provider", "grok"], "`grok`"),
+        (&["--executor", "kimi"], "`kimi`"),
+        (&["--critic", "maybe"], "`maybe`"),
+        (&["--critic", "grok"], "`--critic grok`"),
+        (&["--lead-runtime", "vim"], "`vim`"),
+        (
+            &["--lead-runtime", "codex", "--lead-provider", "claude"],
+            "`--lead-provider claude`",
+        ),
+        (
+            &["--lead-runtime", "external", "--lead-provider", "codex"],
+            "`--lead-provider codex`",
+        ),
+        (&["--worker-model", "grok"], "`grok`"),
+        (&["--worker-model", "grok=a,gemini=b"], "`gemini`"),
+        (&["--worker-model", "kimi="], "`` for `--worker-model`"),
+        (&["--fix-cycle", "maybe"], "`maybe`"),
+        (
+            &[
+                "--resume-clarification",
+                "--clarification-response",
+                "brief.md",
+            ],
+            "--resume-clarification",
+        ),
+        (
+            &["--resume-clarification", "--approved-plan", "brief.md"],
+            "--resume-clarification",
+        ),
+        (&["--task-brief", "missing.md"], "missing.md"),
+        (&["--task-brief", "empty.md"], "empty.md"),
+        (&["--task-brief", "."], "for `--task-brief`"),
+        (&["--project-id", "../x"], "`../x`"),
+        (&["--task-group", "/abs"], "`/abs`"),
+        (&["--task-id", ""], "`` for `--task-id`"),
+        (&["--task-id", &"a".repeat(129)], "for `--task-id`"),
+        (&["--task-id", "Upper"], "`Upper`"),
+        (&["--claude-model", "gpt-5"], "`gpt-5`"),
+        (&["--codex-model", "has space"], "`has space`"),
+        (&["--work-category", "fun"], "`fun`"),
+        (&["--related-tasks", "ok,../bad"], "`../bad`"),
+        (&["--project-root", "nowhere"], "nowhere"),
+    ];
+    for (args, expected) in cases {
+        let project = Project::new();
+        fs::write(project.root().join("empty.md"), "  \n").unwrap();
+        let out = project.render(args).code(2);
+        let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.lines().count(),
+            1,
+            "{args:?}: one line expected, got {stderr}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: {stderr} should name {expected}"
+        );
+        assert!(!project.okstra_dir().exists(), "{args:?} wrote `.okstra/`");
+        assert!(
+            out.get_output().stdout.is_empty(),
+            "{args:?} printed to stdout"
+        );
+    }
+}
+
+#[test]
+fn missing_argument_without_terminal_is_a_usage_error() {
+    let project = Project::new();
+    let out = okstra()
+        .current_dir(project.root())
+        .args([
+            "--render-only",
+            "--task-type",
+            "project-analysis",
+            "--project-id",
+            "demo",
+        ])
+        .args(["--task-group", "perf", "--task-brief", "brief.md"])
+        .write_stdin("")
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("`--task-id`") && stderr.contains("no terminal"),
+        "{stderr}"
+    );
+    let out = okstra()
+        .current_dir(project.root())
+        .args([
+            "--render-only",
+            "--yes",
+            "--project-id",
+            "demo",
+            "--task-group",
+            "perf",
+        ])
+        .args(["--task-id", "x", "--task-brief", "brief.md"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("`--task-type`") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    assert!(!project.okstra_dir().exists());
+}
+
+#[test]
+fn wide_roster_with_critic_and_worker_model_override() {
+    let project = Project::new();
+    project
+        .render(&[
+            "--workers",
+            "claude,codex,grok,kimi,report-writer",
+            "--critic",
+            "grok",
+            "--worker-model",
+            "kimi=kimi-k3",
+        ])
+        .success();
+    let manifest = manifest(&project.run_dir("project-analysis", 1));
+    assert_eq!(
+        roster(&manifest),
+        vec![
+            row(
+                "claude-worker",
+                "analyser",
+                "claude",
+                "opus",
+                "native-session"
+            ),
+            row(
+                "codex-worker",
+                "analyser",
+                "codex",
+                "gpt-5.6-sol",
+                "cli-wrapper"
+            ),
+            row(
+                "grok-worker",
+                "analyser",
+                "grok",
+                "grok-build-0.1",
+                "cli-wrapper"
+            ),
+            row("kimi-worker", "analyser", "kimi", "kimi-k3", "cli-wrapper"),
+            row(
+                "grok-worker-critic",
+                "critic",
+                "grok",
+                "grok-4.5",
+                "cli-wrapper"
+            ),
+            row(
+                "report-writer",
+                "report-writer",
+                "claude",
+                "sonnet",
+                "native-session"
+            ),
+        ]
+    );
+    assert_eq!(manifest["critic"]["modelExecutionValue"], "grok-4.5");
+    let wrappers: Vec<_> = manifest["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["wrapper"].as_str().unwrap_or("-").to_owned())
+        .collect();
+    assert_eq!(
+        wrappers,
+        [
+            "-",
+            "okstra-codex-exec",
+            "okstra-grok-exec",
+            "okstra-kimi-exec",
+            "okstra-grok-exec",
+            "-"
+        ]
+    );
+}
+
+#[test]
+fn environment_defaults_and_flags_over_environment() {
+    let project = Project::new();
+    let mut cmd = okstra();
+    cmd.current_dir(project.root())
+        .env("OKSTRA_DEFAULT_CLAUDE_MODEL", "sonnet")
+        .env("OKSTRA_DEFAULT_CODEX_MODEL", "gpt-env")
+        .env("OKSTRA_DEFAULT_REPORT_WRITER_MODEL", "haiku")
+        .env("OKSTRA_DEFAULT_LEAD_MODEL", "opus-lead-env")
+        .args(["--render-only", "--yes", "--task-type", "feature-analysis"])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .args(["--codex-model", "gpt-flag"])
+        .assert()
+        .success();
+    let manifest = manifest(&project.run_dir("feature-analysis", 1));
+    assert_eq!(
+        roster(&manifest),
+        vec![
+            row(
+                "claude-worker",
+                "analyser",
+                "claude",
+                "sonnet",
+                "native-session"
+            ),
+            row(
+                "codex-worker",
+                "analyser",
+                "codex",
+                "gpt-flag",
+                "cli-wrapper"
+            ),
+            row(
+                "report-writer",
+                "report-writer",
+                "claude",
+                "haiku",
+                "native-session"
+            ),
+        ]
+    );
+    assert_eq!(manifest["lead"]["model"], "opus-lead-env");
+    // A flag beats the environment for the lead and the report writer too.
+    okstra()
+        .current_dir(project.root())
+        .env("OKSTRA_DEFAULT_REPORT_WRITER_MODEL", "haiku")
+        .env("OKSTRA_DEFAULT_LEAD_MODEL", "opus-lead-env")
+        .args(["--render-only", "--yes", "--task-type", "feature-analysis"])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .args(["--lead-model", "fable", "--report-writer-model", "sonnet"])
+        .assert()
+        .success();
+    let manifest = manifest_of(&project, "feature-analysis", 2);
+    assert_eq!(manifest["lead"]["model"], "fable");
+    assert_eq!(roster(&manifest)[2].3, "sonnet");
+}
+
+fn manifest_of(project: &Project, task_type: &str, sequence: u32) -> Value {
+    manifest(&project.run_dir(task_type, sequence))
+}
+
+#[test]
+fn implementation_rosters_have_one_executor_and_read_only_verifiers() {
+    let project = Project::new();
+    project
+        .render(&[
+            "--task-type",
+            "implementation",
+            "--executor",
+            "codex",
+            "--workers",
+            "claude,codex,antigravity",
+        ])
+        .success();
+    let manifest = manifest_of(&project, "implementation", 1);
+    assert_eq!(
+        roster(&manifest),
+        vec![
+            row(
+                "codex-executor",
+                "executor",
+                "codex",
+                "gpt-5.6-sol",
+                "cli-wrapper"
+            ),
+            row(
+                "claude-verifier",
+                "verifier",
+                "claude",
+                "opus",
+                "native-session"
+            ),
+            row(
+                "antigravity-verifier",
+                "verifier",
+                "antigravity",
+                "gemini-3.1-pro",
+                "cli-wrapper"
+            ),
+        ]
+    );
+    let writers: Vec<bool> = manifest["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["writesProject"].as_bool().unwrap())
+        .collect();
+    assert_eq!(writers, [true, false, false]);
+    assert_eq!(manifest["convergence"]["adversarial"], false);
+    assert!(
+        project
+            .run_dir("implementation", 1)
+            .join("instruction-set/coding-conventions-preflight.md")
+            .is_file()
+    );
+
+    // The executor comes from OKSTRA_DEFAULT_EXECUTOR when the flag is absent,
+    // and is added even when it is not on --workers.
+    okstra()
+        .current_dir(project.root())
+        .env("OKSTRA_DEFAULT_EXECUTOR", "antigravity")
+        .args(["--render-only", "--yes", "--task-type", "implementation"])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .assert()
+        .success();
+    let manifest = manifest_of(&project, "implementation", 2);
+    let names: Vec<String> = roster(&manifest).into_iter().map(|r| r.0).collect();
+    assert_eq!(
+        names,
+        [
+            "antigravity-executor",
+            "claude-verifier",
+            "codex-verifier",
+            "report-writer"
+        ]
+    );
+}
+
+#[test]
+fn concurrent_renders_never_share_a_sequence_number() {
+    let project = Project::new();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            std::process::Command::new(okstra_path())
+                .current_dir(project.root())
+                .args(["--render-only", "--yes", "--task-type", "error-analysis"])
+                .args([
+                    "--task-key",
+                    "demo/perf/checkout",
+                    "--task-brief",
+                    "brief.md",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut handoffs: Vec<String> = children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        })
+        .collect();
+    handoffs.sort();
+    handoffs.dedup();
+    assert_eq!(handoffs.len(), 8);
+    for sequence in 1..=8 {
+        assert!(
+            project
+                .run_dir("error-analysis", sequence)
+                .join("run-manifest.json")
+                .is_file()
+        );
+    }
+}
+
+#[test]
+fn sequence_numbers_are_never_reused_after_a_run_is_deleted() {
+    let project = Project::new();
+    project.render(&[]).success();
+    project.render(&[]).success();
+    fs::remove_dir_all(project.run_dir("project-analysis", 2)).unwrap();
+    project.render(&[]).success();
+    assert!(project.run_dir("project-analysis", 3).is_dir());
+    assert!(!project.run_dir("project-analysis", 2).exists());
+    // Another task type counts on its own.
+    project.render(&["--task-type", "error-analysis"]).success();
+    assert!(project.run_dir("error-analysis", 1).is_dir());
+}
+
+#[test]
+fn same_inputs_render_the_same_bytes() {
+    let first = Project::new();
+    let second = Project::new();
+    // Same absolute project path is needed for byte equality: render twice in
+    // one project and compare run 1 with run 2 after masking the run number.
+    first.render(&["--critic", "codex"]).success();
+    first.render(&["--critic", "codex"]).success();
+    drop(second);
+    let one = first.run_dir("project-analysis", 1);
+    let two = first.run_dir("project-analysis", 2);
+    let mask = |text: String| {
+        let masked = text
+            .replace("project-analysis-002", "project-analysis-00N")
+            .replace("project-analysis-001", "project-analysis-00N");
+        masked
+            .lines()
+            .filter(|line| !line.contains("\"createdAt\""))
+            .map(|line| {
+                if line.contains("\"sequence\"") {
+                    "SEQ"
+                } else {
+                    line
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut compared = 0;
+    for entry in walk(&one) {
+        let relative = entry.strip_prefix(&one).unwrap();
+        let relative_two = PathBuf::from(
+            relative
+                .to_string_lossy()
+                .replace("project-analysis-001", "project-analysis-002"),
+        );
+        let a = mask(fs::read_to_string(&entry).unwrap());
+        let b = mask(fs::read_to_string(two.join(&relative_two)).unwrap());
+        if relative.starts_with("prompts") || relative.ends_with("handoff.md") {
+            // Prompts differ only by the run folder name inside paths.
+            assert_eq!(a, b, "{} differs", relative.display());
+        } else if !relative.to_string_lossy().ends_with(".json") {
+            assert_eq!(a, b, "{} differs", relative.display());
+        }
+        compared += 1;
+    }
+    assert!(compared >= 12);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_failed_render_leaves_nothing_behind() {
+    let project = Project::new();
+    // `.okstra` is a file, so the bundle cannot be created.
+    fs::write(project.okstra_dir(), "not a folder").unwrap();
+    let out = project.render(&[]).code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains(".okstra"), "{stderr}");
+    assert_eq!(
+        fs::read_to_string(project.okstra_dir()).unwrap(),
+        "not a folder"
+    );
+}
+
+/// A folder of fake lead CLIs that record how they were started.
+fn fake_leads(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = repo_root().join("tests/fixtures/lead/record-lead.sh");
+    for name in ["claude", "codex", "agy"] {
+        symlink(&script, bin.join(name)).unwrap();
+    }
+    bin
+}
+
+#[test]
+fn launch_replaces_okstra_with_the_lead_cli_in_the_project_root() {
+    for (runtime, binary, daemon_flag) in [
+        ("claude-code", "claude", false),
+        ("codex", "codex", true),
+        ("antigravity", "agy", false),
+    ] {
+        let project = Project::new();
+        let tools = tempfile::tempdir().unwrap();
+        let bin = fake_leads(tools.path());
+        let record = tools.path().join("record.txt");
+        let out = okstra()
+            .current_dir(project.root())
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("OKSTRA_TEST_RECORD", &record)
+            .args([
+                "--yes",
+                "--task-type",
+                "project-analysis",
+                "--lead-runtime",
+                runtime,
+            ])
+            .args([
+                "--task-key",
+                "demo/perf/checkout",
+                "--task-brief",
+                "brief.md",
+            ])
+            .assert()
+            .success();
+        let handoff = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        let handoff = handoff.trim();
+        let recorded = fs::read_to_string(&record).unwrap();
+        let lines: Vec<&str> = recorded.lines().collect();
+        assert_eq!(lines[0], format!("name={binary}"), "{runtime}");
+        assert_eq!(
+            lines[1],
+            format!("cwd={}", project.root().canonicalize().unwrap().display())
+        );
+        let args: Vec<&str> = lines[2..]
+            .iter()
+            .map(|l| l.strip_prefix("arg=").unwrap())
+            .collect();
+        if daemon_flag {
+            assert_eq!(args[0], "--no-daemon");
+        }
+        let instruction = args.last().unwrap();
+        assert!(instruction.contains(handoff), "{runtime}: {instruction}");
+        assert!(
+            instruction.len() < 400,
+            "the prompt itself must not go in argv"
+        );
+        assert_eq!(args.len(), if daemon_flag { 2 } else { 1 });
+    }
+}
+
+#[test]
+fn a_missing_lead_cli_is_a_clear_error_and_the_bundle_is_kept() {
+    let project = Project::new();
+    let empty = tempfile::tempdir().unwrap();
+    let out = okstra()
+        .current_dir(project.root())
+        .env("PATH", empty.path())
+        .args(["--yes", "--task-type", "project-analysis"])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("`claude`") && stderr.contains("--render-only"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        Path::new(stdout.trim()).is_file(),
+        "the kept handoff path is printed"
+    );
+    assert!(
+        project
+            .run_dir("project-analysis", 1)
+            .join("run-manifest.json")
+            .is_file()
+    );
+}
+
+#[test]
+fn external_runtime_renders_and_explains_how_to_proceed() {
+    let project = Project::new();
+    let out = okstra()
+        .current_dir(project.root())
+        .env("PATH", "/nonexistent")
+        .args([
+            "--yes",
+            "--task-type",
+            "project-analysis",
+            "--lead-runtime",
+            "external",
+        ])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .assert()
+        .success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("handoff"), "{stderr}");
+    let manifest = manifest_of(&project, "project-analysis", 1);
+    // With no host provider every worker runs through its wrapper.
+    assert!(roster(&manifest).iter().all(|r| r.4 == "cli-wrapper"));
+    assert_eq!(manifest["lead"]["provider"], Value::Null);
+}
+
+#[test]
+fn the_bundled_example_renders() {
+    let project = tempfile::tempdir().unwrap();
+    let example = project.path().join("tiny-service");
+    copy_tree(&repo_root().join("examples/tiny-service"), &example);
+    okstra()
+        .args(["--render-only", "--yes", "--task-type", "project-analysis"])
+        .args([
+            "--project-id",
+            "example",
+            "--task-group",
+            "review",
+            "--task-id",
+            "reservations",
+        ])
+        .arg("--task-brief")
+        .arg(repo_root().join("examples/brief.md"))
+        .arg("--project-root")
+        .arg(&example)
+        .assert()
+        .success();
+    assert!(
+        example
+            .join(".okstra/tasks/example/review/reservations/project-analysis-001/handoff.md")
+            .is_file()
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            if entry.file_name() != ".okstra" {
+                copy_tree(&entry.path(), &target);
+            }
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
