@@ -125,6 +125,19 @@ struct Convergence {
     effective_max_rounds: u32,
 }
 
+/// Folders of a run (relative to it), created empty when nothing is rendered
+/// into them; `""` is the run folder itself.
+const STAGED_DIRS: &[&str] = &[
+    "",
+    "results",
+    "report",
+    "state",
+    "state/heartbeats",
+    "inputs",
+    "prompts",
+    "instruction-set",
+];
+
 /// One rendered instruction-set document: (key, output file, template).
 const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
     (
@@ -184,45 +197,47 @@ pub fn render_run(settings: &Settings, previous_run: Option<&Path>) -> Result<Ru
                 okstra_dir.display()
             )
         })?;
-    for dir in [
-        "results",
-        "report",
-        "state/heartbeats",
-        "inputs",
-        "prompts",
-        "instruction-set",
-    ] {
+    for dir in STAGED_DIRS.iter().filter(|dir| !dir.is_empty()) {
         fs::create_dir_all(staging.path().join(dir))
             .with_context(|| format!("cannot create `{dir}` in the staging folder"))?;
     }
-    for (relative, bytes) in &files {
-        let path = staging.path().join(relative);
-        durable::write_new(&path, bytes)
-            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    let mut paths: Vec<PathBuf> = files
+        .iter()
+        .map(|(relative, _)| staging.path().join(relative))
+        .collect();
+    for (path, (_, bytes)) in paths.iter().zip(&files) {
+        fs::write(path, bytes).with_context(|| format!("cannot write `{}`", path.display()))?;
     }
-    for dir in [
-        "",
-        "results",
-        "report",
-        "state",
-        "state/heartbeats",
-        "inputs",
-        "prompts",
-        "instruction-set",
-    ] {
-        durable::sync_dir(&staging.path().join(dir))
-            .with_context(|| format!("cannot sync `{dir}` in the staging folder"))?;
-    }
+    paths.extend(STAGED_DIRS.iter().map(|dir| staging.path().join(dir)));
+
+    // The high-water mark is written beside the run in the same flush, so a
+    // number is recorded as used before the run appears (a crash in between
+    // wastes a number; it never reuses one).
     fs::create_dir_all(&task_dir)
         .with_context(|| format!("cannot create `{}`", task_dir.display()))?;
+    let mut sequences = read_sequences(&task_dir);
+    sequences.insert(settings.task_type.as_str().to_owned(), sequence);
+    let sequence_tmp = tempfile::Builder::new()
+        .prefix(".sequence-")
+        .tempfile_in(&task_dir)
+        .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))?;
+    fs::write(sequence_tmp.path(), serde_json::to_vec_pretty(&sequences)?)
+        .with_context(|| format!("cannot write `{}`", sequence_tmp.path().display()))?;
+    paths.push(sequence_tmp.path().to_path_buf());
+
+    durable::sync_all(&paths).context("cannot flush the staged run to disk")?;
+    sequence_tmp
+        .persist(sequence_file(&task_dir))
+        .map_err(|err| err.error)
+        .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))?;
     let staged = staging.keep();
     if let Err(err) = fs::rename(&staged, &run_dir) {
         let _ = fs::remove_dir_all(&staged);
         return Err(err)
             .with_context(|| format!("cannot move the run into `{}`", run_dir.display()));
     }
-    durable::sync_dir(&task_dir)?;
-    record_sequence(&task_dir, settings.task_type, sequence)?;
+    durable::sync_dir(&task_dir)
+        .with_context(|| format!("cannot flush `{}`", task_dir.display()))?;
 
     Ok(RunPaths {
         handoff_prompt: run_dir.join("handoff.md"),
@@ -265,14 +280,6 @@ fn read_sequences(task_dir: &Path) -> BTreeMap<String, u32> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
-}
-
-fn record_sequence(task_dir: &Path, task_type: TaskType, sequence: u32) -> Result<()> {
-    let mut sequences = read_sequences(task_dir);
-    sequences.insert(task_type.as_str().to_owned(), sequence);
-    let bytes = serde_json::to_vec_pretty(&sequences)?;
-    durable::write_atomic(&sequence_file(task_dir), &bytes)
-        .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))
 }
 
 /// Every file of the run, relative to the run folder, rendered and validated.

@@ -6,9 +6,9 @@
 //! the destination, and the folder is fsynced so the rename itself survives a
 //! crash.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Replace `path` with `bytes` atomically and durably.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -32,15 +32,31 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Write a file that must not exist yet, durably (used while assembling a
-/// fresh folder that nobody else can see).
-pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+/// fsync many files and folders at once. The calls run concurrently so the
+/// filesystem can commit them together (ext4 and xfs batch concurrent
+/// fsyncs into one journal commit), which costs about one fsync instead of
+/// one per file. Returns the first failure.
+pub fn sync_all(paths: &[PathBuf]) -> io::Result<()> {
+    /// More threads than this buys nothing on a two-core machine's disk queue.
+    const MAX_THREADS: usize = 16;
+    let chunk = paths.len().div_ceil(MAX_THREADS).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|group| {
+                scope.spawn(move || {
+                    group
+                        .iter()
+                        .try_for_each(|path| File::open(path)?.sync_all())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("an fsync thread panicked")))
+        })
+    })
 }
 
 fn parent_dir(path: &Path) -> &Path {
@@ -52,6 +68,8 @@ fn parent_dir(path: &Path) -> &Path {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]
@@ -66,10 +84,16 @@ mod tests {
     }
 
     #[test]
-    fn write_new_refuses_existing_files() {
+    fn sync_all_flushes_files_and_folders_and_reports_missing_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a");
-        write_new(&path, b"x").unwrap();
-        assert!(write_new(&path, b"y").is_err());
+        let mut paths = vec![dir.path().to_path_buf()];
+        for index in 0..40 {
+            let path = dir.path().join(format!("f{index}"));
+            fs::write(&path, b"x").unwrap();
+            paths.push(path);
+        }
+        sync_all(&paths).unwrap();
+        paths.push(dir.path().join("missing"));
+        assert!(sync_all(&paths).is_err());
     }
 }

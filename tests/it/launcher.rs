@@ -894,3 +894,55 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn on_a_terminal_missing_arguments_are_asked_for() {
+    // `script` gives okstra a pseudo-terminal; our answers arrive on it.
+    let Ok(script) = which_script() else {
+        panic!("`script` (util-linux) is needed to give okstra a terminal in this test");
+    };
+    let project = Project::new();
+    let command = format!(
+        "{} --render-only --task-type project-analysis --task-brief brief.md",
+        okstra_path().display()
+    );
+    let out = std::process::Command::new(script)
+        .current_dir(project.root())
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"demo\nperf\ncheckout\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let transcript = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{transcript}");
+    for question in [
+        "project-id (required)",
+        "task-group (required)",
+        "task-id (required)",
+    ] {
+        assert!(transcript.contains(question), "{transcript}");
+    }
+    assert!(
+        project
+            .run_dir("project-analysis", 1)
+            .join("handoff.md")
+            .is_file()
+    );
+}
+
+fn which_script() -> Result<PathBuf, ()> {
+    ["/usr/bin/script", "/bin/script"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.is_file())
+        .ok_or(())
+}
