@@ -6,6 +6,7 @@
 //! shared text is delivered the right way, nothing is left unrendered, and no
 //! bundle carries text meant for another task type.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -108,7 +109,7 @@ impl Bundle {
         for dir in ["instruction-set", "prompts"] {
             for entry in fs::read_dir(self.run_dir.join(dir)).unwrap() {
                 let name = entry.unwrap().file_name().into_string().unwrap();
-                if name.ends_with(".md") {
+                if Path::new(&name).extension().is_some_and(|ext| ext == "md") {
                     files.push(format!("{dir}/{name}"));
                 }
             }
@@ -143,18 +144,13 @@ impl Bundle {
             let base = kind
                 .as_ref()
                 .and_then(|kind| shown_by_kind.iter().find(|(k, _, _)| k == kind));
-            match base {
-                Some((_, base_file, base_body)) => {
-                    let diff = line_diff(base_body, &body);
-                    out.push_str(&format!(
-                        "--- {file} (diff against {base_file}) ---\n{diff}\n"
-                    ));
-                }
-                None => {
-                    out.push_str(&format!("--- {file} ---\n{body}\n"));
-                    if let Some(kind) = kind {
-                        shown_by_kind.push((kind, file.clone(), body));
-                    }
+            if let Some((_, base_file, base_body)) = base {
+                let diff = line_diff(base_body, &body);
+                writeln!(out, "--- {file} (diff against {base_file}) ---\n{diff}").unwrap();
+            } else {
+                writeln!(out, "--- {file} ---\n{body}").unwrap();
+                if let Some(kind) = kind {
+                    shown_by_kind.push((kind, file.clone(), body));
                 }
             }
         }
@@ -215,14 +211,14 @@ fn line_diff(base: &str, other: &str) -> String {
             continue;
         }
         if !in_change {
-            out.push_str(&format!("@@ {}\n", j + 1));
+            writeln!(out, "@@ {}", j + 1).unwrap();
             in_change = true;
         }
         if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push_str(&format!("+ {}\n", b[j]));
+            writeln!(out, "+ {}", b[j]).unwrap();
             j += 1;
         } else {
-            out.push_str(&format!("- {}\n", a[i]));
+            writeln!(out, "- {}", a[i]).unwrap();
             i += 1;
         }
     }
