@@ -121,24 +121,30 @@ impl Bundle {
     /// All rendered Markdown, each file under a `--- <path> ---` header, with
     /// the run folder shown as `[RUN]` and the project as `[PROJECT]`.
     ///
-    /// To keep the snapshot reviewable, text is shown once: an eager-include
-    /// handoff shows each embedded instruction-set document as a reference,
+    /// To keep the snapshot reviewable, text is shown once: a handoff or
+    /// prompt shows each instruction-set document it embeds as a reference,
     /// and a prompt of the same kind as one already shown (another analyser,
     /// a later convergence round) is shown as a line diff against it.
     fn snapshot_text(&self) -> String {
         let files = self.markdown_files();
-        let mut handoff = self.read("handoff.md");
-        for file in files.iter().filter(|f| f.starts_with("instruction-set/")) {
-            let body = self.read(file);
-            handoff = handoff.replace(&body, &format!("[embedded: {file}]\n"));
-        }
+        let documents: Vec<(String, String)> = files
+            .iter()
+            .filter(|f| f.starts_with("instruction-set/"))
+            .map(|f| (f.clone(), self.read(f)))
+            .collect();
+        let embed = |mut text: String| {
+            for (file, body) in &documents {
+                text = text.replace(body, &format!("[embedded: {file}]\n"));
+            }
+            text
+        };
         let mut shown_by_kind: Vec<(String, String, String)> = Vec::new();
         let mut out = String::new();
         for file in &files {
-            let body = if file == "handoff.md" {
-                handoff.clone()
-            } else {
+            let body = if file.starts_with("instruction-set/") {
                 self.read(file)
+            } else {
+                embed(self.read(file))
             };
             let kind = prompt_kind(file);
             let base = kind
