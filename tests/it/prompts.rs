@@ -371,6 +371,22 @@ fn plan_verification_and_fix_cycle_follow_their_flags() {
             .contains("7. **Plan verification**")
     );
 
+    // The default roster has one verifier: no convergence, and its own
+    // defects drive the fix cycle.
+    let single = Bundle::render("implementation", "claude-code", &[]);
+    assert!(
+        single
+            .read("instruction-set/convergence.md")
+            .contains("Convergence is **off**")
+    );
+    assert!(
+        single
+            .read("instruction-set/profile.md")
+            .contains("this run has one verifier, so there is no convergence")
+    );
+    assert!(single.exists("prompts/codex-verifier.md"));
+    assert!(!single.exists("prompts/codex-verifier-reverify-r1.md"));
+
     let no_fix = Bundle::render("implementation", "codex", &["--fix-cycle", "no"]);
     assert!(
         no_fix
