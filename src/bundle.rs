@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::assign::{self, Assignment};
-use crate::catalog::{CONVERGENCE_MAX_ROUNDS, Capabilities, Role, TaskType};
+use crate::catalog::{CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType};
 use crate::durable;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
@@ -55,6 +55,39 @@ struct RenderContext<'a> {
     executor: Option<&'a Assignment>,
     /// The worker whose prompt is being rendered (worker prompts only).
     assignment: Option<&'a Assignment>,
+    /// Every Phase 5.5 reverify dispatch the run may make, round by round.
+    reverify: &'a [ReverifyDispatch],
+    /// The reverify dispatch whose prompt is being rendered (reverify prompts only).
+    reverify_dispatch: Option<&'a ReverifyDispatch>,
+}
+
+/// One convergence reverify dispatch: an analyser (or verifier) reviewing the
+/// other workers' findings in round `round`. Its paths are fixed at render
+/// time so the prompt carries no placeholders and the lead records exactly
+/// these values in the team state.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReverifyDispatch {
+    round: u32,
+    worker_id: String,
+    /// The worker's initial dispatch name (`claude-worker`).
+    base_dispatch_name: String,
+    /// `<base dispatch name>-reverify-r<round>`.
+    dispatch_name: String,
+    /// `reverify-r<round>`.
+    dispatch_kind: String,
+    provider: Provider,
+    model_execution_value: String,
+    host_model: String,
+    runner: Runner,
+    wrapper: Option<String>,
+    prompt_path: PathBuf,
+    result_path: PathBuf,
+    worker_results_path: PathBuf,
+    error_path: PathBuf,
+    heartbeat_path: PathBuf,
+    /// The round plan the lead writes before dispatching this round.
+    round_plan_path: PathBuf,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +137,8 @@ struct RunView {
     report_dir: PathBuf,
     report_data_path: PathBuf,
     report_schema_path: PathBuf,
+    /// The lead's per-finding convergence record (Phase 5.5 output).
+    convergence_ledger_path: PathBuf,
     instruction_set: BTreeMap<&'static str, PathBuf>,
 }
 
@@ -354,9 +389,11 @@ fn render_files(
         report_dir: run_dir.join("report"),
         report_data_path: run_dir.join("report/data.json"),
         report_schema_path: run_dir.join("instruction-set/final-report-schema.json"),
+        convergence_ledger_path: run_dir.join("state/convergence-ledger.json"),
         instruction_set,
     };
     let capabilities = settings.lead_runtime.capabilities();
+    let reverify = reverify_dispatches(&roster, run_dir, convergence);
     let context = RenderContext {
         okstra: OkstraInfo {
             version: env!("CARGO_PKG_VERSION"),
@@ -393,6 +430,8 @@ fn render_files(
         executor: roster.iter().find(|a| a.role == Role::Executor),
         roster: &roster,
         assignment: None,
+        reverify: &reverify,
+        reverify_dispatch: None,
         run,
     };
 
@@ -431,6 +470,18 @@ fn render_files(
         };
         text(
             &format!("prompts/{}.md", assignment.dispatch_name),
+            "templates/worker-prompt.md.j2",
+            &worker_context,
+        )?;
+    }
+    for dispatch in &reverify {
+        let worker_context = RenderContext {
+            assignment: roster.iter().find(|a| a.worker_id == dispatch.worker_id),
+            reverify_dispatch: Some(dispatch),
+            ..context.clone()
+        };
+        text(
+            &format!("prompts/{}.md", dispatch.dispatch_name),
             "templates/worker-prompt.md.j2",
             &worker_context,
         )?;
@@ -487,6 +538,53 @@ fn render_files(
         files.push((PathBuf::from(relative), bytes));
     }
     Ok(files)
+}
+
+/// Every reverify dispatch of Phase 5.5: one per reviewing worker (analysers,
+/// or verifiers in `implementation`) per round, in round order.
+fn reverify_dispatches(
+    roster: &[Assignment],
+    run_dir: &Path,
+    convergence: Convergence,
+) -> Vec<ReverifyDispatch> {
+    if !convergence.enabled {
+        return Vec::new();
+    }
+    let reviewers: Vec<&Assignment> = roster
+        .iter()
+        .filter(|a| matches!(a.role, Role::Analyser | Role::Verifier))
+        .collect();
+    let mut dispatches = Vec::new();
+    for round in 1..=convergence.effective_max_rounds {
+        for assignment in &reviewers {
+            let dispatch_name = format!("{}-reverify-r{round}", assignment.dispatch_name);
+            let results = run_dir.join("results");
+            dispatches.push(ReverifyDispatch {
+                round,
+                worker_id: assignment.worker_id.clone(),
+                base_dispatch_name: assignment.dispatch_name.clone(),
+                dispatch_kind: format!("reverify-r{round}"),
+                provider: assignment.provider,
+                model_execution_value: assignment.model_execution_value.clone(),
+                host_model: assignment.host_model.clone(),
+                runner: assignment.runner,
+                wrapper: assignment.wrapper.clone(),
+                prompt_path: run_dir.join("prompts").join(format!("{dispatch_name}.md")),
+                result_path: results.join(format!("{dispatch_name}.md")),
+                worker_results_path: results.join(format!("{dispatch_name}.worker-results.md")),
+                error_path: results.join(format!("{dispatch_name}.error.md")),
+                heartbeat_path: run_dir
+                    .join("state")
+                    .join("heartbeats")
+                    .join(format!("{dispatch_name}.jsonl")),
+                round_plan_path: run_dir
+                    .join("state")
+                    .join(format!("round-plan-r{round}.json")),
+                dispatch_name,
+            });
+        }
+    }
+    dispatches
 }
 
 /// The bytes of the continuation input copied into `inputs/`.
