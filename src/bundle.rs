@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::assign::{self, Assignment};
-use crate::catalog::{CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType};
+use crate::catalog::{
+    CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType, WorkCategory,
+};
 use crate::durable;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
@@ -197,11 +199,14 @@ const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// A rendered file: its path relative to the run folder, and its bytes.
+type RenderedFile = (PathBuf, Vec<u8>);
+
 /// Render, validate and atomically place a new run. Returns its paths.
 pub fn render_run(settings: &Settings, previous_run: Option<&Path>) -> Result<RunPaths> {
     let okstra_dir = settings.project_root.join(".okstra");
     let task_dir = okstra_dir.join(settings.task_key.relative_dir());
-    let render = |sequence: u32| -> Result<(PathBuf, Vec<(PathBuf, Vec<u8>)>)> {
+    let render = |sequence: u32| -> Result<(PathBuf, Vec<RenderedFile>)> {
         let run_id = format!("{}-{sequence:03}", settings.task_type);
         let run_dir = task_dir.join(&run_id);
         let files = render_files(settings, &run_dir, &run_id, sequence, previous_run)?;
@@ -324,7 +329,7 @@ fn render_files(
     run_id: &str,
     sequence: u32,
     previous_run: Option<&Path>,
-) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+) -> Result<Vec<RenderedFile>> {
     let roster = assign::roster(settings, run_dir);
     let convergence_enabled = assign::convergence_enabled(&roster);
     let convergence = Convergence {
@@ -405,7 +410,7 @@ fn render_files(
             task_id: &settings.task_key.task_id,
             r#type: settings.task_type,
             is_analysis: settings.task_type.is_analysis(),
-            work_category: settings.work_category.map(|c| c.as_str()),
+            work_category: settings.work_category.map(WorkCategory::as_str),
             related_tasks: &settings.related_tasks,
             directive: settings.directive.as_deref(),
             fix_cycle: settings.fix_cycle,
@@ -420,7 +425,7 @@ fn render_files(
         },
         runtime: RuntimeView {
             capabilities: capabilities.clone(),
-            host_provider: settings.lead_runtime.host_provider().map(|p| p.as_str()),
+            host_provider: settings.lead_runtime.host_provider().map(Provider::as_str),
             lead_model: settings.lead_model.clone(),
             interactive_binary: settings.lead_runtime.interactive_binary(),
         },
@@ -436,7 +441,7 @@ fn render_files(
     };
 
     let env = template::environment();
-    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let mut files: Vec<RenderedFile> = Vec::new();
     let mut text =
         |relative: &str, template_name: &str, context: &RenderContext<'_>| -> Result<()> {
             let rendered = template::render(&env, template_name, context)?;
@@ -599,8 +604,14 @@ fn continuation_bytes(continuation: &Continuation) -> Result<Vec<u8>> {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    use std::fmt::Write;
+
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
 }
 
 fn task_manifest(settings: &Settings, context: &RenderContext<'_>, created_at: &str) -> Value {
