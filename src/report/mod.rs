@@ -30,7 +30,7 @@ use crate::durable::write_atomic;
 use crate::exit::ExitStatus;
 use crate::schema;
 
-use self::validate::{Problem, Rostered, RunFacts, SCHEMA_RULE};
+use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
 
 /// The run manifest's file name inside a run folder.
 const RUN_MANIFEST: &str = "run-manifest.json";
@@ -46,6 +46,9 @@ struct Loaded {
     schema_version: String,
     value: Value,
     run: Option<RunFacts>,
+    /// Worker result files being indexed (started as soon as the manifest
+    /// was read); `None` without a run or when only the schema is checked.
+    pending: Option<PendingIndexes>,
 }
 
 /// The outcome of checking one report.
@@ -62,8 +65,11 @@ struct Verdict {
 }
 
 pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
-    let loaded = load(&args.target)?;
-    let verdict = check(&loaded)?;
+    let mut loaded = load(&args.target, !args.schema_only)?;
+    if args.schema_only {
+        loaded.run = None;
+    }
+    let verdict = check(&mut loaded, !args.schema_only)?;
     let mut stdout = io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut stdout, &verdict).context("cannot write to stdout")?;
@@ -75,7 +81,7 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
     }
     drop(stdout);
     let mut stderr = io::stderr().lock();
-    if !verdict.cross_file_checks {
+    if !verdict.cross_file_checks && !args.schema_only {
         let _ = writeln!(stderr, "{}", skipped_warning(&verdict.data_path));
     }
     let summary = if verdict.valid {
@@ -102,8 +108,8 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
 }
 
 pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
-    let loaded = load(&args.target)?;
-    let verdict = check(&loaded)?;
+    let mut loaded = load(&args.target, true)?;
+    let verdict = check(&mut loaded, true)?;
     let mut stderr = io::stderr().lock();
     if !verdict.cross_file_checks {
         let _ = writeln!(stderr, "{}", skipped_warning(&verdict.data_path));
@@ -171,8 +177,9 @@ fn skipped_warning(data_path: &Path) -> String {
     )
 }
 
-/// Schema first, then the invariants; all problems sorted together.
-fn check(loaded: &Loaded) -> Result<Verdict> {
+/// Schema first, then (unless `invariants` is false) the invariants; all
+/// problems sorted together.
+fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
     let schema_name = format!("final-report-v{}.schema.json", loaded.schema_version);
     let violations = schema::violations(&schema_name, &loaded.value)
         .with_context(|| format!("cannot check against `{schema_name}`"))?;
@@ -185,7 +192,18 @@ fn check(loaded: &Loaded) -> Result<Verdict> {
             message: violation.message,
         })
         .collect();
-    problems.extend(validate::invariants(&loaded.value, loaded.run.as_ref()));
+    if invariants {
+        let indexes = loaded
+            .pending
+            .take()
+            .map(PendingIndexes::finish)
+            .unwrap_or_default();
+        problems.extend(validate::invariants(
+            &loaded.value,
+            loaded.run.as_ref(),
+            &indexes,
+        ));
+    }
     validate::sort(&mut problems);
     Ok(Verdict {
         valid: problems.is_empty(),
@@ -196,8 +214,9 @@ fn check(loaded: &Loaded) -> Result<Verdict> {
     })
 }
 
-/// Find data.json and its run manifest from a run folder or a data.json path.
-fn load(target: &Path) -> Result<Loaded> {
+/// Find data.json and its run manifest from a run folder or a data.json path;
+/// with `index_results`, start indexing the worker results right away.
+fn load(target: &Path, index_results: bool) -> Result<Loaded> {
     let (data_path, run) = if target.is_dir() {
         let manifest = target.join(RUN_MANIFEST);
         if manifest.is_file() {
@@ -219,6 +238,10 @@ fn load(target: &Path) -> Result<Loaded> {
     } else {
         bail!("`{}` does not exist", target.display());
     };
+    let pending = run
+        .as_ref()
+        .filter(|_| index_results)
+        .map(PendingIndexes::start);
     let text = fs::read_to_string(&data_path)
         .with_context(|| format!("cannot read report `{}`", data_path.display()))?;
     let value: Value = serde_json::from_str(&text)
@@ -239,6 +262,7 @@ fn load(target: &Path) -> Result<Loaded> {
         schema_version,
         value,
         run,
+        pending,
     })
 }
 
@@ -331,6 +355,36 @@ fn reroot(recorded: &str, recorded_root: Option<&str>, run_dir: &Path) -> PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v1_and_v2_schemas_differ_only_in_version_and_header_values() {
+        let load =
+            |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
+        let mut v1 = load("final-report-v1.0.schema.json");
+        let mut v2 = load("final-report-v2.0.schema.json");
+        assert_eq!(
+            v1.pointer("/properties/schemaVersion/const").unwrap(),
+            "1.0"
+        );
+        assert_eq!(
+            v2.pointer("/properties/schemaVersion/const").unwrap(),
+            "2.0"
+        );
+        assert_eq!(
+            v2.pointer("/$defs/Header/properties/reportOwner/const")
+                .unwrap(),
+            "Okstra lead"
+        );
+        for schema in [&mut v1, &mut v2] {
+            let root = schema.as_object_mut().unwrap();
+            root.remove("$id");
+            root.remove("title");
+            root["properties"]["schemaVersion"] = Value::Null;
+            root["$defs"]["Header"]["properties"]["reportOwner"] = Value::Null;
+            root["$defs"]["Header"]["properties"]["reportAuthor"] = Value::Null;
+        }
+        assert_eq!(v1, v2);
+    }
 
     #[test]
     fn moved_run_paths_are_rerooted() {

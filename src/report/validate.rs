@@ -3,12 +3,13 @@
 //!
 //! Every check reads the raw `serde_json::Value`, so it still runs (and says
 //! something useful) when the schema found problems too: a wrong type simply
-//! skips the invariant that needed it. Worker result files are read and
-//! indexed once each, lazily, on the first `sourceItems` entry that cites them.
+//! skips the invariant that needed it. Each worker result file is read and
+//! indexed once, on its own thread, while data.json is parsed and checked.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::thread::{self, JoinHandle};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -94,7 +95,12 @@ pub const ROW_TABLES: [(&str, &str); 3] = [
 
 /// Every invariant problem in `report`; `run` is `None` when no run manifest
 /// was found, which skips the checks that need the roster or worker results.
-pub fn invariants(report: &Value, run: Option<&RunFacts>) -> Vec<Problem> {
+/// `indexes` holds the finished [`PendingIndexes`] (empty without a run).
+pub fn invariants(
+    report: &Value,
+    run: Option<&RunFacts>,
+    indexes: &HashMap<String, Indexed>,
+) -> Vec<Problem> {
     let mut problems = Vec::new();
     verdict_card(report, &mut problems);
     routing(report, &mut problems);
@@ -103,7 +109,7 @@ pub fn invariants(report: &Value, run: Option<&RunFacts>) -> Vec<Problem> {
         schema_version(report, run, &mut problems);
     }
     row_ids(report, &mut problems);
-    source_items(report, run, &mut problems);
+    source_items(report, run, indexes, &mut problems);
     coverage(report, run, &mut problems);
     problems
 }
@@ -196,70 +202,138 @@ fn schema_version(report: &Value, run: &RunFacts, problems: &mut Vec<Problem>) {
     }
 }
 
-/// The rows of one table as `(pointer, row)` pairs.
-fn rows<'a>(report: &'a Value, table: &'a str) -> impl Iterator<Item = (String, &'a Value)> {
+/// The rows of one table as `(index, row)` pairs; pointers are only built
+/// when a problem needs one.
+fn rows<'a>(report: &'a Value, table: &'a str) -> impl Iterator<Item = (usize, &'a Value)> {
     report
         .get(table)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .enumerate()
-        .map(move |(index, row)| (format!("/{table}/{index}"), row))
 }
 
 fn row_ids(report: &Value, problems: &mut Vec<Problem>) {
-    let mut seen: HashMap<&str, String> = HashMap::new();
+    let mut seen: HashMap<&str, (&str, usize)> = HashMap::new();
     for (table, _) in ROW_TABLES {
-        for (pointer, row) in rows(report, table) {
+        for (index, row) in rows(report, table) {
             let Some(id) = row.get("id").and_then(Value::as_str) else {
                 continue;
             };
-            if let Some(first) = seen.get(id) {
+            if let Some((first_table, first_index)) = seen.get(id) {
                 problems.push(Problem::new(
                     "row-id",
-                    format!("{pointer}/id"),
+                    format!("/{table}/{index}/id"),
                     format!(
-                        "row id `{id}` is already used by `{first}`; every row needs a fresh id"
+                        "row id `{id}` is already used by `/{first_table}/{first_index}`; every \
+                         row needs a fresh id"
                     ),
                 ));
             } else {
-                seen.insert(id, pointer);
+                seen.insert(id, (table, index));
             }
         }
     }
 }
 
 /// A worker's result file, indexed once.
-enum Indexed {
+#[derive(Debug)]
+pub enum Indexed {
     Items(HashMap<String, u32>),
     Unreadable(String),
 }
 
-fn source_items(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>) {
+/// Worker result files being read and indexed in the background.
+pub struct PendingIndexes(Vec<(String, JoinHandle<Indexed>)>);
+
+impl PendingIndexes {
+    /// Start reading every contributor's result file, one thread each, so
+    /// the work overlaps with parsing data.json and checking its schema.
+    pub fn start(run: &RunFacts) -> Self {
+        let handles = run
+            .contributors()
+            .map(|worker| {
+                let path = worker.result_path.clone();
+                (
+                    worker.worker_id.clone(),
+                    thread::spawn(move || index_file(&path)),
+                )
+            })
+            .collect();
+        Self(handles)
+    }
+
+    /// Wait for every index.
+    pub fn finish(self) -> HashMap<String, Indexed> {
+        self.0
+            .into_iter()
+            .map(|(worker, handle)| {
+                let indexed = handle.join().unwrap_or_else(|_| {
+                    Indexed::Unreadable("indexing it failed unexpectedly".to_owned())
+                });
+                (worker, indexed)
+            })
+            .collect()
+    }
+}
+
+/// What the source-item check knows about one citable worker.
+struct Citable<'a> {
+    shown: String,
+    index: Option<&'a Indexed>,
+    unreadable_reported: bool,
+}
+
+fn source_items(
+    report: &Value,
+    run: Option<&RunFacts>,
+    indexes: &HashMap<String, Indexed>,
+    problems: &mut Vec<Problem>,
+) {
     // Without a manifest the coverage list is the best roster we have.
-    let roster: Vec<String> = match run {
-        Some(run) => run.roster.iter().map(|w| w.worker_id.clone()).collect(),
+    let mut workers: Vec<(&str, Citable<'_>)> = match run {
+        Some(run) => run
+            .roster
+            .iter()
+            .map(|w| {
+                let citable = Citable {
+                    shown: shown_path(&w.result_path, &run.run_dir),
+                    index: indexes.get(&w.worker_id),
+                    unreadable_reported: false,
+                };
+                (w.worker_id.as_str(), citable)
+            })
+            .collect(),
         None => report
             .get("workerCoverage")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(|entry| entry.get("workerId").and_then(Value::as_str))
-            .map(str::to_owned)
+            .map(|id| {
+                let citable = Citable {
+                    shown: String::new(),
+                    index: None,
+                    unreadable_reported: false,
+                };
+                (id, citable)
+            })
             .collect(),
     };
-    let roster_names = roster.join(", ");
-    let mut indexes: HashMap<String, Indexed> = HashMap::new();
-    let mut unreadable_reported: HashSet<String> = HashSet::new();
+    let roster_names = workers
+        .iter()
+        .map(|(id, _)| *id)
+        .collect::<Vec<_>>()
+        .join(", ");
     for (table, _) in ROW_TABLES {
-        for (row_pointer, row) in rows(report, table) {
-            let entries = row.get("sourceItems").and_then(Value::as_array);
+        for (row, value) in rows(report, table) {
+            let entries = value.get("sourceItems").and_then(Value::as_array);
             for (index, entry) in entries.into_iter().flatten().enumerate() {
-                let pointer = format!("{row_pointer}/sourceItems/{index}");
+                let pointer = || format!("/{table}/{row}/sourceItems/{index}");
                 let Some((worker, item)) = entry.as_str().and_then(|s| s.split_once(':')) else {
                     continue; // the schema reports malformed entries
                 };
-                if !roster.iter().any(|name| name == worker) {
+                let Some((_, citable)) = workers.iter_mut().find(|(id, _)| *id == worker) else {
                     let whose = if run.is_some() {
                         "the run's roster"
                     } else {
@@ -267,47 +341,54 @@ fn source_items(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Probl
                     };
                     problems.push(Problem::new(
                         "source-item",
-                        pointer,
+                        pointer(),
                         format!(
                             "`{worker}:{item}` names worker `{worker}`, who is not on {whose} \
                              ({roster_names})"
                         ),
                     ));
                     continue;
-                }
-                let Some(run) = run else { continue };
-                let Some(rostered) = run.roster.iter().find(|w| w.worker_id == worker) else {
-                    continue;
                 };
-                let worker_index = indexes
-                    .entry(worker.to_owned())
-                    .or_insert_with(|| index_file(&rostered.result_path));
-                let shown = shown_path(&rostered.result_path, &run.run_dir);
-                match worker_index {
-                    Indexed::Unreadable(reason) => {
-                        if unreadable_reported.insert(worker.to_owned()) {
-                            problems.push(Problem::new(
-                                "source-item",
-                                pointer,
-                                format!(
-                                    "`{worker}:{item}` cites worker `{worker}`, whose result \
-                                     `{shown}` cannot be read: {reason}"
-                                ),
-                            ));
-                        }
+                if run.is_none() {
+                    continue;
+                }
+                let shown = &citable.shown;
+                match citable.index {
+                    None | Some(Indexed::Unreadable(_)) if citable.unreadable_reported => {}
+                    None => {
+                        citable.unreadable_reported = true;
+                        problems.push(Problem::new(
+                            "source-item",
+                            pointer(),
+                            format!(
+                                "`{worker}:{item}` cites worker `{worker}`, who writes the report \
+                                 and has no findings to cite"
+                            ),
+                        ));
                     }
-                    Indexed::Items(items) => match items.get(item).copied().unwrap_or(0) {
+                    Some(Indexed::Unreadable(reason)) => {
+                        citable.unreadable_reported = true;
+                        problems.push(Problem::new(
+                            "source-item",
+                            pointer(),
+                            format!(
+                                "`{worker}:{item}` cites worker `{worker}`, whose result \
+                                 `{shown}` cannot be read: {reason}"
+                            ),
+                        ));
+                    }
+                    Some(Indexed::Items(items)) => match items.get(item).copied().unwrap_or(0) {
                         1 => {}
                         0 => problems.push(Problem::new(
                             "source-item",
-                            pointer,
+                            pointer(),
                             format!(
                                 "`{worker}:{item}`: item `{item}` does not appear in `{shown}`"
                             ),
                         )),
                         count => problems.push(Problem::new(
                             "source-item",
-                            pointer,
+                            pointer(),
                             format!(
                                 "`{worker}:{item}`: item `{item}` appears {count} times in \
                                  `{shown}`; it must be unique within the worker's result"
@@ -322,7 +403,10 @@ fn source_items(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Probl
 
 fn index_file(path: &Path) -> Indexed {
     match fs::read(path) {
-        Ok(bytes) => Indexed::Items(item_ids(&String::from_utf8_lossy(&bytes))),
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Indexed::Items(item_ids(&text)),
+            Err(err) => Indexed::Items(item_ids(&String::from_utf8_lossy(err.as_bytes()))),
+        },
         Err(err) => Indexed::Unreadable(err.to_string().to_lowercase()),
     }
 }
@@ -553,7 +637,7 @@ mod tests {
             "recommendedNextSteps": [{"kind": "action", "action": "ship", "reason": "done"}],
             "workflow": {"nextRecommendedPhase": "implementation"}
         });
-        let problems = invariants(&report, None);
+        let problems = invariants(&report, None, &HashMap::new());
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].rule, "next-step-routing");
     }
@@ -566,7 +650,7 @@ mod tests {
             serde_json::json!({"consensus": "x", "workerCoverage": [1, {"workerId": 3}]}),
             serde_json::json!({"consensus": [{"id": 1, "sourceItems": [5, "nocolon"]}]}),
         ] {
-            let _ = invariants(&value, None);
+            let _ = invariants(&value, None, &HashMap::new());
         }
     }
 }
