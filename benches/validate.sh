@@ -28,16 +28,21 @@ echo "data.json: $(wc -c <"$DATA") bytes, rows: 20000"
 "$VENV/bin/check-jsonschema" --schemafile "$SCHEMA" "$DATA" >/dev/null
 
 python3 - "$RUNS" "$OKSTRA" "$RUN_DIR" "$DATA" "$SCHEMA" "$VENV/bin/check-jsonschema" <<'PY'
-import statistics, subprocess, sys, time
+import os, resource, statistics, subprocess, sys, time
 runs, okstra, run_dir, data, schema, cj = sys.argv[1:]
 runs = int(runs)
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 def median_ms(argv, n):
-    times = []
+    times, cpus = [], []
     for _ in range(n):
-        start = time.perf_counter()
+        cpu0, start = cpu(), time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), min(times), max(times)
+        cpus.append((cpu() - cpu0) * 1000)
+    return statistics.median(times), min(times), max(times), statistics.median(cpus)
+print(f"cpus: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.2f}")
 cases = [
     ("okstra validate (full: schema + invariants + worker results)", [okstra, "validate", run_dir], runs),
     ("okstra validate --schema-only", [okstra, "validate", "--schema-only", data], runs),
@@ -45,10 +50,11 @@ cases = [
 ]
 results = {}
 for name, argv, n in cases:
-    med, lo, hi = median_ms(argv, n)
+    med, lo, hi, cpu_med = median_ms(argv, n)
     results[name] = med
-    print(f"{name:<64} median {med:9.1f} ms  (min {lo:.1f}, max {hi:.1f}, n={n})")
+    print(f"{name:<64} median {med:9.1f} ms wall, {cpu_med:8.1f} ms cpu  (min {lo:.1f}, max {hi:.1f}, n={n})")
 full, schema_only, python = (results[c[0]] for c in cases)
 print(f"speed-up, schema only: {python / schema_only:.1f}x; full okstra validate vs check-jsonschema schema-only: {python / full:.1f}x")
 print(f"target < 200 ms for the full validate: {'met' if full < 200 else 'NOT met'}")
+print(f"load average after: {os.getloadavg()[0]:.2f}")
 PY
