@@ -677,3 +677,32 @@ fn markup_in_model_text_stays_inert() {
     );
     assert!(!dom.contains("<script") && !dom.contains("<img"), "{dom}");
 }
+
+#[test]
+fn report_renders_a_bare_data_json_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("data.json");
+    fs::copy(fixture("v1-valid/report/data.json"), &bare).unwrap();
+    let out = run(&["report", bare.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("skipped the roster and worker-result checks")
+    );
+    assert!(dir.path().join("final-report.md").is_file());
+    assert!(dir.path().join("final-report.html").is_file());
+}
+
+#[test]
+fn schema_only_skips_the_invariants() {
+    let target = fixture("invalid-routing");
+    let out = run(&["validate", "--schema-only", target.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let out = run(&[
+        "validate",
+        "--schema-only",
+        fixture("invalid-schema").to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stdout.lines().count(), 6);
+}
