@@ -235,6 +235,11 @@ pub struct ValidateArgs {
     /// Print one JSON object with every problem instead of one line each.
     #[arg(long)]
     pub json: bool,
+
+    /// Check the JSON Schema only, skipping every invariant (for the
+    /// benchmark that compares schema validation with other validators).
+    #[arg(long, hide = true)]
+    pub schema_only: bool,
 }
 
 /// `okstra report`.

@@ -1,0 +1,409 @@
+//! The final report: `okstra validate` and `okstra report`.
+//!
+//! `data.json` is the only authored artifact. Validation runs the schema that
+//! its `schemaVersion` selects (every violation at once, with JSON pointers)
+//! and then the invariants a schema cannot express (`validate.rs`). Rendering
+//! refuses an invalid report, then derives the AI handoff Markdown
+//! (`markdown.rs`) and the human HTML (`html.rs`) from the data, each on its
+//! own, deterministically.
+//!
+//! Exit codes: 0 valid / written; 1 the report is invalid (nothing written by
+//! `report`); 2 okstra could not check it (missing file, bad JSON, unknown
+//! `schemaVersion`). Problems are data and go to stdout for `validate`; the
+//! one-line summary and warnings go to stderr.
+
+mod html;
+mod markdown;
+mod model;
+mod validate;
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cli::{ReportArgs, ValidateArgs};
+use crate::durable::write_atomic;
+use crate::exit::ExitStatus;
+use crate::schema;
+
+use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
+
+/// The run manifest's file name inside a run folder.
+const RUN_MANIFEST: &str = "run-manifest.json";
+/// Where a run keeps its report, relative to the run folder.
+const DEFAULT_DATA_PATH: &str = "report/data.json";
+/// Derived file names, written beside data.json unless `--out-dir` is given.
+const MARKDOWN_NAME: &str = "final-report.md";
+const HTML_NAME: &str = "final-report.html";
+
+/// A report read from disk with whatever its run manifest tells us.
+struct Loaded {
+    data_path: PathBuf,
+    schema_version: String,
+    value: Value,
+    run: Option<RunFacts>,
+    /// Worker result files being indexed (started as soon as the manifest
+    /// was read); `None` without a run or when only the schema is checked.
+    pending: Option<PendingIndexes>,
+}
+
+/// The outcome of checking one report.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Verdict {
+    valid: bool,
+    schema_version: String,
+    data_path: PathBuf,
+    /// False when no run manifest was found and the roster / worker-result
+    /// checks were skipped.
+    cross_file_checks: bool,
+    problems: Vec<Problem>,
+}
+
+pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
+    let mut loaded = load(&args.target, !args.schema_only)?;
+    if args.schema_only {
+        loaded.run = None;
+    }
+    let verdict = check(&mut loaded, !args.schema_only)?;
+    let mut stdout = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &verdict).context("cannot write to stdout")?;
+        writeln!(stdout).context("cannot write to stdout")?;
+    } else {
+        for problem in &verdict.problems {
+            writeln!(stdout, "{}", problem_line(problem)).context("cannot write to stdout")?;
+        }
+    }
+    drop(stdout);
+    let mut stderr = io::stderr().lock();
+    if !verdict.cross_file_checks && !args.schema_only {
+        let _ = writeln!(stderr, "{}", skipped_warning(&verdict.data_path));
+    }
+    let summary = if verdict.valid {
+        format!(
+            "okstra: `{}` is a valid v{} report",
+            verdict.data_path.display(),
+            verdict.schema_version
+        )
+    } else {
+        format!(
+            "okstra: `{}` is not a valid v{} report: {} problem{}",
+            verdict.data_path.display(),
+            verdict.schema_version,
+            verdict.problems.len(),
+            if verdict.problems.len() == 1 { "" } else { "s" }
+        )
+    };
+    let _ = writeln!(stderr, "{summary}");
+    // The command ends here: freeing a 10 MB report node by node would be a
+    // measurable share of the run (see benches/validate.sh), so leave it to
+    // process exit.
+    std::mem::forget(loaded);
+    Ok(if verdict.valid {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
+    let mut loaded = load(&args.target, true)?;
+    let verdict = check(&mut loaded, true)?;
+    let mut stderr = io::stderr().lock();
+    if !verdict.cross_file_checks {
+        let _ = writeln!(stderr, "{}", skipped_warning(&verdict.data_path));
+    }
+    if !verdict.valid {
+        for problem in &verdict.problems {
+            let _ = writeln!(stderr, "{}", problem_line(problem));
+        }
+        let _ = writeln!(
+            stderr,
+            "error: refusing to render `{}`: it has {} problem{} (see `okstra validate`)",
+            verdict.data_path.display(),
+            verdict.problems.len(),
+            if verdict.problems.len() == 1 { "" } else { "s" }
+        );
+        return Ok(ExitStatus::Failure);
+    }
+    drop(stderr);
+    let report: model::Report = serde_json::from_value(loaded.value).with_context(|| {
+        format!(
+            "`{}` passed its schema but does not fit okstra's report model",
+            loaded.data_path.display()
+        )
+    })?;
+    let out_dir = match &args.out_dir {
+        Some(dir) => dir.clone(),
+        None => loaded
+            .data_path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
+    let markdown_path = out_dir.join(MARKDOWN_NAME);
+    let html_path = out_dir.join(HTML_NAME);
+    write_atomic(&markdown_path, markdown::render(&report).as_bytes())
+        .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
+    write_atomic(&html_path, html::render(&report).as_bytes())
+        .with_context(|| format!("cannot write `{}`", html_path.display()))?;
+    let mut stdout = io::stdout().lock();
+    if args.json {
+        let written = serde_json::json!({ "markdown": markdown_path, "html": html_path });
+        writeln!(stdout, "{written}").context("cannot write to stdout")?;
+    } else {
+        writeln!(stdout, "{}", markdown_path.display()).context("cannot write to stdout")?;
+        writeln!(stdout, "{}", html_path.display()).context("cannot write to stdout")?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn problem_line(problem: &Problem) -> String {
+    let pointer = if problem.pointer.is_empty() {
+        "/"
+    } else {
+        &problem.pointer
+    };
+    format!("{pointer}: [{}] {}", problem.rule, problem.message)
+}
+
+fn skipped_warning(data_path: &Path) -> String {
+    format!(
+        "warning: no `{RUN_MANIFEST}` found above `{}`; checked the schema and the report's own \
+         invariants, skipped the roster and worker-result checks",
+        data_path.display()
+    )
+}
+
+/// Schema first, then (unless `invariants` is false) the invariants; all
+/// problems sorted together.
+fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
+    let schema_name = format!("final-report-v{}.schema.json", loaded.schema_version);
+    let violations = schema::violations(&schema_name, &loaded.value)
+        .with_context(|| format!("cannot check against `{schema_name}`"))?;
+    let mut problems: Vec<Problem> = violations
+        .0
+        .into_iter()
+        .map(|violation| Problem {
+            rule: SCHEMA_RULE,
+            pointer: violation.pointer,
+            message: violation.message,
+        })
+        .collect();
+    if invariants {
+        let indexes = loaded
+            .pending
+            .take()
+            .map(PendingIndexes::finish)
+            .unwrap_or_default();
+        problems.extend(validate::invariants(
+            &loaded.value,
+            loaded.run.as_ref(),
+            &indexes,
+        ));
+    }
+    validate::sort(&mut problems);
+    Ok(Verdict {
+        valid: problems.is_empty(),
+        schema_version: loaded.schema_version.clone(),
+        data_path: loaded.data_path.clone(),
+        cross_file_checks: loaded.run.is_some(),
+        problems,
+    })
+}
+
+/// Find data.json and its run manifest from a run folder or a data.json path;
+/// with `index_results`, start indexing the worker results right away.
+fn load(target: &Path, index_results: bool) -> Result<Loaded> {
+    let (data_path, run) = if target.is_dir() {
+        let manifest = target.join(RUN_MANIFEST);
+        if manifest.is_file() {
+            let (data_path, run) = read_manifest(&manifest, target)?;
+            (data_path, Some(run))
+        } else if target.join("data.json").is_file() {
+            let data_path = target.join("data.json");
+            let run = find_run(&data_path)?;
+            (data_path, run)
+        } else {
+            bail!(
+                "`{}` is neither a run folder (no `{RUN_MANIFEST}`) nor a report folder (no \
+                 `data.json`)",
+                target.display()
+            );
+        }
+    } else if target.is_file() {
+        (target.to_path_buf(), find_run(target)?)
+    } else {
+        bail!("`{}` does not exist", target.display());
+    };
+    let pending = run
+        .as_ref()
+        .filter(|_| index_results)
+        .map(PendingIndexes::start);
+    let text = fs::read_to_string(&data_path)
+        .with_context(|| format!("cannot read report `{}`", data_path.display()))?;
+    let value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("report `{}` is not valid JSON", data_path.display()))?;
+    let schema_version = match value.get("schemaVersion") {
+        Some(Value::String(version)) if version == "1.0" || version == "2.0" => version.clone(),
+        Some(other) => bail!(
+            "report `{}` has unknown `schemaVersion` {other}; okstra knows `1.0` and `2.0`",
+            data_path.display()
+        ),
+        None => bail!(
+            "report `{}` has no `schemaVersion`, so okstra cannot pick a schema (`1.0` or `2.0`)",
+            data_path.display()
+        ),
+    };
+    Ok(Loaded {
+        data_path,
+        schema_version,
+        value,
+        run,
+        pending,
+    })
+}
+
+/// Walk up from a data.json to the nearest run manifest, if any.
+fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
+    let absolute = fs::canonicalize(data_path)
+        .with_context(|| format!("cannot resolve `{}`", data_path.display()))?;
+    for dir in absolute.ancestors().skip(1) {
+        let manifest = dir.join(RUN_MANIFEST);
+        if manifest.is_file() {
+            let (_, run) = read_manifest(&manifest, dir)?;
+            return Ok(Some(run));
+        }
+    }
+    Ok(None)
+}
+
+/// Read the parts of a run manifest the report checks need.
+fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
+    let text = fs::read_to_string(path)
+        .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
+    let manifest: Value = serde_json::from_str(&text)
+        .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
+    let recorded_root = manifest.get("runDir").and_then(Value::as_str);
+    let resolve = |recorded: &str| reroot(recorded, recorded_root, run_dir);
+    let Some(assignments) = manifest.get("assignments").and_then(Value::as_array) else {
+        bail!(
+            "run manifest `{}` has no `assignments` list",
+            path.display()
+        );
+    };
+    let mut roster = Vec::with_capacity(assignments.len());
+    for (index, assignment) in assignments.iter().enumerate() {
+        let field = |name: &str| {
+            assignment
+                .get(name)
+                .and_then(Value::as_str)
+                .with_context(|| {
+                    format!(
+                        "run manifest `{}`: `assignments[{index}].{name}` is missing",
+                        path.display()
+                    )
+                })
+        };
+        roster.push(Rostered {
+            worker_id: field("workerId")?.to_owned(),
+            role: field("role")?.to_owned(),
+            provider: field("provider")?.to_owned(),
+            result_path: resolve(field("resultPath")?),
+        });
+    }
+    let data_path = manifest
+        .pointer("/finalReport/dataPath")
+        .and_then(Value::as_str)
+        .map_or_else(|| run_dir.join(DEFAULT_DATA_PATH), resolve);
+    let run = RunFacts {
+        run_dir: run_dir.to_path_buf(),
+        roster,
+        task_type: manifest
+            .get("taskType")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        schema_version: manifest
+            .pointer("/finalReport/schemaVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    Ok((data_path, run))
+}
+
+/// A path recorded in a run manifest, as a path that works here.
+///
+/// The manifest stores absolute paths; a run folder that was moved or copied
+/// (a fixture, an archive) keeps them pointing at the old place. An absolute
+/// path that exists is used as is; one under the recorded `runDir` is
+/// re-rooted under the folder we were given; a relative one is taken from it.
+fn reroot(recorded: &str, recorded_root: Option<&str>, run_dir: &Path) -> PathBuf {
+    let path = Path::new(recorded);
+    if path.is_relative() {
+        return run_dir.join(path);
+    }
+    if path.exists() {
+        return path.to_path_buf();
+    }
+    recorded_root
+        .and_then(|root| path.strip_prefix(root).ok())
+        .map_or_else(|| path.to_path_buf(), |suffix| run_dir.join(suffix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_and_v2_schemas_differ_only_in_version_and_header_values() {
+        let load =
+            |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
+        let mut v1 = load("final-report-v1.0.schema.json");
+        let mut v2 = load("final-report-v2.0.schema.json");
+        assert_eq!(
+            v1.pointer("/properties/schemaVersion/const").unwrap(),
+            "1.0"
+        );
+        assert_eq!(
+            v2.pointer("/properties/schemaVersion/const").unwrap(),
+            "2.0"
+        );
+        assert_eq!(
+            v2.pointer("/$defs/Header/properties/reportOwner/const")
+                .unwrap(),
+            "Okstra lead"
+        );
+        for schema in [&mut v1, &mut v2] {
+            let root = schema.as_object_mut().unwrap();
+            root.remove("$id");
+            root.remove("title");
+            root["properties"]["schemaVersion"] = Value::Null;
+            root["$defs"]["Header"]["properties"]["reportOwner"] = Value::Null;
+            root["$defs"]["Header"]["properties"]["reportAuthor"] = Value::Null;
+        }
+        assert_eq!(v1, v2);
+    }
+
+    #[test]
+    fn moved_run_paths_are_rerooted() {
+        let here = Path::new("/tmp/moved-run");
+        assert_eq!(
+            reroot("/gone/run-1/results/a.md", Some("/gone/run-1"), here),
+            here.join("results/a.md")
+        );
+        assert_eq!(
+            reroot("results/a.md", None, here),
+            here.join("results/a.md")
+        );
+        assert_eq!(
+            reroot("/elsewhere/a.md", Some("/gone/run-1"), here),
+            PathBuf::from("/elsewhere/a.md")
+        );
+    }
+}

@@ -1,0 +1,656 @@
+//! The report invariants no JSON Schema can express, and the worker-result
+//! item index they need.
+//!
+//! Every check reads the raw `serde_json::Value`, so it still runs (and says
+//! something useful) when the schema found problems too: a wrong type simply
+//! skips the invariant that needed it. Each worker result file is read and
+//! indexed once, on its own thread, while data.json is parsed and checked.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::thread::{self, JoinHandle};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Rule name of a schema violation (every other rule is an invariant).
+pub const SCHEMA_RULE: &str = "schema";
+
+/// One thing wrong with a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
+    /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`).
+    pub rule: &'static str,
+    /// JSON pointer to the offending value (`""` is the whole document).
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Problem {
+    fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
+        Self {
+            rule,
+            pointer: pointer.into(),
+            message,
+        }
+    }
+}
+
+/// Sort problems by pointer (array indices compared as numbers, so
+/// `/consensus/2` comes before `/consensus/10`), then rule, then message.
+pub fn sort(problems: &mut [Problem]) {
+    problems.sort_by_cached_key(|problem| {
+        let segments: Vec<(u8, u64, String)> = problem
+            .pointer
+            .split('/')
+            .map(|segment| match segment.parse::<u64>() {
+                Ok(number) => (0, number, String::new()),
+                Err(_) => (1, 0, segment.to_owned()),
+            })
+            .collect();
+        (
+            segments,
+            problem.rule != SCHEMA_RULE,
+            problem.rule,
+            problem.message.clone(),
+        )
+    });
+}
+
+/// One rostered worker as the run manifest records it.
+#[derive(Debug, Clone)]
+pub struct Rostered {
+    pub worker_id: String,
+    pub role: String,
+    pub provider: String,
+    /// The worker's result file, already re-rooted under the run folder.
+    pub result_path: PathBuf,
+}
+
+/// What the run manifest tells the cross-file checks.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    pub run_dir: PathBuf,
+    pub roster: Vec<Rostered>,
+    pub task_type: Option<String>,
+    pub schema_version: Option<String>,
+}
+
+impl RunFacts {
+    /// The workers the report must account for: everyone but the report
+    /// writer, which authors the report rather than contributing to it.
+    fn contributors(&self) -> impl Iterator<Item = &Rostered> {
+        self.roster.iter().filter(|w| w.role != "report-writer")
+    }
+}
+
+/// The three synthesised row tables: key in data.json and id prefix.
+pub const ROW_TABLES: [(&str, &str); 3] = [
+    ("consensus", "C"),
+    ("differences", "D"),
+    ("primaryEvidence", "E"),
+];
+
+/// Every invariant problem in `report`; `run` is `None` when no run manifest
+/// was found, which skips the checks that need the roster or worker results.
+/// `indexes` holds the finished [`PendingIndexes`] (empty without a run).
+pub fn invariants(
+    report: &Value,
+    run: Option<&RunFacts>,
+    indexes: &HashMap<String, Indexed>,
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    verdict_card(report, &mut problems);
+    routing(report, &mut problems);
+    task_type(report, run, &mut problems);
+    if let Some(run) = run {
+        schema_version(report, run, &mut problems);
+    }
+    row_ids(report, &mut problems);
+    source_items(report, run, indexes, &mut problems);
+    coverage(report, run, &mut problems);
+    problems
+}
+
+fn verdict_card(report: &Value, problems: &mut Vec<Problem>) {
+    for key in ["verdictToken", "direction"] {
+        let card = report.pointer(&format!("/verdictCard/{key}"));
+        let verdict = report.pointer(&format!("/finalVerdict/{key}"));
+        if let (Some(Value::String(card)), Some(Value::String(verdict))) = (card, verdict)
+            && card != verdict
+        {
+            problems.push(Problem::new(
+                "verdict-card",
+                format!("/verdictCard/{key}"),
+                format!(
+                    "`verdictCard.{key}` is `{card}` but `finalVerdict.{key}` is `{verdict}`; \
+                     they must match byte for byte"
+                ),
+            ));
+        }
+    }
+}
+
+fn routing(report: &Value, problems: &mut Vec<Problem>) {
+    let Some(first) = report.pointer("/recommendedNextSteps/0") else {
+        return;
+    };
+    let expected = match first.get("kind").and_then(Value::as_str) {
+        Some("phase") => match first.get("phase").and_then(Value::as_str) {
+            Some(phase) => Some(phase),
+            None => return,
+        },
+        Some(_) => None,
+        None => return,
+    };
+    let actual = match report.pointer("/workflow/nextRecommendedPhase") {
+        Some(Value::String(phase)) => Some(phase.as_str()),
+        Some(Value::Null) => None,
+        _ => return,
+    };
+    if actual != expected {
+        let show =
+            |phase: Option<&str>| phase.map_or_else(|| "null".to_owned(), |p| format!("`{p}`"));
+        problems.push(Problem::new(
+            "next-step-routing",
+            "/workflow/nextRecommendedPhase",
+            format!(
+                "`workflow.nextRecommendedPhase` is {} but `recommendedNextSteps[0]` routes to {}",
+                show(actual),
+                show(expected)
+            ),
+        ));
+    }
+}
+
+fn task_type(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>) {
+    let header = report.pointer("/header/taskType").and_then(Value::as_str);
+    let block = report.pointer("/task/taskType").and_then(Value::as_str);
+    if let (Some(header), Some(block)) = (header, block)
+        && header != block
+    {
+        problems.push(Problem::new(
+            "task-type",
+            "/task/taskType",
+            format!("the task block is for `{block}` but `header.taskType` is `{header}`"),
+        ));
+    }
+    if let (Some(header), Some(Some(run_type))) = (header, run.map(|run| run.task_type.as_deref()))
+        && header != run_type
+    {
+        problems.push(Problem::new(
+            "task-type",
+            "/header/taskType",
+            format!("`header.taskType` is `{header}` but the run manifest says `{run_type}`"),
+        ));
+    }
+}
+
+fn schema_version(report: &Value, run: &RunFacts, problems: &mut Vec<Problem>) {
+    if let (Some(found), Some(expected)) = (
+        report.get("schemaVersion").and_then(Value::as_str),
+        run.schema_version.as_deref(),
+    ) && found != expected
+    {
+        problems.push(Problem::new(
+            "schema-version",
+            "/schemaVersion",
+            format!("the report uses schema `{found}` but the run manifest expects `{expected}`"),
+        ));
+    }
+}
+
+/// The rows of one table as `(index, row)` pairs; pointers are only built
+/// when a problem needs one.
+fn rows<'a>(report: &'a Value, table: &'a str) -> impl Iterator<Item = (usize, &'a Value)> {
+    report
+        .get(table)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+}
+
+fn row_ids(report: &Value, problems: &mut Vec<Problem>) {
+    let mut seen: HashMap<&str, (&str, usize)> = HashMap::new();
+    for (table, _) in ROW_TABLES {
+        for (index, row) in rows(report, table) {
+            let Some(id) = row.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some((first_table, first_index)) = seen.get(id) {
+                problems.push(Problem::new(
+                    "row-id",
+                    format!("/{table}/{index}/id"),
+                    format!(
+                        "row id `{id}` is already used by `/{first_table}/{first_index}`; every \
+                         row needs a fresh id"
+                    ),
+                ));
+            } else {
+                seen.insert(id, (table, index));
+            }
+        }
+    }
+}
+
+/// A worker's result file, indexed once.
+#[derive(Debug)]
+pub enum Indexed {
+    Items(HashMap<String, u32>),
+    Unreadable(String),
+}
+
+/// Worker result files being read and indexed in the background.
+pub struct PendingIndexes(Vec<(String, JoinHandle<Indexed>)>);
+
+impl PendingIndexes {
+    /// Start reading every contributor's result file, one thread each, so
+    /// the work overlaps with parsing data.json and checking its schema.
+    pub fn start(run: &RunFacts) -> Self {
+        let handles = run
+            .contributors()
+            .map(|worker| {
+                let path = worker.result_path.clone();
+                (
+                    worker.worker_id.clone(),
+                    thread::spawn(move || index_file(&path)),
+                )
+            })
+            .collect();
+        Self(handles)
+    }
+
+    /// Wait for every index.
+    pub fn finish(self) -> HashMap<String, Indexed> {
+        self.0
+            .into_iter()
+            .map(|(worker, handle)| {
+                let indexed = handle.join().unwrap_or_else(|_| {
+                    Indexed::Unreadable("indexing it failed unexpectedly".to_owned())
+                });
+                (worker, indexed)
+            })
+            .collect()
+    }
+}
+
+/// What the source-item check knows about one citable worker.
+struct Citable<'a> {
+    shown: String,
+    index: Option<&'a Indexed>,
+    unreadable_reported: bool,
+}
+
+fn source_items(
+    report: &Value,
+    run: Option<&RunFacts>,
+    indexes: &HashMap<String, Indexed>,
+    problems: &mut Vec<Problem>,
+) {
+    // Without a manifest the coverage list is the best roster we have.
+    let mut workers: Vec<(&str, Citable<'_>)> = match run {
+        Some(run) => run
+            .roster
+            .iter()
+            .map(|w| {
+                let citable = Citable {
+                    shown: shown_path(&w.result_path, &run.run_dir),
+                    index: indexes.get(&w.worker_id),
+                    unreadable_reported: false,
+                };
+                (w.worker_id.as_str(), citable)
+            })
+            .collect(),
+        None => report
+            .get("workerCoverage")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.get("workerId").and_then(Value::as_str))
+            .map(|id| {
+                let citable = Citable {
+                    shown: String::new(),
+                    index: None,
+                    unreadable_reported: false,
+                };
+                (id, citable)
+            })
+            .collect(),
+    };
+    let roster_names = workers
+        .iter()
+        .map(|(id, _)| *id)
+        .collect::<Vec<_>>()
+        .join(", ");
+    for (table, _) in ROW_TABLES {
+        for (row, value) in rows(report, table) {
+            let entries = value.get("sourceItems").and_then(Value::as_array);
+            for (index, entry) in entries.into_iter().flatten().enumerate() {
+                let pointer = || format!("/{table}/{row}/sourceItems/{index}");
+                let Some((worker, item)) = entry.as_str().and_then(|s| s.split_once(':')) else {
+                    continue; // the schema reports malformed entries
+                };
+                let Some((_, citable)) = workers.iter_mut().find(|(id, _)| *id == worker) else {
+                    let whose = if run.is_some() {
+                        "the run's roster"
+                    } else {
+                        "`workerCoverage`"
+                    };
+                    problems.push(Problem::new(
+                        "source-item",
+                        pointer(),
+                        format!(
+                            "`{worker}:{item}` names worker `{worker}`, who is not on {whose} \
+                             ({roster_names})"
+                        ),
+                    ));
+                    continue;
+                };
+                if run.is_none() {
+                    continue;
+                }
+                let shown = &citable.shown;
+                match citable.index {
+                    None | Some(Indexed::Unreadable(_)) if citable.unreadable_reported => {}
+                    None => {
+                        citable.unreadable_reported = true;
+                        problems.push(Problem::new(
+                            "source-item",
+                            pointer(),
+                            format!(
+                                "`{worker}:{item}` cites worker `{worker}`, who writes the report \
+                                 and has no findings to cite"
+                            ),
+                        ));
+                    }
+                    Some(Indexed::Unreadable(reason)) => {
+                        citable.unreadable_reported = true;
+                        problems.push(Problem::new(
+                            "source-item",
+                            pointer(),
+                            format!(
+                                "`{worker}:{item}` cites worker `{worker}`, whose result \
+                                 `{shown}` cannot be read: {reason}"
+                            ),
+                        ));
+                    }
+                    Some(Indexed::Items(items)) => match items.get(item).copied().unwrap_or(0) {
+                        1 => {}
+                        0 => problems.push(Problem::new(
+                            "source-item",
+                            pointer(),
+                            format!(
+                                "`{worker}:{item}`: item `{item}` does not appear in `{shown}`"
+                            ),
+                        )),
+                        count => problems.push(Problem::new(
+                            "source-item",
+                            pointer(),
+                            format!(
+                                "`{worker}:{item}`: item `{item}` appears {count} times in \
+                                 `{shown}`; it must be unique within the worker's result"
+                            ),
+                        )),
+                    },
+                }
+            }
+        }
+    }
+}
+
+fn index_file(path: &Path) -> Indexed {
+    match fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Indexed::Items(item_ids(&text)),
+            Err(err) => Indexed::Items(item_ids(&String::from_utf8_lossy(err.as_bytes()))),
+        },
+        Err(err) => Indexed::Unreadable(err.to_string().to_lowercase()),
+    }
+}
+
+/// A path relative to the run folder when it is inside it (stable messages).
+fn shown_path(path: &Path, run_dir: &Path) -> String {
+    path.strip_prefix(run_dir)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn coverage(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>) {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let entries = report.get("workerCoverage").and_then(Value::as_array);
+    for (index, entry) in entries.into_iter().flatten().enumerate() {
+        let Some(worker) = entry.get("workerId").and_then(Value::as_str) else {
+            continue;
+        };
+        let pointer = format!("/workerCoverage/{index}/workerId");
+        if let Some(first) = seen.get(worker) {
+            problems.push(Problem::new(
+                "coverage",
+                pointer,
+                format!("worker `{worker}` is already covered by `/workerCoverage/{first}`"),
+            ));
+            continue;
+        }
+        seen.insert(worker, index);
+        let Some(run) = run else { continue };
+        match run.roster.iter().find(|w| w.worker_id == worker) {
+            None => problems.push(Problem::new(
+                "coverage",
+                pointer,
+                format!("worker `{worker}` is not on the run's roster"),
+            )),
+            Some(rostered) => {
+                let provider = entry.get("provider").and_then(Value::as_str);
+                if let Some(provider) = provider
+                    && provider != rostered.provider
+                {
+                    problems.push(Problem::new(
+                        "coverage",
+                        format!("/workerCoverage/{index}/provider"),
+                        format!(
+                            "worker `{worker}` ran on `{}` but its coverage says `{provider}`",
+                            rostered.provider
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(run) = run {
+        for rostered in run.contributors() {
+            if !seen.contains_key(rostered.worker_id.as_str()) {
+                problems.push(Problem::new(
+                    "coverage",
+                    "/workerCoverage",
+                    format!(
+                        "rostered worker `{}` ({}, {}) has no coverage entry; every worker \
+                         must be accounted for, with a failure reason if it produced nothing",
+                        rostered.worker_id, rostered.role, rostered.provider
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// How often each item id occurs in a worker's Markdown result.
+///
+/// An item id is the leading cell of a table body row (`| F-001 | … |`) or a
+/// `[ID]` prefix on a bullet or numbered item (`- [F-001] …`, `2. [1.1] …`).
+/// Table header rows, separator rows and fenced code blocks are skipped, and
+/// emphasis or code marks around an id are ignored.
+pub fn item_ids(text: &str) -> HashMap<String, u32> {
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut in_fence: Option<&str> = None;
+    let mut lines = text.lines().map(str::trim).peekable();
+    while let Some(line) = lines.next() {
+        if let Some(fence) = in_fence {
+            if line.starts_with(fence) {
+                in_fence = None;
+            }
+            continue;
+        }
+        if line.starts_with("```") || line.starts_with("~~~") {
+            in_fence = Some(&line[..3]);
+            continue;
+        }
+        let id = if let Some(cells) = line.strip_prefix('|') {
+            if is_separator(line) || lines.peek().is_some_and(|next| is_separator(next)) {
+                continue; // a separator, or the header row above one
+            }
+            cells.split('|').next().and_then(clean_id)
+        } else {
+            list_item_body(line).and_then(bracketed_id)
+        };
+        if let Some(id) = id {
+            *counts.entry(id.to_owned()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+fn is_separator(line: &str) -> bool {
+    line.starts_with('|')
+        && line.contains('-')
+        && line
+            .chars()
+            .all(|ch| matches!(ch, '|' | '-' | ':' | ' ' | '\t'))
+}
+
+fn is_id(candidate: &str) -> bool {
+    !candidate.is_empty()
+        && candidate
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The id in a table cell: `F-001`, `**F-001**`, `` `F-001` `` or `[F-001]`.
+fn clean_id(cell: &str) -> Option<&str> {
+    let cell = cell.trim().trim_matches(|ch| ch == '*' || ch == '`').trim();
+    let cell = cell
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(cell);
+    is_id(cell).then_some(cell)
+}
+
+/// The text after a bullet (`-`, `*`, `+`) or a number marker (`3.`, `3)`).
+fn list_item_body(line: &str) -> Option<&str> {
+    if let Some(rest) = line
+        .strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))
+        .or_else(|| line.strip_prefix("+ "))
+    {
+        return Some(rest);
+    }
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let rest = &line[digits..];
+    rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") "))
+}
+
+/// The id of a `[ID] text` item, allowing `**[ID]**` emphasis.
+fn bracketed_id(body: &str) -> Option<&str> {
+    let body = body.trim_start().trim_start_matches(['*', '`']);
+    let inner = body.strip_prefix('[')?;
+    let end = inner.find(']')?;
+    let id = &inner[..end];
+    is_id(id).then_some(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_come_from_table_rows_and_list_prefixes() {
+        let text = "\
+# Findings
+
+| ID | Finding |
+|----|---------|
+| F-001 | the cache is never invalidated |
+| **F-002** | retries are unbounded |
+
+- [F-003] a bullet item
+* **[1.1]** an emphasised item
+12. [1.2] a numbered item
+3) [x.y_z] another marker
+- no id here
+- [not an id] neither
+
+```text
+| F-001 | inside a fence does not count |
+- [F-009] nor this
+```
+| F-001 | the same id again |
+";
+        let ids = item_ids(text);
+        let mut found: Vec<_> = ids.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        found.sort_unstable();
+        assert_eq!(
+            found,
+            vec![
+                ("1.1", 1),
+                ("1.2", 1),
+                ("F-001", 2),
+                ("F-002", 1),
+                ("F-003", 1),
+                ("x.y_z", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn problems_sort_numerically_by_pointer() {
+        let mut problems = vec![
+            Problem::new("row-id", "/consensus/10/id", String::new()),
+            Problem::new("row-id", "/consensus/2/id", String::new()),
+            Problem::new(SCHEMA_RULE, "/consensus/2/id", String::new()),
+            Problem::new("coverage", "", String::new()),
+        ];
+        sort(&mut problems);
+        let order: Vec<_> = problems
+            .iter()
+            .map(|p| (p.pointer.as_str(), p.rule))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                ("", "coverage"),
+                ("/consensus/2/id", SCHEMA_RULE),
+                ("/consensus/2/id", "row-id"),
+                ("/consensus/10/id", "row-id"),
+            ]
+        );
+    }
+
+    #[test]
+    fn routing_follows_the_first_step() {
+        let report = serde_json::json!({
+            "recommendedNextSteps": [{"kind": "action", "action": "ship", "reason": "done"}],
+            "workflow": {"nextRecommendedPhase": "implementation"}
+        });
+        let problems = invariants(&report, None, &HashMap::new());
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].rule, "next-step-routing");
+    }
+
+    #[test]
+    fn garbage_input_never_panics() {
+        for value in [
+            Value::Null,
+            serde_json::json!([1, 2]),
+            serde_json::json!({"consensus": "x", "workerCoverage": [1, {"workerId": 3}]}),
+            serde_json::json!({"consensus": [{"id": 1, "sourceItems": [5, "nocolon"]}]}),
+        ] {
+            let _ = invariants(&value, None, &HashMap::new());
+        }
+    }
+}
