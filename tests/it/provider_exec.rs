@@ -1,1 +1,1 @@
-//! Integration tests: provider_exec.
+//! Integration tests: `provider_exec`.
