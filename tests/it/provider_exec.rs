@@ -841,3 +841,20 @@ fn a_non_utf8_model_reaches_the_cli_unchanged() {
         Some(&b"model-\xff"[..])
     );
 }
+
+#[test]
+fn a_sigkilled_wrapper_takes_its_cli_down_and_leaves_the_pgid_to_reap() {
+    let world = World::new("codex", "silent.sh");
+    let mut child = world.spawn(&world.args("codex", &[]));
+    let running = world.wait_running();
+    let cli = Pid::from_raw(i32::try_from(running["child_pid"].as_i64().unwrap()).unwrap());
+    let group = Pid::from_raw(i32::try_from(running["pgid"].as_i64().unwrap()).unwrap());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // PR_SET_PDEATHSIG: the kernel kills the CLI when the wrapper dies.
+    assert_gone(cli);
+    // The CLI's own children are not covered; the recorded pgid lets a later
+    // okstra reap them, which is what this does.
+    let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+    assert_eq!(read_status(&world.sidecar())["stage"], "started");
+}
