@@ -600,3 +600,20 @@ fn millis(duration: Duration) -> u64 {
 fn absolute(path: &std::path::Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        assert_eq!(code_of(ExitStatus::from_raw(0)), 0);
+        assert_eq!(code_of(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(code_of(ExitStatus::from_raw(255 << 8)), 255);
+        // Killed by SIGKILL (9) and SIGSEGV (11): 128+N, never negative.
+        assert_eq!(code_of(ExitStatus::from_raw(9)), 137);
+        assert_eq!(code_of(ExitStatus::from_raw(11)), 139);
+    }
+}
