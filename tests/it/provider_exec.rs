@@ -872,3 +872,31 @@ fn a_sigkilled_wrapper_takes_its_cli_down_and_leaves_the_pgid_to_reap() {
     let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
     assert_eq!(read_status(&world.sidecar())["stage"], "started");
 }
+
+#[test]
+fn the_install_script_links_every_wrapper() {
+    let world = World::empty();
+    let target = world.path("links");
+    let output = Command::new(repo_root().join("scripts/install-wrappers.sh"))
+        .arg(&target)
+        .env("OKSTRA", okstra_path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for provider in ["claude", "codex", "antigravity", "grok", "kimi"] {
+        let link = target.join(format!("okstra-{provider}-exec"));
+        assert_eq!(fs::read_link(&link).unwrap(), okstra_path());
+        // The link fixes the provider: the usage line names it.
+        let run = Command::new(&link).output().unwrap();
+        assert_eq!(run.status.code(), Some(64));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            stderr.contains(&format!("okstra-{provider}-exec <project-root>")),
+            "{stderr}"
+        );
+    }
+}
