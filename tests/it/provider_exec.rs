@@ -900,3 +900,16 @@ fn the_install_script_links_every_wrapper() {
         );
     }
 }
+
+#[test]
+fn an_unwritable_sidecar_refuses_to_start_the_cli() {
+    // As root a read-only folder is still writable; a folder squatting on
+    // the sidecar's name makes the atomic rename fail instead.
+    let world = World::new("codex", "record.sh");
+    fs::create_dir(world.sidecar()).unwrap();
+    let run = world.run(&world.args("codex", &[]));
+    assert_eq!(run.code(), 73);
+    assert!(run.stderr.contains("cannot write status"), "{}", run.stderr);
+    assert!(world.listing("fake").is_empty(), "the CLI was started");
+    assert!(!world.log().exists());
+}
