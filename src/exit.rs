@@ -60,8 +60,15 @@ pub const EXEC_PROMPT: u8 = 67;
 pub const EXEC_WORKTREE: u8 = 68;
 /// provider-exec preflight: idle timeout is not a non-negative integer.
 pub const EXEC_TIMEOUT_ARG: u8 = 69;
+/// provider-exec: the wrapper could not set up supervision (sysexits `EX_OSERR`).
+pub const EXEC_OS_ERROR: u8 = 71;
+/// provider-exec: the log or the status sidecar could not be created, so nothing
+/// was started (sysexits `EX_CANTCREAT`).
+pub const EXEC_CANT_CREATE: u8 = 73;
 /// The idle watchdog stopped the child; the same code `timeout(1)` uses.
 pub const TIMED_OUT: u8 = 124;
+/// provider-exec: the CLI was found but could not be executed (shell convention).
+pub const CANNOT_EXECUTE: u8 = 126;
 /// provider-exec preflight: the provider CLI is not on `PATH` (shell convention).
 pub const NOT_FOUND: u8 = 127;
 

@@ -1,0 +1,312 @@
+//! `okstra provider-exec`: run one provider CLI headless under okstra's supervisor.
+//!
+//! ```text
+//! okstra provider-exec <provider> <project-root> <model> <prompt-path> [worktree-path] [role] [idle-timeout-seconds]
+//! okstra-<provider>-exec <project-root> <model> <prompt-path> [worktree-path] [role] [idle-timeout-seconds]
+//! ```
+//!
+//! This module owns the reference wrapper's contract: argument order and
+//! defaults, and the preflight exit codes (64 usage or unknown provider, 65
+//! project root, 66 model, 67 prompt, 68 worktree, 69 idle timeout, 127 CLI
+//! not on `PATH`), each checked before anything is started or written.
+//! `provider` builds each CLI's command line, `supervise` runs it, `status`
+//! owns the sidecar and `watchdog` the idle deadline.
+//!
+//! Decisions beyond the reference (documented for hosts):
+//! - An empty optional argument means its default, the idle timeout included
+//!   (the reference rejected an empty timeout; no working host relied on that).
+//! - The idle timeout is ASCII digits only: `-1`, `+5`, ` 5`, `1.5`, `5s` and
+//!   values past `u64` are refused with 69.
+//! - The prompt's bytes are never decoded: stdin providers receive them
+//!   exactly (CRLF, invalid UTF-8 and NUL included), argv-only providers get
+//!   a pointer to the file, so no prompt is refused for its content.
+
+mod provider;
+mod status;
+mod supervise;
+mod watchdog;
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::catalog::{self, Provider};
+use crate::exit;
+
+pub use provider::{CommandPlan, Invocation, plan};
+
+/// Prefix of every line we print, as in the reference.
+const PROGRAM: &str = "okstra-provider-exec";
+
+/// Roles that get the long default idle timeout.
+const LONG_ROLES: &[&str] = &["executor", "verifier"];
+/// Default idle timeout for `executor` and `verifier`, seconds.
+const LONG_IDLE_SECS: u64 = 1500;
+/// Default idle timeout for every other role, seconds.
+const DEFAULT_IDLE_SECS: u64 = 600;
+/// Role when none (or an empty one) is given.
+const DEFAULT_ROLE: &str = "worker";
+
+/// The provider fixed by an `okstra-<provider>-exec` program name.
+pub fn alias(arg0: &Path) -> Option<Provider> {
+    let name = arg0.file_name()?.to_str()?;
+    name.strip_prefix("okstra-")?
+        .strip_suffix("-exec")?
+        .parse()
+        .ok()
+}
+
+/// Run the wrapper; `fixed` is the provider named by the program name, and
+/// `args` are the arguments after `provider-exec` (or after argv\[0]).
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the entry point's signature is shared with `main.rs`"
+)]
+pub fn main(fixed: Option<Provider>, args: Vec<OsString>) -> ExitCode {
+    match preflight(fixed, &args) {
+        Ok(ready) => ExitCode::from(supervise::run(ready)),
+        Err(err) => {
+            eprintln!("{PROGRAM}: error: {err}");
+            ExitCode::from(err.code())
+        }
+    }
+}
+
+/// A preflight refusal: nothing was started and nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum Preflight {
+    #[error("expected {expected} arguments, got {got}; usage: {usage}")]
+    Usage {
+        expected: &'static str,
+        got: usize,
+        usage: String,
+    },
+    #[error("unknown provider `{given}`, expected one of `{known}`")]
+    UnknownProvider { given: String, known: String },
+    #[error("project root `{}` is missing or not a directory", .0.display())]
+    ProjectRoot(PathBuf),
+    #[error("model is empty")]
+    Model,
+    #[error("prompt `{}` {problem}", .path.display())]
+    Prompt { path: PathBuf, problem: String },
+    #[error("idle timeout `{}` is not a non-negative whole number of seconds", .0.to_string_lossy())]
+    Timeout(OsString),
+    #[error("worktree `{}` is not a directory", .0.display())]
+    Worktree(PathBuf),
+    #[error("`{0}` is not on `PATH`")]
+    NotFound(&'static str),
+}
+
+impl Preflight {
+    pub fn code(&self) -> u8 {
+        match self {
+            Preflight::Usage { .. } | Preflight::UnknownProvider { .. } => exit::EXEC_USAGE,
+            Preflight::ProjectRoot(_) => exit::EXEC_PROJECT_ROOT,
+            Preflight::Model => exit::EXEC_MODEL,
+            Preflight::Prompt { .. } => exit::EXEC_PROMPT,
+            Preflight::Worktree(_) => exit::EXEC_WORKTREE,
+            Preflight::Timeout(_) => exit::EXEC_TIMEOUT_ARG,
+            Preflight::NotFound(_) => exit::NOT_FOUND,
+        }
+    }
+}
+
+/// Everything the supervisor needs once preflight has passed.
+#[derive(Debug)]
+pub struct Ready {
+    pub invocation: Invocation,
+    pub plan: CommandPlan,
+    /// The resolved CLI executable.
+    pub program: PathBuf,
+    /// The prompt, opened (and so known readable) during preflight.
+    pub prompt: File,
+    /// The prompt path as given (the sidecar and log sit beside it).
+    pub prompt_as_given: PathBuf,
+}
+
+fn usage(fixed: Option<Provider>) -> String {
+    let head = fixed.map_or_else(
+        || "okstra provider-exec <provider>".to_owned(),
+        Provider::wrapper,
+    );
+    format!(
+        "{head} <project-root> <model> <prompt-path> [worktree-path] [role] [idle-timeout-seconds]"
+    )
+}
+
+/// Validate the arguments in the reference's order and resolve the CLI.
+pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Preflight> {
+    let (provider, rest) = if let Some(provider) = fixed {
+        (provider, args)
+    } else {
+        let Some((first, rest)) = args.split_first().filter(|_| (4..=7).contains(&args.len()))
+        else {
+            return Err(Preflight::Usage {
+                expected: "4 to 7",
+                got: args.len(),
+                usage: usage(None),
+            });
+        };
+        let provider = first
+            .to_str()
+            .and_then(|name| name.parse().ok())
+            .ok_or_else(|| Preflight::UnknownProvider {
+                given: first.to_string_lossy().into_owned(),
+                known: catalog::one_of(Provider::ALL),
+            })?;
+        (provider, rest)
+    };
+    if !(3..=6).contains(&rest.len()) {
+        return Err(Preflight::Usage {
+            expected: if fixed.is_some() { "3 to 6" } else { "4 to 7" },
+            got: args.len(),
+            usage: usage(fixed),
+        });
+    }
+    let given = |index: usize| rest.get(index).filter(|arg| !arg.is_empty());
+    let project_root = PathBuf::from(&rest[0]);
+    if rest[0].is_empty() || !project_root.is_dir() {
+        return Err(Preflight::ProjectRoot(project_root));
+    }
+    let model = rest[1].clone();
+    if model.is_empty() {
+        return Err(Preflight::Model);
+    }
+    let prompt_as_given = PathBuf::from(&rest[2]);
+    let prompt = open_prompt(&prompt_as_given)?;
+    let role = given(4).map_or_else(
+        || DEFAULT_ROLE.to_owned(),
+        |role| role.to_string_lossy().into_owned(),
+    );
+    let idle_timeout_secs = match given(5) {
+        Some(raw) => parse_idle_timeout(raw).ok_or_else(|| Preflight::Timeout(raw.clone()))?,
+        None if LONG_ROLES.contains(&role.as_str()) => LONG_IDLE_SECS,
+        None => DEFAULT_IDLE_SECS,
+    };
+    let execution_root = match given(3) {
+        Some(raw) => {
+            let worktree = PathBuf::from(raw);
+            if !worktree.is_dir() {
+                return Err(Preflight::Worktree(worktree));
+            }
+            worktree
+        }
+        None => project_root,
+    };
+    let program =
+        which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
+    let invocation = Invocation {
+        provider,
+        model,
+        prompt_path: absolute(&prompt_as_given),
+        execution_root: absolute(&execution_root),
+        role,
+        idle_timeout_secs: (idle_timeout_secs > 0).then_some(idle_timeout_secs),
+        kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()),
+    };
+    let plan = plan(&invocation);
+    Ok(Ready {
+        invocation,
+        plan,
+        program,
+        prompt,
+        prompt_as_given,
+    })
+}
+
+/// A whole number of seconds: ASCII digits only, fitting in `u64`.
+fn parse_idle_timeout(raw: &OsStr) -> Option<u64> {
+    let text = raw.to_str()?;
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Open the prompt for reading; a FIFO or folder is refused before opening
+/// (opening a FIFO would block until someone writes to it).
+fn open_prompt(path: &Path) -> Result<File, Preflight> {
+    let refuse = |problem: String| Preflight::Prompt {
+        path: path.to_owned(),
+        problem,
+    };
+    if path.as_os_str().is_empty() {
+        return Err(refuse("is empty".into()));
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Err(refuse("is not a regular file".into())),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(refuse("does not exist".into()));
+        }
+        Err(err) => return Err(refuse(format!("cannot be inspected: {err}"))),
+    }
+    File::open(path).map_err(|err| refuse(format!("cannot be read: {err}")))
+}
+
+/// Absolute without resolving symlinks; falls back to the path as given.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_timeouts_are_plain_digits() {
+        for good in ["0", "5", "007", "18446744073709551615"] {
+            assert!(parse_idle_timeout(OsStr::new(good)).is_some(), "{good}");
+        }
+        for bad in [
+            "",
+            "-1",
+            "+5",
+            " 5",
+            "5 ",
+            "1.5",
+            "5s",
+            "1e3",
+            "18446744073709551616",
+            "٣",
+        ] {
+            assert!(parse_idle_timeout(OsStr::new(bad)).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn alias_reads_the_program_name() {
+        assert_eq!(
+            alias(Path::new("/x/okstra-grok-exec")),
+            Some(Provider::Grok)
+        );
+        assert_eq!(
+            alias(Path::new("okstra-antigravity-exec")),
+            Some(Provider::Antigravity)
+        );
+        assert_eq!(alias(Path::new("okstra-gemini-exec")), None);
+        assert_eq!(alias(Path::new("okstra")), None);
+    }
+
+    #[test]
+    fn usage_errors_name_the_contract() {
+        let err = preflight(None, &[]).unwrap_err();
+        assert_eq!(err.code(), exit::EXEC_USAGE);
+        assert!(err.to_string().contains("<prompt-path> [worktree-path]"));
+        let err = preflight(Some(Provider::Kimi), &vec![OsString::from("a"); 7]).unwrap_err();
+        assert!(err.to_string().contains("okstra-kimi-exec <project-root>"));
+    }
+
+    #[test]
+    fn unknown_provider_is_a_usage_error() {
+        let args: Vec<OsString> = ["gemini", "/", "m", "/p"].map(OsString::from).to_vec();
+        let err = preflight(None, &args).unwrap_err();
+        assert_eq!(err.code(), 64);
+        assert_eq!(
+            err.to_string(),
+            "unknown provider `gemini`, expected one of `claude|codex|antigravity|grok|kimi`"
+        );
+    }
+}

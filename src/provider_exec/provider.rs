@@ -1,0 +1,448 @@
+//! Each provider CLI's headless command line, as a pure function.
+//!
+//! [`plan`] turns a validated [`Invocation`] into a [`CommandPlan`]: program,
+//! argv, environment changes, where the prompt goes and the working folder.
+//! Nothing here touches the system, so every provider's exact command line is
+//! pinned by unit tests. The facts behind each form (flags, stdin handling,
+//! permissions) were measured against the installed CLIs; see
+//! `research/provider-clis.md` in the shared notes.
+//!
+//! Prompt delivery: claude and codex read the prompt on **stdin**, so its
+//! bytes reach them exactly and no size limit applies. kimi, antigravity and
+//! grok cannot take a prompt on stdin, so they get a short argv instruction
+//! naming the absolute prompt path (grok via Grok Build's `--prompt-file`);
+//! the prompt's own bytes never go into argv (Linux caps one argument at
+//! 128 KiB).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::catalog::Provider;
+
+/// Role that may write: every other role runs with the CLI's read-only mode.
+pub const WRITE_ROLE: &str = "executor";
+
+/// Variables a host agent session sets for its own children. A worker that
+/// inherits them believes it is nested inside that session (a nested headless
+/// claude that sees `CLAUDECODE` hangs, claude-octopus PR #480) or connects to
+/// the host's IDE bridge. Removed for every provider, because any of them may
+/// start a claude of its own. codex's `CODEX_SANDBOX*` are deliberately kept:
+/// they describe a restriction that really applies to us (the sandbox is still
+/// there), and hiding it would only make a nested codex fail later.
+pub const HOST_SESSION_MARKERS: &[&str] = &[
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+];
+
+/// antigravity's own wall-clock limit for `--print` (default 5 min). Our idle
+/// watchdog is the liveness guard, so the CLI's limit must never fire first:
+/// a day, or the idle timeout if that is longer.
+const AGY_PRINT_TIMEOUT_FLOOR_SECS: u64 = 24 * 60 * 60;
+
+/// Everything `plan` needs, already validated by preflight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub provider: Provider,
+    pub model: OsString,
+    /// The prompt path made absolute without resolving symlinks.
+    pub prompt_path: PathBuf,
+    /// Worktree if given, else project root; absolute.
+    pub execution_root: PathBuf,
+    pub role: String,
+    /// `None` when the idle watchdog is disabled (`0`).
+    pub idle_timeout_secs: Option<u64>,
+    /// kimi: `KIMI_MODEL_API_KEY` is set, so the model is named through
+    /// `KIMI_MODEL_NAME` (with env-key auth, `-m` names an alias from
+    /// `config.toml` and would break the run).
+    pub kimi_env_auth: bool,
+}
+
+impl Invocation {
+    fn may_write(&self) -> bool {
+        self.role == WRITE_ROLE
+    }
+}
+
+/// Where the child's stdin comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdin {
+    /// The prompt file's bytes, then EOF.
+    Prompt,
+    /// `/dev/null`: nothing waits on a stdin that never closes.
+    Null,
+}
+
+/// A provider CLI's complete headless command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandPlan {
+    /// Binary name, looked up on `PATH`.
+    pub program: &'static str,
+    pub args: Vec<OsString>,
+    pub env_remove: Vec<&'static str>,
+    pub env_set: Vec<(&'static str, OsString)>,
+    pub stdin: Stdin,
+    pub cwd: PathBuf,
+}
+
+/// The short instruction argv-only CLIs get instead of the prompt itself.
+pub fn pointer_prompt(prompt_path: &std::path::Path) -> OsString {
+    let mut text = OsString::from("Read the task in ");
+    text.push(prompt_path.as_os_str());
+    text.push(" and follow it.");
+    text
+}
+
+/// Build the headless command for `invocation`.
+pub fn plan(invocation: &Invocation) -> CommandPlan {
+    let inv = invocation;
+    let dir = inv.execution_root.clone().into_os_string();
+    let model = inv.model.clone();
+    let mut env_set: Vec<(&'static str, OsString)> = Vec::new();
+    let (args, stdin): (Vec<OsString>, Stdin) = match inv.provider {
+        Provider::Claude => {
+            // stream-json in print mode requires --verbose. `plan` is the
+            // documented read-only mode and ignores allow-rules from the user's
+            // settings that `default` would honour; `acceptEdits` lets the
+            // executor edit (bypassPermissions is refused when run as root).
+            env_set.push(("DISABLE_AUTOUPDATER", "1".into()));
+            let mode = if inv.may_write() {
+                "acceptEdits"
+            } else {
+                "plan"
+            };
+            (
+                os(&["-p", "--output-format", "stream-json", "--verbose"])
+                    .into_iter()
+                    .chain([
+                        "--model".into(),
+                        model,
+                        "--permission-mode".into(),
+                        mode.into(),
+                    ])
+                    .collect(),
+                Stdin::Prompt,
+            )
+        }
+        Provider::Codex => {
+            // `exec` already forces approval `never`; `-` reads the prompt from
+            // stdin; outside a git repo it refuses to run without the check skip.
+            let sandbox = if inv.may_write() {
+                "workspace-write"
+            } else {
+                "read-only"
+            };
+            (
+                vec![
+                    "exec".into(),
+                    "--json".into(),
+                    "-m".into(),
+                    model,
+                    "-s".into(),
+                    sandbox.into(),
+                    "-C".into(),
+                    dir,
+                    "--skip-git-repo-check".into(),
+                    "-".into(),
+                ],
+                Stdin::Prompt,
+            )
+        }
+        Provider::Antigravity => {
+            let idle = inv.idle_timeout_secs.unwrap_or(0);
+            let print_timeout = idle.max(AGY_PRINT_TIMEOUT_FLOOR_SECS);
+            let mut args = vec![
+                "-p".into(),
+                pointer_prompt(&inv.prompt_path),
+                "--output-format".into(),
+                "stream-json".into(),
+                "--model".into(),
+                model,
+                "--print-timeout".into(),
+                format!("{print_timeout}s").into(),
+            ];
+            if inv.may_write() {
+                args.push("--dangerously-skip-permissions".into());
+            }
+            (args, Stdin::Null)
+        }
+        Provider::Grok => {
+            // The reference targets xAI's Grok Build (`--output-format
+            // streaming-json`, `--cwd`); its `--prompt-file` reads the prompt
+            // itself, byte for byte. Without `--always-approve` tools that need
+            // permission are cancelled, which is our read-only mode.
+            let mut args = vec![
+                "--prompt-file".into(),
+                inv.prompt_path.clone().into_os_string(),
+                "-m".into(),
+                model,
+                "--output-format".into(),
+                "streaming-json".into(),
+                "--cwd".into(),
+                dir,
+                "--no-auto-update".into(),
+            ];
+            if inv.may_write() {
+                args.push("--always-approve".into());
+            }
+            (args, Stdin::Null)
+        }
+        Provider::Kimi => {
+            // kimi-code has no stdin or file prompt and no read-only headless
+            // mode (`-p` forces auto-approval); the role cannot change that.
+            env_set.push(("KIMI_CODE_NO_AUTO_UPDATE", "1".into()));
+            let mut args = vec!["-p".into(), pointer_prompt(&inv.prompt_path)];
+            if inv.kimi_env_auth {
+                env_set.push(("KIMI_MODEL_NAME", model));
+            } else {
+                args.extend(["-m".into(), model]);
+            }
+            args.extend(os(&["--output-format", "stream-json"]));
+            (args, Stdin::Null)
+        }
+    };
+    CommandPlan {
+        program: inv.provider.binary(),
+        args,
+        env_remove: HOST_SESSION_MARKERS.to_vec(),
+        env_set,
+        stdin,
+        cwd: inv.execution_root.clone(),
+    }
+}
+
+fn os(items: &[&str]) -> Vec<OsString> {
+    items.iter().map(OsString::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn invocation(provider: Provider, role: &str) -> Invocation {
+        Invocation {
+            provider,
+            model: "m-1".into(),
+            prompt_path: "/runs/t/claude.md".into(),
+            execution_root: "/src/wt".into(),
+            role: role.into(),
+            idle_timeout_secs: Some(600),
+            kimi_env_auth: false,
+        }
+    }
+
+    fn argv(plan: &CommandPlan) -> Vec<String> {
+        std::iter::once(plan.program.to_owned())
+            .chain(plan.args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    fn env(plan: &CommandPlan) -> Vec<(String, String)> {
+        plan.env_set
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    const POINTER: &str = "Read the task in /runs/t/claude.md and follow it.";
+
+    #[test]
+    fn claude_reads_the_prompt_on_stdin_in_plan_mode() {
+        let plan = plan(&invocation(Provider::Claude, "worker"));
+        assert_eq!(
+            argv(&plan),
+            strings(&[
+                "claude",
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--model",
+                "m-1",
+                "--permission-mode",
+                "plan",
+            ])
+        );
+        assert_eq!(plan.stdin, Stdin::Prompt);
+        assert_eq!(env(&plan), vec![("DISABLE_AUTOUPDATER".into(), "1".into())]);
+        assert_eq!(plan.cwd, PathBuf::from("/src/wt"));
+    }
+
+    #[test]
+    fn claude_executor_may_edit() {
+        let plan = plan(&invocation(Provider::Claude, "executor"));
+        assert_eq!(
+            argv(&plan)[7..],
+            strings(&["--permission-mode", "acceptEdits"])
+        );
+    }
+
+    #[test]
+    fn codex_runs_exec_with_a_read_only_sandbox() {
+        let plan = plan(&invocation(Provider::Codex, "verifier"));
+        assert_eq!(
+            argv(&plan),
+            strings(&[
+                "codex",
+                "exec",
+                "--json",
+                "-m",
+                "m-1",
+                "-s",
+                "read-only",
+                "-C",
+                "/src/wt",
+                "--skip-git-repo-check",
+                "-",
+            ])
+        );
+        assert_eq!(plan.stdin, Stdin::Prompt);
+        assert!(plan.env_set.is_empty());
+    }
+
+    #[test]
+    fn codex_executor_writes_to_the_workspace() {
+        let plan = plan(&invocation(Provider::Codex, "executor"));
+        assert_eq!(argv(&plan)[5..7], strings(&["-s", "workspace-write"]));
+    }
+
+    #[test]
+    fn antigravity_gets_a_pointer_and_a_long_print_timeout() {
+        let plan = plan(&invocation(Provider::Antigravity, "analyser"));
+        assert_eq!(
+            argv(&plan),
+            strings(&[
+                "agy",
+                "-p",
+                POINTER,
+                "--output-format",
+                "stream-json",
+                "--model",
+                "m-1",
+                "--print-timeout",
+                "86400s",
+            ])
+        );
+        assert_eq!(plan.stdin, Stdin::Null);
+        assert!(plan.env_set.is_empty());
+    }
+
+    #[test]
+    fn antigravity_executor_skips_permissions_and_outlives_a_huge_idle_timeout() {
+        let mut inv = invocation(Provider::Antigravity, "executor");
+        inv.idle_timeout_secs = Some(100_000);
+        let plan = plan(&inv);
+        assert_eq!(
+            argv(&plan)[7..],
+            strings(&[
+                "--print-timeout",
+                "100000s",
+                "--dangerously-skip-permissions"
+            ])
+        );
+    }
+
+    #[test]
+    fn grok_build_reads_the_prompt_file_itself() {
+        let plan = plan(&invocation(Provider::Grok, "critic"));
+        assert_eq!(
+            argv(&plan),
+            strings(&[
+                "grok",
+                "--prompt-file",
+                "/runs/t/claude.md",
+                "-m",
+                "m-1",
+                "--output-format",
+                "streaming-json",
+                "--cwd",
+                "/src/wt",
+                "--no-auto-update",
+            ])
+        );
+        assert_eq!(plan.stdin, Stdin::Null);
+    }
+
+    #[test]
+    fn grok_executor_approves_tools() {
+        let plan = plan(&invocation(Provider::Grok, "executor"));
+        assert_eq!(argv(&plan).last().unwrap(), "--always-approve");
+    }
+
+    #[test]
+    fn kimi_gets_a_pointer_and_no_auto_update() {
+        let plan = plan(&invocation(Provider::Kimi, "worker"));
+        assert_eq!(
+            argv(&plan),
+            strings(&[
+                "kimi",
+                "-p",
+                POINTER,
+                "-m",
+                "m-1",
+                "--output-format",
+                "stream-json",
+            ])
+        );
+        assert_eq!(plan.stdin, Stdin::Null);
+        assert_eq!(
+            env(&plan),
+            vec![("KIMI_CODE_NO_AUTO_UPDATE".into(), "1".into())]
+        );
+        // No read-only headless mode exists, so the executor's argv is the same.
+        assert_eq!(
+            argv(&super::plan(&invocation(Provider::Kimi, "executor"))),
+            argv(&plan)
+        );
+    }
+
+    #[test]
+    fn kimi_with_env_key_auth_names_the_model_in_env() {
+        let mut inv = invocation(Provider::Kimi, "worker");
+        inv.kimi_env_auth = true;
+        let plan = plan(&inv);
+        assert_eq!(
+            argv(&plan),
+            strings(&["kimi", "-p", POINTER, "--output-format", "stream-json"])
+        );
+        assert_eq!(
+            env(&plan),
+            vec![
+                ("KIMI_CODE_NO_AUTO_UPDATE".into(), "1".into()),
+                ("KIMI_MODEL_NAME".into(), "m-1".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_provider_drops_host_session_markers_and_runs_in_the_execution_root() {
+        for &provider in Provider::ALL {
+            let plan = plan(&invocation(provider, "worker"));
+            assert_eq!(
+                plan.env_remove,
+                vec![
+                    "CLAUDECODE",
+                    "CLAUDE_CODE_ENTRYPOINT",
+                    "CLAUDE_CODE_SSE_PORT"
+                ]
+            );
+            assert_eq!(plan.cwd, PathBuf::from("/src/wt"));
+            assert_eq!(plan.program, provider.binary());
+        }
+    }
+
+    #[test]
+    fn argv_never_carries_prompt_text() {
+        for &provider in Provider::ALL {
+            let plan = plan(&invocation(provider, "worker"));
+            let total: usize = plan.args.iter().map(|a| a.len()).sum();
+            assert!(total < 512, "{provider}: argv is {total} bytes");
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The status sidecar `<prompt-path>.status.json`: its record and its writes.
+//!
+//! Field names are the reference wrapper's (`schemaVersion`, `started_ts`,
+//! `exit_code`, `terminated_by`, …) because host prompts read them; our
+//! additions follow the same `snake_case` and never rename an inherited field.
+//! The supervisor owns the one [`Status`] value and rewrites the file on each
+//! change through `durable::write_atomic`, so readers never see half a file.
+//! The shape is pinned by `schemas/status.schema.json`.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::durable;
+
+/// Version of the sidecar format (the reference's `schemaVersion: 1`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Where the run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// Written before anything is spawned; the run is in progress.
+    Started,
+    /// Terminal: the wrapper has finished (whatever the reason).
+    Exited,
+}
+
+/// Why the run ended (`reason`, always present once `stage` is `exited`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// The CLI exited on its own (with a code, or killed by a signal nobody here sent).
+    Exited,
+    /// The idle watchdog stopped it; exit code 124.
+    IdleTimeout,
+    /// A signal to the wrapper made it stop the CLI; exit code 128+N.
+    Signal,
+    /// The CLI could not be started; exit code 126 or 127.
+    SpawnFailed,
+    /// The log file could not be created; nothing was started; exit code 73.
+    LogUnavailable,
+    /// The wrapper could not set up supervision (e.g. no pipe); exit code 71.
+    WrapperError,
+}
+
+/// Who stopped the CLI, in the reference's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TerminatedBy {
+    IdleWatchdog,
+    Signal,
+}
+
+/// The sidecar record. Optional fields are omitted until known.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    #[serde(rename = "schemaVersion")]
+    pub schema_version: u32,
+    /// `okstra-<provider>-exec`.
+    pub wrapper: String,
+    pub provider: String,
+    pub model: String,
+    pub role: String,
+    /// The wrapper's own pid (as in the reference).
+    pub pid: u32,
+    /// The CLI's pid, once spawned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_pid: Option<u32>,
+    /// The CLI's process group (equal to `child_pid`), so a later okstra can
+    /// reap leftovers of a wrapper that was killed with `SIGKILL`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgid: Option<i32>,
+    /// Unix seconds.
+    pub started_ts: u64,
+    pub log_path: PathBuf,
+    pub prompt_path: PathBuf,
+    pub cwd: PathBuf,
+    /// The CLI's argv (program first). It never holds the prompt's text.
+    pub argv: Vec<String>,
+    /// The effective idle timeout; `0` means disabled.
+    pub idle_timeout_seconds: u64,
+    pub stage: Stage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_ts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<bool>,
+    /// Unix seconds at which the watchdog decided the CLI was idle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_at_ts: Option<u64>,
+    /// Whole seconds of silence when the watchdog decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminated_by: Option<TerminatedBy>,
+    /// The signal the wrapper received (`SIGTERM`, `SIGINT`, `SIGHUP`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// The signal that ended the CLI itself, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_signal: Option<String>,
+    /// Whether SIGKILL was needed because the group outlived the grace period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub killed: Option<bool>,
+    /// Our stdout was closed by its reader; the log kept everything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_closed: Option<bool>,
+    /// Something outside the CLI's group (e.g. a `setsid` grandchild) still
+    /// held the output pipe when we stopped draining it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_timed_out: Option<bool>,
+    /// Bytes of CLI output copied to the log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
+    /// A problem that did not change the exit code (e.g. a failed log write).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The sidecar's path: beside the prompt path as given (a symlinked prompt
+/// gets its sidecar next to the link, not next to the target).
+pub fn sidecar_path(prompt_path: &Path) -> PathBuf {
+    let mut path = prompt_path.as_os_str().to_owned();
+    path.push(".status.json");
+    PathBuf::from(path)
+}
+
+/// The log path: the prompt path minus `.md`, plus `.log` (or `<prompt>.log`
+/// when the name does not end in `.md`).
+pub fn log_path(prompt_path: &Path) -> PathBuf {
+    let full = prompt_path.as_os_str().as_bytes();
+    let name_is_md = prompt_path
+        .file_name()
+        .is_some_and(|name| name.as_bytes().ends_with(b".md"));
+    let base = match full.strip_suffix(b".md") {
+        Some(stem) if name_is_md => stem,
+        _ => full,
+    };
+    let mut log = OsStr::from_bytes(base).to_owned();
+    log.push(".log");
+    PathBuf::from(log)
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+impl Status {
+    /// Write the record atomically and durably.
+    pub fn write(&self, path: &Path) -> io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        durable::write_atomic(path, &bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+    use crate::schema;
+
+    fn started() -> Status {
+        Status {
+            schema_version: SCHEMA_VERSION,
+            wrapper: "okstra-grok-exec".into(),
+            provider: "grok".into(),
+            model: "grok-4.5".into(),
+            role: "worker".into(),
+            pid: 10,
+            child_pid: None,
+            pgid: None,
+            started_ts: 1_700_000_000,
+            log_path: "/r/p.log".into(),
+            prompt_path: "/r/p.md".into(),
+            cwd: "/src".into(),
+            argv: vec!["grok".into()],
+            idle_timeout_seconds: 600,
+            stage: Stage::Started,
+            exit_code: None,
+            ended_ts: None,
+            duration_ms: None,
+            reason: None,
+            timeout: None,
+            idle_at_ts: None,
+            idle_seconds: None,
+            terminated_by: None,
+            signal: None,
+            child_signal: None,
+            killed: None,
+            stdout_closed: None,
+            drain_timed_out: None,
+            output_bytes: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn paths_follow_the_reference() {
+        assert_eq!(
+            log_path(Path::new("/r/claude.md")),
+            Path::new("/r/claude.log")
+        );
+        assert_eq!(
+            log_path(Path::new("/r/prompt.txt")),
+            Path::new("/r/prompt.txt.log")
+        );
+        assert_eq!(log_path(Path::new("/r/a.b.md")), Path::new("/r/a.b.log"));
+        assert_eq!(log_path(Path::new("/r/.md")), Path::new("/r/.log"));
+        assert_eq!(log_path(Path::new("rel.md")), Path::new("rel.log"));
+        assert_eq!(
+            sidecar_path(Path::new("/r/claude.md")),
+            Path::new("/r/claude.md.status.json")
+        );
+    }
+
+    #[test]
+    fn started_record_uses_reference_names_and_omits_unknowns() {
+        let value = serde_json::to_value(started()).unwrap();
+        assert_eq!(value["schemaVersion"], json!(1));
+        assert_eq!(value["stage"], json!("started"));
+        assert!(value.get("exit_code").is_none());
+        assert!(value.get("pgid").is_none());
+        let violations = schema::violations("status.schema.json", &value).unwrap();
+        assert!(violations.0.is_empty(), "{violations}");
+    }
+
+    #[test]
+    fn idle_kill_record_matches_the_schema() {
+        let mut status = started();
+        status.child_pid = Some(11);
+        status.pgid = Some(11);
+        status.stage = Stage::Exited;
+        status.exit_code = Some(124);
+        status.ended_ts = Some(1_700_000_700);
+        status.duration_ms = Some(700_000);
+        status.reason = Some(Reason::IdleTimeout);
+        status.timeout = Some(true);
+        status.idle_at_ts = Some(1_700_000_650);
+        status.idle_seconds = Some(600);
+        status.terminated_by = Some(TerminatedBy::IdleWatchdog);
+        let value = serde_json::to_value(&status).unwrap();
+        assert_eq!(value["terminated_by"], json!("idle-watchdog"));
+        assert_eq!(value["reason"], json!("idle-timeout"));
+        let violations = schema::violations("status.schema.json", &value).unwrap();
+        assert!(violations.0.is_empty(), "{violations}");
+    }
+
+    #[test]
+    fn schema_rejects_an_exited_record_without_its_outcome() {
+        let mut status = started();
+        status.stage = Stage::Exited;
+        let value = serde_json::to_value(&status).unwrap();
+        let violations = schema::violations("status.schema.json", &value).unwrap();
+        assert!(!violations.0.is_empty());
+    }
+
+    #[test]
+    fn write_replaces_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.md.status.json");
+        let mut status = started();
+        status.write(&path).unwrap();
+        status.stage = Stage::Exited;
+        status.write(&path).unwrap();
+        let read: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(read["stage"], json!("exited"));
+    }
+}

@@ -1,0 +1,630 @@
+//! Run the planned CLI: spawn it in its own process group, copy its merged
+//! output to our stdout and the log, watch for silence and signals, stop the
+//! whole group, and leave a terminal status sidecar behind whatever happens.
+//!
+//! Layout: a current-thread tokio runtime on the main thread owns the child,
+//! the status and every decision (`select!` over the child's exit, the idle
+//! deadline and SIGTERM/SIGINT/SIGHUP). The byte copying runs on a plain
+//! thread with blocking reads and writes, so a slow or closed reader of our
+//! stdout can never stall the watchdog or signal handling, and the copy costs
+//! no wake-ups beyond the reads themselves. A second thread feeds the prompt
+//! to stdin-reading CLIs.
+//!
+//! Nothing here waits unboundedly on anything the child controls: after the
+//! direct child is reaped, what is left of its group (and any orphan that
+//! re-parented to us, e.g. a `setsid` grandchild) is stopped, and draining
+//! the pipe is bounded, so a leftover holding stdout cannot keep us alive.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use nix::errno::Errno;
+#[cfg(target_os = "linux")]
+use nix::sys::prctl;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::waitpid;
+use nix::unistd::Pid;
+#[cfg(target_os = "linux")]
+use nix::unistd::{getpid, getppid};
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, sleep, timeout};
+
+use super::provider::Stdin;
+use super::status::{self, Reason, Stage, Status, TerminatedBy};
+use super::watchdog::{Activity, Watchdog};
+use super::{PROGRAM, Ready};
+use crate::exit;
+
+/// Between SIGTERM and SIGKILL (the reference's 5 s; kimi needs ~3 s to clean up).
+const GRACE: Duration = Duration::from_secs(5);
+/// How long we keep draining the pipe after the group is gone, for holders we
+/// cannot signal (not in the group and not our descendants).
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+/// How often we look whether leftovers of the group have gone (only while
+/// stopping them; never while the child runs).
+const LEFTOVER_POLL: Duration = Duration::from_millis(50);
+/// Read size of the copy loop: one default pipe's worth. (A 1 MiB pipe with
+/// 256 KiB reads measured slower here: more cache misses, same syscall count
+/// bound by the producer's writes.)
+const CHUNK: usize = 64 * 1024;
+
+/// Run the supervisor to completion; returns our exit code.
+pub fn run(ready: Ready) -> u8 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    match runtime {
+        Ok(runtime) => runtime.block_on(supervise(ready)),
+        Err(err) => {
+            eprintln!("{PROGRAM}: error: failed to start the async runtime: {err}");
+            exit::EXEC_OS_ERROR
+        }
+    }
+}
+
+/// The signals that make us stop the child, as a stream.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> io::Result<Self> {
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.hup.recv() => Signal::SIGHUP,
+        }
+    }
+}
+
+/// What the copy thread saw.
+#[derive(Debug, Default)]
+struct CopyReport {
+    stdout_closed: bool,
+    problems: Vec<String>,
+}
+
+async fn supervise(ready: Ready) -> u8 {
+    let started = Instant::now();
+    let inv = &ready.invocation;
+    let plan = &ready.plan;
+    let sidecar = status::sidecar_path(&ready.prompt_as_given);
+    let log_path = status::log_path(&ready.prompt_as_given);
+
+    // Handlers first: from the moment a sidecar exists, a signal must end in
+    // a terminal sidecar, never in the default "die silently".
+    let mut signals = match Signals::install() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("{PROGRAM}: error: failed to install signal handlers: {err}");
+            return exit::EXEC_OS_ERROR;
+        }
+    };
+    // Orphans of the CLI (a `setsid` grandchild included) re-parent to us
+    // instead of init, so we can find and stop them after the CLI exits.
+    #[cfg(target_os = "linux")]
+    if let Err(err) = prctl::set_child_subreaper(true) {
+        eprintln!("{PROGRAM}: warning: cannot adopt orphans of the CLI: {err}");
+    }
+
+    let mut status = Status {
+        schema_version: status::SCHEMA_VERSION,
+        wrapper: inv.provider.wrapper(),
+        provider: inv.provider.as_str().to_owned(),
+        model: inv.model.to_string_lossy().into_owned(),
+        role: inv.role.clone(),
+        pid: std::process::id(),
+        child_pid: None,
+        pgid: None,
+        started_ts: status::unix_now(),
+        log_path: absolute(&log_path),
+        prompt_path: inv.prompt_path.clone(),
+        cwd: plan.cwd.clone(),
+        argv: std::iter::once(plan.program.to_owned())
+            .chain(
+                plan.args
+                    .iter()
+                    .map(|arg| arg.to_string_lossy().into_owned()),
+            )
+            .collect(),
+        idle_timeout_seconds: inv.idle_timeout_secs.unwrap_or(0),
+        stage: Stage::Started,
+        exit_code: None,
+        ended_ts: None,
+        duration_ms: None,
+        reason: None,
+        timeout: None,
+        idle_at_ts: None,
+        idle_seconds: None,
+        terminated_by: None,
+        signal: None,
+        child_signal: None,
+        killed: None,
+        stdout_closed: None,
+        drain_timed_out: None,
+        output_bytes: None,
+        error: None,
+    };
+    if let Err(err) = status.write(&sidecar) {
+        eprintln!(
+            "{PROGRAM}: error: cannot write status `{}`, not starting: {err}",
+            sidecar.display()
+        );
+        return exit::EXEC_CANT_CREATE;
+    }
+    let finish = |status: &mut Status, code: u8, reason: Reason, error: Option<String>| {
+        if let Some(error) = &error {
+            eprintln!("{PROGRAM}: error: {error}");
+        }
+        status.stage = Stage::Exited;
+        status.exit_code = Some(code);
+        status.reason = Some(reason);
+        status.ended_ts = Some(status::unix_now());
+        status.duration_ms = Some(millis(started.elapsed()));
+        status.error = error.or(status.error.take());
+        if let Err(err) = status.write(&sidecar) {
+            // Reported, never turned into another exit code.
+            eprintln!(
+                "{PROGRAM}: error: cannot write final status `{}`: {err}",
+                sidecar.display()
+            );
+        }
+        code
+    };
+
+    let log = match File::create(&log_path) {
+        Ok(log) => log,
+        Err(err) => {
+            let error = format!("cannot create log `{}`: {err}", log_path.display());
+            return finish(
+                &mut status,
+                exit::EXEC_CANT_CREATE,
+                Reason::LogUnavailable,
+                Some(error),
+            );
+        }
+    };
+    let setup = Setup::new(plan.stdin);
+    let (setup, child_stdout) = match setup {
+        Ok(pair) => pair,
+        Err(err) => {
+            let error = format!("cannot create pipes for the CLI: {err}");
+            return finish(
+                &mut status,
+                exit::EXEC_OS_ERROR,
+                Reason::WrapperError,
+                Some(error),
+            );
+        }
+    };
+
+    let mut command = Command::new(&ready.program);
+    command
+        .arg0(plan.program)
+        .args(&plan.args)
+        .current_dir(&plan.cwd)
+        .stdin(setup.child_stdin)
+        .stdout(setup.child_stdout_for_stdout)
+        .stderr(setup.child_stdout_for_stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    for name in &plan.env_remove {
+        command.env_remove(name);
+    }
+    for (name, value) in &plan.env_set {
+        command.env(name, value);
+    }
+    die_with_parent(&mut command);
+    let spawned = command.spawn();
+    // Our copies of the pipe's write end must close now, or EOF never comes.
+    drop(command);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(err) => {
+            let code = if err.kind() == io::ErrorKind::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::CANNOT_EXECUTE
+            };
+            let error = format!("cannot start `{}`: {err}", ready.program.display());
+            return finish(&mut status, code, Reason::SpawnFailed, Some(error));
+        }
+    };
+    let Some(group) = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw)
+    else {
+        // Only possible if the child was already reaped, which nobody did yet.
+        let error = "the CLI vanished before its pid was known".to_owned();
+        return finish(
+            &mut status,
+            exit::EXEC_OS_ERROR,
+            Reason::WrapperError,
+            Some(error),
+        );
+    };
+    status.child_pid = u32::try_from(group.as_raw()).ok();
+    status.pgid = Some(group.as_raw());
+    if let Err(err) = status.write(&sidecar) {
+        eprintln!(
+            "{PROGRAM}: warning: cannot update status `{}`: {err}",
+            sidecar.display()
+        );
+    }
+
+    if let Some(writer) = setup.prompt_writer {
+        feed_prompt(ready.prompt, writer);
+    }
+    let activity = Activity::new(Instant::now());
+    let copied = Arc::new(AtomicU64::new(0));
+    let (report_tx, mut report_rx) = oneshot::channel();
+    {
+        let activity = Arc::clone(&activity);
+        let copied = Arc::clone(&copied);
+        std::thread::Builder::new()
+            .name("copy-output".into())
+            .spawn(move || {
+                let report = copy_output(child_stdout, log, &activity, &copied);
+                let _ = report_tx.send(report);
+            })
+            .map_err(|err| eprintln!("{PROGRAM}: error: cannot start the output copier: {err}"))
+            .ok();
+    }
+
+    let watchdog = Watchdog::new(inv.idle_timeout_secs.map(Duration::from_secs), activity);
+    let (exit_status, outcome) = tokio::select! {
+        waited = child.wait() => (waited, Outcome::Exited),
+        idle = watchdog.expired() => {
+            // Recorded at the moment of the decision, not after the kill.
+            status.timeout = Some(true);
+            status.idle_at_ts = Some(status::unix_now());
+            status.idle_seconds = Some(idle.silent_for.as_secs());
+            status.terminated_by = Some(TerminatedBy::IdleWatchdog);
+            let (waited, killed) = stop(&mut child, group, Signal::SIGTERM, &mut signals).await;
+            status.killed = Some(killed);
+            (waited, Outcome::Idle)
+        }
+        received = signals.recv() => {
+            status.terminated_by = Some(TerminatedBy::Signal);
+            status.signal = Some(received.as_str().to_owned());
+            // Forward the same signal, as a terminal would have done.
+            let (waited, killed) = stop(&mut child, group, received, &mut signals).await;
+            status.killed = Some(killed);
+            (waited, Outcome::Signalled(received))
+        }
+    };
+
+    let drained = stop_leftovers(group, &mut report_rx).await;
+    status.output_bytes = Some(copied.load(Ordering::Relaxed));
+    match drained {
+        Some(report) => {
+            status.stdout_closed = report.stdout_closed.then_some(true);
+            if !report.problems.is_empty() {
+                status.error = Some(report.problems.join("; "));
+            }
+        }
+        None => status.drain_timed_out = Some(true),
+    }
+
+    let child_code = match exit_status {
+        Ok(exit_status) => {
+            if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&exit_status) {
+                status.child_signal = Some(
+                    Signal::try_from(signal)
+                        .map_or_else(|_| format!("SIG{signal}"), |s| s.as_str().to_owned()),
+                );
+            }
+            code_of(exit_status)
+        }
+        Err(err) => {
+            status.error = Some(format!("cannot wait for the CLI: {err}"));
+            exit::EXEC_OS_ERROR
+        }
+    };
+    match outcome {
+        Outcome::Exited => finish(&mut status, child_code, Reason::Exited, None),
+        Outcome::Idle => finish(&mut status, exit::TIMED_OUT, Reason::IdleTimeout, None),
+        Outcome::Signalled(received) => finish(
+            &mut status,
+            exit::from_signal(received as i32),
+            Reason::Signal,
+            None,
+        ),
+    }
+}
+
+/// Why the supervision loop ended.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Exited,
+    Idle,
+    Signalled(Signal),
+}
+
+/// The pipes between us and the CLI.
+struct Setup {
+    child_stdin: Stdio,
+    child_stdout_for_stdout: Stdio,
+    child_stdout_for_stderr: Stdio,
+    prompt_writer: Option<io::PipeWriter>,
+}
+
+impl Setup {
+    /// One pipe for stdout and stderr (merged, in order) and, for stdin
+    /// providers, one for the prompt.
+    fn new(stdin: Stdin) -> io::Result<(Self, io::PipeReader)> {
+        let (reader, writer) = io::pipe()?;
+        let (child_stdin, prompt_writer) = match stdin {
+            Stdin::Prompt => {
+                let (prompt_reader, prompt_writer) = io::pipe()?;
+                (Stdio::from(prompt_reader), Some(prompt_writer))
+            }
+            Stdin::Null => (Stdio::null(), None),
+        };
+        let setup = Self {
+            child_stdin,
+            child_stdout_for_stdout: Stdio::from(writer.try_clone()?),
+            child_stdout_for_stderr: Stdio::from(writer),
+            prompt_writer,
+        };
+        Ok((setup, reader))
+    }
+}
+
+/// Copy the prompt file to the CLI's stdin, then close it (EOF). A CLI that
+/// exits without reading is not an error.
+fn feed_prompt(mut prompt: File, mut writer: io::PipeWriter) {
+    let spawned = std::thread::Builder::new()
+        .name("feed-prompt".into())
+        .spawn(move || match io::copy(&mut prompt, &mut writer) {
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {}
+            Err(err) => eprintln!("{PROGRAM}: warning: prompt not fully delivered: {err}"),
+        });
+    if let Err(err) = spawned {
+        eprintln!("{PROGRAM}: error: cannot start the prompt feeder: {err}");
+    }
+}
+
+/// Copy the CLI's output to the log, then to our stdout, until EOF. The log
+/// is written first so it stays complete when our reader is slow or gone; a
+/// closed stdout (EPIPE: Rust ignores SIGPIPE) only stops the stdout copy.
+fn copy_output(
+    mut pipe: io::PipeReader,
+    log: File,
+    activity: &Activity,
+    copied: &AtomicU64,
+) -> CopyReport {
+    let mut report = CopyReport::default();
+    let mut log = Some(log);
+    // A duplicate of fd 1 as a `File`: unbuffered writes, no line scanning.
+    let mut stdout = match io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Some(File::from(fd)),
+        Err(err) => {
+            report.problems.push(format!("cannot use stdout: {err}"));
+            None
+        }
+    };
+    let mut buf = vec![0_u8; CHUNK];
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => {
+                report
+                    .problems
+                    .push(format!("cannot read the CLI's output: {err}"));
+                break;
+            }
+        };
+        activity.touch();
+        let chunk = &buf[..n];
+        if let Some(file) = log.as_mut()
+            && let Err(err) = file.write_all(chunk)
+        {
+            eprintln!("{PROGRAM}: error: log write failed, output continues on stdout: {err}");
+            report.problems.push(format!("log write failed: {err}"));
+            log = None;
+        }
+        if let Some(out) = stdout.as_mut()
+            && let Err(err) = out.write_all(chunk)
+        {
+            if err.kind() == io::ErrorKind::BrokenPipe {
+                report.stdout_closed = true;
+            } else {
+                report.problems.push(format!("stdout write failed: {err}"));
+            }
+            stdout = None;
+        }
+        copied.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    report
+}
+
+/// Stop the group: `first` now, SIGKILL after [`GRACE`] (or at once on a
+/// further signal to us). Returns the child's status and whether SIGKILL was needed.
+async fn stop(
+    child: &mut Child,
+    group: Pid,
+    first: Signal,
+    signals: &mut Signals,
+) -> (io::Result<ExitStatus>, bool) {
+    signal_group(group, first);
+    tokio::select! {
+        waited = child.wait() => return (waited, false),
+        () = sleep(GRACE) => {}
+        _ = signals.recv() => {}
+    }
+    signal_group(group, Signal::SIGKILL);
+    (child.wait().await, true)
+}
+
+/// After the CLI is reaped: stop what is left of its group and any orphans
+/// that re-parented to us, and wait (bounded) for the copy thread's EOF.
+/// `None` means the pipe was still held open when we gave up.
+async fn stop_leftovers(
+    group: Pid,
+    report: &mut oneshot::Receiver<CopyReport>,
+) -> Option<CopyReport> {
+    let mut group_alive = signal_group(group, Signal::SIGTERM);
+    let adopted = orphans();
+    for &orphan in &adopted {
+        let _ = kill(orphan, Signal::SIGTERM);
+    }
+    if group_alive || !adopted.is_empty() {
+        let deadline = Instant::now() + GRACE;
+        while Instant::now() < deadline {
+            group_alive = is_group_alive(group);
+            if !group_alive && adopted.iter().all(|&pid| reap(pid)) {
+                break;
+            }
+            sleep(LEFTOVER_POLL).await;
+        }
+        signal_group(group, Signal::SIGKILL);
+    }
+    // SIGKILL whatever re-parented to us by now (the killed ones' children
+    // included) and reap it, so no zombie or stray writer survives us.
+    for _ in 0..4 {
+        let found = orphans();
+        if found.is_empty() {
+            break;
+        }
+        for pid in found {
+            let _ = kill(pid, Signal::SIGKILL);
+            let _ = waitpid(pid, None);
+        }
+    }
+    timeout(DRAIN_LIMIT, report).await.ok().and_then(Result::ok)
+}
+
+/// Send `signal` to the group; `true` if anyone received it (`ESRCH`, "no
+/// such group", counts as done, not as a failure).
+fn signal_group(group: Pid, signal: Signal) -> bool {
+    match killpg(group, signal) {
+        Ok(()) => true,
+        Err(Errno::ESRCH) => false,
+        Err(err) => {
+            eprintln!("{PROGRAM}: warning: cannot send {signal} to process group {group}: {err}");
+            false
+        }
+    }
+}
+
+fn is_group_alive(group: Pid) -> bool {
+    killpg(group, None).is_ok()
+}
+
+/// Reap `pid` if it has exited; `true` once it is gone.
+fn reap(pid: Pid) -> bool {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus};
+    !matches!(
+        waitpid(pid, Some(WaitPidFlag::WNOHANG)),
+        Ok(WaitStatus::StillAlive)
+    )
+}
+
+/// Our current children other than the CLI (already reaped when this is
+/// called): orphans of its tree adopted through `PR_SET_CHILD_SUBREAPER`.
+/// Linux lists each thread's children in `/proc/self/task/<tid>/children`.
+fn orphans() -> Vec<Pid> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for task in tasks.flatten() {
+        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        found.extend(
+            list.split_ascii_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .map(Pid::from_raw),
+        );
+    }
+    found
+}
+
+/// Elsewhere there is no parent-death signal; the sidecar's `pgid` remains.
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
+
+/// Have the kernel SIGKILL the CLI if the wrapper dies, even by SIGKILL, so
+/// no CLI outlives its supervisor unnoticed. (Grandchildren are not covered;
+/// the sidecar's `pgid` lets a later okstra reap them.)
+#[cfg(target_os = "linux")]
+#[expect(
+    unsafe_code,
+    reason = "PR_SET_PDEATHSIG must be set in the child between fork and exec; only pre_exec runs there"
+)]
+fn die_with_parent(command: &mut Command) {
+    let parent = getpid();
+    // SAFETY: the closure runs in the forked child before exec, where only
+    // async-signal-safe work is allowed. It makes two raw syscalls (prctl,
+    // getppid) and builds an `io::Error` from an errno, which neither
+    // allocates nor takes a lock.
+    unsafe {
+        command.pre_exec(move || {
+            prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+            // If the wrapper died before prctl took effect, the death signal
+            // will never come: we were already re-parented. Refuse to run.
+            if getppid() != parent {
+                return Err(io::Error::from(Errno::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The shell's view of a status: the code, or 128+N for signal N; never negative.
+fn code_of(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(u8::MAX),
+        (None, Some(signal)) => exit::from_signal(signal),
+        (None, None) => exit::EXEC_OS_ERROR,
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        assert_eq!(code_of(ExitStatus::from_raw(0)), 0);
+        assert_eq!(code_of(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(code_of(ExitStatus::from_raw(255 << 8)), 255);
+        // Killed by SIGKILL (9) and SIGSEGV (11): 128+N, never negative.
+        assert_eq!(code_of(ExitStatus::from_raw(9)), 137);
+        assert_eq!(code_of(ExitStatus::from_raw(11)), 139);
+    }
+}
