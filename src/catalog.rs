@@ -156,17 +156,6 @@ impl Provider {
         }
     }
 
-    /// Human label used in prompts and reports.
-    pub fn label(self) -> &'static str {
-        match self {
-            Provider::Claude => "Claude",
-            Provider::Codex => "Codex",
-            Provider::Antigravity => "Antigravity",
-            Provider::Grok => "Grok",
-            Provider::Kimi => "Kimi",
-        }
-    }
-
     /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
     pub fn wrapper(self) -> String {
         format!("okstra-{}-exec", self.as_str())

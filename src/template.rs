@@ -33,7 +33,8 @@ pub fn source(name: &str) -> Option<&'static str> {
     dir.get_file(rest).and_then(|file| file.contents_utf8())
 }
 
-/// Every embedded template name, for tests and listings.
+/// Every embedded template name (the tests parse each one).
+#[cfg(test)]
 pub fn names() -> Vec<String> {
     fn walk(dir: &Dir<'_>, root: &str, out: &mut Vec<String>) {
         for file in dir.files() {
