@@ -241,15 +241,6 @@ pub fn render_run(settings: &Settings, previous_run: Option<&Path>) -> Result<Ru
         fs::create_dir_all(staging.path().join(dir))
             .with_context(|| format!("cannot create `{dir}` in the staging folder"))?;
     }
-    let mut paths: Vec<PathBuf> = files
-        .iter()
-        .map(|(relative, _)| staging.path().join(relative))
-        .collect();
-    for (path, (_, bytes)) in paths.iter().zip(&files) {
-        fs::write(path, bytes).with_context(|| format!("cannot write `{}`", path.display()))?;
-    }
-    paths.extend(STAGED_DIRS.iter().map(|dir| staging.path().join(dir)));
-
     // The high-water mark is written beside the run in the same flush, so a
     // number is recorded as used before the run appears (a crash in between
     // wastes a number; it never reuses one).
@@ -257,16 +248,28 @@ pub fn render_run(settings: &Settings, previous_run: Option<&Path>) -> Result<Ru
         .with_context(|| format!("cannot create `{}`", task_dir.display()))?;
     let mut sequences = read_sequences(&task_dir);
     sequences.insert(settings.task_type.as_str().to_owned(), sequence);
+    let sequence_bytes = serde_json::to_vec_pretty(&sequences)?;
     let sequence_tmp = tempfile::Builder::new()
         .prefix(".sequence-")
         .tempfile_in(&task_dir)
         .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))?;
-    fs::write(sequence_tmp.path(), serde_json::to_vec_pretty(&sequences)?)
-        .with_context(|| format!("cannot write `{}`", sequence_tmp.path().display()))?;
-    paths.push(sequence_tmp.path().to_path_buf());
+    // Keep only the unique name (removed again if anything below fails);
+    // the file itself is created and flushed with the rest of the run.
+    let sequence_path = sequence_tmp.into_temp_path();
+    fs::remove_file(&sequence_path)
+        .with_context(|| format!("cannot write `{}`", sequence_path.display()))?;
 
-    durable::sync_all(&paths).context("cannot flush the staged run to disk")?;
-    sequence_tmp
+    let mut staged: Vec<(PathBuf, &[u8])> = files
+        .iter()
+        .map(|(relative, bytes)| (staging.path().join(relative), bytes.as_slice()))
+        .collect();
+    staged.push((sequence_path.to_path_buf(), &sequence_bytes));
+    let dirs: Vec<PathBuf> = STAGED_DIRS
+        .iter()
+        .map(|dir| staging.path().join(dir))
+        .collect();
+    durable::create_synced(&staged, &dirs).context("cannot write the staged run to disk")?;
+    sequence_path
         .persist(sequence_file(&task_dir))
         .map_err(|err| err.error)
         .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))?;

@@ -32,29 +32,40 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// fsync many files and folders at once. The calls run concurrently so the
-/// filesystem can commit them together (ext4 and xfs batch concurrent
-/// fsyncs into one journal commit), which costs about one fsync instead of
-/// one per file. Returns the first failure.
-pub fn sync_all(paths: &[PathBuf]) -> io::Result<()> {
-    /// More threads than this buys nothing on a two-core machine's disk queue.
-    const MAX_THREADS: usize = 16;
-    let chunk = paths.len().div_ceil(MAX_THREADS).max(1);
+/// Create `files` (which must not exist yet) and fsync them, then fsync
+/// `dirs`. The work runs on a few threads at once so the filesystem can
+/// commit the fsyncs together (ext4 and xfs batch concurrent fsyncs into one
+/// journal commit) instead of waiting for one commit per file. Each file is
+/// written and flushed through one descriptor. Returns the first failure.
+pub fn create_synced(files: &[(PathBuf, &[u8])], dirs: &[PathBuf]) -> io::Result<()> {
+    let create = |(path, bytes): &(PathBuf, &[u8])| -> io::Result<()> {
+        let mut file = File::options().write(true).create_new(true).open(path)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    };
+    in_parallel(files, create)?;
+    in_parallel(dirs, |dir| File::open(dir)?.sync_all())
+}
+
+/// Run `work` over `items` on up to `MAX_THREADS` scoped threads.
+fn in_parallel<T: Sync>(items: &[T], work: impl Fn(&T) -> io::Result<()> + Sync) -> io::Result<()> {
+    /// Enough to overlap the fsyncs of one run folder; more threads only
+    /// cost start-up time.
+    const MAX_THREADS: usize = 4;
+    if items.len() <= 1 {
+        return items.iter().try_for_each(&work);
+    }
+    let chunk = items.len().div_ceil(MAX_THREADS);
+    let work = &work;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = paths
+        let handles: Vec<_> = items
             .chunks(chunk)
-            .map(|group| {
-                scope.spawn(move || {
-                    group
-                        .iter()
-                        .try_for_each(|path| File::open(path)?.sync_all())
-                })
-            })
+            .map(|group| scope.spawn(move || group.iter().try_for_each(work)))
             .collect();
         handles.into_iter().try_for_each(|handle| {
             handle
                 .join()
-                .unwrap_or_else(|_| Err(io::Error::other("an fsync thread panicked")))
+                .unwrap_or_else(|_| Err(io::Error::other("a file-writing thread panicked")))
         })
     })
 }
@@ -84,16 +95,19 @@ mod tests {
     }
 
     #[test]
-    fn sync_all_flushes_files_and_folders_and_reports_missing_ones() {
+    fn create_synced_writes_every_file_and_refuses_existing_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let mut paths = vec![dir.path().to_path_buf()];
-        for index in 0..40 {
-            let path = dir.path().join(format!("f{index}"));
-            fs::write(&path, b"x").unwrap();
-            paths.push(path);
+        let files: Vec<(PathBuf, &[u8])> = (0..40)
+            .map(|index| (dir.path().join(format!("f{index}")), b"x".as_slice()))
+            .collect();
+        create_synced(&files, &[dir.path().to_path_buf()]).unwrap();
+        for (path, _) in &files {
+            assert_eq!(fs::read(path).unwrap(), b"x");
         }
-        sync_all(&paths).unwrap();
-        paths.push(dir.path().join("missing"));
-        assert!(sync_all(&paths).is_err());
+        let again = [(dir.path().join("f3"), b"y".as_slice())];
+        assert!(create_synced(&again, &[]).is_err());
+        assert_eq!(fs::read(dir.path().join("f3")).unwrap(), b"x");
+        let missing = [dir.path().join("missing")];
+        assert!(create_synced(&[], &missing).is_err());
     }
 }
