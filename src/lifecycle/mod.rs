@@ -149,10 +149,9 @@ impl Assignment {
     }
 }
 
-/// Every run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`, sorted
-/// by path so output is stable.
+/// Every candidate run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`,
+/// sorted by path so output is stable.
 pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
     let mut level = vec![project_root.join(OKSTRA_DIR).join("tasks")];
     // project-id / task-group / task-id / run
     for _ in 0..4 {
@@ -170,13 +169,10 @@ pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
         }
         level = next;
     }
-    for dir in level {
-        if dir.join("run-manifest.json").is_file() {
-            found.push(dir);
-        }
-    }
-    found.sort();
-    found
+    // Folders without a manifest are filtered when loading (one open
+    // instead of a stat and an open per run).
+    level.sort();
+    level
 }
 
 /// The project root to use: the flag, else the current directory.

@@ -12,7 +12,8 @@
 //! `--timeout` expires, exit 1). Attention states never change the exit
 //! code of a plain `status`: it reports, it does not judge.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fmt::{self, Write as _};
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
@@ -39,6 +40,8 @@ const TAIL_BYTES_PER_LINE: u64 = 512;
 const TAIL_BYTES_MIN: u64 = 16 * 1024;
 /// Version of the `--json` document.
 const STATUS_VERSION: u32 = 1;
+/// Below this many runs per thread, threads cost more than they save.
+const MIN_RUNS_PER_THREAD: usize = 64;
 
 /// A worker's state. Terminal states never change again on their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -361,13 +364,66 @@ fn mtime(path: &Path) -> Option<i64> {
         .map(clock::to_unix)
 }
 
+/// Which files exist, one directory listing per folder instead of one
+/// `stat` per path: a run's workers share a handful of folders (prompts,
+/// results, heartbeats), so a large project costs a few `getdents` per run.
+#[derive(Debug, Default)]
+struct Listing {
+    folders: HashMap<PathBuf, Option<HashSet<OsString>>>,
+}
+
+impl Listing {
+    /// Whether `path` is a regular file (or a symlink, then checked with stat).
+    fn is_file(&mut self, path: &Path) -> bool {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        let names = self
+            .folders
+            .entry(parent.to_path_buf())
+            .or_insert_with(|| list_files(parent));
+        match names {
+            Some(names) => {
+                names.contains(name) && (!names.contains(&symlink_key(name)) || path.is_file())
+            }
+            None => path.is_file(),
+        }
+    }
+}
+
+/// Marker entry recording that `name` is a symlink (resolved on demand).
+fn symlink_key(name: &OsStr) -> OsString {
+    let mut key = OsString::from("\0symlink:");
+    key.push(name);
+    key
+}
+
+/// Names of the files (and symlinks) in `dir`; `None` if it cannot be listed.
+fn list_files(dir: &Path) -> Option<HashSet<OsString>> {
+    let mut names = HashSet::new();
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_file() {
+            names.insert(entry.file_name());
+        } else if kind.is_symlink() {
+            names.insert(symlink_key(&entry.file_name()));
+            names.insert(entry.file_name());
+        }
+    }
+    Some(names)
+}
+
 /// Gather the evidence for one assignment.
-fn gather(assignment: &Assignment, now: i64) -> (Evidence, PathBuf, PathBuf) {
+fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, PathBuf, PathBuf) {
     let sidecar_path = sidecar::path_for(&assignment.prompt_path);
     let mut evidence = Evidence::default();
-    match sidecar::read(&sidecar_path) {
-        Ok(found) => evidence.sidecar = found,
-        Err(err) => evidence.sidecar_error = Some(format!("{err:#}")),
+    if files.is_file(&sidecar_path) {
+        match sidecar::read(&sidecar_path) {
+            Ok(found) => evidence.sidecar = found,
+            Err(err) => evidence.sidecar_error = Some(format!("{err:#}")),
+        }
     }
     let log_path = evidence
         .sidecar
@@ -382,17 +438,20 @@ fn gather(assignment: &Assignment, now: i64) -> (Evidence, PathBuf, PathBuf) {
         evidence.wrapper_alive = Some(process::wrapper_alive(pid, started));
     }
     if let Some(path) = &assignment.heartbeat_path
+        && files.is_file(path)
         && let Ok(text) = fs::read_to_string(path)
     {
         evidence.heartbeat = parse_heartbeat(&text, now);
         evidence.heartbeat_mtime = mtime(path);
     }
-    evidence.log_mtime = mtime(&log_path);
+    if files.is_file(&log_path) {
+        evidence.log_mtime = mtime(&log_path);
+    }
     for path in [&assignment.result_path, &assignment.worker_results_path]
         .into_iter()
         .flatten()
     {
-        if path.is_file() {
+        if files.is_file(path) {
             evidence.any_result = true;
         } else {
             evidence.missing_results.push(path.clone());
@@ -402,8 +461,13 @@ fn gather(assignment: &Assignment, now: i64) -> (Evidence, PathBuf, PathBuf) {
 }
 
 /// The board row for one assignment.
-fn worker_status(assignment: &Assignment, now: i64, tail: Option<usize>) -> WorkerStatus {
-    let (evidence, sidecar_path, log_path) = gather(assignment, now);
+fn worker_status(
+    assignment: &Assignment,
+    now: i64,
+    tail: Option<usize>,
+    files: &mut Listing,
+) -> WorkerStatus {
+    let (evidence, sidecar_path, log_path) = gather(assignment, now, files);
     let verdict = classify(&evidence, now);
     let side = evidence.sidecar.as_ref();
     let beat = &evidence.heartbeat;
@@ -457,10 +521,11 @@ fn worker_status(assignment: &Assignment, now: i64, tail: Option<usize>) -> Work
 
 /// The board for one run.
 pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
+    let mut files = Listing::default();
     let workers: Vec<WorkerStatus> = run
         .assignments
         .iter()
-        .map(|a| worker_status(a, now, tail))
+        .map(|a| worker_status(a, now, tail, &mut files))
         .collect();
     let mut counts = BTreeMap::new();
     for worker in &workers {
@@ -501,6 +566,32 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
     }
 }
 
+/// The boards of many runs, spread over the available cores (a project can
+/// hold thousands of runs; the work is independent per run).
+fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || runs.len() < MIN_RUNS_PER_THREAD * 2 {
+        return runs.iter().map(|run| run_status(run, now, tail)).collect();
+    }
+    let chunk = runs.len().div_ceil(threads).max(MIN_RUNS_PER_THREAD);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|run| run_status(run, now, tail))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().expect("a status thread does not panic"))
+            .collect()
+    })
+}
+
 /// The last `lines` lines of a log, lossily decoded; empty when unreadable.
 fn log_tail(path: &Path, lines: usize) -> Vec<String> {
     let Ok(mut file) = File::open(path) else {
@@ -535,6 +626,9 @@ fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
     for dir in super::run_dirs(&root) {
         match Run::load(&dir) {
             Ok(run) => runs.push(run),
+            // Not a run folder (no manifest): not worth a warning.
+            Err(super::Error::NotARun { source, .. })
+                if source.kind() == io::ErrorKind::NotFound => {}
             Err(err) => {
                 let _ = writeln!(io::stderr(), "warning: skipping a run: {err}");
             }
@@ -549,10 +643,7 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
         return watch(args, &runs);
     }
     let now = clock::unix_now();
-    let board: Vec<RunStatus> = runs
-        .iter()
-        .map(|run| run_status(run, now, args.log_tail))
-        .collect();
+    let board = boards(&runs, now, args.log_tail);
     let mut out = io::BufWriter::new(io::stdout().lock());
     if args.json {
         write_json(&mut out, &board, now)?;
@@ -598,10 +689,7 @@ fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
     let mut last = None;
     loop {
         let now = clock::unix_now();
-        let board: Vec<RunStatus> = runs
-            .iter()
-            .map(|run| run_status(run, now, args.log_tail))
-            .collect();
+        let board = boards(runs, now, args.log_tail);
         let print = fingerprint(&board);
         let mut out = io::stdout().lock();
         if terminal {
