@@ -85,7 +85,7 @@ impl Run {
     /// Read `<dir>/run-manifest.json`.
     pub fn load(dir: &Path) -> Result<Run, Error> {
         let path = dir.join("run-manifest.json");
-        let bytes = fs::read(&path).map_err(|source| Error::NotARun {
+        let bytes = sidecar::read_small(&path).map_err(|source| Error::NotARun {
             dir: dir.to_path_buf(),
             source,
         })?;

@@ -85,13 +85,28 @@ pub fn log_for(prompt: &Path) -> PathBuf {
     }
 }
 
+/// Read a whole small file with plain `read` calls. `fs::read` and
+/// `read_to_end` first ask the file's size (`statx` and `lseek`); a board
+/// reads thousands of small files and those probes were a third of its
+/// system calls.
+pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let mut bytes = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
 /// Read a sidecar; `Ok(None)` when there is none.
 pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
-    // Open and read without `fs::read`'s size probe: a board reads
-    // thousands of these small files and the extra stat is measurable.
-    let mut bytes = Vec::with_capacity(2048);
-    match File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)) {
-        Ok(_) => {}
+    let bytes = match read_small(path) {
+        Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(Error::Read {
@@ -99,7 +114,7 @@ pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
                 source,
             });
         }
-    }
+    };
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(raw)) => Ok(Some(Sidecar::from_map(path, raw))),
         _ => Err(Error::Malformed {
