@@ -96,7 +96,15 @@ pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
     loop {
         match file.read(&mut chunk) {
             Ok(0) => return Ok(bytes),
-            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                bytes.extend_from_slice(&chunk[..n]);
+                // A short read of a regular file means end of file (both
+                // callers read files replaced atomically, never appended
+                // to); skip the extra call that would only say so.
+                if n < chunk.len() {
+                    return Ok(bytes);
+                }
+            }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(err) => return Err(err),
         }
@@ -186,6 +194,17 @@ mod tests {
     use std::fs;
 
     use super::*;
+
+    #[test]
+    fn read_small_reads_files_larger_than_one_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let bytes: Vec<u8> = (0..20_000_u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_small(&path).unwrap(), bytes);
+        fs::write(&path, b"").unwrap();
+        assert!(read_small(&path).unwrap().is_empty());
+    }
 
     #[test]
     fn paths_follow_the_prompt() {

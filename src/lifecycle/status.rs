@@ -207,10 +207,16 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
             .collect();
         format!("Result Path missing: {}", names.join(", "))
     };
-    let mut last_activity = [evidence.log_mtime, beat.last_ts, evidence.heartbeat_mtime]
-        .into_iter()
-        .flatten()
-        .max();
+    let ended = evidence.sidecar.as_ref().and_then(|s| s.ended_ts);
+    let mut last_activity = [
+        evidence.log_mtime,
+        beat.last_ts,
+        evidence.heartbeat_mtime,
+        ended,
+    ]
+    .into_iter()
+    .flatten()
+    .max();
     if last_activity.is_none() {
         last_activity = evidence.sidecar.as_ref().and_then(|s| s.started_ts);
     }
@@ -419,11 +425,11 @@ fn list_files(dir: &Path) -> Option<HashSet<OsString>> {
 fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, PathBuf, PathBuf) {
     let sidecar_path = sidecar::path_for(&assignment.prompt_path);
     let mut evidence = Evidence::default();
-    if files.is_file(&sidecar_path) {
-        match sidecar::read(&sidecar_path) {
-            Ok(found) => evidence.sidecar = found,
-            Err(err) => evidence.sidecar_error = Some(format!("{err:#}")),
-        }
+    // Sidecars usually exist, so opening one directly is cheaper than
+    // listing its folder first.
+    match sidecar::read(&sidecar_path) {
+        Ok(found) => evidence.sidecar = found,
+        Err(err) => evidence.sidecar_error = Some(format!("{err:#}")),
     }
     let log_path = evidence
         .sidecar
@@ -444,7 +450,13 @@ fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, 
         evidence.heartbeat = parse_heartbeat(&text, now);
         evidence.heartbeat_mtime = mtime(path);
     }
-    if files.is_file(&log_path) {
+    // A finished wrapper's activity is its `ended_ts`; only a live one's
+    // log time matters (and is worth a stat).
+    if evidence
+        .sidecar
+        .as_ref()
+        .is_none_or(|s| s.stage != Stage::Exited)
+    {
         evidence.log_mtime = mtime(&log_path);
     }
     for path in [&assignment.result_path, &assignment.worker_results_path]
