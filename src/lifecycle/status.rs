@@ -12,7 +12,7 @@
 //! `--timeout` expires, exit 1). Attention states never change the exit
 //! code of a plain `status`: it reports, it does not judge.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fmt::{self, Write as _};
 use std::fs::{self, File};
@@ -373,9 +373,10 @@ fn mtime(path: &Path) -> Option<i64> {
 /// Which files exist, one directory listing per folder instead of one
 /// `stat` per path: a run's workers share a handful of folders (prompts,
 /// results, heartbeats), so a large project costs a few `getdents` per run.
+/// A run touches a handful of folders, so a short list beats hashing paths.
 #[derive(Debug, Default)]
 struct Listing {
-    folders: HashMap<PathBuf, Option<HashSet<OsString>>>,
+    folders: Vec<(PathBuf, Option<HashSet<OsString>>)>,
 }
 
 impl Listing {
@@ -384,11 +385,16 @@ impl Listing {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
-        let names = self
+        let index = self
             .folders
-            .entry(parent.to_path_buf())
-            .or_insert_with(|| list_files(parent));
-        match names {
+            .iter()
+            .position(|(dir, _)| dir == parent)
+            .unwrap_or_else(|| {
+                self.folders
+                    .push((parent.to_path_buf(), list_files(parent)));
+                self.folders.len() - 1
+            });
+        match &self.folders[index].1 {
             Some(names) => {
                 names.contains(name) && (!names.contains(&symlink_key(name)) || path.is_file())
             }
