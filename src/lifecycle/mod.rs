@@ -23,7 +23,7 @@ mod status;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Deserialize;
 
 pub use event::event_command;
 pub use reap::reap_command;
@@ -41,7 +41,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("run manifest `{}` is not valid JSON", .path.display())]
+    #[error("run manifest `{}` cannot be read as a run manifest", .path.display())]
     Json {
         path: PathBuf,
         #[source]
@@ -89,62 +89,85 @@ impl Run {
             dir: dir.to_path_buf(),
             source,
         })?;
-        let manifest: Value = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+        // Typed, not a `Value`: only these fields are kept, the rest of the
+        // manifest is skipped without being allocated (a project board
+        // reads a thousand of them).
+        let manifest: ManifestWire =
+            serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+                path: path.clone(),
+                source,
+            })?;
+        let run_id = manifest.run_id.ok_or_else(|| Error::Missing {
             path: path.clone(),
-            source,
+            field: "runId",
         })?;
-        let text = |field: &'static str| -> Result<String, Error> {
-            manifest[field]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| Error::Missing {
-                    path: path.clone(),
-                    field,
-                })
-        };
-        let run_id = text("runId")?;
-        let task_key = text("taskKey").unwrap_or_default();
-        let task_type = text("taskType").unwrap_or_default();
         // Paths in the manifest are absolute; a relative one (hand-made or a
         // moved run) is taken relative to the run folder.
-        let lead_events_path = manifest["leadEventsPath"]
-            .as_str()
+        let lead_events_path = manifest
+            .lead_events_path
             .map_or_else(|| dir.join("state/lead-events.jsonl"), |p| dir.join(p));
-        let assignments = manifest["assignments"]
-            .as_array()
+        let assignments = manifest
+            .assignments
             .ok_or_else(|| Error::Missing {
                 path: path.clone(),
                 field: "assignments",
             })?
-            .iter()
-            .filter_map(|a| Assignment::from_json(dir, a))
+            .into_iter()
+            .filter_map(|a| a.into_assignment(dir))
             .collect();
         Ok(Run {
             dir: dir.to_path_buf(),
             run_id,
-            task_key,
-            task_type,
+            task_key: manifest.task_key.unwrap_or_default(),
+            task_type: manifest.task_type.unwrap_or_default(),
             lead_events_path,
             assignments,
         })
     }
 }
 
-impl Assignment {
-    fn from_json(dir: &Path, value: &Value) -> Option<Assignment> {
-        let text = |field: &str| value[field].as_str().unwrap_or_default().to_owned();
-        let path = |field: &str| value[field].as_str().map(|p| dir.join(p));
+/// The run manifest fields read here, as they are on disk.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestWire {
+    run_id: Option<String>,
+    task_key: Option<String>,
+    task_type: Option<String>,
+    lead_events_path: Option<String>,
+    assignments: Option<Vec<AssignmentWire>>,
+}
+
+/// One assignment as it is on disk.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssignmentWire {
+    dispatch_name: Option<String>,
+    worker_id: Option<String>,
+    role: Option<String>,
+    provider: Option<String>,
+    model_execution_value: Option<String>,
+    runner: Option<String>,
+    prompt_path: Option<String>,
+    result_path: Option<String>,
+    worker_results_path: Option<String>,
+    heartbeat_path: Option<String>,
+}
+
+impl AssignmentWire {
+    /// An assignment without a dispatch name or prompt path cannot be shown.
+    fn into_assignment(self, dir: &Path) -> Option<Assignment> {
+        let path = |p: Option<String>| p.map(|p| dir.join(p));
         Some(Assignment {
-            dispatch_name: value["dispatchName"].as_str()?.to_owned(),
-            worker_id: text("workerId"),
-            role: text("role"),
-            provider: text("provider"),
-            model: text("modelExecutionValue"),
-            runner: text("runner"),
-            prompt_path: path("promptPath")?,
-            result_path: path("resultPath"),
-            worker_results_path: path("workerResultsPath"),
-            heartbeat_path: path("heartbeatPath"),
+            dispatch_name: self.dispatch_name?,
+            worker_id: self.worker_id.unwrap_or_default(),
+            role: self.role.unwrap_or_default(),
+            provider: self.provider.unwrap_or_default(),
+            model: self.model_execution_value.unwrap_or_default(),
+            runner: self.runner.unwrap_or_default(),
+            prompt_path: path(self.prompt_path)?,
+            result_path: path(self.result_path),
+            worker_results_path: path(self.worker_results_path),
+            heartbeat_path: path(self.heartbeat_path),
         })
     }
 }
