@@ -21,9 +21,13 @@ python3 "$here/benches/status_fixture.py" "$work" "$runs" "$per_run"
 # Warm the page cache once, then measure text and JSON output.
 "$bin" status --project-root "$work" >/dev/null
 if command -v hyperfine >/dev/null 2>&1; then
-    hyperfine --warmup 3 --runs 21 --style basic \
+    hyperfine --warmup 3 --runs 21 --style basic --export-json "$work/times.json" \
         --command-name "status (text)" "$bin status --project-root $work" \
         --command-name "status --json" "$bin status --json --project-root $work"
+    python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print("%s: median %.1f ms (min %.1f, user %.1f, sys %.1f)" % (r["command"], r["median"] * 1e3,
+          r["min"] * 1e3, r["user"] * 1e3, r["system"] * 1e3))' "$work/times.json"
 else
     for mode in "" "--json"; do
         times=""

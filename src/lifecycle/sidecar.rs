@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::durable;
@@ -63,8 +64,24 @@ pub struct Sidecar {
     pub signal: Option<String>,
     pub reason: Option<String>,
     pub log_path: Option<PathBuf>,
-    /// The whole object, so a rewrite keeps what we do not know.
-    raw: Map<String, Value>,
+}
+
+/// The fields read, with the types provider-exec writes. A sidecar whose
+/// fields have other types is read again through `Value`, leniently.
+#[derive(Debug, Deserialize)]
+struct Wire {
+    stage: Option<String>,
+    pid: Option<i64>,
+    pgid: Option<i64>,
+    started_ts: Option<i64>,
+    ended_ts: Option<i64>,
+    duration_ms: Option<i64>,
+    exit_code: Option<i64>,
+    timeout: Option<bool>,
+    terminated_by: Option<String>,
+    signal: Option<String>,
+    reason: Option<String>,
+    log_path: Option<String>,
 }
 
 /// The sidecar path for a prompt path.
@@ -123,33 +140,73 @@ pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
             });
         }
     };
+    // The typed read skips unknown fields without allocating them; it is
+    // the common case on a board of thousands of sidecars.
+    if let Ok(wire) = serde_json::from_slice::<Wire>(&bytes) {
+        return Ok(Some(Sidecar::from_wire(path, wire)));
+    }
     match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(raw)) => Ok(Some(Sidecar::from_map(path, raw))),
+        Ok(Value::Object(raw)) => Ok(Some(Sidecar::from_map(path, &raw))),
         _ => Err(Error::Malformed {
             path: path.to_path_buf(),
         }),
     }
 }
 
+/// The whole sidecar object, for a rewrite that keeps what we do not know.
+fn read_raw(path: &Path) -> Result<Map<String, Value>, Error> {
+    let bytes = read_small(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(raw)) => Ok(raw),
+        _ => Err(Error::Malformed {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+fn stage_of(stage: Option<&str>) -> Stage {
+    match stage {
+        Some("started") | None => Stage::Started,
+        Some("exited") => Stage::Exited,
+        Some(other) => Stage::Other(other.to_owned()),
+    }
+}
+
+/// A positive pid that fits `pid_t`.
+fn to_pid(value: Option<i64>) -> Option<i32> {
+    value.and_then(|v| i32::try_from(v).ok()).filter(|v| *v > 0)
+}
+
 impl Sidecar {
-    fn from_map(path: &Path, raw: Map<String, Value>) -> Sidecar {
-        let int = |key: &str| raw.get(key).and_then(Value::as_i64);
-        let pid = |key: &str| {
-            int(key)
-                .and_then(|v| i32::try_from(v).ok())
-                .filter(|v| *v > 0)
-        };
-        let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
-        let stage = match raw.get("stage").and_then(Value::as_str) {
-            Some("started") | None => Stage::Started,
-            Some("exited") => Stage::Exited,
-            Some(other) => Stage::Other(other.to_owned()),
-        };
+    fn from_wire(path: &Path, wire: Wire) -> Sidecar {
         Sidecar {
             path: path.to_path_buf(),
-            stage,
-            pid: pid("pid"),
-            pgid: pid("pgid"),
+            stage: stage_of(wire.stage.as_deref()),
+            pid: to_pid(wire.pid),
+            pgid: to_pid(wire.pgid),
+            started_ts: wire.started_ts,
+            ended_ts: wire.ended_ts,
+            duration_ms: wire.duration_ms,
+            exit_code: wire.exit_code,
+            timeout: wire.timeout == Some(true),
+            terminated_by: wire.terminated_by,
+            signal: wire.signal,
+            reason: wire.reason,
+            log_path: wire.log_path.map(PathBuf::from),
+        }
+    }
+
+    fn from_map(path: &Path, raw: &Map<String, Value>) -> Sidecar {
+        let int = |key: &str| raw.get(key).and_then(Value::as_i64);
+        let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
+        Sidecar {
+            path: path.to_path_buf(),
+            stage: stage_of(raw.get("stage").and_then(Value::as_str)),
+            pid: to_pid(int("pid")),
+            pgid: to_pid(int("pgid")),
             started_ts: int("started_ts"),
             ended_ts: int("ended_ts"),
             duration_ms: int("duration_ms"),
@@ -159,15 +216,15 @@ impl Sidecar {
             signal: text("signal"),
             reason: text("reason"),
             log_path: text("log_path").map(PathBuf::from),
-            raw,
         }
     }
 
     /// Record that the reaper finished this sidecar for a dead wrapper:
     /// `stage: exited`, `terminated_by: reaper`, `reason`, `ended_ts`,
-    /// written atomically. Unknown fields are kept.
+    /// written atomically. The file is read again so every field it holds
+    /// now, known to us or not, is kept.
     pub fn mark_reaped(&self, reason: &str, ended_ts: i64, killed: bool) -> Result<(), Error> {
-        let mut raw = self.raw.clone();
+        let mut raw = read_raw(&self.path)?;
         raw.insert("stage".into(), "exited".into());
         raw.insert("terminated_by".into(), "reaper".into());
         raw.insert("reason".into(), reason.into());
@@ -231,6 +288,18 @@ mod tests {
         .unwrap();
         let sidecar = read(&path).unwrap().unwrap();
         assert_eq!(sidecar.stage, Stage::Started);
+        // A field of an unexpected type does not hide the others.
+        fs::write(&path, r#"{"stage":"exited","pid":"12","exit_code":3}"#).unwrap();
+        let odd = read(&path).unwrap().unwrap();
+        assert_eq!(
+            (odd.stage, odd.pid, odd.exit_code),
+            (Stage::Exited, None, Some(3))
+        );
+        fs::write(
+            &path,
+            r#"{"schemaVersion":1,"stage":"started","pid":-4,"pgid":77,"started_ts":100,"future":"x"}"#,
+        )
+        .unwrap();
         assert_eq!(sidecar.pid, None);
         assert_eq!(sidecar.pgid, Some(77));
         sidecar.mark_reaped("wrapper-lost", 160, false).unwrap();
