@@ -29,6 +29,8 @@ pub enum Error {
     },
     #[error("sidecar `{}` is not a JSON object", .path.display())]
     Malformed { path: PathBuf },
+    #[error("sidecar `{}` did not keep the reaper's record when read back", .path.display())]
+    NotKept { path: PathBuf },
     #[error("cannot write sidecar `{}`", .path.display())]
     Write {
         path: PathBuf,
@@ -242,7 +244,19 @@ impl Sidecar {
         durable::write_atomic(&self.path, &bytes).map_err(|source| Error::Write {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        // Read it back: a rename onto a file someone else just replaced
+        // must not go unnoticed.
+        let back = read_raw(&self.path)?;
+        if back.get("terminated_by").and_then(Value::as_str) == Some("reaper")
+            && back.get("stage").and_then(Value::as_str) == Some("exited")
+        {
+            Ok(())
+        } else {
+            Err(Error::NotKept {
+                path: self.path.clone(),
+            })
+        }
     }
 }
 

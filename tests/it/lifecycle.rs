@@ -417,6 +417,38 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
 }
 
 #[test]
+fn a_group_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let project = Project::new();
+    let run = project.render(&["--task-type", "project-analysis"]);
+    let codex = assignment(&run, "codex-worker");
+    let started = unix_now() - 1;
+    // An ignored signal stays ignored across exec, so `sleep` ignores it too.
+    let mut stubborn = Group::spawn("trap '' TERM; while :; do sleep 1; done");
+    write_sidecar(
+        &codex,
+        &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": stubborn.pid(),
+                "started_ts": started, "stage": "started"}),
+    );
+    let output = okstra()
+        .args(["reap", "--execute", "--json", "--project-root"])
+        .arg(project.root())
+        .timeout(LIMIT)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = serde_json::from_slice(&output).unwrap();
+    assert_eq!(report["actions"][0]["outcome"], "killed", "{report}");
+    wait_for(LIMIT, "the stubborn group to end", || {
+        (!stubborn.is_running()).then_some(())
+    });
+    let after = read_json(&sidecar_path(&codex));
+    assert_eq!(after["killed"], true);
+    assert_eq!(after["reason"], "orphaned-group-stopped");
+}
+
+#[test]
 fn a_recycled_group_id_is_never_signalled() {
     let project = Project::new();
     let run = project.render(&["--task-type", "project-analysis"]);
