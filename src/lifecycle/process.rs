@@ -113,8 +113,9 @@ pub fn wrapper_alive(pid: i32, started_ts: i64) -> bool {
     }
     match proc_info(pid) {
         Some(info) => !info.is_zombie() && info.start_unix <= started_ts + CLOCK_SLACK_SECS,
-        // No /proc: the pid exists and that is all we can know.
-        None => boot_clock().is_none(),
+        // The pid exists but its /proc entry cannot be read (no /proc, or
+        // `hidepid`): it cannot be disproved, so it is not called dead.
+        None => true,
     }
 }
 
