@@ -12,7 +12,7 @@
 //! `--timeout` expires, exit 1). Attention states never change the exit
 //! code of a plain `status`: it reports, it does not judge.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fmt::{self, Write as _};
 use std::fs::{self, File};
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sidecar::{self, Sidecar, Stage};
@@ -31,6 +31,11 @@ use crate::exit::ExitStatus;
 
 /// No log or heartbeat activity for this long while running: `stale`.
 pub const STALE_SECS: i64 = 600;
+/// A worker the lead dispatched this long ago with no sign of life yet
+/// needs attention (the reference harness's not-started limit).
+pub const NOT_STARTED_SECS: i64 = 180;
+/// The lead event that records a dispatch (`--field dispatchName=<name>`).
+const DISPATCH_EVENT: &str = "worker-dispatched";
 /// Heartbeat timestamps further ahead than this are not trusted.
 pub const FUTURE_SKEW_SECS: i64 = 60;
 /// Heartbeat phase that ends a worker.
@@ -549,6 +554,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
     for worker in &workers {
         *counts.entry(worker.state.as_str()).or_insert(0) += 1;
     }
+    let dispatched = dispatch_times(&run.lead_events_path);
     let mut attention = Vec::new();
     for worker in &workers {
         if worker.state.needs_attention() {
@@ -556,6 +562,18 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
                 dispatch_name: worker.dispatch_name.clone(),
                 state: worker.state,
                 reason: worker.reason.clone(),
+            });
+        } else if worker.state == State::Pending
+            && let Some(at) = dispatched.get(worker.dispatch_name.as_str())
+            && now - at > NOT_STARTED_SECS
+        {
+            attention.push(Attention {
+                dispatch_name: worker.dispatch_name.clone(),
+                state: worker.state,
+                reason: format!(
+                    "not started: dispatched {} ago (lead event `{DISPATCH_EVENT}`) and no sidecar, heartbeat, log or result yet",
+                    clock::short_duration(now - at)
+                ),
             });
         } else if let Some(blocker) = &worker.blocker {
             attention.push(Attention {
@@ -608,6 +626,46 @@ fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus> {
             .flat_map(|handle| handle.join().expect("a status thread does not panic"))
             .collect()
     })
+}
+
+/// When the lead last recorded dispatching each worker: the `ts` of the
+/// latest `worker-dispatched` lead event per `dispatchName` field. A missing
+/// or unreadable log is simply no information.
+fn dispatch_times(events: &Path) -> HashMap<String, i64> {
+    let mut times = HashMap::new();
+    let Ok(bytes) = sidecar::read_small(events) else {
+        return times;
+    };
+    for line in bytes.split(|b| *b == b'\n') {
+        let Ok(event) = serde_json::from_slice::<DispatchEvent>(line) else {
+            continue;
+        };
+        if event.kind != DISPATCH_EVENT {
+            continue;
+        }
+        if let (Some(name), Some(at)) = (
+            event.fields.dispatch_name,
+            event.ts.as_deref().and_then(clock::parse_rfc3339),
+        ) {
+            times.insert(name, at);
+        }
+    }
+    times
+}
+
+/// The parts of a lead event [`dispatch_times`] reads.
+#[derive(Debug, Deserialize)]
+struct DispatchEvent {
+    kind: String,
+    ts: Option<String>,
+    #[serde(default)]
+    fields: DispatchFields,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DispatchFields {
+    dispatch_name: Option<String>,
 }
 
 /// The last `lines` lines of a log, lossily decoded; empty when unreadable.

@@ -700,6 +700,38 @@ fn watch_gives_up_at_its_timeout_with_exit_1() {
 }
 
 #[test]
+fn a_dispatched_worker_that_never_starts_needs_attention() {
+    let project = Project::new();
+    let run = project.render(&["--task-type", "project-analysis"]);
+    let log = run.join("state/lead-events.jsonl");
+    let long_ago =
+        humantime::format_rfc3339_seconds(SystemTime::now() - Duration::from_mins(10)).to_string();
+    let recently = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let events = [
+        json!({"schemaVersion": 1, "seq": 1, "ts": long_ago, "kind": "worker-dispatched",
+               "runId": "project-analysis-001", "fields": {"dispatchName": "codex-worker"}}),
+        json!({"schemaVersion": 1, "seq": 2, "ts": recently, "kind": "worker-dispatched",
+               "runId": "project-analysis-001", "fields": {"dispatchName": "claude-worker"}}),
+    ];
+    let text = events
+        .iter()
+        .map(|e| e.to_string() + "\n")
+        .collect::<String>();
+    fs::write(&log, text).unwrap();
+    let board = status_json(&run);
+    assert_eq!(worker(&board, "codex-worker")["state"], "pending");
+    let attention = board["attention"].as_array().unwrap();
+    assert_eq!(attention.len(), 1, "{attention:?}");
+    assert_eq!(attention[0]["dispatchName"], "codex-worker");
+    assert!(
+        attention[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not started")
+    );
+}
+
+#[test]
 fn project_status_covers_every_run() {
     let project = Project::new();
     project.render(&["--task-type", "project-analysis"]);
