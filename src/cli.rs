@@ -297,6 +297,15 @@ pub struct StatusArgs {
     /// Show the last N lines of each worker's log.
     #[arg(long, value_name = "N")]
     pub log_tail: Option<usize>,
+
+    /// With --watch: how often to look again (e.g. `500ms`, `2s`). [default: 1s]
+    #[arg(long, value_name = "DURATION", requires = "watch", value_parser = humantime::parse_duration)]
+    pub interval: Option<std::time::Duration>,
+
+    /// With --watch: give up after this long (e.g. `30m`); exit 1 if some
+    /// worker is still not terminal.
+    #[arg(long, value_name = "DURATION", requires = "watch", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// `okstra reap`.

@@ -2,11 +2,16 @@
 //! (for `--resume-clarification` and continuations) and the next phase a
 //! finished run recommends (`workflow.nextRecommendedPhase` in its report).
 //!
-//! Only run folders with a readable run manifest count; their order is the
-//! manifest's `createdAt`, then the sequence number, never file times.
+//! Only run folders with a readable run manifest count. Their order is the
+//! manifest's `createdAt`; runs created within the same second (scripts,
+//! tests) are ordered by when their manifest was written, since the
+//! sequence number counts per task type and cannot order runs of different
+//! types. File times never override `createdAt`, so a copied `.okstra/`
+//! (which resets them) keeps its order to the second.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::{Result, bail};
 use serde_json::Value;
@@ -21,6 +26,8 @@ pub struct RunRef {
     pub task_type: TaskType,
     pub created_at: String,
     pub sequence: u64,
+    /// When the run manifest was written; only breaks `createdAt` ties.
+    pub written: Option<SystemTime>,
 }
 
 /// Every run of `key` under `project_root`, oldest first.
@@ -33,19 +40,21 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
         .flatten()
         .filter_map(|entry| {
             let dir = entry.path();
-            let manifest: Value =
-                serde_json::from_slice(&fs::read(dir.join("run-manifest.json")).ok()?).ok()?;
+            let path = dir.join("run-manifest.json");
+            let manifest: Value = serde_json::from_slice(&fs::read(&path).ok()?).ok()?;
             Some(RunRef {
                 task_type: manifest["taskType"].as_str()?.parse().ok()?,
                 created_at: manifest["createdAt"].as_str()?.to_owned(),
                 sequence: manifest["sequence"].as_u64()?,
+                written: fs::metadata(&path).and_then(|m| m.modified()).ok(),
                 dir,
             })
         })
         .collect();
     runs.sort_by(|a, b| {
-        (a.created_at.as_str(), a.sequence, &a.dir).cmp(&(
+        (a.created_at.as_str(), a.written, a.sequence, &a.dir).cmp(&(
             b.created_at.as_str(),
+            b.written,
             b.sequence,
             &b.dir,
         ))

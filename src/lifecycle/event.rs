@@ -1,0 +1,258 @@
+//! `okstra event <run-dir> <kind> [--field key=value …]`: append one lead
+//! event to the run's `leadEventsPath` and echo it as a `PROGRESS:` line.
+//!
+//! Concurrent writers (the lead, several hooks) are expected, so the append
+//! happens under an exclusive `flock` on the log itself: read the last
+//! sequence number, append one line with `O_APPEND`, fsync, unlock. Every
+//! line is validated against `schemas/lead-event.schema.json` first. A torn
+//! last line (a writer killed mid-write) is closed with a newline and skipped
+//! when numbering, so one crash never poisons the log.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use nix::fcntl::{Flock, FlockArg};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Run, clock};
+use crate::cli::EventArgs;
+use crate::exit::ExitStatus;
+use crate::schema;
+
+/// Version of the lead-event line format.
+const EVENT_VERSION: u32 = 1;
+/// How much of the log's end is read to find the last sequence number; a
+/// line is far shorter, and the whole file is read only if this holds none.
+const TAIL_BYTES: u64 = 64 * 1024;
+/// Longest field value accepted (a summary, not a document).
+const MAX_VALUE_BYTES: usize = 4096;
+/// Longest kind and field key.
+const MAX_KIND: usize = 128;
+const MAX_KEY: usize = 64;
+
+/// One line of the lead events log.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Event<'a> {
+    schema_version: u32,
+    seq: u64,
+    ts: String,
+    kind: &'a str,
+    run_id: &'a str,
+    fields: &'a BTreeMap<String, String>,
+}
+
+pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
+    check_kind(&args.kind)?;
+    let fields = parse_fields(&args.fields)?;
+    let run = Run::load(&args.run_dir)?;
+    append(&run, &args.kind, &fields)?;
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{}", progress_line(&args.kind, &fields))?;
+    Ok(ExitStatus::Success)
+}
+
+/// A kind is a slug: `^[a-z0-9][a-z0-9._-]{0,127}$`.
+fn check_kind(kind: &str) -> Result<()> {
+    let mut chars = kind.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+    if !first_ok || !rest_ok || kind.len() > MAX_KIND {
+        bail!(
+            "invalid event kind `{kind}`: expected a lowercase slug like `phase-start` (a-z, 0-9, `.`, `_`, `-`; at most {MAX_KIND} characters)"
+        );
+    }
+    Ok(())
+}
+
+/// Parse `key=value` pairs; keys are identifiers, values single-line text.
+fn parse_fields(raw: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut fields = BTreeMap::new();
+    for pair in raw {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("invalid value `{pair}` for `--field`: expected `key=value`");
+        };
+        let mut chars = key.chars();
+        let key_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+            && key.len() <= MAX_KEY;
+        if !key_ok {
+            bail!(
+                "invalid field key `{key}` in `--field {pair}`: expected a letter then letters, digits, `_`, `.` or `-` (at most {MAX_KEY})"
+            );
+        }
+        if value.chars().any(char::is_control) {
+            bail!(
+                "invalid value for field `{key}`: it holds a control character (a newline?); events are one line each"
+            );
+        }
+        if value.len() > MAX_VALUE_BYTES {
+            bail!(
+                "invalid value for field `{key}`: {} bytes, at most {MAX_VALUE_BYTES}",
+                value.len()
+            );
+        }
+        if fields.insert(key.to_owned(), value.to_owned()).is_some() {
+            bail!("field `{key}` is given twice in `--field`");
+        }
+    }
+    Ok(fields)
+}
+
+/// `PROGRESS: <kind> key=value …`; values with spaces or quotes are quoted
+/// as JSON strings so the line splits unambiguously.
+fn progress_line(kind: &str, fields: &BTreeMap<String, String>) -> String {
+    let mut line = format!("PROGRESS: {kind}");
+    append_fields(&mut line, fields).expect("writing to a String cannot fail");
+    line
+}
+
+fn append_fields(line: &mut String, fields: &BTreeMap<String, String>) -> fmt::Result {
+    for (key, value) in fields {
+        let plain = !value.is_empty() && !value.chars().any(|c| c.is_whitespace() || c == '"');
+        if plain {
+            write!(line, " {key}={value}")?;
+        } else {
+            let quoted = Value::String(value.clone()).to_string();
+            write!(line, " {key}={quoted}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Append the event under the lock; returns its sequence number.
+fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Result<u64> {
+    let path = &run.lead_events_path;
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .with_context(|| format!("cannot open lead events log `{}`", path.display()))?;
+    let mut log = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| {
+        anyhow::Error::new(errno)
+            .context(format!("cannot lock lead events log `{}`", path.display()))
+    })?;
+    let (last, torn) = last_seq(&mut log, path)?;
+    let seq = last + 1;
+    let event = Event {
+        schema_version: EVENT_VERSION,
+        seq,
+        ts: clock::rfc3339_now(),
+        kind,
+        run_id: &run.run_id,
+        fields,
+    };
+    let value = serde_json::to_value(&event).context("cannot serialise the lead event")?;
+    schema::check("lead-event.schema.json", &value, "the lead event")?;
+    let mut line = Vec::with_capacity(256);
+    if torn {
+        line.push(b'\n');
+    }
+    serde_json::to_writer(&mut line, &value).context("cannot serialise the lead event")?;
+    line.push(b'\n');
+    // One write of the whole line with O_APPEND, then fsync before unlocking
+    // so the next writer's read sees it.
+    log.write_all(&line)
+        .and_then(|()| log.sync_data())
+        .with_context(|| format!("cannot append to lead events log `{}`", path.display()))?;
+    drop(log);
+    Ok(seq)
+}
+
+/// The last sequence number in the log (0 when empty), and whether the log
+/// ends in a torn line (no final newline).
+fn last_seq(file: &mut File, path: &Path) -> Result<(u64, bool)> {
+    let read_err = || format!("cannot read lead events log `{}`", path.display());
+    let len = file.metadata().with_context(read_err)?.len();
+    if len == 0 {
+        return Ok((0, false));
+    }
+    let start = len.saturating_sub(TAIL_BYTES);
+    let mut tail = Vec::new();
+    file.seek(SeekFrom::Start(start)).with_context(read_err)?;
+    file.read_to_end(&mut tail).with_context(read_err)?;
+    let torn = tail.last() != Some(&b'\n');
+    if let Some(seq) = newest_seq(&tail, start > 0) {
+        return Ok((seq, torn));
+    }
+    if start > 0 {
+        let mut whole = Vec::new();
+        file.seek(SeekFrom::Start(0)).with_context(read_err)?;
+        file.read_to_end(&mut whole).with_context(read_err)?;
+        if let Some(seq) = newest_seq(&whole, false) {
+            return Ok((seq, torn));
+        }
+    }
+    // Lines exist but none parses: refuse to guess a number.
+    bail!(
+        "lead events log `{}` has lines but none with a sequence number; move it aside to start a new one",
+        path.display()
+    )
+}
+
+/// The `seq` of the last parseable line in `bytes`. When `partial_head`, the
+/// first line may be cut by the tail read and is skipped.
+fn newest_seq(bytes: &[u8], partial_head: bool) -> Option<u64> {
+    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    if partial_head && !lines.is_empty() {
+        lines.remove(0);
+    }
+    lines.iter().rev().find_map(|line| {
+        serde_json::from_slice::<Value>(line)
+            .ok()?
+            .get("seq")?
+            .as_u64()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_slugs() {
+        assert!(check_kind("phase-start").is_ok());
+        assert!(check_kind("worker.dispatched_2").is_ok());
+        for bad in ["", "Phase", "-x", "a b", "é", &"a".repeat(129)] {
+            assert!(check_kind(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn fields_are_checked_one_by_one() {
+        let ok = parse_fields(&["worker=codex".into(), "note=a b=c".into()]).unwrap();
+        assert_eq!(ok["note"], "a b=c");
+        for bad in [
+            vec!["novalue".to_owned()],
+            vec!["1x=v".to_owned()],
+            vec!["k=line\nbreak".to_owned()],
+            vec!["k=a".to_owned(), "k=b".to_owned()],
+        ] {
+            assert!(parse_fields(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn progress_lines_quote_only_when_needed() {
+        let fields = parse_fields(&["a=1".into(), "b=two words".into(), "c=".into()]).unwrap();
+        assert_eq!(
+            progress_line("phase-start", &fields),
+            r#"PROGRESS: phase-start a=1 b="two words" c="""#
+        );
+    }
+
+    #[test]
+    fn newest_seq_skips_torn_and_cut_lines() {
+        let log = b"{\"seq\":1}\n{\"seq\":2}\n{\"se";
+        assert_eq!(newest_seq(log, false), Some(2));
+        assert_eq!(newest_seq(b"q\":9}\n", true), None);
+    }
+}

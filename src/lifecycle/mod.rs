@@ -1,0 +1,215 @@
+//! The run lifecycle after `--render-only`: lead events (`okstra event`), the
+//! status board (`okstra status`), the reaper (`okstra reap`).
+//!
+//! Everything here *reads* what others own: the run manifest (written by the
+//! bundle), status sidecars (written by provider-exec, read defensively since
+//! it may be older or newer than us), heartbeat files and Result Paths
+//! (written by workers). The only files written here are the lead events log
+//! (appended under a lock) and, by `reap --execute`, the sidecars of wrappers
+//! that died without finishing them.
+//!
+//! Submodules: `event` appends events, `status` classifies workers and draws
+//! the board, `reap` stops orphaned process groups, `process` knows how to
+//! tell whether a recorded pid is still the process we recorded, `sidecar`
+//! reads status sidecars, `clock` parses and prints timestamps.
+
+mod clock;
+mod event;
+mod process;
+mod reap;
+mod sidecar;
+mod status;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use event::event_command;
+pub use reap::reap_command;
+pub use status::status_command;
+
+/// The folder, under a project root, that holds every okstra run.
+const OKSTRA_DIR: &str = ".okstra";
+
+/// Why a run folder could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("`{}` is not an okstra run folder: cannot read `run-manifest.json`", .dir.display())]
+    NotARun {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("run manifest `{}` cannot be read as a run manifest", .path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("run manifest `{}` has no `{field}`", .path.display())]
+    Missing { path: PathBuf, field: &'static str },
+}
+
+/// The parts of a run manifest the lifecycle commands use.
+#[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "`run_id` mirrors the manifest's `runId`"
+)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub run_id: String,
+    pub task_key: String,
+    pub task_type: String,
+    pub lead_events_path: PathBuf,
+    pub assignments: Vec<Assignment>,
+}
+
+/// One worker assignment as the run manifest persists it.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    pub dispatch_name: String,
+    pub worker_id: String,
+    pub role: String,
+    pub provider: String,
+    pub model: String,
+    pub runner: String,
+    pub prompt_path: PathBuf,
+    pub result_path: Option<PathBuf>,
+    pub worker_results_path: Option<PathBuf>,
+    pub heartbeat_path: Option<PathBuf>,
+}
+
+impl Run {
+    /// Read `<dir>/run-manifest.json`.
+    pub fn load(dir: &Path) -> Result<Run, Error> {
+        let path = dir.join("run-manifest.json");
+        let bytes = sidecar::read_small(&path).map_err(|source| Error::NotARun {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+        // Typed, not a `Value`: only these fields are kept, the rest of the
+        // manifest is skipped without being allocated (a project board
+        // reads a thousand of them).
+        let manifest: ManifestWire =
+            serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+                path: path.clone(),
+                source,
+            })?;
+        let run_id = manifest.run_id.ok_or_else(|| Error::Missing {
+            path: path.clone(),
+            field: "runId",
+        })?;
+        // Paths in the manifest are absolute; a relative one (hand-made or a
+        // moved run) is taken relative to the run folder.
+        let lead_events_path = manifest
+            .lead_events_path
+            .map_or_else(|| dir.join("state/lead-events.jsonl"), |p| dir.join(p));
+        let assignments = manifest
+            .assignments
+            .ok_or_else(|| Error::Missing {
+                path: path.clone(),
+                field: "assignments",
+            })?
+            .into_iter()
+            .filter_map(|a| a.into_assignment(dir))
+            .collect();
+        Ok(Run {
+            dir: dir.to_path_buf(),
+            run_id,
+            task_key: manifest.task_key.unwrap_or_default(),
+            task_type: manifest.task_type.unwrap_or_default(),
+            lead_events_path,
+            assignments,
+        })
+    }
+}
+
+/// The run manifest fields read here, as they are on disk.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestWire {
+    run_id: Option<String>,
+    task_key: Option<String>,
+    task_type: Option<String>,
+    lead_events_path: Option<String>,
+    assignments: Option<Vec<AssignmentWire>>,
+}
+
+/// One assignment as it is on disk.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssignmentWire {
+    dispatch_name: Option<String>,
+    worker_id: Option<String>,
+    role: Option<String>,
+    provider: Option<String>,
+    model_execution_value: Option<String>,
+    runner: Option<String>,
+    prompt_path: Option<String>,
+    result_path: Option<String>,
+    worker_results_path: Option<String>,
+    heartbeat_path: Option<String>,
+}
+
+impl AssignmentWire {
+    /// An assignment without a dispatch name or prompt path cannot be shown.
+    fn into_assignment(self, dir: &Path) -> Option<Assignment> {
+        let path = |p: Option<String>| p.map(|p| dir.join(p));
+        Some(Assignment {
+            dispatch_name: self.dispatch_name?,
+            worker_id: self.worker_id.unwrap_or_default(),
+            role: self.role.unwrap_or_default(),
+            provider: self.provider.unwrap_or_default(),
+            model: self.model_execution_value.unwrap_or_default(),
+            runner: self.runner.unwrap_or_default(),
+            prompt_path: path(self.prompt_path)?,
+            result_path: path(self.result_path),
+            worker_results_path: path(self.worker_results_path),
+            heartbeat_path: path(self.heartbeat_path),
+        })
+    }
+}
+
+/// Every candidate run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`,
+/// sorted by path so output is stable.
+pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
+    let mut level = vec![project_root.join(OKSTRA_DIR).join("tasks")];
+    // project-id / task-group / task-id / run
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        for dir in level {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            next.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+        level = next;
+    }
+    // Folders without a manifest are filtered when loading (one open
+    // instead of a stat and an open per run).
+    level.sort();
+    level
+}
+
+/// The project root to use: the flag, else the current directory.
+pub fn project_root(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let root = match flag {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    if !root.is_dir() {
+        anyhow::bail!(
+            "invalid value `{}` for `--project-root`: expected an existing directory",
+            root.display()
+        );
+    }
+    Ok(root)
+}

@@ -1,0 +1,291 @@
+//! Is the process a sidecar recorded still *that* process? And stopping a
+//! recorded process group.
+//!
+//! A pid alone proves nothing: after the process dies the kernel hands the
+//! number to someone else. So every check pairs the pid with the sidecar's
+//! `started_ts` and the start time Linux keeps in `/proc/<pid>/stat`:
+//!
+//! - the wrapper wrote `started_ts` after it started, so a live wrapper
+//!   started no later than `started_ts` (+ rounding);
+//! - the child (the group leader, pgid = its pid) was spawned right after
+//!   `started_ts`, so it started within [`started_ts` − 1, `started_ts` +
+//!   [`SPAWN_WINDOW_SECS`]]; a process with that pid that started later is a
+//!   stranger who inherited the number;
+//! - when the leader is gone but members of its group remain (grandchildren),
+//!   the group id cannot have been handed out again while those members hold
+//!   it, and they started after `started_ts`.
+//!
+//! Zombies count as gone: they hold no resources and cannot be stopped.
+//! Without `/proc` (not Linux) only `kill(pid, 0)` is available and no
+//! group is ever called ours.
+
+use std::fs;
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// Rounding slack: `started_ts` is whole seconds, so is the boot time.
+const CLOCK_SLACK_SECS: i64 = 1;
+/// Longest plausible gap between the wrapper recording `started_ts` and
+/// spawning the CLI (it creates the log and the sidecar in between).
+pub const SPAWN_WINDOW_SECS: i64 = 60;
+/// How long a stopped group gets between SIGTERM and SIGKILL (as provider-exec).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long we wait for the group to vanish after SIGKILL.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// Poll interval while waiting for a group to vanish.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What `/proc/<pid>/stat` says about one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub pid: i32,
+    /// One-letter state (`R`, `S`, `Z` …).
+    pub state: char,
+    pub pgrp: i32,
+    /// Start time in Unix seconds.
+    pub start_unix: i64,
+}
+
+impl ProcInfo {
+    fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Read `/proc/<pid>/stat`; `None` if there is no such process (or no /proc).
+pub fn proc_info(pid: i32) -> Option<ProcInfo> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &text)
+}
+
+/// Parse a `/proc/<pid>/stat` line. The command name (field 2) may hold
+/// spaces and parentheses, so fields are counted after its last `)`.
+fn parse_stat(pid: i32, text: &str) -> Option<ProcInfo> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // fields[0] is field 3 (state); pgrp is field 5; starttime is field 22.
+    let state = fields.first()?.chars().next()?;
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let ticks: i64 = fields.get(19)?.parse().ok()?;
+    let (boot, hertz) = boot_clock()?;
+    Some(ProcInfo {
+        pid,
+        state,
+        pgrp,
+        start_unix: boot + ticks / hertz,
+    })
+}
+
+/// Boot time (Unix seconds) and clock ticks per second, read once.
+fn boot_clock() -> Option<(i64, i64)> {
+    static CLOCK: OnceLock<Option<(i64, i64)>> = OnceLock::new();
+    *CLOCK.get_or_init(|| {
+        let stat = fs::read_to_string("/proc/stat").ok()?;
+        let boot = stat
+            .lines()
+            .find_map(|line| line.strip_prefix("btime "))?
+            .trim()
+            .parse()
+            .ok()?;
+        let hertz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .filter(|hz| *hz > 0)?;
+        Some((boot, hertz))
+    })
+}
+
+/// Whether `pid` exists at all (a zombie counts: `kill` reaches it).
+fn exists(pid: i32) -> bool {
+    pid > 0 && matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
+}
+
+/// Is the wrapper that wrote a sidecar with this `pid` and `started_ts` still
+/// running? A zombie, or a process that started after `started_ts`, is not it.
+pub fn wrapper_alive(pid: i32, started_ts: i64) -> bool {
+    if !exists(pid) {
+        return false;
+    }
+    match proc_info(pid) {
+        Some(info) => !info.is_zombie() && info.start_unix <= started_ts + CLOCK_SLACK_SECS,
+        // The pid exists but its /proc entry cannot be read (no /proc, or
+        // `hidepid`): it cannot be disproved, so it is not called dead.
+        None => true,
+    }
+}
+
+/// Every live (non-zombie) process, read from `/proc` in one pass.
+#[derive(Debug, Default)]
+pub struct ProcTable {
+    processes: Vec<ProcInfo>,
+}
+
+impl ProcTable {
+    pub fn scan() -> ProcTable {
+        let Ok(entries) = fs::read_dir("/proc") else {
+            return ProcTable::default();
+        };
+        let processes = entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(proc_info)
+            .filter(|info| !info.is_zombie())
+            .collect();
+        ProcTable { processes }
+    }
+
+    /// Live members of group `pgid`.
+    pub fn members(&self, pgid: i32) -> Vec<ProcInfo> {
+        self.processes
+            .iter()
+            .filter(|info| info.pgrp == pgid)
+            .copied()
+            .collect()
+    }
+}
+
+/// What is left of a recorded process group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Group {
+    /// No live process is in the group.
+    Gone,
+    /// The group is the one the sidecar recorded; these pids are in it.
+    Ours(Vec<i32>),
+    /// The group id is in use by processes that cannot be the recorded ones.
+    Foreign(String),
+}
+
+/// Identify group `pgid` of a sidecar that recorded `started_ts`.
+pub fn identify_group(table: &ProcTable, pgid: i32, started_ts: i64) -> Group {
+    let members = table.members(pgid);
+    if members.is_empty() {
+        return Group::Gone;
+    }
+    let pids = members.iter().map(|m| m.pid).collect();
+    if let Some(leader) = members.iter().find(|m| m.pid == pgid) {
+        let earliest = started_ts - CLOCK_SLACK_SECS;
+        let latest = started_ts + SPAWN_WINDOW_SECS;
+        if (earliest..=latest).contains(&leader.start_unix) {
+            return Group::Ours(pids);
+        }
+        return Group::Foreign(format!(
+            "group leader {pgid} started at {} but the sidecar started at {started_ts}",
+            leader.start_unix
+        ));
+    }
+    // Leader gone, members remain: the id is still held by this group, so
+    // it was never reissued; its members must be younger than the record.
+    match members
+        .iter()
+        .find(|m| m.start_unix < started_ts - CLOCK_SLACK_SECS)
+    {
+        Some(old) => Group::Foreign(format!(
+            "process {} in group {pgid} started at {}, before the sidecar's {started_ts}",
+            old.pid, old.start_unix
+        )),
+        None => Group::Ours(pids),
+    }
+}
+
+/// How a stop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// The group was already gone when we looked.
+    AlreadyGone,
+    /// SIGTERM was enough.
+    Terminated,
+    /// SIGKILL was needed after the grace period.
+    Killed,
+    /// Something survived even SIGKILL (e.g. stuck in the kernel).
+    Survived,
+}
+
+/// Stop a process group: SIGTERM, up to `grace` for it to vanish, SIGKILL.
+/// `ESRCH` means it is already gone, which is success.
+pub fn stop_group(pgid: i32, grace: Duration) -> Result<Stopped, Errno> {
+    let group = Pid::from_raw(pgid);
+    match killpg(group, Signal::SIGTERM) {
+        Ok(()) => {}
+        Err(Errno::ESRCH) => return Ok(Stopped::AlreadyGone),
+        Err(err) => return Err(err),
+    }
+    if wait_gone(pgid, grace) {
+        return Ok(Stopped::Terminated);
+    }
+    match killpg(group, Signal::SIGKILL) {
+        Ok(()) => {}
+        Err(Errno::ESRCH) => return Ok(Stopped::Killed),
+        Err(err) => return Err(err),
+    }
+    if wait_gone(pgid, KILL_WAIT) {
+        Ok(Stopped::Killed)
+    } else {
+        Ok(Stopped::Survived)
+    }
+}
+
+/// Wait until group `pgid` has no live member, at most `limit`.
+fn wait_gone(pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if ProcTable::scan().members(pgid).is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command_name() {
+        let line =
+            "4242 (odd (name) x) S 1 4240 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 500 0 0";
+        let info = parse_stat(4242, line).unwrap();
+        assert_eq!(info.state, 'S');
+        assert_eq!(info.pgrp, 4240);
+        let (boot, hertz) = boot_clock().unwrap();
+        assert_eq!(info.start_unix, boot + 500 / hertz);
+    }
+
+    #[test]
+    fn our_own_process_is_alive_and_recorded_start_matters() {
+        let pid = i32::try_from(std::process::id()).unwrap();
+        let now = super::super::clock::unix_now();
+        assert!(wrapper_alive(pid, now));
+        // A record from before we started cannot be us.
+        let info = proc_info(pid).unwrap();
+        assert!(!wrapper_alive(pid, info.start_unix - 10));
+    }
+
+    #[test]
+    fn a_leader_that_started_long_after_the_record_is_foreign() {
+        let pid = i32::try_from(std::process::id()).unwrap();
+        let info = proc_info(pid).unwrap();
+        let table = ProcTable {
+            processes: vec![ProcInfo { pgrp: pid, ..info }],
+        };
+        assert_eq!(
+            identify_group(&table, pid, info.start_unix),
+            Group::Ours(vec![pid])
+        );
+        assert!(matches!(
+            identify_group(&table, pid, info.start_unix - 3600),
+            Group::Foreign(_)
+        ));
+        assert_eq!(
+            identify_group(&table, pid + 1, info.start_unix),
+            Group::Gone
+        );
+    }
+}

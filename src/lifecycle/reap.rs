@@ -1,0 +1,328 @@
+//! `okstra reap`: find what dead wrappers left behind and, with `--execute`,
+//! clean it up. A dry run unless `--execute`.
+//!
+//! Candidates are status sidecars under the project's `.okstra/` that still
+//! say `started` while the wrapper pid they record is gone (or is now a
+//! different process). For each:
+//!
+//! - its recorded process group still runs and is provably the one recorded
+//!   ([`process::identify_group`]) → stop the group (SIGTERM, 5 s grace,
+//!   SIGKILL) and finish the sidecar with `reason: orphaned-group-stopped`;
+//! - otherwise → nothing to kill; finish the sidecar with `reason:
+//!   wrapper-lost`.
+//!
+//! Finishing a sidecar means `stage: exited`, `terminated_by: reaper`,
+//! `reason`, `ended_ts`, written atomically. Nothing else is ever signalled:
+//! only process groups named by okstra sidecars under this project, each
+//! identified again right before the signal.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::process::{self, Group, ProcTable, Stopped};
+use super::sidecar::{self, Sidecar, Stage};
+use super::{OKSTRA_DIR, clock};
+use crate::cli::ReapArgs;
+use crate::exit::ExitStatus;
+
+/// Version of the `--json` document.
+const REAP_VERSION: u32 = 1;
+/// `reason` written for a stopped orphan group.
+const REASON_STOPPED: &str = "orphaned-group-stopped";
+/// `reason` written when there was nothing left to stop.
+const REASON_LOST: &str = "wrapper-lost";
+
+/// What the reaper does about one sidecar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Kind {
+    /// Stop the orphaned group, then finish the sidecar.
+    StopGroup,
+    /// Only finish the sidecar: nothing of ours is running.
+    MarkLost,
+}
+
+/// One planned (and maybe performed) action.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Action {
+    #[serde(rename = "action")]
+    kind: Kind,
+    sidecar: PathBuf,
+    wrapper_pid: i32,
+    pgid: Option<i32>,
+    /// Live members of the group when planned.
+    pids: Vec<i32>,
+    reason: String,
+    /// `planned` in a dry run; what happened with `--execute`.
+    outcome: String,
+    #[serde(skip)]
+    failed: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    schema_version: u32,
+    execute: bool,
+    project_root: &'a Path,
+    actions: &'a [Action],
+}
+
+pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
+    let root = super::project_root(args.project_root.as_deref())?;
+    let table = ProcTable::scan();
+    let mut actions = Vec::new();
+    for path in find_sidecars(&root.join(OKSTRA_DIR)) {
+        match sidecar::read(&path) {
+            Ok(Some(side)) => actions.extend(plan(&side, &table)),
+            Ok(None) => {}
+            Err(err) => {
+                let _ = writeln!(io::stderr(), "warning: {err:#}");
+            }
+        }
+    }
+    if args.execute {
+        for action in &mut actions {
+            perform(action);
+        }
+    }
+
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if args.json {
+        let report = Report {
+            schema_version: REAP_VERSION,
+            execute: args.execute,
+            project_root: &root,
+            actions: &actions,
+        };
+        serde_json::to_writer(&mut out, &report).context("cannot write the reap report")?;
+        writeln!(out)?;
+    } else {
+        for action in &actions {
+            writeln!(out, "{}", describe(action, args.execute))?;
+        }
+    }
+    out.flush()?;
+    if actions.is_empty() && !args.json {
+        let _ = writeln!(
+            io::stderr(),
+            "okstra: nothing to reap under `{}`",
+            root.join(OKSTRA_DIR).display()
+        );
+    } else if !args.execute && !actions.is_empty() {
+        let _ = writeln!(
+            io::stderr(),
+            "okstra: dry run; pass `--execute` to do the above"
+        );
+    }
+    if actions.iter().any(|a| a.failed) {
+        return Ok(ExitStatus::Failure);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Every `*.status.json` under `dir`, without following symlinks (so the
+/// walk can never leave the project's `.okstra/`).
+fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file()
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| name.ends_with(sidecar::SUFFIX))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What to do about one sidecar, if anything. Sidecars without a pid or a
+/// start time cannot be judged and are left alone.
+fn plan(side: &Sidecar, table: &ProcTable) -> Option<Action> {
+    if side.stage == Stage::Exited {
+        return None;
+    }
+    let wrapper_pid = side.pid?;
+    let started = side.started_ts?;
+    if process::wrapper_alive(wrapper_pid, started) {
+        return None;
+    }
+    let group = side.pgid.map_or(Group::Gone, |pgid| {
+        process::identify_group(table, pgid, started)
+    });
+    let (action, pids, reason) = match group {
+        Group::Ours(pids) => (
+            Kind::StopGroup,
+            pids,
+            format!("wrapper pid {wrapper_pid} is gone but its process group still runs"),
+        ),
+        Group::Gone => (
+            Kind::MarkLost,
+            Vec::new(),
+            format!("wrapper pid {wrapper_pid} is gone and nothing of its group is left"),
+        ),
+        Group::Foreign(why) => (
+            Kind::MarkLost,
+            Vec::new(),
+            format!(
+                "wrapper pid {wrapper_pid} is gone; its group id now belongs to others ({why})"
+            ),
+        ),
+    };
+    Some(Action {
+        kind: action,
+        sidecar: side.path.clone(),
+        wrapper_pid,
+        pgid: side.pgid,
+        pids,
+        reason,
+        outcome: "planned".into(),
+        failed: false,
+    })
+}
+
+/// Carry out one action, re-checking everything first: the sidecar may have
+/// been finished, and the group must still be the recorded one.
+fn perform(action: &mut Action) {
+    let fresh = match sidecar::read(&action.sidecar) {
+        Ok(Some(side)) => side,
+        Ok(None) => {
+            action.outcome = "skipped: the sidecar is gone".into();
+            return;
+        }
+        Err(err) => {
+            action.outcome = format!("failed: {err:#}");
+            action.failed = true;
+            return;
+        }
+    };
+    // Re-plan against a fresh process table; act only if the plan holds.
+    let Some(again) = plan(&fresh, &ProcTable::scan()) else {
+        action.outcome = "skipped: no longer needed".into();
+        return;
+    };
+    let mut killed = false;
+    let reason = match (action.kind, again.kind) {
+        (Kind::StopGroup, Kind::StopGroup) => {
+            let Some(pgid) = fresh.pgid else {
+                action.outcome = "skipped: no process group recorded".into();
+                return;
+            };
+            match process::stop_group(pgid, process::STOP_GRACE) {
+                Ok(Stopped::Terminated) => action.outcome = "terminated".into(),
+                Ok(Stopped::AlreadyGone) => action.outcome = "already-gone".into(),
+                Ok(Stopped::Killed) => {
+                    killed = true;
+                    action.outcome = "killed".into();
+                }
+                Ok(Stopped::Survived) => {
+                    action.outcome = format!("failed: group {pgid} survived SIGKILL");
+                    action.failed = true;
+                    return;
+                }
+                Err(errno) => {
+                    action.outcome = format!("failed: cannot signal group {pgid}: {errno}");
+                    action.failed = true;
+                    return;
+                }
+            }
+            REASON_STOPPED
+        }
+        // The group vanished (or stopped being ours) since planning: there
+        // is nothing to signal any more, only the record to finish.
+        (Kind::StopGroup | Kind::MarkLost, Kind::MarkLost) => {
+            action.outcome = "marked".into();
+            REASON_LOST
+        }
+        (Kind::MarkLost, Kind::StopGroup) => {
+            action.outcome =
+                "skipped: its group appeared since planning; run `okstra reap` again".into();
+            return;
+        }
+    };
+    if let Err(err) = fresh.mark_reaped(reason, clock::unix_now(), killed) {
+        action.outcome = format!("{}; failed: {err:#}", action.outcome);
+        action.failed = true;
+    }
+}
+
+/// One text line for an action.
+fn describe(action: &Action, execute: bool) -> String {
+    let what = match action.kind {
+        Kind::StopGroup => {
+            let pids: Vec<String> = action.pids.iter().map(ToString::to_string).collect();
+            format!(
+                "stop group {} (pids {})",
+                action.pgid.unwrap_or_default(),
+                pids.join(" ")
+            )
+        }
+        Kind::MarkLost => "mark lost".to_owned(),
+    };
+    let verb = if execute { "" } else { "would " };
+    let outcome = if execute {
+        format!(" -> {}", action.outcome)
+    } else {
+        String::new()
+    };
+    format!(
+        "{verb}{what}: `{}`: {}{outcome}",
+        action.sidecar.display(),
+        action.reason
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_finds_sidecars_and_ignores_symlinked_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join(".okstra/tasks/p/g/t/run/prompts");
+        fs::create_dir_all(&inside).unwrap();
+        fs::write(inside.join("a.md.status.json"), "{}").unwrap();
+        fs::write(inside.join("a.md"), "x").unwrap();
+        let outside = dir.path().join("elsewhere");
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("b.md.status.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.path().join(".okstra/link")).unwrap();
+        let found = find_sidecars(&dir.path().join(".okstra"));
+        assert_eq!(found, vec![inside.join("a.md.status.json")]);
+    }
+
+    #[test]
+    fn finished_or_unjudgeable_sidecars_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.md.status.json");
+        for json in [
+            r#"{"stage":"exited","pid":999999999,"started_ts":1}"#,
+            r#"{"stage":"started","started_ts":1}"#,
+            r#"{"stage":"started","pid":999999999}"#,
+        ] {
+            fs::write(&path, json).unwrap();
+            let side = sidecar::read(&path).unwrap().unwrap();
+            assert!(plan(&side, &ProcTable::default()).is_none(), "{json}");
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Reading provider-exec status sidecars (`<prompt>.status.json`), and the
+//! reaper's one permitted change to them.
+//!
+//! provider-exec owns the format (SPEC §5) and may be older or newer than
+//! this binary, so every field is optional here, unknown fields are kept
+//! verbatim when the reaper rewrites a sidecar, and a sidecar that is not a
+//! JSON object is reported, never fatal.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::durable;
+
+/// Suffix provider-exec appends to the prompt path.
+pub const SUFFIX: &str = ".status.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read sidecar `{}`", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("sidecar `{}` is not a JSON object", .path.display())]
+    Malformed { path: PathBuf },
+    #[error("sidecar `{}` did not keep the reaper's record when read back", .path.display())]
+    NotKept { path: PathBuf },
+    #[error("cannot write sidecar `{}`", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// `stage` of a sidecar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    Started,
+    Exited,
+    /// A stage this build does not know; shown, treated as not terminal.
+    Other(String),
+}
+
+/// The fields of a sidecar the lifecycle commands use.
+#[derive(Debug, Clone)]
+pub struct Sidecar {
+    pub path: PathBuf,
+    pub stage: Stage,
+    /// The wrapper's pid.
+    pub pid: Option<i32>,
+    /// The CLI's process group (its pid), once spawned.
+    pub pgid: Option<i32>,
+    pub started_ts: Option<i64>,
+    pub ended_ts: Option<i64>,
+    pub duration_ms: Option<i64>,
+    pub exit_code: Option<i64>,
+    pub timeout: bool,
+    pub terminated_by: Option<String>,
+    pub signal: Option<String>,
+    pub reason: Option<String>,
+    pub log_path: Option<PathBuf>,
+}
+
+/// The fields read, with the types provider-exec writes. A sidecar whose
+/// fields have other types is read again through `Value`, leniently.
+#[derive(Debug, Deserialize)]
+struct Wire {
+    stage: Option<String>,
+    pid: Option<i64>,
+    pgid: Option<i64>,
+    started_ts: Option<i64>,
+    ended_ts: Option<i64>,
+    duration_ms: Option<i64>,
+    exit_code: Option<i64>,
+    timeout: Option<bool>,
+    terminated_by: Option<String>,
+    signal: Option<String>,
+    reason: Option<String>,
+    log_path: Option<String>,
+}
+
+/// The sidecar path for a prompt path.
+pub fn path_for(prompt: &Path) -> PathBuf {
+    let mut name: OsString = prompt.as_os_str().to_owned();
+    name.push(SUFFIX);
+    PathBuf::from(name)
+}
+
+/// The log provider-exec writes for a prompt: `<prompt minus .md>.log`.
+pub fn log_for(prompt: &Path) -> PathBuf {
+    if prompt.extension().is_some_and(|ext| ext == "md") {
+        prompt.with_extension("log")
+    } else {
+        let mut name: OsString = prompt.as_os_str().to_owned();
+        name.push(".log");
+        PathBuf::from(name)
+    }
+}
+
+/// Read a whole small file with plain `read` calls. `fs::read` and
+/// `read_to_end` first ask the file's size (`statx` and `lseek`); a board
+/// reads thousands of small files and those probes were a third of its
+/// system calls.
+pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let mut bytes = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => {
+                bytes.extend_from_slice(&chunk[..n]);
+                // A short read of a regular file means end of file (both
+                // callers read files replaced atomically, never appended
+                // to); skip the extra call that would only say so.
+                if n < chunk.len() {
+                    return Ok(bytes);
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Read a sidecar; `Ok(None)` when there is none.
+pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
+    let bytes = match read_small(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(Error::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // The typed read skips unknown fields without allocating them; it is
+    // the common case on a board of thousands of sidecars.
+    if let Ok(wire) = serde_json::from_slice::<Wire>(&bytes) {
+        return Ok(Some(Sidecar::from_wire(path, wire)));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(raw)) => Ok(Some(Sidecar::from_map(path, &raw))),
+        _ => Err(Error::Malformed {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+/// The whole sidecar object, for a rewrite that keeps what we do not know.
+fn read_raw(path: &Path) -> Result<Map<String, Value>, Error> {
+    let bytes = read_small(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(raw)) => Ok(raw),
+        _ => Err(Error::Malformed {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+fn stage_of(stage: Option<&str>) -> Stage {
+    match stage {
+        Some("started") | None => Stage::Started,
+        Some("exited") => Stage::Exited,
+        Some(other) => Stage::Other(other.to_owned()),
+    }
+}
+
+/// A positive pid that fits `pid_t`.
+fn to_pid(value: Option<i64>) -> Option<i32> {
+    value.and_then(|v| i32::try_from(v).ok()).filter(|v| *v > 0)
+}
+
+impl Sidecar {
+    fn from_wire(path: &Path, wire: Wire) -> Sidecar {
+        Sidecar {
+            path: path.to_path_buf(),
+            stage: stage_of(wire.stage.as_deref()),
+            pid: to_pid(wire.pid),
+            pgid: to_pid(wire.pgid),
+            started_ts: wire.started_ts,
+            ended_ts: wire.ended_ts,
+            duration_ms: wire.duration_ms,
+            exit_code: wire.exit_code,
+            timeout: wire.timeout == Some(true),
+            terminated_by: wire.terminated_by,
+            signal: wire.signal,
+            reason: wire.reason,
+            log_path: wire.log_path.map(PathBuf::from),
+        }
+    }
+
+    fn from_map(path: &Path, raw: &Map<String, Value>) -> Sidecar {
+        let int = |key: &str| raw.get(key).and_then(Value::as_i64);
+        let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
+        Sidecar {
+            path: path.to_path_buf(),
+            stage: stage_of(raw.get("stage").and_then(Value::as_str)),
+            pid: to_pid(int("pid")),
+            pgid: to_pid(int("pgid")),
+            started_ts: int("started_ts"),
+            ended_ts: int("ended_ts"),
+            duration_ms: int("duration_ms"),
+            exit_code: int("exit_code"),
+            timeout: raw.get("timeout").and_then(Value::as_bool) == Some(true),
+            terminated_by: text("terminated_by"),
+            signal: text("signal"),
+            reason: text("reason"),
+            log_path: text("log_path").map(PathBuf::from),
+        }
+    }
+
+    /// Record that the reaper finished this sidecar for a dead wrapper:
+    /// `stage: exited`, `terminated_by: reaper`, `reason`, `ended_ts`,
+    /// written atomically. The file is read again so every field it holds
+    /// now, known to us or not, is kept.
+    pub fn mark_reaped(&self, reason: &str, ended_ts: i64, killed: bool) -> Result<(), Error> {
+        let mut raw = read_raw(&self.path)?;
+        raw.insert("stage".into(), "exited".into());
+        raw.insert("terminated_by".into(), "reaper".into());
+        raw.insert("reason".into(), reason.into());
+        raw.insert("ended_ts".into(), ended_ts.into());
+        if let Some(started) = self.started_ts {
+            let millis = (ended_ts - started).max(0).saturating_mul(1000);
+            raw.entry("duration_ms").or_insert_with(|| millis.into());
+        }
+        if killed {
+            raw.insert("killed".into(), true.into());
+        }
+        let mut bytes =
+            serde_json::to_vec_pretty(&Value::Object(raw)).expect("a JSON map always serialises");
+        bytes.push(b'\n');
+        durable::write_atomic(&self.path, &bytes).map_err(|source| Error::Write {
+            path: self.path.clone(),
+            source,
+        })?;
+        // Read it back: a rename onto a file someone else just replaced
+        // must not go unnoticed.
+        let back = read_raw(&self.path)?;
+        if back.get("terminated_by").and_then(Value::as_str) == Some("reaper")
+            && back.get("stage").and_then(Value::as_str) == Some("exited")
+        {
+            Ok(())
+        } else {
+            Err(Error::NotKept {
+                path: self.path.clone(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn read_small_reads_files_larger_than_one_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let bytes: Vec<u8> = (0..20_000_u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_small(&path).unwrap(), bytes);
+        fs::write(&path, b"").unwrap();
+        assert!(read_small(&path).unwrap().is_empty());
+    }
+
+    #[test]
+    fn paths_follow_the_prompt() {
+        let prompt = Path::new("/r/prompts/codex-worker.md");
+        assert_eq!(
+            path_for(prompt),
+            Path::new("/r/prompts/codex-worker.md.status.json")
+        );
+        assert_eq!(log_for(prompt), Path::new("/r/prompts/codex-worker.log"));
+        assert_eq!(log_for(Path::new("/r/p.txt")), Path::new("/r/p.txt.log"));
+    }
+
+    #[test]
+    fn reading_is_defensive_and_marking_keeps_unknown_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.md.status.json");
+        assert!(read(&path).unwrap().is_none());
+        fs::write(&path, "[1]").unwrap();
+        assert!(matches!(read(&path), Err(Error::Malformed { .. })));
+        fs::write(
+            &path,
+            r#"{"schemaVersion":1,"stage":"started","pid":-4,"pgid":77,"started_ts":100,"future":"x"}"#,
+        )
+        .unwrap();
+        let sidecar = read(&path).unwrap().unwrap();
+        assert_eq!(sidecar.stage, Stage::Started);
+        // A field of an unexpected type does not hide the others.
+        fs::write(&path, r#"{"stage":"exited","pid":"12","exit_code":3}"#).unwrap();
+        let odd = read(&path).unwrap().unwrap();
+        assert_eq!(
+            (odd.stage, odd.pid, odd.exit_code),
+            (Stage::Exited, None, Some(3))
+        );
+        fs::write(
+            &path,
+            r#"{"schemaVersion":1,"stage":"started","pid":-4,"pgid":77,"started_ts":100,"future":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(sidecar.pid, None);
+        assert_eq!(sidecar.pgid, Some(77));
+        sidecar.mark_reaped("wrapper-lost", 160, false).unwrap();
+        let after: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(after["stage"], "exited");
+        assert_eq!(after["terminated_by"], "reaper");
+        assert_eq!(after["reason"], "wrapper-lost");
+        assert_eq!(after["ended_ts"], 160);
+        assert_eq!(after["duration_ms"], 60_000);
+        assert_eq!(after["future"], "x");
+    }
+}
