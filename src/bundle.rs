@@ -519,7 +519,8 @@ fn render_files(
     }
     files.push((PathBuf::from("state/lead-events.jsonl"), Vec::new()));
 
-    let created_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // Milliseconds, so runs created in the same second still order by time.
+    let created_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let task_manifest = task_manifest(settings, &context, &created_at);
     let run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, &created_at);
     let team_state = team_state(settings, &context, &roster, &created_at);

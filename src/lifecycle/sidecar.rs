@@ -235,6 +235,21 @@ impl Sidecar {
             let millis = (ended_ts - started).max(0).saturating_mul(1000);
             raw.entry("duration_ms").or_insert_with(|| millis.into());
         }
+        // The CLI's own end was never observed. A group the reaper stopped
+        // ended on its signal (128+N, the shell convention); for a group
+        // that was already gone the code is unknown.
+        let stopped_by = if killed {
+            Some(nix::sys::signal::Signal::SIGKILL)
+        } else if reason == "orphaned-group-stopped" {
+            Some(nix::sys::signal::Signal::SIGTERM)
+        } else {
+            None
+        };
+        raw.entry("exit_code").or_insert_with(|| {
+            stopped_by.map_or(Value::Null, |signal| {
+                crate::exit::from_signal(signal as i32).into()
+            })
+        });
         if killed {
             raw.insert("killed".into(), true.into());
         }
@@ -324,5 +339,29 @@ mod tests {
         assert_eq!(after["ended_ts"], 160);
         assert_eq!(after["duration_ms"], 60_000);
         assert_eq!(after["future"], "x");
+        assert_eq!(after["exit_code"], Value::Null);
+    }
+
+    #[test]
+    fn reaped_records_satisfy_the_status_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.md.status.json");
+        for (reason, killed, code) in [
+            ("wrapper-lost", false, Value::Null),
+            ("orphaned-group-stopped", false, Value::from(143)),
+            ("orphaned-group-stopped", true, Value::from(137)),
+        ] {
+            fs::write(
+                &path,
+                r#"{"schemaVersion":1,"wrapper":"okstra-codex-exec","role":"worker","pid":4,"pgid":7,"started_ts":100,"log_path":"/x/p.log","stage":"started"}"#,
+            )
+            .unwrap();
+            let sidecar = read(&path).unwrap().unwrap();
+            sidecar.mark_reaped(reason, 160, killed).unwrap();
+            let after: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+            assert_eq!(after["exit_code"], code, "{reason}");
+            let problems = crate::schema::violations("status.schema.json", &after).unwrap();
+            assert!(problems.0.is_empty(), "{reason}: {problems}");
+        }
     }
 }
