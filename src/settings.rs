@@ -346,17 +346,40 @@ pub fn resolve_with(
         }
     };
 
+    // Without --task-type, what the run continues decides: an approved plan
+    // is carried out by `implementation`; clarification answers continue the
+    // phase that asked; otherwise the last finished run's recommendation.
     let task_type = match args.task_type.as_deref() {
         Some(raw) => parse_value::<TaskType>("--task-type", raw)?,
-        None => {
-            if let Some(task_type) = crate::resume::next_phase(&project_root, &task_key)? {
-                task_type
-            } else {
-                let raw = missing("task-type", None)?;
-                parse_value::<TaskType>("--task-type", &raw)?
+        None => match &continuation {
+            Continuation::ApprovedPlan(_) => TaskType::Implementation,
+            Continuation::ClarificationResponse(_) | Continuation::ResumeClarification => {
+                crate::resume::latest(&project_root, &task_key, TaskType::takes_clarification)
+                    .map(|run| run.task_type)
+                    .with_context(|| {
+                        format!(
+                            "task key `{}` has no requirements-discovery or error-analysis run to continue; start one first",
+                            task_key.joined()
+                        )
+                    })?
             }
-        }
+            Continuation::None | Continuation::ClarificationAnswers(_) => {
+                if let Some(task_type) = crate::resume::next_phase(&project_root, &task_key)? {
+                    task_type
+                } else {
+                    let raw = missing("task-type", None)?;
+                    parse_value::<TaskType>("--task-type", &raw)?
+                }
+            }
+        },
     };
+    if matches!(continuation, Continuation::ApprovedPlan(_))
+        && task_type != TaskType::Implementation
+    {
+        bail!(
+            "`--approved-plan` is carried out by an implementation run, not `--task-type {task_type}`: drop `--task-type` or pass `--task-type implementation`"
+        );
+    }
 
     let task_brief = missing(
         "task-brief",

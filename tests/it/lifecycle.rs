@@ -901,3 +901,33 @@ fn task_key_form_resumes_the_same_task() {
     assert!(second.ends_with("project-analysis-002"), "{second:?}");
     assert_eq!(manifest(&second)["continues"], json!(first));
 }
+
+#[test]
+fn continuations_supply_the_task_type_when_none_is_given() {
+    let project = Project::new();
+    fs::write(project.root().join("answers.md"), "use postgres\n").unwrap();
+    fs::write(project.root().join("plan.md"), "1. do it\n").unwrap();
+    let analysis = project.render(&["--task-type", "error-analysis"]);
+    project.render(&["--task-type", "project-analysis"]);
+
+    // Answers continue the phase that asked, not the latest run's type.
+    let answered = project.render(&["--clarification-response", "answers.md"]);
+    assert_eq!(manifest(&answered)["taskType"], "error-analysis");
+    assert_eq!(manifest(&answered)["continues"], json!(analysis));
+
+    // An approved plan is carried out by an implementation run...
+    let implementing = project.render(&["--approved-plan", "plan.md"]);
+    assert_eq!(manifest(&implementing)["taskType"], "implementation");
+
+    // ...and by nothing else.
+    let refused = project
+        .launch(&[
+            "--approved-plan",
+            "plan.md",
+            "--task-type",
+            "project-analysis",
+        ])
+        .code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(stderr.contains("--task-type project-analysis"), "{stderr}");
+}
