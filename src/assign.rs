@@ -28,11 +28,41 @@ pub struct Assignment {
     pub wrapper: Option<String>,
     /// Whether this worker may change project files (only the executor).
     pub writes_project: bool,
+    #[serde(flatten)]
+    pub paths: DispatchPaths,
+}
+
+/// The files of one dispatch, all derived from the run folder and the
+/// dispatch name, so every dispatch kind (initial, critic, reverify) names
+/// them the same way.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[expect(
+    clippy::struct_field_names,
+    reason = "the names are the run manifest's field names"
+)]
+pub struct DispatchPaths {
     pub prompt_path: PathBuf,
     pub result_path: PathBuf,
     pub worker_results_path: PathBuf,
     pub error_path: PathBuf,
     pub heartbeat_path: PathBuf,
+}
+
+impl DispatchPaths {
+    pub fn new(run_dir: &Path, dispatch_name: &str) -> Self {
+        let results = run_dir.join("results");
+        DispatchPaths {
+            prompt_path: run_dir.join("prompts").join(format!("{dispatch_name}.md")),
+            result_path: results.join(format!("{dispatch_name}.md")),
+            worker_results_path: results.join(format!("{dispatch_name}.worker-results.md")),
+            error_path: results.join(format!("{dispatch_name}.error.md")),
+            heartbeat_path: run_dir
+                .join("state")
+                .join("heartbeats")
+                .join(format!("{dispatch_name}.jsonl")),
+        }
+    }
 }
 
 /// The roster in dispatch order: analysers (or executor then verifiers),
@@ -121,12 +151,11 @@ fn make(
         (Runner::NativeSession, _) => model.clone(),
         (Runner::CliWrapper, _) => "inherit".to_owned(),
     };
-    let results = run_dir.join("results");
-    let result_path = if role == Role::ReportWriter {
-        run_dir.join("report").join("data.json")
-    } else {
-        results.join(format!("{dispatch_name}.md"))
-    };
+    let mut paths = DispatchPaths::new(run_dir, &dispatch_name);
+    if role == Role::ReportWriter {
+        // The report writer's result is the report itself.
+        paths.result_path = run_dir.join("report").join("data.json");
+    }
     Assignment {
         worker_id: worker_id.to_owned(),
         role,
@@ -135,14 +164,7 @@ fn make(
         runner,
         wrapper: (runner == Runner::CliWrapper).then(|| provider.wrapper()),
         writes_project: role == Role::Executor,
-        prompt_path: run_dir.join("prompts").join(format!("{dispatch_name}.md")),
-        result_path,
-        worker_results_path: results.join(format!("{dispatch_name}.worker-results.md")),
-        error_path: results.join(format!("{dispatch_name}.error.md")),
-        heartbeat_path: run_dir
-            .join("state")
-            .join("heartbeats")
-            .join(format!("{dispatch_name}.jsonl")),
+        paths,
         model_execution_value: model,
         dispatch_name,
     }

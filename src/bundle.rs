@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::assign::{self, Assignment};
+use crate::assign::{self, Assignment, DispatchPaths};
 use crate::catalog::{
     CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType, WorkCategory,
 };
@@ -83,11 +83,8 @@ struct ReverifyDispatch {
     host_model: String,
     runner: Runner,
     wrapper: Option<String>,
-    prompt_path: PathBuf,
-    result_path: PathBuf,
-    worker_results_path: PathBuf,
-    error_path: PathBuf,
-    heartbeat_path: PathBuf,
+    #[serde(flatten)]
+    paths: DispatchPaths,
     /// The round plan the lead writes before dispatching this round.
     round_plan_path: PathBuf,
 }
@@ -567,7 +564,6 @@ fn reverify_dispatches(
     for round in 1..=convergence.effective_max_rounds {
         for assignment in &reviewers {
             let dispatch_name = format!("{}-reverify-r{round}", assignment.dispatch_name);
-            let results = run_dir.join("results");
             dispatches.push(ReverifyDispatch {
                 round,
                 worker_id: assignment.worker_id.clone(),
@@ -578,14 +574,7 @@ fn reverify_dispatches(
                 host_model: assignment.host_model.clone(),
                 runner: assignment.runner,
                 wrapper: assignment.wrapper.clone(),
-                prompt_path: run_dir.join("prompts").join(format!("{dispatch_name}.md")),
-                result_path: results.join(format!("{dispatch_name}.md")),
-                worker_results_path: results.join(format!("{dispatch_name}.worker-results.md")),
-                error_path: results.join(format!("{dispatch_name}.error.md")),
-                heartbeat_path: run_dir
-                    .join("state")
-                    .join("heartbeats")
-                    .join(format!("{dispatch_name}.jsonl")),
+                paths: DispatchPaths::new(run_dir, &dispatch_name),
                 round_plan_path: run_dir
                     .join("state")
                     .join(format!("round-plan-r{round}.json")),

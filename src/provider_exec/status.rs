@@ -21,10 +21,11 @@ use crate::durable;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Where the run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     /// Written before anything is spawned; the run is in progress.
+    #[default]
     Started,
     /// Terminal: the wrapper has finished (whatever the reason).
     Exited,
@@ -57,7 +58,7 @@ pub enum TerminatedBy {
 }
 
 /// The sidecar record. Optional fields are omitted until known.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Status {
     #[serde(rename = "schemaVersion")]
     pub schema_version: u32,
@@ -183,30 +184,13 @@ mod tests {
             model: "grok-4.5".into(),
             role: "worker".into(),
             pid: 10,
-            child_pid: None,
-            pgid: None,
             started_ts: 1_700_000_000,
             log_path: "/r/p.log".into(),
             prompt_path: "/r/p.md".into(),
             cwd: "/src".into(),
             argv: vec!["grok".into()],
             idle_timeout_seconds: 600,
-            stage: Stage::Started,
-            exit_code: None,
-            ended_ts: None,
-            duration_ms: None,
-            reason: None,
-            timeout: None,
-            idle_at_ts: None,
-            idle_seconds: None,
-            terminated_by: None,
-            signal: None,
-            child_signal: None,
-            killed: None,
-            stdout_closed: None,
-            drain_timed_out: None,
-            output_bytes: None,
-            error: None,
+            ..Status::default()
         }
     }
 

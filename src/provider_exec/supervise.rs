@@ -131,8 +131,6 @@ async fn supervise(ready: Ready) -> u8 {
         model: inv.model.to_string_lossy().into_owned(),
         role: inv.role.clone(),
         pid: std::process::id(),
-        child_pid: None,
-        pgid: None,
         started_ts: status::unix_now(),
         log_path: absolute(&log_path),
         prompt_path: inv.prompt_path.clone(),
@@ -145,22 +143,7 @@ async fn supervise(ready: Ready) -> u8 {
             )
             .collect(),
         idle_timeout_seconds: inv.idle_timeout_secs.unwrap_or(0),
-        stage: Stage::Started,
-        exit_code: None,
-        ended_ts: None,
-        duration_ms: None,
-        reason: None,
-        timeout: None,
-        idle_at_ts: None,
-        idle_seconds: None,
-        terminated_by: None,
-        signal: None,
-        child_signal: None,
-        killed: None,
-        stdout_closed: None,
-        drain_timed_out: None,
-        output_bytes: None,
-        error: None,
+        ..Status::default()
     };
     if let Err(err) = status.write(&sidecar) {
         eprintln!(
