@@ -6,7 +6,8 @@ start-up floor), then renders with rosters of growing size, so the figures
 can be read as medians and as ratios against the floor. Each sample is a
 fresh process rendering into a fresh run folder of one scratch project.
 
-Usage: python3 benches/render.py [path/to/okstra] [samples]
+Usage: [BENCH_DIR=dir] python3 benches/render.py [path/to/okstra] [samples]
+(BENCH_DIR picks the filesystem the scratch project lives on; default: $TMPDIR.)
 """
 
 import os
@@ -38,7 +39,7 @@ def median_ms(argv, cwd):
 
 def main():
     binary = os.path.abspath(BINARY)
-    project = tempfile.mkdtemp(prefix="okstra-bench-")
+    project = tempfile.mkdtemp(prefix="okstra-bench-", dir=os.environ.get("BENCH_DIR"))
     try:
         with open(os.path.join(project, "brief.md"), "w") as brief:
             brief.write("# Why is checkout slow?\n")

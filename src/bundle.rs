@@ -12,6 +12,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use minijinja::value::Serde;
 use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -441,57 +442,59 @@ fn render_files(
     };
 
     let env = template::environment();
+    // Convert the shared context once; per-worker renders only add the
+    // worker's own fields in front of it (left-most keys win a merge).
+    let base = minijinja::Value::from(Serde(&context));
     let mut files: Vec<RenderedFile> = Vec::new();
-    let mut text =
-        |relative: &str, template_name: &str, context: &RenderContext<'_>| -> Result<()> {
-            let rendered = template::render(&env, template_name, context)?;
-            files.push((PathBuf::from(relative), rendered.into_bytes()));
-            Ok(())
-        };
+    let mut text = |relative: &str, template_name: &str, context: minijinja::Value| -> Result<()> {
+        let rendered = template::render(&env, template_name, context)?;
+        files.push((PathBuf::from(relative), rendered.into_bytes()));
+        Ok(())
+    };
     for (_, file, template_name) in INSTRUCTION_SET {
-        text(&format!("instruction-set/{file}"), template_name, &context)?;
+        text(
+            &format!("instruction-set/{file}"),
+            template_name,
+            base.clone(),
+        )?;
     }
     text(
         "instruction-set/profile.md",
         &format!("prompts/profiles/{}.md.j2", settings.task_type),
-        &context,
+        base.clone(),
     )?;
     text(
         "instruction-set/adapter.md",
         &format!("prompts/lead/adapters/{}.md.j2", settings.lead_runtime),
-        &context,
+        base.clone(),
     )?;
     if implementation {
         text(
             "instruction-set/coding-conventions-preflight.md",
             "prompts/profiles/_coding-conventions-preflight.md.j2",
-            &context,
+            base.clone(),
         )?;
     }
     for assignment in &roster {
-        let worker_context = RenderContext {
-            assignment: Some(assignment),
-            ..context.clone()
-        };
         text(
             &format!("prompts/{}.md", assignment.dispatch_name),
             "templates/worker-prompt.md.j2",
-            &worker_context,
+            minijinja::context! { assignment => Serde(assignment), ..base.clone() },
         )?;
     }
     for dispatch in &reverify {
-        let worker_context = RenderContext {
-            assignment: roster.iter().find(|a| a.worker_id == dispatch.worker_id),
-            reverify_dispatch: Some(dispatch),
-            ..context.clone()
-        };
+        let assignment = roster.iter().find(|a| a.worker_id == dispatch.worker_id);
         text(
             &format!("prompts/{}.md", dispatch.dispatch_name),
             "templates/worker-prompt.md.j2",
-            &worker_context,
+            minijinja::context! {
+                assignment => Serde(assignment),
+                reverifyDispatch => Serde(dispatch),
+                ..base.clone()
+            },
         )?;
     }
-    text("handoff.md", "templates/handoff.md.j2", &context)?;
+    text("handoff.md", "templates/handoff.md.j2", base)?;
 
     // Hash every rendered prompt before the manifests that record the hashes.
     let prompt_hashes: BTreeMap<String, String> = files

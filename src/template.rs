@@ -8,7 +8,6 @@
 
 use include_dir::{Dir, include_dir};
 use minijinja::{Environment, UndefinedBehavior};
-use serde::Serialize;
 
 static PROMPTS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/prompts");
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
@@ -69,19 +68,17 @@ pub fn environment() -> Environment<'static> {
 }
 
 /// Render template `name` with `context`.
-pub fn render<S: Serialize>(
+pub fn render<C: Into<minijinja::Value>>(
     env: &Environment<'_>,
     name: &str,
-    context: &S,
+    context: C,
 ) -> Result<String, Error> {
     let failed = |err: &minijinja::Error| Error {
         name: name.to_owned(),
         detail: format!("{err:#}"),
     };
     let template = env.get_template(name).map_err(|err| failed(&err))?;
-    template
-        .render(minijinja::value::Serde(context))
-        .map_err(|err| failed(&err))
+    template.render(context.into()).map_err(|err| failed(&err))
 }
 
 #[cfg(test)]
@@ -94,7 +91,7 @@ mod tests {
     fn undefined_variables_fail_the_render() {
         let mut env = environment();
         env.add_template("t", "hello {{ nobody }}").unwrap();
-        let err = render(&env, "t", &serde_json::json!({})).unwrap_err();
+        let err = render(&env, "t", minijinja::context! {}).unwrap_err();
         assert!(err.to_string().contains("undefined"), "{err}");
     }
 
