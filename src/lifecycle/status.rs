@@ -554,7 +554,13 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
     for worker in &workers {
         *counts.entry(worker.state.as_str()).or_insert(0) += 1;
     }
-    let dispatched = dispatch_times(&run.lead_events_path);
+    // Only a pending worker can be "not started": skip reading the lead
+    // events when there is none (most runs on a project board).
+    let dispatched = if workers.iter().any(|w| w.state == State::Pending) {
+        dispatch_times(&run.lead_events_path)
+    } else {
+        HashMap::new()
+    };
     let mut attention = Vec::new();
     for worker in &workers {
         if worker.state.needs_attention() {
