@@ -39,6 +39,7 @@ else
             times="$times $(( (end - start) / 1000000 ))"
             i=$((i + 1))
         done
+        # shellcheck disable=SC2086 # one number per word, split on purpose
         median=$(printf '%s\n' $times | sort -n | sed -n 11p)
         echo "status $mode: median ${median} ms over 21 runs"
     done
