@@ -143,10 +143,9 @@ fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
             if kind.is_dir() {
                 stack.push(path);
             } else if kind.is_file()
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|name| name.ends_with(sidecar::SUFFIX))
+                && entry.file_name().to_str().is_some_and(|name| {
+                    name.ends_with(crate::provider_exec::status::SIDECAR_SUFFIX)
+                })
             {
                 found.push(path);
             }

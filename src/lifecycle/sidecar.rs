@@ -6,7 +6,6 @@
 //! verbatim when the reaper rewrites a sidecar, and a sidecar that is not a
 //! JSON object is reported, never fatal.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -17,7 +16,6 @@ use serde_json::{Map, Value};
 use crate::durable;
 
 /// Suffix provider-exec appends to the prompt path.
-pub const SUFFIX: &str = ".status.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -84,24 +82,6 @@ struct Wire {
     signal: Option<String>,
     reason: Option<String>,
     log_path: Option<String>,
-}
-
-/// The sidecar path for a prompt path.
-pub fn path_for(prompt: &Path) -> PathBuf {
-    let mut name: OsString = prompt.as_os_str().to_owned();
-    name.push(SUFFIX);
-    PathBuf::from(name)
-}
-
-/// The log provider-exec writes for a prompt: `<prompt minus .md>.log`.
-pub fn log_for(prompt: &Path) -> PathBuf {
-    if prompt.extension().is_some_and(|ext| ext == "md") {
-        prompt.with_extension("log")
-    } else {
-        let mut name: OsString = prompt.as_os_str().to_owned();
-        name.push(".log");
-        PathBuf::from(name)
-    }
 }
 
 /// Read a whole small file with plain `read` calls. `fs::read` and
@@ -290,17 +270,6 @@ mod tests {
         assert_eq!(read_small(&path).unwrap(), bytes);
         fs::write(&path, b"").unwrap();
         assert!(read_small(&path).unwrap().is_empty());
-    }
-
-    #[test]
-    fn paths_follow_the_prompt() {
-        let prompt = Path::new("/r/prompts/codex-worker.md");
-        assert_eq!(
-            path_for(prompt),
-            Path::new("/r/prompts/codex-worker.md.status.json")
-        );
-        assert_eq!(log_for(prompt), Path::new("/r/prompts/codex-worker.log"));
-        assert_eq!(log_for(Path::new("/r/p.txt")), Path::new("/r/p.txt.log"));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use super::sidecar::{self, Sidecar, Stage};
 use super::{Assignment, Run, clock, process};
 use crate::cli::StatusArgs;
 use crate::exit::ExitStatus;
+use crate::provider_exec::status as exec_status;
 
 /// No log or heartbeat activity for this long while running: `stale`.
 pub const STALE_SECS: i64 = 600;
@@ -434,7 +435,7 @@ fn list_files(dir: &Path) -> Option<HashSet<OsString>> {
 
 /// Gather the evidence for one assignment.
 fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, PathBuf, PathBuf) {
-    let sidecar_path = sidecar::path_for(&assignment.prompt_path);
+    let sidecar_path = exec_status::sidecar_path(&assignment.prompt_path);
     let mut evidence = Evidence::default();
     // Sidecars usually exist, so opening one directly is cheaper than
     // listing its folder first.
@@ -446,7 +447,7 @@ fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, 
         .sidecar
         .as_ref()
         .and_then(|s| s.log_path.clone())
-        .unwrap_or_else(|| sidecar::log_for(&assignment.prompt_path));
+        .unwrap_or_else(|| exec_status::log_path(&assignment.prompt_path));
     if let Some(side) = &evidence.sidecar
         && side.stage != Stage::Exited
         && let Some(pid) = side.pid

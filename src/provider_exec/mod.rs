@@ -22,7 +22,7 @@
 //!   a pointer to the file, so no prompt is refused for its content.
 
 mod provider;
-mod status;
+pub mod status;
 mod supervise;
 mod watchdog;
 

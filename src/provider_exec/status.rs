@@ -128,11 +128,14 @@ pub struct Status {
     pub error: Option<String>,
 }
 
+/// What a prompt path gets appended to name its sidecar.
+pub const SIDECAR_SUFFIX: &str = ".status.json";
+
 /// The sidecar's path: beside the prompt path as given (a symlinked prompt
 /// gets its sidecar next to the link, not next to the target).
 pub fn sidecar_path(prompt_path: &Path) -> PathBuf {
     let mut path = prompt_path.as_os_str().to_owned();
-    path.push(".status.json");
+    path.push(SIDECAR_SUFFIX);
     PathBuf::from(path)
 }
 
