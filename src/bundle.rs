@@ -201,13 +201,13 @@ const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
 type RenderedFile = (PathBuf, Vec<u8>);
 
 /// Render, validate and atomically place a new run. Returns its paths.
-pub fn render_run(settings: &Settings, previous_run: Option<&Path>) -> Result<RunPaths> {
+pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     let okstra_dir = settings.project_root.join(".okstra");
     let task_dir = okstra_dir.join(settings.task_key.relative_dir());
     let render = |sequence: u32| -> Result<(PathBuf, Vec<RenderedFile>)> {
         let run_id = format!("{}-{sequence:03}", settings.task_type);
         let run_dir = task_dir.join(&run_id);
-        let files = render_files(settings, &run_dir, &run_id, sequence, previous_run)?;
+        let files = render_files(settings, &run_dir, &run_id, sequence)?;
         Ok((run_dir, files))
     };
     // Render once before touching the disk, so a render failure writes
@@ -329,7 +329,6 @@ fn render_files(
     run_dir: &Path,
     run_id: &str,
     sequence: u32,
-    previous_run: Option<&Path>,
 ) -> Result<Vec<RenderedFile>> {
     let roster = assign::roster(settings, run_dir);
     let convergence_enabled = assign::convergence_enabled(&roster);
@@ -422,7 +421,7 @@ fn render_files(
         continuation: ContinuationView {
             kind,
             input_path: input_name.map(|name| run_dir.join(name)),
-            previous_run: previous_run.map(Path::to_path_buf),
+            previous_run: settings.previous_run.clone(),
         },
         runtime: RuntimeView {
             capabilities: capabilities.clone(),

@@ -29,10 +29,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::catalog::{LeadRuntime, TaskType};
+use crate::catalog::LeadRuntime;
 use crate::cli::{Cli, Command, LaunchArgs};
 use crate::exit::ExitStatus;
-use crate::settings::Continuation;
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
@@ -79,35 +78,8 @@ fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = settings::resolve(args, &env, &cwd)?;
-    let previous = match &settings.continuation {
-        Continuation::ClarificationResponse(_)
-        | Continuation::ResumeClarification
-        | Continuation::ClarificationAnswers(_) => {
-            let found = resume::latest(
-                &settings.project_root,
-                &settings.task_key,
-                TaskType::takes_clarification,
-            );
-            let Some(found) = found else {
-                anyhow::bail!(
-                    "task key `{}` has no requirements-discovery or error-analysis run to continue; start one first",
-                    settings.task_key.joined()
-                );
-            };
-            Some(found.dir)
-        }
-        Continuation::ApprovedPlan(_) => {
-            resume::latest(&settings.project_root, &settings.task_key, |t| {
-                t == TaskType::ImplementationPlanning
-            })
-            .map(|run| run.dir)
-        }
-        Continuation::None => {
-            resume::latest(&settings.project_root, &settings.task_key, |_| true).map(|run| run.dir)
-        }
-    };
-    let settings = resume::with_clarification(settings, previous.as_deref())?;
-    let paths = bundle::render_run(&settings, previous.as_deref())?;
+    let settings = resume::with_clarification(settings)?;
+    let paths = bundle::render_run(&settings)?;
 
     let mut stdout = std::io::stdout().lock();
     if settings.json {

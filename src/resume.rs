@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Result, bail};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalog::TaskType;
@@ -30,6 +31,15 @@ pub struct RunRef {
     pub written: Option<SystemTime>,
 }
 
+/// The run-manifest fields that order and classify a run.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunHead {
+    task_type: String,
+    created_at: String,
+    sequence: u64,
+}
+
 /// Every run of `key` under `project_root`, oldest first.
 pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
     let task_dir = project_root.join(".okstra").join(key.relative_dir());
@@ -41,11 +51,12 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
         .filter_map(|entry| {
             let dir = entry.path();
             let path = dir.join("run-manifest.json");
-            let manifest: Value = serde_json::from_slice(&fs::read(&path).ok()?).ok()?;
+            // Only the head is deserialised; the roster and paths are skipped.
+            let head: RunHead = serde_json::from_slice(&fs::read(&path).ok()?).ok()?;
             Some(RunRef {
-                task_type: manifest["taskType"].as_str()?.parse().ok()?,
-                created_at: manifest["createdAt"].as_str()?.to_owned(),
-                sequence: manifest["sequence"].as_u64()?,
+                task_type: head.task_type.parse().ok()?,
+                created_at: head.created_at,
+                sequence: head.sequence,
                 written: fs::metadata(&path).and_then(|m| m.modified()).ok(),
                 dir,
             })
@@ -62,22 +73,15 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
     runs
 }
 
-/// The latest run of `key` whose task type satisfies `wanted`.
-pub fn latest(
-    project_root: &Path,
-    key: &TaskKey,
-    wanted: impl Fn(TaskType) -> bool,
-) -> Option<RunRef> {
-    runs(project_root, key)
-        .into_iter()
-        .rev()
-        .find(|run| wanted(run.task_type))
+/// The latest run in `history` (oldest first) whose task type satisfies `wanted`.
+pub fn latest(history: &[RunRef], wanted: impl Fn(TaskType) -> bool) -> Option<&RunRef> {
+    history.iter().rev().find(|run| wanted(run.task_type))
 }
 
-/// The task type the latest finished run of `key` recommends next, if any.
-/// A finished run is one with a `report/data.json`.
-pub fn next_phase(project_root: &Path, key: &TaskKey) -> Result<Option<TaskType>> {
-    for run in runs(project_root, key).into_iter().rev() {
+/// The task type the latest finished run in `history` recommends next, if
+/// any. A finished run is one with a `report/data.json`.
+pub fn next_phase(history: &[RunRef]) -> Result<Option<TaskType>> {
+    for run in history.iter().rev() {
         let data = run.dir.join("report").join("data.json");
         let Ok(bytes) = fs::read(&data) else {
             continue;
@@ -107,14 +111,13 @@ pub fn next_phase(project_root: &Path, key: &TaskKey) -> Result<Option<TaskType>
 /// line with a single `.` or end of input). Other settings pass through.
 pub fn with_clarification(
     mut settings: crate::settings::Settings,
-    previous: Option<&Path>,
 ) -> Result<crate::settings::Settings> {
     use std::io::{BufRead, IsTerminal, Write};
 
     if settings.continuation != crate::settings::Continuation::ResumeClarification {
         return Ok(settings);
     }
-    let Some(previous) = previous else {
+    let Some(previous) = settings.previous_run.as_deref() else {
         bail!("`--resume-clarification` found no earlier run to continue");
     };
     let stdin = std::io::stdin();

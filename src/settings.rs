@@ -99,6 +99,8 @@ pub struct Settings {
     pub fix_cycle: bool,
     pub plan_verification: bool,
     pub continuation: Continuation,
+    /// The earlier run this one continues (linked as `continues`).
+    pub previous_run: Option<PathBuf>,
     pub render_only: bool,
     pub json: bool,
 }
@@ -346,33 +348,47 @@ pub fn resolve_with(
         }
     };
 
+    // The run this one continues, from one read of the task's history:
+    // clarification answers continue the latest phase that asks questions,
+    // an approved plan the latest planning run, anything else the latest run.
+    let history = crate::resume::runs(&project_root, &task_key);
+    let previous = match &continuation {
+        Continuation::ClarificationResponse(_)
+        | Continuation::ResumeClarification
+        | Continuation::ClarificationAnswers(_) => Some(
+            crate::resume::latest(&history, TaskType::takes_clarification).with_context(|| {
+                format!(
+                    "task key `{}` has no requirements-discovery or error-analysis run to continue; start one first",
+                    task_key.joined()
+                )
+            })?,
+        ),
+        Continuation::ApprovedPlan(_) => {
+            crate::resume::latest(&history, |t| t == TaskType::ImplementationPlanning)
+        }
+        Continuation::None => history.last(),
+    };
+
     // Without --task-type, what the run continues decides: an approved plan
     // is carried out by `implementation`; clarification answers continue the
     // phase that asked; otherwise the last finished run's recommendation.
-    let task_type = match args.task_type.as_deref() {
-        Some(raw) => parse_value::<TaskType>("--task-type", raw)?,
-        None => match &continuation {
-            Continuation::ApprovedPlan(_) => TaskType::Implementation,
-            Continuation::ClarificationResponse(_) | Continuation::ResumeClarification => {
-                crate::resume::latest(&project_root, &task_key, TaskType::takes_clarification)
-                    .map(|run| run.task_type)
-                    .with_context(|| {
-                        format!(
-                            "task key `{}` has no requirements-discovery or error-analysis run to continue; start one first",
-                            task_key.joined()
-                        )
-                    })?
+    let task_type = match (args.task_type.as_deref(), &continuation, previous) {
+        (Some(raw), _, _) => parse_value::<TaskType>("--task-type", raw)?,
+        (None, Continuation::ApprovedPlan(_), _) => TaskType::Implementation,
+        (None, Continuation::None, _) => {
+            if let Some(task_type) = crate::resume::next_phase(&history)? {
+                task_type
+            } else {
+                let raw = missing("task-type", None)?;
+                parse_value::<TaskType>("--task-type", &raw)?
             }
-            Continuation::None | Continuation::ClarificationAnswers(_) => {
-                if let Some(task_type) = crate::resume::next_phase(&project_root, &task_key)? {
-                    task_type
-                } else {
-                    let raw = missing("task-type", None)?;
-                    parse_value::<TaskType>("--task-type", &raw)?
-                }
-            }
-        },
+        }
+        // Clarification answers: `previous` was found above or refused.
+        (None, _, previous) => previous
+            .map(|run| run.task_type)
+            .context("clarification answers need the run that asked; pass `--task-type`")?,
     };
+    let previous_run = previous.map(|run| run.dir.clone());
     if matches!(continuation, Continuation::ApprovedPlan(_))
         && task_type != TaskType::Implementation
     {
@@ -436,6 +452,7 @@ pub fn resolve_with(
         fix_cycle,
         plan_verification: !args.no_plan_verification,
         continuation,
+        previous_run,
         render_only: args.render_only,
         json: args.json,
     })
