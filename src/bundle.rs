@@ -2,7 +2,8 @@
 //!
 //! A run folder is `.okstra/tasks/<project>/<group>/<task>/<task-type>-<NNN>/`.
 //! Sequence numbers are allocated under an exclusive lock on `.okstra/` and
-//! never reused (a high-water mark survives deleted runs). Every file is
+//! never reused: the task's run log (`runs.jsonl`, see `run_log`) outlives
+//! deleted runs. Every file is
 //! rendered in memory first, every JSON artifact is validated against its
 //! schema, the folder is assembled in a staging folder beside it, and only a
 //! complete folder is renamed into place: a failed render leaves no run.
@@ -23,12 +24,18 @@ use crate::catalog::{
     CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType, WorkCategory,
 };
 use crate::durable;
+use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
 use crate::template;
 
 /// The final-report schema version new runs are written against.
 pub const REPORT_SCHEMA: &str = "final-report-v2.0.schema.json";
+/// The schemas every render validates against, in the order it does.
+const RENDER_SCHEMAS: &[&str] = &[TASK_MANIFEST_SCHEMA, RUN_MANIFEST_SCHEMA, TEAM_STATE_SCHEMA];
+const TASK_MANIFEST_SCHEMA: &str = "task-manifest.schema.json";
+const RUN_MANIFEST_SCHEMA: &str = "run-manifest.schema.json";
+const TEAM_STATE_SCHEMA: &str = "team-state.schema.json";
 /// Version of the manifests and team state we write.
 pub const MANIFEST_VERSION: u32 = 1;
 
@@ -200,20 +207,33 @@ const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
 /// A rendered file: its path relative to the run folder, and its bytes.
 type RenderedFile = (PathBuf, Vec<u8>);
 
+/// Start compiling the schemas a render checks, while the caller goes on
+/// resolving settings and rendering prompts (see [`schema::prepare`]).
+pub fn prepare() {
+    schema::prepare(RENDER_SCHEMAS);
+}
+
 /// Render, validate and atomically place a new run. Returns its paths.
 pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     let okstra_dir = settings.project_root.join(".okstra");
     let task_dir = okstra_dir.join(settings.task_key.relative_dir());
-    let render = |sequence: u32| -> Result<(PathBuf, Vec<RenderedFile>)> {
+    // Milliseconds, so runs created in the same second still order by time.
+    let created_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let render = |sequence: u32| -> Result<(String, Vec<RenderedFile>)> {
         let run_id = format!("{}-{sequence:03}", settings.task_type);
-        let run_dir = task_dir.join(&run_id);
-        let files = render_files(settings, &run_dir, &run_id, sequence)?;
-        Ok((run_dir, files))
+        let files = render_files(
+            settings,
+            &task_dir.join(&run_id),
+            &run_id,
+            sequence,
+            &created_at,
+        )?;
+        Ok((run_id, files))
     };
     // Render once before touching the disk, so a render failure writes
     // nothing at all; render again only if another okstra took the number.
     let provisional = next_sequence(&task_dir, settings.task_type)?;
-    let (mut run_dir, mut files) = render(provisional)?;
+    let (mut run_id, mut files) = render(provisional)?;
 
     fs::create_dir_all(&okstra_dir)
         .with_context(|| format!("cannot create `{}`", okstra_dir.display()))?;
@@ -223,8 +243,9 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
         .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", okstra_dir.display()))?;
     let sequence = next_sequence(&task_dir, settings.task_type)?;
     if sequence != provisional {
-        (run_dir, files) = render(sequence)?;
+        (run_id, files) = render(sequence)?;
     }
+    let run_dir = task_dir.join(&run_id);
 
     let staging = tempfile::Builder::new()
         .prefix(".staging-")
@@ -239,38 +260,31 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
         fs::create_dir_all(staging.path().join(dir))
             .with_context(|| format!("cannot create `{dir}` in the staging folder"))?;
     }
-    // The high-water mark is written beside the run in the same flush, so a
-    // number is recorded as used before the run appears (a crash in between
-    // wastes a number; it never reuses one).
-    fs::create_dir_all(&task_dir)
-        .with_context(|| format!("cannot create `{}`", task_dir.display()))?;
-    let mut sequences = read_sequences(&task_dir);
-    sequences.insert(settings.task_type.as_str().to_owned(), sequence);
-    let sequence_bytes = serde_json::to_vec_pretty(&sequences)?;
-    let sequence_tmp = tempfile::Builder::new()
-        .prefix(".sequence-")
-        .tempfile_in(&task_dir)
-        .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))?;
-    // Keep only the unique name (removed again if anything below fails);
-    // the file itself is created and flushed with the rest of the run.
-    let sequence_path = sequence_tmp.into_temp_path();
-    fs::remove_file(&sequence_path)
-        .with_context(|| format!("cannot write `{}`", sequence_path.display()))?;
-
-    let mut staged: Vec<(PathBuf, &[u8])> = files
+    let staged: Vec<(PathBuf, &[u8])> = files
         .iter()
         .map(|(relative, bytes)| (staging.path().join(relative), bytes.as_slice()))
         .collect();
-    staged.push((sequence_path.to_path_buf(), &sequence_bytes));
     let dirs: Vec<PathBuf> = STAGED_DIRS
         .iter()
         .map(|dir| staging.path().join(dir))
         .collect();
     durable::create_synced(&staged, &dirs).context("cannot write the staged run to disk")?;
-    sequence_path
-        .persist(sequence_file(&task_dir))
-        .map_err(|err| err.error)
-        .with_context(|| format!("cannot record the run sequence in `{}`", task_dir.display()))?;
+    // The number is logged as used before the run appears: a crash in
+    // between wastes a number, it never reuses one.
+    fs::create_dir_all(&task_dir)
+        .with_context(|| format!("cannot create `{}`", task_dir.display()))?;
+    let entry = run_log::Entry {
+        run_id,
+        task_type: settings.task_type.as_str().to_owned(),
+        sequence,
+        created_at,
+    };
+    run_log::append(&task_dir, &entry).with_context(|| {
+        format!(
+            "cannot record the run in `{}`",
+            task_dir.join(run_log::FILE_NAME).display()
+        )
+    })?;
     let staged = staging.keep();
     if let Err(err) = fs::rename(&staged, &run_dir) {
         let _ = fs::remove_dir_all(&staged);
@@ -288,39 +302,11 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     })
 }
 
-/// The next unused sequence number for `task_type` in `task_dir`: one past
-/// both the highest existing run folder and the recorded high-water mark.
+/// The next unused sequence number for `task_type` in `task_dir`.
 fn next_sequence(task_dir: &Path, task_type: TaskType) -> Result<u32> {
-    let prefix = format!("{task_type}-");
-    let mut highest = read_sequences(task_dir)
-        .get(task_type.as_str())
-        .copied()
-        .unwrap_or(0);
-    if let Ok(entries) = fs::read_dir(task_dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
-                continue;
-            };
-            if let Ok(number) = rest.parse::<u32>() {
-                highest = highest.max(number);
-            }
-        }
-    }
-    highest
-        .checked_add(1)
+    run_log::TaskRuns::read(task_dir)
+        .next_sequence(task_type)
         .context("run sequence numbers are exhausted for this task key")
-}
-
-fn sequence_file(task_dir: &Path) -> PathBuf {
-    task_dir.join("sequence.json")
-}
-
-fn read_sequences(task_dir: &Path) -> BTreeMap<String, u32> {
-    fs::read(sequence_file(task_dir))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
 }
 
 /// Every file of the run, relative to the run folder, rendered and validated.
@@ -329,6 +315,7 @@ fn render_files(
     run_dir: &Path,
     run_id: &str,
     sequence: u32,
+    created_at: &str,
 ) -> Result<Vec<RenderedFile>> {
     let roster = assign::roster(settings, run_dir);
     let convergence_enabled = assign::convergence_enabled(&roster);
@@ -518,26 +505,24 @@ fn render_files(
     }
     files.push((PathBuf::from("state/lead-events.jsonl"), Vec::new()));
 
-    // Milliseconds, so runs created in the same second still order by time.
-    let created_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let task_manifest = task_manifest(settings, &context, &created_at);
-    let run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, &created_at);
-    let team_state = team_state(settings, &context, &roster, &created_at);
+    let task_manifest = task_manifest(settings, &context, created_at);
+    let run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, created_at);
+    let team_state = team_state(settings, &context, &roster, created_at);
     for (relative, value, schema_name) in [
         (
             "task-manifest.json".to_owned(),
             task_manifest,
-            "task-manifest.schema.json",
+            TASK_MANIFEST_SCHEMA,
         ),
         (
             "run-manifest.json".to_owned(),
             run_manifest,
-            "run-manifest.schema.json",
+            RUN_MANIFEST_SCHEMA,
         ),
         (
             format!("state/team-state-{run_id}.json"),
             team_state,
-            "team-state.schema.json",
+            TEAM_STATE_SCHEMA,
         ),
     ] {
         schema::check(schema_name, &value, &format!("the rendered `{relative}`"))?;

@@ -17,6 +17,7 @@ mod lifecycle;
 mod provider_exec;
 mod report;
 mod resume;
+mod run_log;
 mod schema;
 mod settings;
 mod template;
@@ -75,6 +76,7 @@ fn print_error(err: &anyhow::Error) {
 
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).
 fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
+    bundle::prepare();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = settings::resolve(args, &env, &cwd)?;

@@ -2,13 +2,14 @@
 //! (for `--resume-clarification` and continuations) and the next phase a
 //! finished run recommends (`workflow.nextRecommendedPhase` in its report).
 //!
-//! Only run folders with a readable run manifest count. Their order is the
-//! manifest's `createdAt`; runs created within the same second (scripts,
-//! tests) are ordered by when their manifest was written, since the
-//! sequence number counts per task type and cannot order runs of different
-//! types. File times never override `createdAt`, so a copied `.okstra/`
-//! (which resets them) keeps its order to the second.
+//! The task's run log (`run_log`) lists the runs okstra made, so no run
+//! manifest is opened to find them; only a run folder with no line in the
+//! log (copied in from elsewhere) is read from its manifest. Runs are ordered
+//! by their manifest's `createdAt`; equal ones by the log's order, which is
+//! the order they were made in (for unlogged runs, when the manifest was
+//! written). A run counts only while its folder has a run manifest.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -18,64 +19,93 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalog::TaskType;
+use crate::run_log::TaskRuns;
 use crate::settings::TaskKey;
 
-/// A run folder of a task key, as its manifest describes it.
+/// A run folder of a task key.
 #[derive(Debug, Clone)]
 pub struct RunRef {
     pub dir: PathBuf,
     pub task_type: TaskType,
     pub created_at: String,
-    pub sequence: u64,
-    /// When the run manifest was written; only breaks `createdAt` ties.
-    pub written: Option<SystemTime>,
+    /// Breaks `createdAt` ties.
+    order: Order,
 }
 
-/// The run-manifest fields that order and classify a run.
+/// Where a run's creation order comes from, after `createdAt`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Order {
+    /// Its line in the run log.
+    Logged(usize),
+    /// When its manifest was written, then its folder name.
+    Unlogged(Option<SystemTime>, PathBuf),
+}
+
+/// The run-manifest fields that order and classify an unlogged run.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RunHead {
     task_type: String,
     created_at: String,
-    sequence: u64,
 }
 
 /// Every run of `key` under `project_root`, oldest first.
 pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
     let task_dir = project_root.join(".okstra").join(key.relative_dir());
-    let Ok(entries) = fs::read_dir(&task_dir) else {
-        return Vec::new();
-    };
-    let mut runs: Vec<RunRef> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let dir = entry.path();
-            let path = dir.join("run-manifest.json");
-            // Only the head is deserialised; the roster and paths are skipped.
-            let head: RunHead = serde_json::from_slice(&fs::read(&path).ok()?).ok()?;
-            Some(RunRef {
-                task_type: head.task_type.parse().ok()?,
-                created_at: head.created_at,
-                sequence: head.sequence,
-                written: fs::metadata(&path).and_then(|m| m.modified()).ok(),
-                dir,
-            })
-        })
-        .collect();
-    runs.sort_by(|a, b| {
-        (a.created_at.as_str(), a.written, a.sequence, &a.dir).cmp(&(
-            b.created_at.as_str(),
-            b.written,
-            b.sequence,
-            &b.dir,
-        ))
-    });
+    let task = TaskRuns::read(&task_dir);
+    let mut logged = HashSet::new();
+    let mut runs: Vec<RunRef> = Vec::with_capacity(task.folders.len());
+    for (line, entry) in task.logged.iter().enumerate() {
+        if !task.folders.contains(&entry.run_id) || !logged.insert(entry.run_id.as_str()) {
+            continue;
+        }
+        let Ok(task_type) = entry.task_type.parse() else {
+            continue;
+        };
+        runs.push(RunRef {
+            dir: task_dir.join(&entry.run_id),
+            task_type,
+            created_at: entry.created_at.clone(),
+            order: Order::Logged(line),
+        });
+    }
+    for name in task
+        .folders
+        .iter()
+        .filter(|name| !logged.contains(name.as_str()))
+    {
+        let dir = task_dir.join(name);
+        let path = dir.join("run-manifest.json");
+        // Only the head is deserialised; the roster and paths are skipped.
+        let Some(head) = fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<RunHead>(&bytes).ok())
+        else {
+            continue;
+        };
+        let Ok(task_type) = head.task_type.parse() else {
+            continue;
+        };
+        let written = fs::metadata(&path).and_then(|m| m.modified()).ok();
+        runs.push(RunRef {
+            task_type,
+            created_at: head.created_at,
+            order: Order::Unlogged(written, dir.clone()),
+            dir,
+        });
+    }
+    runs.sort_by(|a, b| (&a.created_at, &a.order).cmp(&(&b.created_at, &b.order)));
     runs
 }
 
-/// The latest run in `history` (oldest first) whose task type satisfies `wanted`.
+/// The latest run in `history` (oldest first) whose task type satisfies
+/// `wanted` and whose folder still has its run manifest.
 pub fn latest(history: &[RunRef], wanted: impl Fn(TaskType) -> bool) -> Option<&RunRef> {
-    history.iter().rev().find(|run| wanted(run.task_type))
+    history
+        .iter()
+        .rev()
+        .filter(|run| wanted(run.task_type))
+        .find(|run| run.dir.join("run-manifest.json").is_file())
 }
 
 /// The task type the latest finished run in `history` recommends next, if

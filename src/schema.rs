@@ -97,6 +97,22 @@ fn validator(name: &str) -> Result<&'static Validator, Error> {
     })
 }
 
+/// Start compiling the schemas `names` on a background thread, so a later
+/// [`check`] finds them ready. Compiling the manifest schemas takes a few
+/// milliseconds, about as long as rendering the prompts they will check;
+/// on two cores the two overlap. A schema that fails to compile reports it
+/// at its first use, as without this.
+pub fn prepare(names: &'static [&'static str]) {
+    // A failed spawn only loses the head start.
+    let _ = std::thread::Builder::new()
+        .name("okstra-schemas".into())
+        .spawn(move || {
+            for name in names {
+                let _ = validator(name);
+            }
+        });
+}
+
 /// Every violation of `instance` against schema `name`, sorted by pointer.
 pub fn violations(name: &str, instance: &Value) -> Result<Violations, Error> {
     let validator = validator(name)?;

@@ -366,7 +366,7 @@ pub fn resolve_with(
         Continuation::ApprovedPlan(_) => {
             crate::resume::latest(&history, |t| t == TaskType::ImplementationPlanning)
         }
-        Continuation::None => history.last(),
+        Continuation::None => crate::resume::latest(&history, |_| true),
     };
 
     // Without --task-type, what the run continues decides: an approved plan

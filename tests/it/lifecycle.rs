@@ -903,6 +903,37 @@ fn task_key_form_resumes_the_same_task() {
 }
 
 #[test]
+fn continuations_skip_deleted_runs_and_see_runs_copied_in() {
+    let project = Project::new();
+    fs::write(project.root().join("answers.md"), "use postgres\n").unwrap();
+    let analysis = project.render(&["--task-type", "project-analysis"]);
+    let errors = project.render(&["--task-type", "error-analysis"]);
+
+    // A deleted run is not continued, and its number is not handed out again.
+    fs::remove_dir_all(&errors).unwrap();
+    let next = project.render(&["--task-type", "project-analysis"]);
+    assert_eq!(manifest(&next)["continues"], json!(analysis));
+    let again = project.render(&["--task-type", "error-analysis"]);
+    assert!(again.ends_with("error-analysis-002"), "{again:?}");
+    fs::remove_dir_all(&again).unwrap();
+
+    // A run folder okstra did not make here (copied in from elsewhere) is
+    // still a run: it is continued, and its number is not reused either.
+    let copied = analysis.with_file_name("requirements-discovery-007");
+    fs::create_dir(&copied).unwrap();
+    let mut head = manifest(&analysis);
+    head["taskType"] = json!("requirements-discovery");
+    head["createdAt"] = json!("2999-01-01T00:00:00.000Z");
+    fs::write(copied.join("run-manifest.json"), head.to_string()).unwrap();
+    let answered = project.render(&["--clarification-response", "answers.md"]);
+    assert!(
+        answered.ends_with("requirements-discovery-008"),
+        "{answered:?}"
+    );
+    assert_eq!(manifest(&answered)["continues"], json!(copied));
+}
+
+#[test]
 fn continuations_supply_the_task_type_when_none_is_given() {
     let project = Project::new();
     fs::write(project.root().join("answers.md"), "use postgres\n").unwrap();
