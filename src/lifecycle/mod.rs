@@ -173,29 +173,53 @@ impl AssignmentWire {
 }
 
 /// Every candidate run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`,
-/// sorted by path so output is stable.
+/// sorted by path so output is stable. Each level's folders are listed in
+/// parallel: a large project has a thousand task folders to list.
 pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
+    let subdirs = |dir: &PathBuf| -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect()
+    };
     let mut level = vec![project_root.join(OKSTRA_DIR).join("tasks")];
     // project-id / task-group / task-id / run
     for _ in 0..4 {
-        let mut next = Vec::new();
-        for dir in level {
-            let Ok(entries) = fs::read_dir(&dir) else {
-                continue;
-            };
-            next.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-        level = next;
+        level = par_map(&level, subdirs).into_iter().flatten().collect();
     }
     // Folders without a manifest are filtered when loading (one open
     // instead of a stat and an open per run).
     level.sort();
     level
+}
+
+/// Below this many items per thread, threads cost more than they save.
+const MIN_ITEMS_PER_THREAD: usize = 64;
+
+/// `items.iter().map(work)`, in order, split over the available cores when
+/// there is enough to split (a project can hold thousands of runs; the work
+/// per run is independent).
+pub fn par_map<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || items.len() < MIN_ITEMS_PER_THREAD * 2 {
+        return items.iter().map(work).collect();
+    }
+    let chunk = items.len().div_ceil(threads).max(MIN_ITEMS_PER_THREAD);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().expect("a worker thread does not panic"))
+            .collect()
+    })
 }
 
 /// The project root to use: the flag, else the current directory.

@@ -12,6 +12,7 @@
 //! `--timeout` expires, exit 1). Attention states never change the exit
 //! code of a plain `status`: it reports, it does not judge.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fmt::{self, Write as _};
@@ -25,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sidecar::{self, Sidecar, Stage};
-use super::{Assignment, Run, clock, process};
+use super::{Assignment, Run, clock, par_map, process};
 use crate::cli::StatusArgs;
 use crate::exit::ExitStatus;
 use crate::provider_exec::status as exec_status;
@@ -46,8 +47,6 @@ const TAIL_BYTES_PER_LINE: u64 = 512;
 const TAIL_BYTES_MIN: u64 = 16 * 1024;
 /// Version of the `--json` document.
 const STATUS_VERSION: u32 = 1;
-/// Below this many runs per thread, threads cost more than they save.
-const MIN_RUNS_PER_THREAD: usize = 64;
 
 /// A worker's state. Terminal states never change again on their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -615,27 +614,6 @@ fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus> {
     par_map(runs, |run| run_status(run, now, tail))
 }
 
-/// `items.iter().map(work)`, in order, split over the available cores when
-/// there is enough to split.
-fn par_map<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if threads < 2 || items.len() < MIN_RUNS_PER_THREAD * 2 {
-        return items.iter().map(work).collect();
-    }
-    let chunk = items.len().div_ceil(threads).max(MIN_RUNS_PER_THREAD);
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| handle.join().expect("a status thread does not panic"))
-            .collect()
-    })
-}
-
 /// When the lead last recorded dispatching each worker: the `ts` of the
 /// latest `worker-dispatched` lead event per `dispatchName` field. A missing
 /// or unreadable log is simply no information.
@@ -815,8 +793,12 @@ fn render(board: &[RunStatus], now: i64, summary: bool) -> String {
 }
 
 fn render_into(text: &mut String, board: &[RunStatus], now: i64, summary: bool) -> fmt::Result {
-    for run in board {
-        render_run(text, run, now)?;
+    // Runs are drawn independently, so a large board is drawn in parallel.
+    for part in par_map(board, |run| {
+        let mut part = String::new();
+        render_run(&mut part, run, now).map(|()| part)
+    }) {
+        text.push_str(&part?);
     }
     if summary {
         let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
@@ -857,44 +839,51 @@ fn render_run(text: &mut String, run: &RunStatus, now: i64) -> fmt::Result {
     )?;
     let header = [
         "DISPATCH", "PROVIDER", "MODEL", "RUNNER", "STATE", "EXIT", "ELAPSED", "ACTIVITY",
-    ];
-    let rows: Vec<[String; 8]> = run
+    ]
+    .map(Cow::Borrowed);
+    let rows: Vec<[Cow<'_, str>; 8]> = run
         .workers
         .iter()
         .map(|w| {
             [
-                w.dispatch_name.clone(),
-                w.provider.clone(),
-                w.model.clone(),
-                w.runner.clone(),
-                w.state.as_str().to_owned(),
-                w.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
-                w.elapsed_seconds
-                    .map_or_else(|| "-".into(), clock::short_duration),
-                w.last_activity_ts.map_or_else(
-                    || "-".into(),
-                    |at| format!("{} ago", clock::short_duration(now - at)),
-                ),
+                Cow::Borrowed(w.dispatch_name.as_str()),
+                Cow::Borrowed(w.provider.as_str()),
+                Cow::Borrowed(w.model.as_str()),
+                Cow::Borrowed(w.runner.as_str()),
+                Cow::Borrowed(w.state.as_str()),
+                w.exit_code
+                    .map_or(Cow::Borrowed("-"), |c| Cow::Owned(c.to_string())),
+                w.elapsed_seconds.map_or(Cow::Borrowed("-"), |secs| {
+                    Cow::Owned(clock::short_duration(secs))
+                }),
+                w.last_activity_ts.map_or(Cow::Borrowed("-"), |at| {
+                    Cow::Owned(format!("{} ago", clock::short_duration(now - at)))
+                }),
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
+    let mut widths = [0; 8];
+    for row in rows.iter().chain([&header]) {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        format!("  {}\n", padded.join("  ").trim_end())
+    // Cells padded to their column and two spaces apart; no trailing blanks.
+    let line = |text: &mut String, cells: &[Cow<'_, str>; 8]| {
+        text.push_str("  ");
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if index > 0 {
+                text.push_str("  ");
+            }
+            text.push_str(cell);
+            text.extend(std::iter::repeat_n(' ', width - cell.chars().count()));
+        }
+        text.truncate(text.trim_end().len());
+        text.push('\n');
     };
-    text.push_str(&line(&header.map(str::to_owned)));
+    line(text, &header);
     for (row, worker) in rows.iter().zip(&run.workers) {
-        text.push_str(&line(row));
+        line(text, row);
         if let Some(summary) = &worker.summary {
             writeln!(
                 text,
@@ -939,6 +928,70 @@ mod tests {
 
     fn state(evidence: &Evidence) -> State {
         classify(evidence, NOW).state
+    }
+
+    fn row(name: &str, model: &str, state: State, exit_code: Option<i64>) -> WorkerStatus {
+        WorkerStatus {
+            dispatch_name: name.into(),
+            worker_id: name.into(),
+            role: "analyser".into(),
+            provider: "codex".into(),
+            model: model.into(),
+            runner: "cli-wrapper".into(),
+            state,
+            reason: String::new(),
+            exit_code,
+            started_ts: Some(NOW - 600),
+            ended_ts: None,
+            elapsed_seconds: Some(600),
+            last_activity_ts: Some(NOW - 5),
+            wrapper_pid: None,
+            pgid: None,
+            phase: None,
+            summary: None,
+            blocker: None,
+            changed_files: 0,
+            missing_results: Vec::new(),
+            sidecar_path: PathBuf::new(),
+            log_path: PathBuf::new(),
+            anomalies: Vec::new(),
+            log_tail: None,
+        }
+    }
+
+    #[test]
+    fn the_text_board_aligns_columns_without_trailing_blanks() {
+        let run = RunStatus {
+            run_id: "error-analysis-002".into(),
+            run_dir: PathBuf::from("/p/.okstra/tasks/d/g/t/error-analysis-002"),
+            task_key: "d/g/t".into(),
+            task_type: "error-analysis".into(),
+            workers: vec![
+                row("codex-worker", "gpt-5.6-sol", State::Running, None),
+                row("w", "m", State::Exited, Some(1)),
+            ],
+            counts: BTreeMap::from([("exited", 1), ("running", 1)]),
+            all_terminal: false,
+            attention: Vec::new(),
+        };
+        let text = render(std::slice::from_ref(&run), NOW, false);
+        let expected = [
+            "d/g/t error-analysis-002 (error-analysis)  /p/.okstra/tasks/d/g/t/error-analysis-002",
+            "  DISPATCH      PROVIDER  MODEL        RUNNER       STATE    EXIT  ELAPSED  ACTIVITY",
+            "  codex-worker  codex     gpt-5.6-sol  cli-wrapper  running  -     10m00s   5s ago",
+            "  w             codex     m            cli-wrapper  exited   1     10m00s   5s ago",
+            "  2 workers: 1 exited, 1 running",
+            "",
+        ];
+        assert_eq!(text, expected.join("\n"));
+        // Many runs (drawn in parallel) come out in order, then the totals.
+        let many: Vec<RunStatus> = (0..300).map(|_| run.clone()).collect();
+        let text = render(&many, NOW, true);
+        assert_eq!(text.matches("error-analysis-002 (").count(), 300);
+        assert!(text.starts_with(expected[0]));
+        assert!(
+            text.ends_with("300 runs, 600 workers: 300 exited, 300 running; 0 need attention\n")
+        );
     }
 
     #[test]
