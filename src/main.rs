@@ -18,6 +18,7 @@ mod provider_exec;
 mod report;
 mod resume;
 mod run_log;
+mod run_paths;
 mod schema;
 mod settings;
 mod template;

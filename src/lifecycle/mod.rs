@@ -59,6 +59,8 @@ pub enum Error {
 )]
 pub struct Run {
     pub dir: PathBuf,
+    /// The manifest's `runDir`: where the run was made (see `run_paths`).
+    pub recorded_dir: Option<PathBuf>,
     pub run_id: String,
     pub task_key: String,
     pub task_type: String,
@@ -82,6 +84,12 @@ pub struct Assignment {
 }
 
 impl Run {
+    /// A path a sidecar or other record of this run holds, made to work
+    /// where the run is now (see `run_paths`).
+    pub fn resolve(&self, recorded: &Path) -> PathBuf {
+        crate::run_paths::reroot(recorded, self.recorded_dir.as_deref(), &self.dir)
+    }
+
     /// Read `<dir>/run-manifest.json`.
     pub fn load(dir: &Path) -> Result<Run, Error> {
         let path = dir.join("run-manifest.json");
@@ -101,11 +109,14 @@ impl Run {
             path: path.clone(),
             field: "runId",
         })?;
-        // Paths in the manifest are absolute; a relative one (hand-made or a
-        // moved run) is taken relative to the run folder.
+        // Paths follow the run folder if it was moved or copied.
+        let recorded_dir = manifest.run_dir.map(PathBuf::from);
+        let resolve = |recorded: String| {
+            crate::run_paths::reroot(Path::new(&recorded), recorded_dir.as_deref(), dir)
+        };
         let lead_events_path = manifest
             .lead_events_path
-            .map_or_else(|| dir.join("state/lead-events.jsonl"), |p| dir.join(p));
+            .map_or_else(|| dir.join("state/lead-events.jsonl"), resolve);
         let assignments = manifest
             .assignments
             .ok_or_else(|| Error::Missing {
@@ -113,10 +124,11 @@ impl Run {
                 field: "assignments",
             })?
             .into_iter()
-            .filter_map(|a| a.into_assignment(dir))
+            .filter_map(|a| a.into_assignment(&resolve))
             .collect();
         Ok(Run {
             dir: dir.to_path_buf(),
+            recorded_dir,
             run_id,
             task_key: manifest.task_key.unwrap_or_default(),
             task_type: manifest.task_type.unwrap_or_default(),
@@ -131,6 +143,7 @@ impl Run {
 #[serde(rename_all = "camelCase")]
 struct ManifestWire {
     run_id: Option<String>,
+    run_dir: Option<String>,
     task_key: Option<String>,
     task_type: Option<String>,
     lead_events_path: Option<String>,
@@ -155,8 +168,8 @@ struct AssignmentWire {
 
 impl AssignmentWire {
     /// An assignment without a dispatch name or prompt path cannot be shown.
-    fn into_assignment(self, dir: &Path) -> Option<Assignment> {
-        let path = |p: Option<String>| p.map(|p| dir.join(p));
+    fn into_assignment(self, resolve: &impl Fn(String) -> PathBuf) -> Option<Assignment> {
+        let path = |p: Option<String>| p.map(resolve);
         Some(Assignment {
             dispatch_name: self.dispatch_name?,
             worker_id: self.worker_id.unwrap_or_default(),

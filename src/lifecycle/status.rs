@@ -433,7 +433,12 @@ fn list_files(dir: &Path) -> Option<HashSet<OsString>> {
 }
 
 /// Gather the evidence for one assignment.
-fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, PathBuf, PathBuf) {
+fn gather(
+    run: &Run,
+    assignment: &Assignment,
+    now: i64,
+    files: &mut Listing,
+) -> (Evidence, PathBuf, PathBuf) {
     let sidecar_path = exec_status::sidecar_path(&assignment.prompt_path);
     let mut evidence = Evidence::default();
     // Sidecars usually exist, so opening one directly is cheaper than
@@ -445,8 +450,11 @@ fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, 
     let log_path = evidence
         .sidecar
         .as_ref()
-        .and_then(|s| s.log_path.clone())
-        .unwrap_or_else(|| exec_status::log_path(&assignment.prompt_path));
+        .and_then(|s| s.log_path.as_deref())
+        .map_or_else(
+            || exec_status::log_path(&assignment.prompt_path),
+            |recorded| run.resolve(recorded),
+        );
     if let Some(side) = &evidence.sidecar
         && side.stage != Stage::Exited
         && let Some(pid) = side.pid
@@ -485,12 +493,13 @@ fn gather(assignment: &Assignment, now: i64, files: &mut Listing) -> (Evidence, 
 
 /// The board row for one assignment.
 fn worker_status(
+    run: &Run,
     assignment: &Assignment,
     now: i64,
     tail: Option<usize>,
     files: &mut Listing,
 ) -> WorkerStatus {
-    let (evidence, sidecar_path, log_path) = gather(assignment, now, files);
+    let (evidence, sidecar_path, log_path) = gather(run, assignment, now, files);
     let verdict = classify(&evidence, now);
     let side = evidence.sidecar.as_ref();
     let beat = &evidence.heartbeat;
@@ -548,7 +557,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
     let workers: Vec<WorkerStatus> = run
         .assignments
         .iter()
-        .map(|a| worker_status(a, now, tail, &mut files))
+        .map(|a| worker_status(run, a, now, tail, &mut files))
         .collect();
     let mut counts = BTreeMap::new();
     for worker in &workers {

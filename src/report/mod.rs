@@ -28,6 +28,7 @@ use serde_json::Value;
 use crate::cli::{ReportArgs, ValidateArgs};
 use crate::durable::write_atomic;
 use crate::exit::ExitStatus;
+use crate::run_paths;
 use crate::schema;
 
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
@@ -290,8 +291,11 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
     let manifest: Value = serde_json::from_str(&text)
         .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
-    let recorded_root = manifest.get("runDir").and_then(Value::as_str);
-    let resolve = |recorded: &str| reroot(recorded, recorded_root, run_dir);
+    let recorded_root = manifest
+        .get("runDir")
+        .and_then(Value::as_str)
+        .map(Path::new);
+    let resolve = |recorded: &str| run_paths::reroot(Path::new(recorded), recorded_root, run_dir);
     let Some(assignments) = manifest.get("assignments").and_then(Value::as_array) else {
         bail!(
             "run manifest `{}` has no `assignments` list",
@@ -337,25 +341,6 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
     Ok((data_path, run))
 }
 
-/// A path recorded in a run manifest, as a path that works here.
-///
-/// The manifest stores absolute paths; a run folder that was moved or copied
-/// (a fixture, an archive) keeps them pointing at the old place. An absolute
-/// path that exists is used as is; one under the recorded `runDir` is
-/// re-rooted under the folder we were given; a relative one is taken from it.
-fn reroot(recorded: &str, recorded_root: Option<&str>, run_dir: &Path) -> PathBuf {
-    let path = Path::new(recorded);
-    if path.is_relative() {
-        return run_dir.join(path);
-    }
-    if path.exists() {
-        return path.to_path_buf();
-    }
-    recorded_root
-        .and_then(|root| path.strip_prefix(root).ok())
-        .map_or_else(|| path.to_path_buf(), |suffix| run_dir.join(suffix))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,22 +373,5 @@ mod tests {
             root["$defs"]["Header"]["properties"]["reportAuthor"] = Value::Null;
         }
         assert_eq!(v1, v2);
-    }
-
-    #[test]
-    fn moved_run_paths_are_rerooted() {
-        let here = Path::new("/tmp/moved-run");
-        assert_eq!(
-            reroot("/gone/run-1/results/a.md", Some("/gone/run-1"), here),
-            here.join("results/a.md")
-        );
-        assert_eq!(
-            reroot("results/a.md", None, here),
-            here.join("results/a.md")
-        );
-        assert_eq!(
-            reroot("/elsewhere/a.md", Some("/gone/run-1"), here),
-            PathBuf::from("/elsewhere/a.md")
-        );
     }
 }

@@ -680,6 +680,70 @@ fn watch_appends_a_snapshot_per_change_and_ends_when_all_are_terminal() {
 }
 
 #[test]
+fn status_and_event_follow_a_run_folder_that_was_copied() {
+    let project = Project::new();
+    let run = project.render(&["--task-type", "project-analysis"]);
+    let codex = assignment(&run, "codex-worker");
+    let log = run.join("prompts/codex-worker.log");
+    fs::write(&log, "old place\n").unwrap();
+    write_sidecar(
+        &codex,
+        &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": dead_pid(),
+                "started_ts": unix_now() - 60, "ended_ts": unix_now(), "stage": "exited",
+                "exit_code": 0, "log_path": log}),
+    );
+    for dispatch in ["claude-worker", "codex-worker", "report-writer"] {
+        write_results(&assignment(&run, dispatch));
+    }
+
+    // Copy the whole project; the original stays, with different files.
+    let copy = tempfile::tempdir().unwrap();
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(project.root())
+        .arg(copy.path().join("moved"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let moved = copy
+        .path()
+        .join("moved")
+        .join(run.strip_prefix(project.root()).unwrap());
+    fs::write(moved.join("prompts/codex-worker.log"), "new place\n").unwrap();
+    fs::remove_file(moved.join("results/codex-worker.md")).unwrap();
+
+    let here = status_json(&moved);
+    assert_eq!(worker(&here, "codex-worker")["state"], "exited");
+    assert_eq!(worker(&here, "claude-worker")["state"], "done");
+    assert_eq!(worker(&status_json(&run), "codex-worker")["state"], "done");
+    let tail = okstra()
+        .args(["status", "--log-tail", "1"])
+        .arg(&moved)
+        .timeout(LIMIT)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let tail = String::from_utf8(tail).unwrap();
+    assert!(
+        tail.contains("| new place") && !tail.contains("old place"),
+        "{tail}"
+    );
+
+    okstra()
+        .arg("event")
+        .arg(&moved)
+        .arg("phase-started")
+        .timeout(LIMIT)
+        .assert()
+        .success();
+    let events = |dir: &Path| fs::read_to_string(dir.join("state/lead-events.jsonl")).unwrap();
+    assert_eq!(events(&moved).lines().count(), 1);
+    assert_eq!(events(&run), "");
+}
+
+#[test]
 fn watch_gives_up_at_its_timeout_with_exit_1() {
     let project = Project::new();
     let run = project.render(&["--task-type", "project-analysis"]);
