@@ -89,7 +89,11 @@ struct Wire {
 /// reads thousands of small files and those probes were a third of its
 /// system calls.
 pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
+    read_to_vec(File::open(path)?)
+}
+
+/// [`read_small`] for a file already opened.
+pub fn read_to_vec(mut file: File) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     let mut chunk = [0_u8; 8192];
     loop {
@@ -112,7 +116,15 @@ pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
 
 /// Read a sidecar; `Ok(None)` when there is none.
 pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
-    let bytes = match read_small(path) {
+    read_with(path, |path| File::open(path))
+}
+
+/// [`read`], opening `path` with `open` (e.g. relative to an open folder).
+pub fn read_with(
+    path: &Path,
+    open: impl FnOnce(&Path) -> io::Result<File>,
+) -> Result<Option<Sidecar>, Error> {
+    let bytes = match open(path).and_then(read_to_vec) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {

@@ -18,12 +18,16 @@ use std::ffi::{OsStr, OsString};
 use std::fmt::{self, Write as _};
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::sidecar::{self, Sidecar, Stage};
 use super::{Assignment, Run, clock, par_map, process};
@@ -362,30 +366,74 @@ pub struct RunStatus {
 /// The `--json` document.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Board<'a> {
+struct Board {
     schema_version: u32,
     now_ts: i64,
-    runs: &'a [RunStatus],
+    /// Each run already serialised (on the board threads).
+    runs: Vec<Box<RawValue>>,
 }
 
-fn mtime(path: &Path) -> Option<i64> {
-    fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .map(clock::to_unix)
-}
-
-/// Which files exist, one directory listing per folder instead of one
-/// `stat` per path: a run's workers share a handful of folders (prompts,
-/// results, heartbeats), so a large project costs a few `getdents` per run.
-/// A run touches a handful of folders, so a short list beats hashing paths.
-#[derive(Debug, Default)]
-struct Listing {
+/// One run folder, opened once: the files a board reads for a run (about
+/// fifteen) are opened relative to it, a path walk of two or three
+/// components instead of ten. It also remembers which files exist, one
+/// folder listing per folder instead of one `stat` per path: a run's
+/// workers share a handful of folders (results, heartbeats), so a large
+/// project costs a few `getdents` per run. Paths outside the run folder
+/// (hand-made manifests) are used as they are.
+#[derive(Debug)]
+struct RunFiles<'a> {
+    dir: &'a Path,
+    fd: Option<OwnedFd>,
+    /// Listed folders and their files; `None` if a folder cannot be listed.
     folders: Vec<(PathBuf, Option<HashSet<OsString>>)>,
 }
 
-impl Listing {
-    /// Whether `path` is a regular file (or a symlink, then checked with stat).
+impl<'a> RunFiles<'a> {
+    fn new(dir: &'a Path) -> RunFiles<'a> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        RunFiles {
+            dir,
+            fd: rustix::fs::open(dir, flags, Mode::empty()).ok(),
+            folders: Vec::new(),
+        }
+    }
+
+    /// The open run folder and `path` relative to it, when it is inside.
+    fn inside<'p>(&self, path: &'p Path) -> Option<(&OwnedFd, &'p Path)> {
+        let fd = self.fd.as_ref()?;
+        let relative = path.strip_prefix(self.dir).ok()?;
+        (!relative.as_os_str().is_empty()).then_some((fd, relative))
+    }
+
+    fn open(&self, path: &Path) -> io::Result<File> {
+        match self.inside(path) {
+            Some((fd, relative)) => {
+                let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+                Ok(File::from(rustix::fs::openat(
+                    fd,
+                    relative,
+                    flags,
+                    Mode::empty(),
+                )?))
+            }
+            None => File::open(path),
+        }
+    }
+
+    /// Modification time, Unix seconds.
+    fn mtime(&self, path: &Path) -> Option<i64> {
+        match self.inside(path) {
+            Some((fd, relative)) => rustix::fs::statat(fd, relative, AtFlags::empty())
+                .ok()
+                .map(|stat| stat.st_mtime),
+            None => fs::metadata(path)
+                .and_then(|m| m.modified())
+                .ok()
+                .map(clock::to_unix),
+        }
+    }
+
+    /// Whether `path` is a regular file (or a symlink to one).
     fn is_file(&mut self, path: &Path) -> bool {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
@@ -395,8 +443,8 @@ impl Listing {
             .iter()
             .position(|(dir, _)| dir == parent)
             .unwrap_or_else(|| {
-                self.folders
-                    .push((parent.to_path_buf(), list_files(parent)));
+                let names = self.list_files(parent);
+                self.folders.push((parent.to_path_buf(), names));
                 self.folders.len() - 1
             });
         match &self.folders[index].1 {
@@ -405,6 +453,41 @@ impl Listing {
             }
             None => path.is_file(),
         }
+    }
+
+    /// Names of the files (and symlinks) in `dir`; `None` if it cannot be
+    /// listed.
+    fn list_files(&self, dir: &Path) -> Option<HashSet<OsString>> {
+        let mut names = HashSet::new();
+        let mut add = |name: OsString, file: bool, symlink: bool| {
+            if symlink {
+                names.insert(symlink_key(&name));
+                names.insert(name);
+            } else if file {
+                names.insert(name);
+            }
+        };
+        if let Some((fd, relative)) = self.inside(dir) {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let opened = rustix::fs::openat(fd, relative, flags, Mode::empty()).ok()?;
+            for entry in rustix::fs::Dir::new(opened).ok()? {
+                let entry = entry.ok()?;
+                let kind = entry.file_type();
+                add(
+                    OsStr::from_bytes(entry.file_name().to_bytes()).to_owned(),
+                    kind == FileType::RegularFile,
+                    kind == FileType::Symlink,
+                );
+            }
+        } else {
+            for entry in fs::read_dir(dir).ok()?.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                add(entry.file_name(), kind.is_file(), kind.is_symlink());
+            }
+        }
+        Some(names)
     }
 }
 
@@ -415,35 +498,18 @@ fn symlink_key(name: &OsStr) -> OsString {
     key
 }
 
-/// Names of the files (and symlinks) in `dir`; `None` if it cannot be listed.
-fn list_files(dir: &Path) -> Option<HashSet<OsString>> {
-    let mut names = HashSet::new();
-    for entry in fs::read_dir(dir).ok()?.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_file() {
-            names.insert(entry.file_name());
-        } else if kind.is_symlink() {
-            names.insert(symlink_key(&entry.file_name()));
-            names.insert(entry.file_name());
-        }
-    }
-    Some(names)
-}
-
 /// Gather the evidence for one assignment.
 fn gather(
     run: &Run,
     assignment: &Assignment,
     now: i64,
-    files: &mut Listing,
+    files: &mut RunFiles<'_>,
 ) -> (Evidence, PathBuf, PathBuf) {
     let sidecar_path = exec_status::sidecar_path(&assignment.prompt_path);
     let mut evidence = Evidence::default();
     // Sidecars usually exist, so opening one directly is cheaper than
     // listing its folder first.
-    match sidecar::read(&sidecar_path) {
+    match sidecar::read_with(&sidecar_path, |path| files.open(path)) {
         Ok(found) => evidence.sidecar = found,
         Err(err) => evidence.sidecar_error = Some(format!("{err:#}")),
     }
@@ -464,10 +530,10 @@ fn gather(
     }
     if let Some(path) = &assignment.heartbeat_path
         && files.is_file(path)
-        && let Ok(text) = fs::read_to_string(path)
+        && let Ok(text) = files.open(path).and_then(io::read_to_string)
     {
         evidence.heartbeat = parse_heartbeat(&text, now);
-        evidence.heartbeat_mtime = mtime(path);
+        evidence.heartbeat_mtime = files.mtime(path);
     }
     // A finished wrapper's activity is its `ended_ts`; only a live one's
     // log time matters (and is worth a stat).
@@ -476,7 +542,7 @@ fn gather(
         .as_ref()
         .is_none_or(|s| s.stage != Stage::Exited)
     {
-        evidence.log_mtime = mtime(&log_path);
+        evidence.log_mtime = files.mtime(&log_path);
     }
     for path in [&assignment.result_path, &assignment.worker_results_path]
         .into_iter()
@@ -497,7 +563,7 @@ fn worker_status(
     assignment: &Assignment,
     now: i64,
     tail: Option<usize>,
-    files: &mut Listing,
+    files: &mut RunFiles<'_>,
 ) -> WorkerStatus {
     let (evidence, sidecar_path, log_path) = gather(run, assignment, now, files);
     let verdict = classify(&evidence, now);
@@ -553,7 +619,7 @@ fn worker_status(
 
 /// The board for one run.
 pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
-    let mut files = Listing::default();
+    let mut files = RunFiles::new(&run.dir);
     let workers: Vec<WorkerStatus> = run
         .assignments
         .iter()
@@ -729,10 +795,14 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
 }
 
 fn write_json(out: &mut impl Write, board: &[RunStatus], now: i64) -> Result<()> {
+    let runs = par_map(board, serde_json::value::to_raw_value)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .context("cannot write the status as JSON")?;
     let doc = Board {
         schema_version: STATUS_VERSION,
         now_ts: now,
-        runs: board,
+        runs,
     };
     serde_json::to_writer(&mut *out, &doc).context("cannot write the status as JSON")?;
     writeln!(out)?;
@@ -1001,6 +1071,42 @@ mod tests {
         assert!(
             text.ends_with("300 runs, 600 workers: 300 exited, 300 running; 0 need attention\n")
         );
+    }
+
+    #[test]
+    fn run_files_sees_files_and_symlinks_inside_and_outside_the_run() {
+        let run = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let results = run.path().join("results");
+        fs::create_dir_all(results.join("sub")).unwrap();
+        fs::write(results.join("a.md"), "a").unwrap();
+        std::os::unix::fs::symlink(results.join("a.md"), results.join("b.md")).unwrap();
+        std::os::unix::fs::symlink(results.join("gone.md"), results.join("c.md")).unwrap();
+        fs::write(outside.path().join("x.md"), "x").unwrap();
+
+        let mut files = RunFiles::new(run.path());
+        let is_file = |files: &mut RunFiles<'_>, name: &str| files.is_file(&results.join(name));
+        assert!(is_file(&mut files, "a.md"));
+        assert!(is_file(&mut files, "b.md"), "a symlink to a file counts");
+        assert!(!is_file(&mut files, "c.md"), "a dangling symlink does not");
+        assert!(!is_file(&mut files, "sub"), "a folder is not a file");
+        assert!(!is_file(&mut files, "missing.md"));
+        assert!(files.is_file(&outside.path().join("x.md")));
+        assert!(!files.is_file(&outside.path().join("y.md")));
+        assert!(!files.is_file(&run.path().join("no-such-folder/a.md")));
+
+        let mut text = String::new();
+        files
+            .open(&results.join("b.md"))
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "a");
+        assert!(files.open(&outside.path().join("x.md")).is_ok());
+        let now = clock::unix_now();
+        let mtime = files.mtime(&results.join("a.md")).unwrap();
+        assert!((now - mtime).abs() < 60, "{mtime} vs {now}");
+        assert_eq!(files.mtime(&results.join("missing.md")), None);
     }
 
     #[test]
