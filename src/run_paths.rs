@@ -17,6 +17,10 @@ pub fn reroot(recorded: &Path, recorded_root: Option<&Path>, run_dir: &Path) -> 
     if recorded.is_relative() {
         return run_dir.join(recorded);
     }
+    // The usual case, a run read where it was made: nothing to move.
+    if recorded_root == Some(run_dir) {
+        return recorded.to_path_buf();
+    }
     match recorded_root.and_then(|root| recorded.strip_prefix(root).ok()) {
         Some(suffix) if suffix.as_os_str().is_empty() => run_dir.to_path_buf(),
         Some(suffix) => run_dir.join(suffix),
