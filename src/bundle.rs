@@ -3,10 +3,10 @@
 //! A run folder is `.okstra/tasks/<project>/<group>/<task>/<task-type>-<NNN>/`.
 //! Sequence numbers are allocated under an exclusive lock on `.okstra/` and
 //! never reused: the task's run log (`runs.jsonl`, see `run_log`) outlives
-//! deleted runs. Every file is
-//! rendered in memory first, every JSON artifact is validated against its
-//! schema, the folder is assembled in a staging folder beside it, and only a
-//! complete folder is renamed into place: a failed render leaves no run.
+//! deleted runs. Every file is rendered in memory first, every JSON artifact
+//! is validated against its schema, the folder is assembled in a staging
+//! folder beside it, and only a complete folder is renamed into place: a
+//! failed render leaves no run.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
