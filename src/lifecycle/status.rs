@@ -390,7 +390,12 @@ struct RunFiles<'a> {
 
 impl<'a> RunFiles<'a> {
     fn new(dir: &'a Path) -> RunFiles<'a> {
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        // A handle for `*at` calls only; `O_PATH` needs no read permission.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        const HANDLE: OFlags = OFlags::PATH;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        const HANDLE: OFlags = OFlags::RDONLY;
+        let flags = HANDLE | OFlags::DIRECTORY | OFlags::CLOEXEC;
         RunFiles {
             dir,
             fd: rustix::fs::open(dir, flags, Mode::empty()).ok(),
