@@ -35,9 +35,6 @@ use crate::catalog::LeadRuntime;
 use crate::cli::{Cli, Command, LaunchArgs};
 use crate::exit::ExitStatus;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         // One line, never a backtrace: a panic is our bug, not the user's.
