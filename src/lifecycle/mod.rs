@@ -216,7 +216,7 @@ const MIN_ITEMS_PER_THREAD: usize = 64;
 /// `items.iter().map(work)`, in order, split over the available cores when
 /// there is enough to split (a project can hold thousands of runs; the work
 /// per run is independent).
-pub fn par_map<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub fn par_map<'a, T: Sync, R: Send>(items: &'a [T], work: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     if threads < 2 || items.len() < MIN_ITEMS_PER_THREAD * 2 {
         return items.iter().map(work).collect();

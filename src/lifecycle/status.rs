@@ -200,7 +200,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub state: State,
-    pub reason: String,
+    pub reason: Cow<'static, str>,
     pub last_activity: Option<i64>,
 }
 
@@ -229,7 +229,7 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
     if last_activity.is_none() {
         last_activity = evidence.sidecar.as_ref().and_then(|s| s.started_ts);
     }
-    let verdict = |state: State, reason: String| Verdict {
+    let verdict = |state: State, reason: Cow<'static, str>| Verdict {
         state,
         reason,
         last_activity,
@@ -243,22 +243,28 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
                 .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
             return if by == Some("reaper") {
                 let why = side.reason.as_deref().unwrap_or("wrapper-lost");
-                verdict(State::Lost, format!("finished by `okstra reap` ({why})"))
+                verdict(
+                    State::Lost,
+                    format!("finished by `okstra reap` ({why})").into(),
+                )
             } else if side.timeout || by == Some("idle-watchdog") {
                 verdict(
                     State::IdleKilled,
-                    format!("idle watchdog stopped it ({code})"),
+                    format!("idle watchdog stopped it ({code})").into(),
                 )
             } else if by == Some("signal") {
                 let signal = side.signal.as_deref().unwrap_or("a signal");
                 verdict(
                     State::Signalled,
-                    format!("its wrapper got {signal} and stopped it ({code})"),
+                    format!("its wrapper got {signal} and stopped it ({code})").into(),
                 )
             } else if side.exit_code != Some(0) {
-                verdict(State::Exited, code)
+                verdict(State::Exited, code.into())
             } else if !results_ok {
-                verdict(State::Exited, format!("exit code 0 but {}", missing()))
+                verdict(
+                    State::Exited,
+                    format!("exit code 0 but {}", missing()).into(),
+                )
             } else {
                 verdict(State::Done, "exit code 0, every Result Path present".into())
             };
@@ -269,7 +275,8 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
                 State::Lost,
                 format!(
                     "wrapper pid{pid} is gone but its sidecar still says `started`; `okstra reap` lists what it left"
-                ),
+                )
+                .into(),
             );
         }
     } else if beat.phase.as_deref() == Some(COMPLETE_PHASE) {
@@ -281,7 +288,7 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
         } else {
             verdict(
                 State::Exited,
-                format!("heartbeat `complete` but {}", missing()),
+                format!("heartbeat `complete` but {}", missing()).into(),
             )
         };
     } else if beat.count == 0 && evidence.log_mtime.is_none() {
@@ -295,7 +302,10 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
 
     // Working: blocked, stale or running.
     if let Some(blocker) = &beat.blocker {
-        return verdict(State::Blocked, format!("heartbeat blocker: {blocker}"));
+        return verdict(
+            State::Blocked,
+            format!("heartbeat blocker: {blocker}").into(),
+        );
     }
     match last_activity {
         Some(at) if now - at > STALE_SECS => verdict(
@@ -303,24 +313,25 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
             format!(
                 "no log or heartbeat activity for {}",
                 clock::short_duration(now - at)
-            ),
+            )
+            .into(),
         ),
-        _ => verdict(State::Running, String::new()),
+        _ => verdict(State::Running, "".into()),
     }
 }
 
 /// One worker row.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WorkerStatus {
-    pub dispatch_name: String,
-    pub worker_id: String,
-    pub role: String,
-    pub provider: String,
-    pub model: String,
-    pub runner: String,
+pub struct WorkerStatus<'a> {
+    pub dispatch_name: &'a str,
+    pub worker_id: &'a str,
+    pub role: &'a str,
+    pub provider: &'a str,
+    pub model: &'a str,
+    pub runner: &'a str,
     pub state: State,
-    pub reason: String,
+    pub reason: Cow<'static, str>,
     pub exit_code: Option<i64>,
     pub started_ts: Option<i64>,
     pub ended_ts: Option<i64>,
@@ -343,24 +354,26 @@ pub struct WorkerStatus {
 /// One entry of a run's attention list.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Attention {
-    pub dispatch_name: String,
+pub struct Attention<'a> {
+    pub dispatch_name: &'a str,
     pub state: State,
-    pub reason: String,
+    pub reason: Cow<'static, str>,
 }
 
-/// One run's board.
+/// One run's board. It borrows the names from the loaded [`Run`]: a
+/// project board has ten thousand rows, and copying every name into each
+/// was a large share of its allocations.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunStatus {
-    pub run_id: String,
-    pub run_dir: PathBuf,
-    pub task_key: String,
-    pub task_type: String,
-    pub workers: Vec<WorkerStatus>,
+pub struct RunStatus<'a> {
+    pub run_id: &'a str,
+    pub run_dir: &'a Path,
+    pub task_key: &'a str,
+    pub task_type: &'a str,
+    pub workers: Vec<WorkerStatus<'a>>,
     pub counts: BTreeMap<&'static str, usize>,
     pub all_terminal: bool,
-    pub attention: Vec<Attention>,
+    pub attention: Vec<Attention<'a>>,
 }
 
 /// The `--json` document.
@@ -563,13 +576,13 @@ fn gather(
 }
 
 /// The board row for one assignment.
-fn worker_status(
+fn worker_status<'a>(
     run: &Run,
-    assignment: &Assignment,
+    assignment: &'a Assignment,
     now: i64,
     tail: Option<usize>,
     files: &mut RunFiles<'_>,
-) -> WorkerStatus {
+) -> WorkerStatus<'a> {
     let (evidence, sidecar_path, log_path) = gather(run, assignment, now, files);
     let verdict = classify(&evidence, now);
     let side = evidence.sidecar.as_ref();
@@ -595,12 +608,12 @@ fn worker_status(
         });
     }
     WorkerStatus {
-        dispatch_name: assignment.dispatch_name.clone(),
-        worker_id: assignment.worker_id.clone(),
-        role: assignment.role.clone(),
-        provider: assignment.provider.clone(),
-        model: assignment.model.clone(),
-        runner: assignment.runner.clone(),
+        dispatch_name: &assignment.dispatch_name,
+        worker_id: &assignment.worker_id,
+        role: &assignment.role,
+        provider: &assignment.provider,
+        model: &assignment.model,
+        runner: &assignment.runner,
         state: verdict.state,
         reason: verdict.reason,
         exit_code: side.and_then(|s| s.exit_code),
@@ -623,9 +636,9 @@ fn worker_status(
 }
 
 /// The board for one run.
-pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
+pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
     let mut files = RunFiles::new(&run.dir);
-    let workers: Vec<WorkerStatus> = run
+    let workers: Vec<WorkerStatus<'_>> = run
         .assignments
         .iter()
         .map(|a| worker_status(run, a, now, tail, &mut files))
@@ -645,42 +658,45 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
     for worker in &workers {
         if worker.state.needs_attention() {
             attention.push(Attention {
-                dispatch_name: worker.dispatch_name.clone(),
+                dispatch_name: worker.dispatch_name,
                 state: worker.state,
                 reason: worker.reason.clone(),
             });
         } else if worker.state == State::Pending
-            && let Some(at) = dispatched.get(worker.dispatch_name.as_str())
+            && let Some(at) = dispatched.get(worker.dispatch_name)
             && now - at > NOT_STARTED_SECS
         {
             attention.push(Attention {
-                dispatch_name: worker.dispatch_name.clone(),
+                dispatch_name: worker.dispatch_name,
                 state: worker.state,
-                reason: format!(
+                reason: Cow::Owned(format!(
                     "not started: dispatched {} ago (lead event `{DISPATCH_EVENT}`) and no sidecar, heartbeat, log or result yet",
                     clock::short_duration(now - at)
-                ),
+                )),
             });
         } else if let Some(blocker) = &worker.blocker {
             attention.push(Attention {
-                dispatch_name: worker.dispatch_name.clone(),
+                dispatch_name: worker.dispatch_name,
                 state: worker.state,
-                reason: format!("heartbeat blocker: {blocker}"),
+                reason: Cow::Owned(format!("heartbeat blocker: {blocker}")),
             });
         }
         for anomaly in &worker.anomalies {
             attention.push(Attention {
-                dispatch_name: worker.dispatch_name.clone(),
+                dispatch_name: worker.dispatch_name,
                 state: worker.state,
-                reason: format!("{}: `{}` not trusted", anomaly.kind, anomaly.observed),
+                reason: Cow::Owned(format!(
+                    "{}: `{}` not trusted",
+                    anomaly.kind, anomaly.observed
+                )),
             });
         }
     }
     RunStatus {
-        run_id: run.run_id.clone(),
-        run_dir: run.dir.clone(),
-        task_key: run.task_key.clone(),
-        task_type: run.task_type.clone(),
+        run_id: &run.run_id,
+        run_dir: &run.dir,
+        task_key: &run.task_key,
+        task_type: &run.task_type,
         all_terminal: workers.iter().all(|w| w.state.is_terminal()),
         workers,
         counts,
@@ -690,7 +706,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus {
 
 /// The boards of many runs, spread over the available cores (a project can
 /// hold thousands of runs; the work is independent per run).
-fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus> {
+fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus<'_>> {
     par_map(runs, |run| run_status(run, now, tail))
 }
 
@@ -799,7 +815,7 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn write_json(out: &mut impl Write, board: &[RunStatus], now: i64) -> Result<()> {
+fn write_json(out: &mut impl Write, board: &[RunStatus<'_>], now: i64) -> Result<()> {
     let runs = par_map(board, serde_json::value::to_raw_value)
         .into_iter()
         .collect::<Result<_, _>>()
@@ -815,7 +831,7 @@ fn write_json(out: &mut impl Write, board: &[RunStatus], now: i64) -> Result<()>
 }
 
 /// What makes two snapshots different for `--watch` (not the clock).
-fn fingerprint(board: &[RunStatus]) -> Vec<(String, State, Option<i64>, String)> {
+fn fingerprint(board: &[RunStatus<'_>]) -> Vec<(String, State, Option<i64>, String)> {
     board
         .iter()
         .flat_map(|run| {
@@ -824,7 +840,7 @@ fn fingerprint(board: &[RunStatus]) -> Vec<(String, State, Option<i64>, String)>
                     format!("{}/{}", run.run_id, w.dispatch_name),
                     w.state,
                     w.exit_code,
-                    w.reason.clone(),
+                    w.reason.to_string(),
                 )
             })
         })
@@ -870,13 +886,13 @@ fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
 }
 
 /// The text board.
-fn render(board: &[RunStatus], now: i64, summary: bool) -> String {
+fn render(board: &[RunStatus<'_>], now: i64, summary: bool) -> String {
     let mut text = String::new();
     render_into(&mut text, board, now, summary).expect("writing to a String cannot fail");
     text
 }
 
-fn render_into(text: &mut String, board: &[RunStatus], now: i64, summary: bool) -> fmt::Result {
+fn render_into(text: &mut String, board: &[RunStatus<'_>], now: i64, summary: bool) -> fmt::Result {
     // Runs are drawn independently, so a large board is drawn in parallel.
     for part in par_map(board, |run| {
         let mut part = String::new();
@@ -912,7 +928,7 @@ fn counts_text(counts: &BTreeMap<&str, usize>) -> String {
     format!(": {}", parts.join(", "))
 }
 
-fn render_run(text: &mut String, run: &RunStatus, now: i64) -> fmt::Result {
+fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
     writeln!(
         text,
         "{} {} ({})  {}",
@@ -930,10 +946,10 @@ fn render_run(text: &mut String, run: &RunStatus, now: i64) -> fmt::Result {
         .iter()
         .map(|w| {
             [
-                Cow::Borrowed(w.dispatch_name.as_str()),
-                Cow::Borrowed(w.provider.as_str()),
-                Cow::Borrowed(w.model.as_str()),
-                Cow::Borrowed(w.runner.as_str()),
+                Cow::Borrowed(w.dispatch_name),
+                Cow::Borrowed(w.provider),
+                Cow::Borrowed(w.model),
+                Cow::Borrowed(w.runner),
                 Cow::Borrowed(w.state.as_str()),
                 w.exit_code
                     .map_or(Cow::Borrowed("-"), |c| Cow::Owned(c.to_string())),
@@ -1014,16 +1030,21 @@ mod tests {
         classify(evidence, NOW).state
     }
 
-    fn row(name: &str, model: &str, state: State, exit_code: Option<i64>) -> WorkerStatus {
+    fn row<'a>(
+        name: &'a str,
+        model: &'a str,
+        state: State,
+        exit_code: Option<i64>,
+    ) -> WorkerStatus<'a> {
         WorkerStatus {
-            dispatch_name: name.into(),
-            worker_id: name.into(),
-            role: "analyser".into(),
-            provider: "codex".into(),
-            model: model.into(),
-            runner: "cli-wrapper".into(),
+            dispatch_name: name,
+            worker_id: name,
+            role: "analyser",
+            provider: "codex",
+            model,
+            runner: "cli-wrapper",
             state,
-            reason: String::new(),
+            reason: "".into(),
             exit_code,
             started_ts: Some(NOW - 600),
             ended_ts: None,
@@ -1046,10 +1067,10 @@ mod tests {
     #[test]
     fn the_text_board_aligns_columns_without_trailing_blanks() {
         let run = RunStatus {
-            run_id: "error-analysis-002".into(),
-            run_dir: PathBuf::from("/p/.okstra/tasks/d/g/t/error-analysis-002"),
-            task_key: "d/g/t".into(),
-            task_type: "error-analysis".into(),
+            run_id: "error-analysis-002",
+            run_dir: Path::new("/p/.okstra/tasks/d/g/t/error-analysis-002"),
+            task_key: "d/g/t",
+            task_type: "error-analysis",
             workers: vec![
                 row("codex-worker", "gpt-5.6-sol", State::Running, None),
                 row("w", "m", State::Exited, Some(1)),
