@@ -13,18 +13,19 @@ use std::path::{Path, PathBuf};
 
 /// `recorded`, from a manifest whose `runDir` was `recorded_root`, for the
 /// run that now lives in `run_dir`.
-pub fn reroot(recorded: &Path, recorded_root: Option<&Path>, run_dir: &Path) -> PathBuf {
+/// Takes the recorded path by value: it is returned as it is in the usual
+/// case, a run read where it was made.
+pub fn reroot(recorded: PathBuf, recorded_root: Option<&Path>, run_dir: &Path) -> PathBuf {
     if recorded.is_relative() {
         return run_dir.join(recorded);
     }
-    // The usual case, a run read where it was made: nothing to move.
     if recorded_root == Some(run_dir) {
-        return recorded.to_path_buf();
+        return recorded;
     }
     match recorded_root.and_then(|root| recorded.strip_prefix(root).ok()) {
         Some(suffix) if suffix.as_os_str().is_empty() => run_dir.to_path_buf(),
         Some(suffix) => run_dir.join(suffix),
-        None => recorded.to_path_buf(),
+        None => recorded,
     }
 }
 
@@ -36,7 +37,7 @@ mod tests {
     fn paths_follow_the_run_and_nothing_else() {
         let here = Path::new("/tmp/moved-run");
         let old = Some(Path::new("/gone/run-1"));
-        let reroot = |recorded: &str, root| reroot(Path::new(recorded), root, here);
+        let reroot = |recorded: &str, root| reroot(recorded.into(), root, here);
         assert_eq!(
             reroot("/gone/run-1/results/a.md", old),
             here.join("results/a.md")

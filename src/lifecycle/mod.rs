@@ -87,7 +87,11 @@ impl Run {
     /// A path a sidecar or other record of this run holds, made to work
     /// where the run is now (see `run_paths`).
     pub fn resolve(&self, recorded: &Path) -> PathBuf {
-        crate::run_paths::reroot(recorded, self.recorded_dir.as_deref(), &self.dir)
+        crate::run_paths::reroot(
+            recorded.to_path_buf(),
+            self.recorded_dir.as_deref(),
+            &self.dir,
+        )
     }
 
     /// Read `<dir>/run-manifest.json`.
@@ -112,7 +116,7 @@ impl Run {
         // Paths follow the run folder if it was moved or copied.
         let recorded_dir = manifest.run_dir.map(PathBuf::from);
         let resolve = |recorded: String| {
-            crate::run_paths::reroot(Path::new(&recorded), recorded_dir.as_deref(), dir)
+            crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir)
         };
         let lead_events_path = manifest
             .lead_events_path

@@ -27,7 +27,6 @@ use anyhow::{Context, Result};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::sidecar::{self, Sidecar, Stage};
 use super::{Assignment, Run, clock, par_map, process};
@@ -51,6 +50,8 @@ const TAIL_BYTES_PER_LINE: u64 = 512;
 const TAIL_BYTES_MIN: u64 = 16 * 1024;
 /// Version of the `--json` document.
 const STATUS_VERSION: u32 = 1;
+/// Room reserved for one run's JSON (ten workers take about 8 KiB).
+const RUN_JSON_BYTES: usize = 16 * 1024;
 
 /// A worker's state. Terminal states never change again on their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -374,16 +375,6 @@ pub struct RunStatus<'a> {
     pub counts: BTreeMap<&'static str, usize>,
     pub all_terminal: bool,
     pub attention: Vec<Attention<'a>>,
-}
-
-/// The `--json` document.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Board {
-    schema_version: u32,
-    now_ts: i64,
-    /// Each run already serialised (on the board threads).
-    runs: Vec<Box<RawValue>>,
 }
 
 /// One run folder, opened once: the files a board reads for a run (about
@@ -816,17 +807,23 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
 }
 
 fn write_json(out: &mut impl Write, board: &[RunStatus<'_>], now: i64) -> Result<()> {
-    let runs = par_map(board, serde_json::value::to_raw_value)
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .context("cannot write the status as JSON")?;
-    let doc = Board {
-        schema_version: STATUS_VERSION,
-        now_ts: now,
-        runs,
-    };
-    serde_json::to_writer(&mut *out, &doc).context("cannot write the status as JSON")?;
-    writeln!(out)?;
+    // `{"schemaVersion":1,"nowTs":…,"runs":[…]}`, with each run serialised
+    // on the board threads into a buffer sized for a typical run.
+    let runs = par_map(board, |run| {
+        let mut bytes = Vec::with_capacity(RUN_JSON_BYTES);
+        serde_json::to_writer(&mut bytes, run).map(|()| bytes)
+    });
+    write!(
+        out,
+        "{{\"schemaVersion\":{STATUS_VERSION},\"nowTs\":{now},\"runs\":["
+    )?;
+    for (index, run) in runs.into_iter().enumerate() {
+        if index > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(&run.context("cannot write the status as JSON")?)?;
+    }
+    writeln!(out, "]}}")?;
     Ok(())
 }
 

@@ -295,7 +295,7 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         .get("runDir")
         .and_then(Value::as_str)
         .map(Path::new);
-    let resolve = |recorded: &str| run_paths::reroot(Path::new(recorded), recorded_root, run_dir);
+    let resolve = |recorded: &str| run_paths::reroot(recorded.into(), recorded_root, run_dir);
     let Some(assignments) = manifest.get("assignments").and_then(Value::as_array) else {
         bail!(
             "run manifest `{}` has no `assignments` list",
