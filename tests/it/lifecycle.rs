@@ -178,6 +178,20 @@ fn status_json(run: &Path) -> Value {
     doc["runs"][0].clone()
 }
 
+/// `okstra reap --execute --json` over a project: its report.
+fn reap_execute(project_root: &Path) -> Value {
+    let output = okstra()
+        .args(["reap", "--execute", "--json", "--project-root"])
+        .arg(project_root)
+        .timeout(LIMIT)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&output).unwrap()
+}
+
 fn worker<'a>(run_status: &'a Value, dispatch: &str) -> &'a Value {
     run_status["workers"]
         .as_array()
@@ -364,16 +378,7 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
     assert_eq!(fs::read(sidecar_path(&codex)).unwrap(), before);
 
     // Execute: the orphan group ends, the bystander does not.
-    let output = okstra()
-        .args(["reap", "--execute", "--json", "--project-root"])
-        .arg(project.root())
-        .timeout(LIMIT)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let report: Value = serde_json::from_slice(&output).unwrap();
+    let report = reap_execute(project.root());
     let actions = report["actions"].as_array().unwrap();
     assert_eq!(actions.len(), 2, "{report}");
     let stop = actions
@@ -429,16 +434,7 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace_period() {
         &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": stubborn.pid(),
                 "started_ts": started, "stage": "started"}),
     );
-    let output = okstra()
-        .args(["reap", "--execute", "--json", "--project-root"])
-        .arg(project.root())
-        .timeout(LIMIT)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let report: Value = serde_json::from_slice(&output).unwrap();
+    let report = reap_execute(project.root());
     assert_eq!(report["actions"][0]["outcome"], "killed", "{report}");
     wait_for(LIMIT, "the stubborn group to end", || {
         (!stubborn.is_running()).then_some(())
@@ -460,16 +456,7 @@ fn a_recycled_group_id_is_never_signalled() {
         &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": stranger.pid(),
                 "started_ts": unix_now() - 3600, "stage": "started"}),
     );
-    let output = okstra()
-        .args(["reap", "--execute", "--json", "--project-root"])
-        .arg(project.root())
-        .timeout(LIMIT)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let report: Value = serde_json::from_slice(&output).unwrap();
+    let report = reap_execute(project.root());
     assert_eq!(report["actions"][0]["action"], "mark-lost", "{report}");
     assert!(stranger.is_running());
     assert_eq!(read_json(&sidecar_path(&codex))["reason"], "wrapper-lost");
