@@ -18,13 +18,14 @@
 //! starts on a fresh line.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::TaskType;
+use crate::durable;
 
 /// The log's file name, inside the task folder.
 pub const FILE_NAME: &str = "runs.jsonl";
@@ -117,7 +118,7 @@ pub fn append(task_dir: &Path, entry: &Entry) -> io::Result<()> {
     file.write_all(&line)?;
     file.sync_all()?;
     if len == 0 {
-        File::open(task_dir)?.sync_all()?;
+        durable::sync_dir(task_dir)?;
     }
     Ok(())
 }
