@@ -11,6 +11,7 @@ mod bundle;
 mod catalog;
 mod cli;
 mod durable;
+mod ending;
 mod exit;
 mod launch;
 mod lifecycle;

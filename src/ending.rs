@@ -1,0 +1,229 @@
+//! How a dispatch attempt ended: the one closed list of ending classes, and
+//! the one table that turns each into the final report's `terminalStatus`
+//! and `failure.reason`.
+//!
+//! The words are the wire format of the team state (`dispatches[].ending`,
+//! `workers.*.terminalStatus`), of `okstra await --json` and of the report's
+//! coverage; the schemas list exactly these values and a test holds them to
+//! it. Deciding *which* class an attempt gets (from its sidecar, log and
+//! result files) is `dispatch::classify`; this module only names them.
+
+#![expect(dead_code, reason = "the dispatch engine that uses it lands next")]
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The class of one finished attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    /// The CLI finished and its result was recovered.
+    Completed,
+    /// The CLI finished but printed no complete result block.
+    EmptyOutput,
+    /// The idle watchdog stopped a silent CLI.
+    IdleTimeout,
+    /// The CLI is not logged in or its key was refused.
+    Auth,
+    /// The provider refused for quota or rate.
+    RateLimit,
+    /// The provider's API could not be reached.
+    Network,
+    /// The CLI (or its wrapper) is not installed.
+    CliMissing,
+    /// The CLI rejected the command line it was given.
+    UsageError,
+    /// The CLI failed in any other way.
+    Crash,
+    /// The CLI was killed by a signal nobody in okstra sent.
+    Signalled,
+    /// okstra stopped it on the user's request (SIGINT/SIGTERM to dispatch).
+    Cancelled,
+    /// Never started: the run's token or cost budget was spent.
+    Budget,
+}
+
+impl Ending {
+    pub const ALL: &'static [Ending] = &[
+        Ending::Completed,
+        Ending::EmptyOutput,
+        Ending::IdleTimeout,
+        Ending::Auth,
+        Ending::RateLimit,
+        Ending::Network,
+        Ending::CliMissing,
+        Ending::UsageError,
+        Ending::Crash,
+        Ending::Signalled,
+        Ending::Cancelled,
+        Ending::Budget,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Completed => "completed",
+            Ending::EmptyOutput => "empty-output",
+            Ending::IdleTimeout => "idle-timeout",
+            Ending::Auth => "auth",
+            Ending::RateLimit => "rate-limit",
+            Ending::Network => "network",
+            Ending::CliMissing => "cli-missing",
+            Ending::UsageError => "usage-error",
+            Ending::Crash => "crash",
+            Ending::Signalled => "signalled",
+            Ending::Cancelled => "cancelled",
+            Ending::Budget => "budget",
+        }
+    }
+
+    /// The final report's `terminalStatus` for a worker whose last attempt
+    /// ended this way, and the `failure.reason` it carries (none when it
+    /// completed). The one place this mapping is written.
+    pub fn report_status(self) -> (ReportStatus, Option<&'static str>) {
+        let status = match self {
+            Ending::Completed => return (ReportStatus::Completed, None),
+            Ending::IdleTimeout => ReportStatus::TimedOut,
+            Ending::Auth
+            | Ending::RateLimit
+            | Ending::Network
+            | Ending::CliMissing
+            | Ending::Budget => ReportStatus::Unavailable,
+            Ending::EmptyOutput | Ending::UsageError | Ending::Crash => ReportStatus::Failed,
+            Ending::Signalled | Ending::Cancelled => ReportStatus::Cancelled,
+        };
+        (status, Some(self.as_str()))
+    }
+
+    /// Whether the one shared retry may be spent on this ending. `crash` is
+    /// retryable only when it was quick and printed nothing (decided by the
+    /// caller, who knows the timing); `rate-limit` after a cooldown.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            Ending::EmptyOutput | Ending::Network | Ending::RateLimit | Ending::Crash
+        )
+    }
+}
+
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Ending {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ending::ALL
+            .iter()
+            .copied()
+            .find(|ending| ending.as_str() == text)
+            .ok_or_else(|| crate::catalog::one_of(Ending::ALL))
+    }
+}
+
+/// The final report's `workerCoverage[].terminalStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReportStatus {
+    Completed,
+    Failed,
+    TimedOut,
+    Unavailable,
+    Cancelled,
+}
+
+impl ReportStatus {
+    pub const ALL: &'static [ReportStatus] = &[
+        ReportStatus::Completed,
+        ReportStatus::Failed,
+        ReportStatus::TimedOut,
+        ReportStatus::Unavailable,
+        ReportStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportStatus::Completed => "completed",
+            ReportStatus::Failed => "failed",
+            ReportStatus::TimedOut => "timed-out",
+            ReportStatus::Unavailable => "unavailable",
+            ReportStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn schema_enum(schema: &str, pointer: &str) -> Vec<String> {
+        let value: Value = serde_json::from_str(crate::schema::text(schema).unwrap()).unwrap();
+        value
+            .pointer(pointer)
+            .unwrap_or_else(|| panic!("{schema} has no {pointer}"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn the_schemas_list_exactly_these_endings() {
+        let ours: Vec<String> = Ending::ALL.iter().map(|e| e.as_str().to_owned()).collect();
+        assert_eq!(
+            schema_enum(
+                "team-state.schema.json",
+                "/$defs/dispatch/properties/ending/enum"
+            ),
+            ours
+        );
+        assert_eq!(
+            schema_enum(
+                "team-state.schema.json",
+                "/properties/workers/additionalProperties/properties/terminalStatus/enum"
+            ),
+            ours
+        );
+    }
+
+    #[test]
+    fn the_report_accepts_every_mapped_status_and_reason() {
+        let statuses = schema_enum(
+            "final-report-v2.0.schema.json",
+            "/$defs/WorkerCoverage/properties/terminalStatus/enum",
+        );
+        let reasons = schema_enum(
+            "final-report-v2.0.schema.json",
+            "/$defs/WorkerCoverage/properties/failure/properties/reason/enum",
+        );
+        let ours: Vec<&str> = ReportStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(statuses, ours);
+        for ending in Ending::ALL {
+            let (status, reason) = ending.report_status();
+            assert!(statuses.iter().any(|s| s == status.as_str()));
+            match reason {
+                None => assert_eq!(*ending, Ending::Completed),
+                Some(reason) => assert!(reasons.iter().any(|r| r == reason), "{reason}"),
+            }
+        }
+    }
+
+    #[test]
+    fn endings_round_trip_through_text() {
+        for ending in Ending::ALL {
+            assert_eq!(ending.as_str().parse::<Ending>(), Ok(*ending));
+            assert_eq!(
+                serde_json::to_value(ending).unwrap(),
+                Value::String(ending.as_str().to_owned())
+            );
+        }
+        assert!("stale".parse::<Ending>().is_err());
+    }
+}
