@@ -6,13 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, LeadRuntime, Provider, REPORT_WRITER, Role, Runner, TaskType};
 use crate::settings::Settings;
 
 /// One worker of the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Assignment {
     pub worker_id: String,
@@ -35,7 +35,7 @@ pub struct Assignment {
 /// The files of one dispatch, all derived from the run folder and the
 /// dispatch name, so every dispatch kind (initial, critic, reverify) names
 /// them the same way.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[expect(
     clippy::struct_field_names,

@@ -75,6 +75,26 @@ pub enum Command {
     Status(StatusArgs),
     /// Find and stop worker process groups whose wrapper died.
     Reap(ReapArgs),
+    /// Start a run's wrapper workers, recover their results, classify every ending.
+    ///
+    /// Selects the run's `cli-wrapper` dispatches of one kind, records each
+    /// attempt in the team state before it starts, runs them concurrently
+    /// under provider-exec, writes each Result Path from the CLI's final
+    /// message, and spends one shared retry on a retryable ending.
+    ///
+    /// Examples:
+    ///   okstra dispatch .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
+    ///   okstra dispatch <run-dir> --kind reverify-r1 --detach
+    ///   okstra dispatch <run-dir> --workers report-writer --json
+    Dispatch(DispatchArgs),
+    /// Wait until every selected dispatch of a run has ended, then summarise.
+    ///
+    /// Exit 0 when all completed, 1 when any did not (or --timeout passed).
+    ///
+    /// Examples:
+    ///   okstra await <run-dir>
+    ///   okstra await <run-dir> --kind reverify-r1 --timeout 30m --json
+    Await(AwaitArgs),
 }
 
 /// The launcher's flags (SPEC §3).
@@ -310,6 +330,82 @@ pub struct StatusArgs {
     /// worker is still not terminal.
     #[arg(long, value_name = "DURATION", requires = "watch", value_parser = humantime::parse_duration)]
     pub timeout: Option<std::time::Duration>,
+}
+
+/// `okstra dispatch`.
+#[derive(Debug, Args)]
+pub struct DispatchArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Only these worker ids (comma-separated). The report writer is
+    /// dispatched only when named here.
+    #[arg(long, value_name = "ID,...")]
+    pub workers: Option<String>,
+
+    /// Which dispatches: initial, critic, retry or reverify-r<N>.
+    #[arg(long, value_name = "KIND", default_value = "initial")]
+    pub kind: String,
+
+    /// Print what would start (the CLI argv, never the prompt) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the summary (or the dry run) as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Run at most N workers at once. [default: all]
+    #[arg(long, value_name = "N")]
+    pub max_parallel: Option<usize>,
+
+    /// Start a background dispatcher and return once its dispatches are
+    /// recorded; its progress goes to `state/dispatch.log`.
+    #[arg(long)]
+    pub detach: bool,
+
+    /// Hold each start back until this much memory is available.
+    #[arg(long, value_name = "SIZE", default_value = "512M")]
+    pub min_free_memory: String,
+
+    /// Hold each start back until the project's filesystem has this much free.
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub min_free_disk: String,
+
+    /// Wait this long before retrying a rate-limited worker.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub retry_cooldown: std::time::Duration,
+
+    /// Idle timeout handed to each wrapper, in seconds (0 disables).
+    /// [default: the wrapper's, 600 s or 1500 s for executor and verifier]
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<u64>,
+}
+
+/// `okstra await`.
+#[derive(Debug, Args)]
+pub struct AwaitArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Only dispatches of this kind: initial, critic, retry or reverify-r<N>
+    /// (a retry counts as the kind it retries). [default: every kind]
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// Only these worker ids (comma-separated).
+    #[arg(long, value_name = "ID,...")]
+    pub workers: Option<String>,
+
+    /// Give up after this long (e.g. `30m`); exit 1.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
+    /// Print the summary as one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `okstra reap`.

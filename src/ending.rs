@@ -8,8 +8,6 @@
 //! it. Deciding *which* class an attempt gets (from its sidecar, log and
 //! result files) is `dispatch::classify`; this module only names them.
 
-#![expect(dead_code, reason = "the dispatch engine that uses it lands next")]
-
 use std::fmt;
 use std::str::FromStr;
 
@@ -136,6 +134,7 @@ pub enum ReportStatus {
     Cancelled,
 }
 
+#[cfg(test)]
 impl ReportStatus {
     pub const ALL: &'static [ReportStatus] = &[
         ReportStatus::Completed,

@@ -10,11 +10,13 @@ mod assign;
 mod bundle;
 mod catalog;
 mod cli;
+mod dispatch;
 mod durable;
 mod ending;
 mod exit;
 mod launch;
 mod lifecycle;
+mod manifest;
 mod provider_exec;
 mod report;
 mod resume;
@@ -22,6 +24,7 @@ mod run_log;
 mod run_paths;
 mod schema;
 mod settings;
+mod team_state;
 mod template;
 
 use std::ffi::OsString;
@@ -60,6 +63,8 @@ fn main() -> ExitCode {
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),
+        Some(Command::Await(args)) => dispatch::await_command(&args),
     };
     match outcome {
         Ok(status) => status.into(),

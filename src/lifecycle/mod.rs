@@ -13,11 +13,11 @@
 //! tell whether a recorded pid is still the process we recorded, `sidecar`
 //! reads status sidecars, `clock` parses and prints timestamps.
 
-mod clock;
+pub mod clock;
 mod event;
-mod process;
+pub mod process;
 mod reap;
-mod sidecar;
+pub mod sidecar;
 mod status;
 
 use std::fs;

@@ -124,6 +124,9 @@ pub struct Ready {
     pub prompt: File,
     /// The prompt path as given (the sidecar and log sit beside it).
     pub prompt_as_given: PathBuf,
+    /// Which attempt of a dispatch this is (`okstra dispatch` sets it
+    /// through [`status::ATTEMPT_ENV`]); it picks the log and sidecar names.
+    pub attempt: u32,
 }
 
 fn usage(fixed: Option<Provider>) -> String {
@@ -207,12 +210,20 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()),
     };
     let plan = plan(&invocation);
+    // Anything but a whole number ≥ 2 means the first attempt: a stray
+    // value must never move a direct call's files away from the reference names.
+    let attempt = std::env::var(status::ATTEMPT_ENV)
+        .ok()
+        .and_then(|value| value.parse::<u32>().ok())
+        .filter(|attempt| *attempt >= 2)
+        .unwrap_or(1);
     Ok(Ready {
         invocation,
         plan,
         program,
         prompt,
         prompt_as_given,
+        attempt,
     })
 }
 

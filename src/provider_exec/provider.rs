@@ -204,7 +204,11 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
     CommandPlan {
         program: inv.provider.binary(),
         args,
-        env_remove: HOST_SESSION_MARKERS.to_vec(),
+        env_remove: HOST_SESSION_MARKERS
+            .iter()
+            .copied()
+            .chain([super::status::ATTEMPT_ENV])
+            .collect(),
         env_set,
         stdin,
         cwd: inv.execution_root.clone(),
@@ -429,7 +433,8 @@ mod tests {
                 vec![
                     "CLAUDECODE",
                     "CLAUDE_CODE_ENTRYPOINT",
-                    "CLAUDE_CODE_SSE_PORT"
+                    "CLAUDE_CODE_SSE_PORT",
+                    "OKSTRA_EXEC_ATTEMPT"
                 ]
             );
             assert_eq!(plan.cwd, PathBuf::from("/src/wt"));

@@ -155,6 +155,31 @@ pub fn log_path(prompt_path: &Path) -> PathBuf {
     PathBuf::from(log)
 }
 
+/// The environment variable through which `okstra dispatch` tells the
+/// wrapper which attempt of a dispatch it runs. Attempt 1 (or no variable)
+/// keeps the reference's file names; a later attempt gets its own log and
+/// sidecar so it never overwrites an earlier attempt's.
+pub const ATTEMPT_ENV: &str = "OKSTRA_EXEC_ATTEMPT";
+
+/// The sidecar and log of attempt `attempt` of the dispatch whose prompt is
+/// `prompt_path`: the reference names for attempt 1,
+/// `<prompt>.attempt-N.status.json` and `<prompt minus .md>.attempt-N.log`
+/// after it.
+pub fn attempt_paths(prompt_path: &Path, attempt: u32) -> (PathBuf, PathBuf) {
+    let sidecar = sidecar_path(prompt_path);
+    let log = log_path(prompt_path);
+    if attempt <= 1 {
+        return (sidecar, log);
+    }
+    let mut sidecar_name = prompt_path.as_os_str().to_owned();
+    sidecar_name.push(format!(".attempt-{attempt}{SIDECAR_SUFFIX}"));
+    let log_bytes = log.as_os_str().as_bytes();
+    let stem = log_bytes.strip_suffix(b".log").unwrap_or(log_bytes);
+    let mut log_name = OsStr::from_bytes(stem).to_owned();
+    log_name.push(format!(".attempt-{attempt}.log"));
+    (PathBuf::from(sidecar_name), PathBuf::from(log_name))
+}
+
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
     SystemTime::now()
@@ -213,6 +238,22 @@ mod tests {
         assert_eq!(
             sidecar_path(Path::new("/r/claude.md")),
             Path::new("/r/claude.md.status.json")
+        );
+    }
+
+    #[test]
+    fn later_attempts_get_their_own_files() {
+        let prompt = Path::new("/r/prompts/claude-worker.md");
+        assert_eq!(
+            attempt_paths(prompt, 1),
+            (sidecar_path(prompt), log_path(prompt))
+        );
+        assert_eq!(
+            attempt_paths(prompt, 2),
+            (
+                PathBuf::from("/r/prompts/claude-worker.md.attempt-2.status.json"),
+                PathBuf::from("/r/prompts/claude-worker.attempt-2.log")
+            )
         );
     }
 

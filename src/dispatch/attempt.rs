@@ -1,0 +1,182 @@
+//! One attempt's records: the dispatch record written before it starts, and
+//! its ending — result recovered, class decided, record completed — once
+//! its wrapper has exited. `okstra await` finishes an attempt the same way
+//! when the dispatcher that started it is gone.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use sha2::{Digest, Sha256};
+
+use crate::ending::Ending;
+use crate::lifecycle::sidecar;
+use crate::provider_exec::status as exec_status;
+use crate::team_state::{self, Change, DispatchRecord};
+
+use super::classify::{self, Evidence};
+use super::recover;
+use super::select::Planned;
+
+/// The record of `planned`, before it starts (`started_at: None` while a
+/// gate holds it back).
+pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecord {
+    let (sidecar, log) = exec_status::attempt_paths(&planned.paths.prompt_path, planned.attempt);
+    DispatchRecord {
+        dispatch_name: planned.dispatch_name.clone(),
+        dispatch_kind: planned.kind.clone(),
+        attempt: planned.attempt,
+        worker_id: planned.worker_id.clone(),
+        role: Some(planned.role),
+        provider: Some(planned.provider),
+        model: Some(planned.model.clone()),
+        runner: Some(planned.runner),
+        prompt_path: planned.paths.prompt_path.clone(),
+        prompt_sha256,
+        result_path: planned.paths.result_path.clone(),
+        worker_results_path: planned.paths.worker_results_path.clone(),
+        error_path: planned.paths.error_path.clone(),
+        log_path: Some(log),
+        sidecar_path: Some(sidecar),
+        started_at: None,
+        ended_at: None,
+        dispatcher_pid: i32::try_from(std::process::id()).ok(),
+        ending: None,
+        exit_code: None,
+        detail: None,
+        result_sha256: None,
+        worker_results_sha256: None,
+        recovered_from: None,
+        log_tail: None,
+        usage: None,
+    }
+}
+
+/// What the dispatcher knows about an attempt's end beyond its files.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// The wrapper's exit code; `None` when it was killed by a signal or
+    /// (for `await`) is unknown.
+    pub exit_code: Option<i64>,
+    pub cancelled: bool,
+    pub wrapper_stderr: String,
+}
+
+/// How a finished attempt came out, for the retry decision.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub ending: Ending,
+    pub detail: String,
+    /// The CLI said nothing at all (a start-up failure).
+    pub silent: bool,
+    pub seconds: u64,
+}
+
+/// Recover the result, classify the ending and complete `record` in the
+/// team state (and the worker's `terminalStatus` when it is one of the
+/// assignment's own attempts).
+pub fn finish(
+    team_state: &Path,
+    mut record: DispatchRecord,
+    assignment_name: &str,
+    ended: &Ended,
+) -> Result<(DispatchRecord, Outcome)> {
+    let provider = record.provider.unwrap_or(crate::catalog::Provider::Claude);
+    let sidecar_path = record
+        .sidecar_path
+        .clone()
+        .unwrap_or_else(|| exec_status::attempt_paths(&record.prompt_path, record.attempt).0);
+    let found = sidecar::read(&sidecar_path).ok().flatten();
+    let log_path = record
+        .log_path
+        .clone()
+        .unwrap_or_else(|| exec_status::attempt_paths(&record.prompt_path, record.attempt).1);
+    let transcript = recover::read_log(provider, &log_path);
+    let started = record
+        .started_at
+        .as_deref()
+        .and_then(crate::lifecycle::clock::parse_rfc3339);
+
+    let mut recovered_from = None;
+    if let Some(blocks) = transcript.blocks() {
+        crate::durable::write_atomic(&record.result_path, blocks.result.as_bytes())?;
+        record.result_sha256 = Some(sha256_hex(blocks.result.as_bytes()));
+        if let Some(audit) = &blocks.worker_results {
+            crate::durable::write_atomic(&record.worker_results_path, audit.as_bytes())?;
+            record.worker_results_sha256 = Some(sha256_hex(audit.as_bytes()));
+        }
+        recovered_from = Some("stream");
+    } else if let Some(bytes) = written_during(&record.result_path, started) {
+        // A CLI that may write (an executor, kimi, grok) wrote the file itself.
+        record.result_sha256 = Some(sha256_hex(&bytes));
+        recovered_from = Some("file");
+    }
+    let exit_code = ended
+        .exit_code
+        .or_else(|| found.as_ref().and_then(|s| s.exit_code));
+    let evidence = Evidence {
+        exit_code,
+        reason: found.as_ref().and_then(|s| s.reason.as_deref()),
+        child_signal: None,
+        cancelled: ended.cancelled,
+        has_result: recovered_from.is_some(),
+        transcript: &transcript,
+        wrapper_stderr: &ended.wrapper_stderr,
+    };
+    let (ending, detail) = classify::classify(&evidence);
+    let now = crate::lifecycle::clock::unix_now();
+    let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
+    record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+    record.ending = Some(ending);
+    record.exit_code = exit_code;
+    record.detail = Some(detail.clone());
+    record.recovered_from = recovered_from.map(str::to_owned);
+    record.log_tail = (ending != Ending::Completed).then(|| transcript.tail.clone());
+    let mut changes = vec![Change::Put(&record)];
+    if record.dispatch_name == assignment_name {
+        changes.push(Change::Terminal(assignment_name, ending));
+    }
+    team_state::update(team_state, &changes)?;
+    let outcome = Outcome {
+        ending,
+        detail,
+        silent: !transcript.has_text() && transcript.bytes < 4096,
+        seconds,
+    };
+    Ok((record, outcome))
+}
+
+/// The bytes of `path` if it is a non-empty regular file modified since
+/// `since` (Unix seconds; any time when unknown).
+fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() == 0 {
+        return None;
+    }
+    let modified = meta.modified().ok().map(crate::lifecycle::clock::to_unix)?;
+    if since.is_some_and(|start| modified + 1 < start) {
+        return None;
+    }
+    crate::manifest::read_regular(path, 64 * 1024 * 1024).ok()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
+}
+
+/// The sha256 of the prompt file, when it can be read.
+pub fn prompt_sha256(prompt: &Path) -> Option<String> {
+    crate::manifest::read_regular(prompt, 16 * 1024 * 1024)
+        .ok()
+        .map(|bytes| sha256_hex(&bytes))
+}
+
+/// The file `okstra dispatch --detach` writes its progress to.
+pub fn detach_log(run_dir: &Path) -> PathBuf {
+    run_dir.join("state").join("dispatch.log")
+}

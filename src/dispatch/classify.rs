@@ -1,0 +1,281 @@
+//! How did an attempt end? One pure function from what an attempt left
+//! behind (the wrapper's exit code, its sidecar's reason, the transcript of
+//! its log, whether a result was recovered) to an [`Ending`] and a one-line
+//! detail. Table-tested on realistic logs of each CLI.
+//!
+//! Order matters and is deliberate: our own cancellation first; then a
+//! recovered result (a CLI that hung after printing its answer still
+//! answered); then a wrapper that never started the CLI; then what the CLI's
+//! own error text says (auth before network: a CLI with no credentials may
+//! also fail to connect); then how the wrapper ended it; then the exit code.
+
+use crate::ending::Ending;
+use crate::exit;
+
+use super::recover::Transcript;
+
+/// A `crash` this quick with no output is worth the one retry: a CLI that
+/// fell over at start-up, not one that worked and failed.
+pub const QUICK_CRASH_SECS: u64 = 30;
+
+/// Everything the classifier looks at.
+#[derive(Debug)]
+pub struct Evidence<'a> {
+    /// The wrapper's exit code (`None`: it was killed by a signal).
+    pub exit_code: Option<i64>,
+    /// The sidecar's `reason`, when the wrapper wrote one.
+    pub reason: Option<&'a str>,
+    /// The sidecar's `child_signal`: the CLI was killed by a signal.
+    pub child_signal: Option<&'a str>,
+    /// okstra (dispatch) stopped this attempt on the user's request.
+    pub cancelled: bool,
+    /// A result block was recovered, or the worker wrote its Result Path.
+    pub has_result: bool,
+    pub transcript: &'a Transcript,
+    /// The wrapper's own stderr (its preflight and spawn errors).
+    pub wrapper_stderr: &'a str,
+}
+
+/// A log that said nothing.
+static SILENT: Transcript = Transcript {
+    messages: Vec::new(),
+    errors: Vec::new(),
+    reported_failure: false,
+    tail: Vec::new(),
+    bytes: 0,
+};
+
+impl Default for Evidence<'_> {
+    fn default() -> Self {
+        Evidence {
+            exit_code: None,
+            reason: None,
+            child_signal: None,
+            cancelled: false,
+            has_result: false,
+            transcript: &SILENT,
+            wrapper_stderr: "",
+        }
+    }
+}
+
+/// Words in a CLI's error text that mean it is not logged in or its key was refused.
+const AUTH: &[&str] = &[
+    "not logged in",
+    "authentication_failed",
+    "authentication failed",
+    "invalid api key",
+    "invalid x-api-key",
+    "api key required",
+    "please set an auth method",
+    "please run /login",
+    "unauthorized",
+    "401",
+    "no model configured",
+    "permission_error",
+    "credentials",
+];
+/// … that mean a quota or rate limit.
+const RATE_LIMIT: &[&str] = &[
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "429",
+    "too many requests",
+    "quota",
+    "overloaded",
+    "usage limit",
+];
+/// … that mean the API could not be reached.
+const NETWORK: &[&str] = &[
+    "unable to connect",
+    "connectionrefused",
+    "connection refused",
+    "connection error",
+    "fetch failed",
+    "reconnecting",
+    "waiting for network",
+    "enotfound",
+    "name does not resolve",
+    "failed to lookup address",
+    "getaddrinfo",
+    "network is unreachable",
+    "econnreset",
+    "apiconnectionerror",
+    "stream disconnected",
+];
+/// … that mean the CLI rejected the command line it was given.
+const USAGE: &[&str] = &[
+    "unknown option",
+    "unexpected argument",
+    "unrecognized option",
+    "unrecognized argument",
+    "unknown command",
+    "requires --verbose",
+    "invalid value for",
+    "is not configured in config.toml",
+    "cannot combine",
+];
+
+/// Classify one finished attempt; the detail is one line for people.
+pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
+    if evidence.cancelled {
+        return (Ending::Cancelled, "stopped by okstra on request".into());
+    }
+    if evidence.has_result {
+        return (Ending::Completed, "result recovered".into());
+    }
+    let code = evidence.exit_code;
+    if evidence.reason.is_none() {
+        // No sidecar: the wrapper refused before starting anything.
+        match code {
+            Some(c) if c == i64::from(exit::NOT_FOUND) => {
+                return (
+                    Ending::CliMissing,
+                    first_line(evidence.wrapper_stderr, "the CLI is not installed"),
+                );
+            }
+            Some(c)
+                if (i64::from(exit::EXEC_USAGE)..=i64::from(exit::EXEC_TIMEOUT_ARG))
+                    .contains(&c) =>
+            {
+                return (
+                    Ending::UsageError,
+                    first_line(evidence.wrapper_stderr, "the wrapper refused its arguments"),
+                );
+            }
+            _ => {}
+        }
+    }
+    if evidence.reason == Some("spawn-failed") {
+        return (
+            Ending::CliMissing,
+            first_line(evidence.wrapper_stderr, "the CLI could not be started"),
+        );
+    }
+    let errors = error_text(evidence);
+    if let Some(hit) = find(&errors, AUTH) {
+        return (Ending::Auth, hit);
+    }
+    if let Some(hit) = find(&errors, RATE_LIMIT) {
+        return (Ending::RateLimit, hit);
+    }
+    if let Some(hit) = find(&errors, USAGE) {
+        return (Ending::UsageError, hit);
+    }
+    if let Some(hit) = find(&errors, NETWORK) {
+        return (Ending::Network, hit);
+    }
+    match evidence.reason {
+        Some("idle-timeout") => {
+            return (Ending::IdleTimeout, "stopped by the idle watchdog".into());
+        }
+        Some("signal") => {
+            return (
+                Ending::Signalled,
+                "the wrapper was stopped by a signal".into(),
+            );
+        }
+        _ => {}
+    }
+    if let Some(signal) = evidence.child_signal {
+        return (Ending::Signalled, format!("the CLI was killed by {signal}"));
+    }
+    match code {
+        Some(0) if !evidence.transcript.reported_failure => (
+            Ending::EmptyOutput,
+            "the CLI exited 0 without a complete result block".into(),
+        ),
+        None => (
+            Ending::Signalled,
+            "the wrapper was killed by a signal".into(),
+        ),
+        Some(c) => (
+            Ending::Crash,
+            last_error(evidence).map_or_else(
+                || format!("the CLI exited {c}"),
+                |e| format!("exit {c}: {e}"),
+            ),
+        ),
+    }
+}
+
+/// The text the patterns are matched against: the CLI's error events and
+/// non-JSON lines, and the wrapper's stderr — never the assistant's prose,
+/// which may well discuss rate limits.
+fn error_text(evidence: &Evidence<'_>) -> Vec<String> {
+    evidence
+        .transcript
+        .errors
+        .iter()
+        .map(String::as_str)
+        .chain(evidence.wrapper_stderr.lines())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The first error line containing one of `needles` (case-insensitive).
+fn find(lines: &[String], needles: &[&str]) -> Option<String> {
+    lines.iter().find_map(|line| {
+        let lower = line.to_lowercase();
+        needles
+            .iter()
+            .any(|needle| contains_word(&lower, needle))
+            .then(|| one_line(line))
+    })
+}
+
+/// `needle` in `haystack`; a numeric needle (`401`) must stand alone.
+fn contains_word(haystack: &str, needle: &str) -> bool {
+    if !needle.bytes().all(|b| b.is_ascii_digit()) {
+        return haystack.contains(needle);
+    }
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let after = haystack[at + needle.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric())
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+fn last_error(evidence: &Evidence<'_>) -> Option<String> {
+    evidence
+        .transcript
+        .errors
+        .iter()
+        .rev()
+        .chain(
+            evidence
+                .wrapper_stderr
+                .lines()
+                .rev()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+        .find(|line| !line.trim().is_empty())
+        .map(|line| one_line(line))
+}
+
+fn first_line(text: &str, fallback: &str) -> String {
+    text.lines()
+        .find(|line| !line.trim().is_empty())
+        .map_or_else(|| fallback.to_owned(), one_line)
+}
+
+/// One printable line of at most 300 characters.
+fn one_line(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let clean = clean.trim();
+    match clean.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}…", &clean[..cut]),
+        None => clean.to_owned(),
+    }
+}
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod tests;

@@ -1,0 +1,249 @@
+//! The ending classifier against realistic endings of each CLI.
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::catalog::Provider;
+use crate::dispatch::recover::parse;
+
+fn transcript(provider: Provider, lines: &[serde_json::Value], stderr: &[&str]) -> Transcript {
+    let mut log = String::new();
+    for value in lines {
+        log.push_str(&value.to_string());
+        log.push('\n');
+    }
+    for line in stderr {
+        log.push_str(line);
+        log.push('\n');
+    }
+    parse(provider, log.as_bytes())
+}
+
+fn ending(evidence: &Evidence<'_>) -> Ending {
+    classify(evidence).0
+}
+
+#[test]
+fn the_classification_table() {
+    use serde_json::json;
+    let empty = Transcript::default();
+    let claude_auth = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"system","subtype":"init"}),
+            json!({"type":"assistant","message":{"content":[{"type":"text","text":"Not logged in · Please run /login"}]},"error":"authentication_failed"}),
+            json!({"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}),
+        ],
+        &[],
+    );
+    let claude_network = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"system","subtype":"api_retry","error":"unknown"}),
+            json!({"type":"result","is_error":true,"result":"API Error: Unable to connect to API (ConnectionRefused)"}),
+        ],
+        &[],
+    );
+    let codex_offline = transcript(
+        Provider::Codex,
+        &[
+            json!({"type":"thread.started"}),
+            json!({"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: failed to lookup address information: Name does not resolve)"}),
+        ],
+        &[],
+    );
+    let gemini_auth = transcript(
+        Provider::Antigravity,
+        &[],
+        &[
+            "Please set an Auth method in /h/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY",
+        ],
+    );
+    let kimi_rate = transcript(
+        Provider::Kimi,
+        &[
+            json!({"role":"meta","type":"turn.step.retrying","error_name":"RateLimitError","error_message":"429 Too Many Requests"}),
+        ],
+        &["error: failed to run prompt: 429"],
+    );
+    let vibe_grok_usage = transcript(
+        Provider::Grok,
+        &[],
+        &["error: unknown option '--output-format'"],
+    );
+    let prose_about_limits = transcript(
+        Provider::Codex,
+        &[
+            json!({"type":"item.completed","item":{"type":"agent_message","text":"The API returns 429 when the rate limit is hit."}}),
+        ],
+        &[],
+    );
+    let crashed = transcript(
+        Provider::Codex,
+        &[],
+        &["thread 'main' panicked at core.rs:1"],
+    );
+
+    let base = |t: &'static Transcript| Evidence {
+        exit_code: Some(1),
+        reason: Some("exited"),
+        transcript: t,
+        ..Evidence::default()
+    };
+    // Leak the transcripts: the table borrows them for the whole test.
+    let leak = |t: Transcript| -> &'static Transcript { Box::leak(Box::new(t)) };
+    let empty: &'static Transcript = leak(empty);
+    let cases: Vec<(&str, Evidence<'static>, Ending)> = vec![
+        (
+            "result beats everything but cancel",
+            Evidence {
+                has_result: true,
+                reason: Some("idle-timeout"),
+                exit_code: Some(124),
+                ..base(empty)
+            },
+            Ending::Completed,
+        ),
+        (
+            "cancel beats a result",
+            Evidence {
+                has_result: true,
+                cancelled: true,
+                ..base(empty)
+            },
+            Ending::Cancelled,
+        ),
+        (
+            "no sidecar, 127",
+            Evidence {
+                exit_code: Some(127),
+                reason: None,
+                wrapper_stderr: "okstra-provider-exec: error: `claude` is not on `PATH`",
+                ..base(empty)
+            },
+            Ending::CliMissing,
+        ),
+        (
+            "spawn failed",
+            Evidence {
+                exit_code: Some(126),
+                reason: Some("spawn-failed"),
+                ..base(empty)
+            },
+            Ending::CliMissing,
+        ),
+        (
+            "wrapper preflight",
+            Evidence {
+                exit_code: Some(67),
+                reason: None,
+                ..base(empty)
+            },
+            Ending::UsageError,
+        ),
+        (
+            "claude not logged in",
+            base(leak(claude_auth)),
+            Ending::Auth,
+        ),
+        (
+            "claude offline",
+            base(leak(claude_network)),
+            Ending::Network,
+        ),
+        (
+            "codex offline, idle-killed",
+            Evidence {
+                exit_code: Some(124),
+                reason: Some("idle-timeout"),
+                ..base(leak(codex_offline))
+            },
+            Ending::Network,
+        ),
+        (
+            "gemini auth, exit 41",
+            Evidence {
+                exit_code: Some(41),
+                ..base(leak(gemini_auth))
+            },
+            Ending::Auth,
+        ),
+        (
+            "kimi rate limited",
+            base(leak(kimi_rate)),
+            Ending::RateLimit,
+        ),
+        (
+            "vibe-kit grok argv",
+            base(leak(vibe_grok_usage)),
+            Ending::UsageError,
+        ),
+        (
+            "silent idle",
+            Evidence {
+                exit_code: Some(124),
+                reason: Some("idle-timeout"),
+                ..base(empty)
+            },
+            Ending::IdleTimeout,
+        ),
+        (
+            "wrapper signalled",
+            Evidence {
+                exit_code: Some(143),
+                reason: Some("signal"),
+                ..base(empty)
+            },
+            Ending::Signalled,
+        ),
+        (
+            "CLI killed",
+            Evidence {
+                exit_code: Some(137),
+                child_signal: Some("SIGKILL"),
+                ..base(empty)
+            },
+            Ending::Signalled,
+        ),
+        (
+            "exit 0, no block",
+            Evidence {
+                exit_code: Some(0),
+                ..base(empty)
+            },
+            Ending::EmptyOutput,
+        ),
+        (
+            "prose is not an error",
+            Evidence {
+                exit_code: Some(0),
+                ..base(leak(prose_about_limits))
+            },
+            Ending::EmptyOutput,
+        ),
+        ("nonzero, nothing known", base(leak(crashed)), Ending::Crash),
+    ];
+    for (name, evidence, want) in cases {
+        assert_eq!(ending(&evidence), want, "{name}: {:?}", classify(&evidence));
+    }
+}
+
+#[test]
+fn numbers_match_only_as_words() {
+    assert!(contains_word("http 401 unauthorized", "401"));
+    assert!(!contains_word("line 14012", "401"));
+    assert!(!contains_word("a4290", "429"));
+}
+
+#[test]
+fn details_are_one_printable_line() {
+    let t = transcript(Provider::Codex, &[], &["bad\u{1b}]0;title\u{7} thing"]);
+    let (end, detail) = classify(&Evidence {
+        exit_code: Some(3),
+        reason: Some("exited"),
+        transcript: &t,
+        ..Evidence::default()
+    });
+    assert_eq!(end, Ending::Crash);
+    assert!(!detail.chars().any(char::is_control), "{detail}");
+}

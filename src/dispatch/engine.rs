@@ -1,0 +1,378 @@
+//! The dispatcher's loop: start the planned attempts (at most `max_parallel`
+//! at once, each only when the gates are open), each as a child `okstra
+//! provider-exec` in its own process group; finish each attempt when its
+//! wrapper exits; spend the one shared retry where the ending allows it;
+//! and on SIGINT/SIGTERM stop every wrapper and record every ending.
+//!
+//! Each wrapper is a full supervisor of its own (idle watchdog, group stop,
+//! sidecar), so this loop only waits on wrapper exits, signals and a one
+//! second tick for the gates and the live view. A dispatcher killed outright
+//! leaves its wrappers running to completion; `okstra await` finishes their
+//! records.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::AsyncReadExt;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::task::JoinSet;
+
+use crate::ending::Ending;
+use crate::provider_exec::status as exec_status;
+use crate::team_state::{self, Change, DispatchRecord};
+
+use super::attempt::{self, Ended, Outcome};
+use super::classify::QUICK_CRASH_SECS;
+use super::gate::Gates;
+use super::select::Planned;
+use super::view::View;
+
+/// Everything the loop needs.
+pub struct Engine {
+    pub project_root: PathBuf,
+    pub team_state: PathBuf,
+    pub max_parallel: usize,
+    pub gates: Gates,
+    pub retry_cooldown: Duration,
+    pub idle_timeout: Option<u64>,
+    pub view: View,
+}
+
+/// The wrapper's stderr we keep for the classifier.
+const MAX_WRAPPER_STDERR: u64 = 64 * 1024;
+
+/// One queued attempt.
+struct Queued {
+    planned: Planned,
+    not_before: Instant,
+    record: Option<DispatchRecord>,
+}
+
+/// One attempt whose wrapper runs.
+struct Running {
+    planned: Planned,
+    record: DispatchRecord,
+    pid: Option<i32>,
+    started: Instant,
+}
+
+/// What a finished wrapper task hands back.
+struct Exit {
+    index: usize,
+    code: Option<i64>,
+    stderr: String,
+}
+
+impl Engine {
+    /// Run every planned attempt to its end. Returns the final records, and
+    /// the signal that interrupted the run, if one did.
+    pub fn run(self, planned: Vec<Planned>) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        runtime.block_on(self.drive(planned))
+    }
+
+    async fn drive(
+        mut self,
+        planned: Vec<Planned>,
+    ) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let now = Instant::now();
+        let mut queue: VecDeque<Queued> = planned
+            .into_iter()
+            .map(|planned| Queued {
+                planned,
+                not_before: now,
+                record: None,
+            })
+            .collect();
+        let mut running: Vec<Option<Running>> = Vec::new();
+        let mut tasks: JoinSet<Exit> = JoinSet::new();
+        let mut finished: Vec<DispatchRecord> = Vec::new();
+        let mut interrupted: Option<Signal> = None;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+        loop {
+            if interrupted.is_none() {
+                self.start_ready(&mut queue, &mut running, &mut tasks)?;
+            }
+            if tasks.is_empty() && (queue.is_empty() || interrupted.is_some()) {
+                break;
+            }
+            self.view.draw(&running_view(&running), &queue_view(&queue));
+            tokio::select! {
+                Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                    let Ok(exit) = joined else { continue };
+                    let Some(Running { planned, record, .. }) = running[exit.index].take() else { continue };
+                    let ended = Ended {
+                        exit_code: exit.code,
+                        cancelled: interrupted.is_some(),
+                        wrapper_stderr: exit.stderr,
+                    };
+                    let (record, outcome) = attempt::finish(&self.team_state, record, &planned.assignment_name, &ended)?;
+                    self.view.ended(&record, &outcome);
+                    if interrupted.is_none()
+                        && let Some(retry) = self.retry_for(&planned, &outcome)?
+                    {
+                        self.view.note(&format!(
+                            "{}: retrying once after `{}` (attempt {})",
+                            record.dispatch_name, outcome.ending, retry.planned.attempt
+                        ));
+                        queue.push_back(retry);
+                    }
+                    finished.push(record);
+                }
+                _ = tick.tick() => {}
+                _ = term.recv() => interrupted = Some(self.interrupt(Signal::SIGTERM, interrupted, &running)),
+                _ = int.recv() => interrupted = Some(self.interrupt(Signal::SIGINT, interrupted, &running)),
+            }
+        }
+        // Anything still queued was never started: record why.
+        for queued in queue {
+            if let Some(mut record) = queued.record {
+                record.ending = Some(Ending::Cancelled);
+                record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+                record.detail = Some("never started: the dispatch was stopped".into());
+                team_state::update(&self.team_state, &[Change::Put(&record)])?;
+                finished.push(record);
+            }
+        }
+        self.view.finish();
+        Ok((finished, interrupted))
+    }
+
+    /// Start what may start now: free slots, due, gates open.
+    fn start_ready(
+        &mut self,
+        queue: &mut VecDeque<Queued>,
+        running: &mut Vec<Option<Running>>,
+        tasks: &mut JoinSet<Exit>,
+    ) -> Result<()> {
+        let now = Instant::now();
+        while running.iter().flatten().count() < self.max_parallel {
+            let Some(position) = queue.iter().position(|q| q.not_before <= now) else {
+                return Ok(());
+            };
+            if let Some(closed) = self.gates.check(&self.project_root) {
+                // Hold the first due attempt back, and say so once.
+                let queued = &mut queue[position];
+                let detail = closed.to_string();
+                let record = queued.record.get_or_insert_with(|| {
+                    let sha = queued
+                        .planned
+                        .prompt_sha256
+                        .clone()
+                        .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
+                    attempt::record(&queued.planned, sha)
+                });
+                if record.detail.as_deref() != Some(detail.as_str()) {
+                    record.detail = Some(detail.clone());
+                    team_state::update(&self.team_state, &[Change::Put(record)])?;
+                    self.view
+                        .note(&format!("{}: {detail}", record.dispatch_name));
+                }
+                return Ok(());
+            }
+            let queued = queue
+                .remove(position)
+                .context("the position was just found")?;
+            let sha = queued
+                .planned
+                .prompt_sha256
+                .clone()
+                .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
+            let mut record = queued
+                .record
+                .unwrap_or_else(|| attempt::record(&queued.planned, sha));
+            record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
+            record.detail = None;
+            // Persisted before the attempt starts: a crash from here on
+            // leaves a record that `await` can finish.
+            team_state::update(&self.team_state, &[Change::Put(&record)])?;
+            let index = running.len();
+            let (pid, exit) = self.spawn(&queued.planned, index);
+            let exit = match exit {
+                Ok(exit) => exit,
+                Err(err) => {
+                    let ended = Ended {
+                        exit_code: Some(i64::from(crate::exit::NOT_FOUND)),
+                        cancelled: false,
+                        wrapper_stderr: format!("cannot start the wrapper: {err}"),
+                    };
+                    let (record, outcome) = attempt::finish(
+                        &self.team_state,
+                        record,
+                        &queued.planned.assignment_name,
+                        &ended,
+                    )?;
+                    self.view.ended(&record, &outcome);
+                    continue;
+                }
+            };
+            self.view.started(&record);
+            running.push(Some(Running {
+                planned: queued.planned,
+                record,
+                pid,
+                started: Instant::now(),
+            }));
+            tasks.spawn(exit);
+        }
+        Ok(())
+    }
+
+    /// Start one wrapper; returns its pid and a future of its exit.
+    fn spawn(
+        &self,
+        planned: &Planned,
+        index: usize,
+    ) -> (
+        Option<i32>,
+        std::io::Result<impl std::future::Future<Output = Exit> + Send + 'static>,
+    ) {
+        let program = match std::env::current_exe() {
+            Ok(program) => program,
+            Err(err) => return (None, Err(err)),
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
+            .arg("provider-exec")
+            .arg(planned.provider.as_str())
+            .arg(&self.project_root)
+            .arg(&planned.model)
+            .arg(&planned.paths.prompt_path)
+            .arg("")
+            .arg(planned.role.as_str());
+        if let Some(idle) = self.idle_timeout {
+            command.arg(idle.to_string());
+        }
+        command
+            .env(exec_status::ATTEMPT_ENV, planned.attempt.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            // Its own group: a terminal's Ctrl-C reaches us only, and we
+            // decide how the wrappers stop (they forward to their CLIs).
+            .process_group(0);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(err) => return (None, Err(err)),
+        };
+        let pid = child.id().and_then(|id| i32::try_from(id).ok());
+        let stderr = child.stderr.take();
+        let future = async move {
+            let mut text = String::new();
+            if let Some(stderr) = stderr {
+                let mut bytes = Vec::new();
+                let _ = stderr
+                    .take(MAX_WRAPPER_STDERR)
+                    .read_to_end(&mut bytes)
+                    .await;
+                text = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            let status = child.wait().await.ok();
+            let code = status.and_then(|s| s.code()).map(i64::from);
+            Exit {
+                index,
+                code,
+                stderr: text,
+            }
+        };
+        (pid, Ok(future))
+    }
+
+    /// The retry of a failed attempt, if its ending and the budget allow one.
+    fn retry_for(&self, planned: &Planned, outcome: &Outcome) -> Result<Option<Queued>> {
+        let retryable = match outcome.ending {
+            Ending::Crash => outcome.silent && outcome.seconds < QUICK_CRASH_SECS,
+            ending => ending.is_retryable(),
+        };
+        if !retryable {
+            return Ok(None);
+        }
+        let state = team_state::read(&self.team_state)?;
+        if state
+            .retries_used
+            .get(&planned.assignment_name)
+            .is_some_and(|n| *n >= 1)
+        {
+            return Ok(None);
+        }
+        team_state::update(
+            &self.team_state,
+            &[Change::SpendRetry(&planned.assignment_name)],
+        )?;
+        let cooldown = if outcome.ending == Ending::RateLimit {
+            self.retry_cooldown
+        } else {
+            Duration::ZERO
+        };
+        let mut retry = planned.clone();
+        retry.kind = "retry".into();
+        retry.attempt = planned.attempt + 1;
+        Ok(Some(Queued {
+            planned: retry,
+            not_before: Instant::now() + cooldown,
+            record: None,
+        }))
+    }
+
+    /// First signal: ask every wrapper to stop (each stops its CLI's group
+    /// and records the exit). A second: ask again, which makes each wrapper
+    /// kill at once.
+    fn interrupt(
+        &mut self,
+        received: Signal,
+        already: Option<Signal>,
+        running: &[Option<Running>],
+    ) -> Signal {
+        self.view.note(&format!(
+            "{}: stopping {} worker(s)",
+            received.as_str(),
+            running.iter().flatten().count()
+        ));
+        for pid in running.iter().flatten().filter_map(|r| r.pid) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        already.unwrap_or(received)
+    }
+}
+
+/// Rows of the live view for running attempts.
+fn running_view(running: &[Option<Running>]) -> Vec<(String, Instant, Option<PathBuf>)> {
+    running
+        .iter()
+        .flatten()
+        .map(|r| {
+            (
+                r.record.dispatch_name.clone(),
+                r.started,
+                r.record.log_path.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Rows of the live view for attempts not yet started.
+fn queue_view(queue: &VecDeque<Queued>) -> Vec<(String, String)> {
+    queue
+        .iter()
+        .map(|q| {
+            let why = q
+                .record
+                .as_ref()
+                .and_then(|r| r.detail.clone())
+                .unwrap_or_else(|| "queued".into());
+            (q.planned.dispatch_name.clone(), why)
+        })
+        .collect()
+}

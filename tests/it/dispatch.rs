@@ -1,0 +1,514 @@
+//! Integration tests: the run engine — `okstra dispatch` and `okstra await`
+//! through the real binary, on runs made by `okstra --render-only`, with fake
+//! provider CLIs (`tests/fixtures/workers/*.sh`) first on `PATH`.
+//!
+//! Every dispatcher a test starts is owned by a guard that kills its group
+//! on drop, and every wait is bounded.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::support::{okstra, okstra_path, repo_root, wait_for};
+
+const LIMIT: Duration = Duration::from_mins(1);
+
+/// A project with a brief, a `bin/` of fake CLIs and a `fake/` scratch folder.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["bin", "fake", "project"] {
+            fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        fs::write(dir.path().join("brief.md"), "# question\nwhy?\n").unwrap();
+        World { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// `binary` on PATH runs `tests/fixtures/workers/<script>`.
+    fn install(&self, binary: &str, script: &str) -> &World {
+        let target = repo_root().join("tests/fixtures/workers").join(script);
+        assert!(target.is_file(), "no fixture {script}");
+        symlink(target, self.path("bin").join(binary)).unwrap();
+        self
+    }
+
+    /// Render a run with `workers` and the `external` runtime; its folder.
+    fn render(&self, workers: &str, runtime: &str) -> PathBuf {
+        let output = okstra()
+            .current_dir(self.dir.path())
+            .args([
+                "--render-only",
+                "--yes",
+                "--json",
+                "--task-type",
+                "project-analysis",
+                "--project-id",
+                "demo",
+                "--task-group",
+                "g",
+                "--task-id",
+                "t",
+                "--task-brief",
+                "brief.md",
+                "--project-root",
+                "project",
+                "--workers",
+                workers,
+                "--lead-runtime",
+                runtime,
+            ])
+            .timeout(LIMIT)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let paths: Value = serde_json::from_slice(&output).unwrap();
+        PathBuf::from(paths["runDir"].as_str().unwrap())
+    }
+
+    fn env(&self, cmd: &mut assert_cmd::Command) {
+        cmd.env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", self.path("bin").display()),
+        )
+        .env("FAKE_DIR", self.path("fake"))
+        .env_remove("FAKE_SLEEP");
+    }
+
+    /// `okstra <args…>` with the fakes on PATH, to completion.
+    fn okstra(&self, args: &[&str]) -> assert_cmd::assert::Assert {
+        let mut cmd = okstra();
+        self.env(&mut cmd);
+        cmd.args(args).timeout(LIMIT).assert()
+    }
+
+    /// `okstra <args…>` started in its own group, not waited for.
+    fn spawn(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Guard {
+        let mut cmd = Command::new(okstra_path());
+        cmd.args(args)
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", self.path("bin").display()),
+            )
+            .env("FAKE_DIR", self.path("fake"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for (name, value) in extra_env {
+            cmd.env(name, value);
+        }
+        Guard(cmd.spawn().unwrap())
+    }
+}
+
+/// Kills the child's whole group when dropped.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let pgid = Pid::from_raw(i32::try_from(self.0.id()).unwrap());
+        let _ = killpg(pgid, Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+fn team_state(run: &Path) -> Value {
+    let state = fs::read_dir(run.join("state"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("team-state-")
+        })
+        .unwrap();
+    serde_json::from_slice(&fs::read(state).unwrap()).unwrap()
+}
+
+fn records(run: &Path) -> Vec<Value> {
+    team_state(run)["dispatches"].as_array().unwrap().clone()
+}
+
+fn stdout_json(assert: &assert_cmd::assert::Assert) -> Value {
+    serde_json::from_slice(&assert.get_output().stdout).unwrap()
+}
+
+/// Every file under `dir`, with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in fs::read_dir(&next).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.clone(), fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn four_wrappers_run_at_once_and_each_result_is_recovered_from_its_stream() {
+    let world = World::new();
+    world
+        .install("claude", "claude.sh")
+        .install("codex", "codex.sh")
+        .install("agy", "agy.sh")
+        .install("kimi", "kimi.sh");
+    let run = world.render("claude,codex,antigravity,kimi,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let assert = world.okstra(&["dispatch", run_s, "--json"]).success();
+    let summary = stdout_json(&assert);
+    assert_eq!(summary["allCompleted"], true);
+    let names: Vec<&str> = summary["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["dispatchName"].as_str().unwrap())
+        .collect();
+    // The report writer waits until it is named.
+    assert_eq!(
+        names,
+        [
+            "claude-worker",
+            "codex-worker",
+            "antigravity-worker",
+            "kimi-worker"
+        ]
+    );
+    for (name, who, line) in [
+        ("claude-worker", "claude", 3),
+        ("codex-worker", "codex", 4),
+        ("antigravity-worker", "agy", 5),
+        ("kimi-worker", "kimi", 6),
+    ] {
+        let result = fs::read_to_string(run.join("results").join(format!("{name}.md"))).unwrap();
+        assert_eq!(
+            result,
+            format!("## 1. Findings\n| F-001 | {who} sees it | src/a.py:{line} |\n")
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(run.join("results/claude-worker.worker-results.md")).unwrap(),
+        "## 1. What I examined\nsrc/a.py\n"
+    );
+    let records = records(&run);
+    assert_eq!(records.len(), 4);
+    for record in &records {
+        assert_eq!(record["ending"], "completed");
+        assert_eq!(record["attempt"], 1);
+        assert_eq!(record["recoveredFrom"], "stream");
+        assert_eq!(record["promptSha256"].as_str().unwrap().len(), 64);
+        assert_eq!(record["resultSha256"].as_str().unwrap().len(), 64);
+        assert!(record["startedAt"].is_string() && record["endedAt"].is_string());
+    }
+    assert_eq!(
+        team_state(&run)["workers"]["codex-worker"]["terminalStatus"],
+        "completed"
+    );
+    // A second call has nothing left to start, and await agrees at once.
+    world.okstra(&["dispatch", run_s]).success();
+    assert_eq!(records.len(), self::records(&run).len());
+    world.okstra(&["await", run_s]).success();
+}
+
+#[test]
+fn a_fast_failure_is_retried_once_and_both_attempts_keep_their_files() {
+    let world = World::new();
+    world
+        .install("claude", "flaky.sh")
+        .install("codex", "codex.sh");
+    let run = world.render("claude,codex,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    world.okstra(&["dispatch", run_s]).success();
+    let records = records(&run);
+    let claude: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["dispatchName"] == "claude-worker")
+        .collect();
+    assert_eq!(claude.len(), 2);
+    assert_eq!(claude[0]["attempt"], 1);
+    assert_eq!(claude[0]["ending"], "crash");
+    assert_eq!(claude[1]["attempt"], 2);
+    assert_eq!(claude[1]["dispatchKind"], "retry");
+    assert_eq!(claude[1]["ending"], "completed");
+    let prompts = run.join("prompts");
+    assert!(prompts.join("claude-worker.log").is_file());
+    assert!(prompts.join("claude-worker.md.status.json").is_file());
+    assert!(prompts.join("claude-worker.attempt-2.log").is_file());
+    let second: Value = serde_json::from_slice(
+        &fs::read(prompts.join("claude-worker.md.attempt-2.status.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(second["exit_code"], 0);
+    let first: Value =
+        serde_json::from_slice(&fs::read(prompts.join("claude-worker.md.status.json")).unwrap())
+            .unwrap();
+    assert_eq!(first["exit_code"], 1, "the first attempt's sidecar is kept");
+    assert_eq!(
+        team_state(&run)["workers"]["claude-worker"]["retriesUsed"],
+        1
+    );
+    // The retry is spent: asking again refuses it.
+    let assert = world
+        .okstra(&["dispatch", run_s, "--kind", "retry", "--workers", "claude"])
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("its last attempt completed"), "{stderr}");
+}
+
+#[test]
+fn an_auth_failure_is_classified_and_not_retried_and_a_missing_cli_ends_at_once() {
+    let world = World::new();
+    world.install("claude", "auth.sh");
+    // codex is not installed at all.
+    let run = world.render("claude,codex,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let assert = world.okstra(&["dispatch", run_s, "--json"]).code(1);
+    let summary = stdout_json(&assert);
+    let by_name = |name: &str| {
+        summary["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["dispatchName"] == name)
+            .unwrap()
+            .clone()
+    };
+    let claude = by_name("claude-worker");
+    assert_eq!(claude["ending"], "auth");
+    assert_eq!(claude["terminalStatus"], "unavailable");
+    assert_eq!(claude["failureReason"], "auth");
+    let codex = by_name("codex-worker");
+    assert_eq!(codex["ending"], "cli-missing");
+    assert_eq!(codex["exitCode"], 127);
+    let records = records(&run);
+    assert_eq!(records.len(), 2, "neither ending is retried");
+    let claude_record = records
+        .iter()
+        .find(|r| r["dispatchName"] == "claude-worker")
+        .unwrap();
+    assert!(
+        claude_record["logTail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("Not logged in"))
+    );
+    // await returns at once with the same verdict.
+    let assert = world.okstra(&["await", run_s, "--json"]).code(1);
+    assert_eq!(stdout_json(&assert)["allCompleted"], false);
+}
+
+#[test]
+fn dry_run_prints_the_argv_and_writes_nothing() {
+    let world = World::new();
+    world
+        .install("claude", "claude.sh")
+        .install("codex", "codex.sh");
+    let run = world.render("claude,codex,report-writer", "external");
+    let before = snapshot(&run);
+    let assert = world
+        .okstra(&["dispatch", run.to_str().unwrap(), "--dry-run", "--json"])
+        .success();
+    let planned = stdout_json(&assert)["wouldStart"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(planned.len(), 2);
+    let argv: Vec<&str> = planned[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(argv[0], "claude");
+    assert!(argv.contains(&"--permission-mode"));
+    let prompt = fs::read_to_string(run.join("prompts/claude-worker.md")).unwrap();
+    assert!(argv.iter().all(|a| !prompt.contains(a) || a.len() < 40));
+    assert_eq!(snapshot(&run), before);
+}
+
+#[test]
+fn sigint_stops_every_worker_and_records_every_ending() {
+    let world = World::new();
+    world
+        .install("claude", "silent.sh")
+        .install("codex", "silent.sh");
+    let run = world.render("claude,codex,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let mut dispatcher = world.spawn(&["dispatch", run_s], &[]);
+    let children: Vec<i32> = wait_for(LIMIT, "both CLIs running", || {
+        let pids: Vec<i32> = ["claude-worker", "codex-worker"]
+            .iter()
+            .filter_map(|name| {
+                let sidecar = run.join("prompts").join(format!("{name}.md.status.json"));
+                let value: Value = serde_json::from_slice(&fs::read(sidecar).ok()?).ok()?;
+                value["child_pid"]
+                    .as_i64()
+                    .map(|p| i32::try_from(p).unwrap())
+            })
+            .collect();
+        (pids.len() == 2).then_some(pids)
+    });
+    kill(
+        Pid::from_raw(i32::try_from(dispatcher.0.id()).unwrap()),
+        Signal::SIGINT,
+    )
+    .unwrap();
+    let status = wait_for(LIMIT, "the dispatcher to stop", || {
+        dispatcher.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(130));
+    for pid in children {
+        let gone = kill(Pid::from_raw(pid), None).is_err()
+            || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+        assert!(gone, "CLI {pid} survived");
+    }
+    for record in records(&run) {
+        assert_eq!(record["ending"], "cancelled", "{record}");
+    }
+}
+
+#[test]
+fn a_closed_memory_gate_holds_the_start_back_and_says_so() {
+    let world = World::new();
+    world.install("claude", "claude.sh");
+    let run = world.render("claude,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let mut dispatcher = world.spawn(&["dispatch", run_s, "--min-free-memory", "1000T"], &[]);
+    let detail = wait_for(LIMIT, "a held record", || {
+        records(&run)
+            .first()
+            .and_then(|r| r["detail"].as_str().map(str::to_owned))
+    });
+    assert!(
+        detail.starts_with("waiting for the memory gate"),
+        "{detail}"
+    );
+    assert!(records(&run)[0]["startedAt"].is_null());
+    assert!(!run.join("prompts/claude-worker.md.status.json").exists());
+    kill(
+        Pid::from_raw(i32::try_from(dispatcher.0.id()).unwrap()),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = wait_for(LIMIT, "the dispatcher to stop", || {
+        dispatcher.0.try_wait().unwrap()
+    });
+    assert_eq!(status.code(), Some(143));
+    assert_eq!(records(&run)[0]["ending"], "cancelled");
+}
+
+#[test]
+fn await_waits_for_native_and_wrapper_workers_alike() {
+    let world = World::new();
+    world.install("codex", "codex.sh");
+    // On the claude-code runtime the claude worker is a native session.
+    let run = world.render("claude,codex,report-writer", "claude-code");
+    let run_s = run.to_str().unwrap();
+    let assert = world.okstra(&["dispatch", run_s]).success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("`claude-worker` runs in the host's own session"),
+        "{stderr}"
+    );
+    let mut waiter = world.spawn(&["await", run_s, "--json"], &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        waiter.0.try_wait().unwrap().is_none(),
+        "await ended before the native worker"
+    );
+    fs::write(run.join("results/claude-worker.md"), "## 1. Findings\n").unwrap();
+    let status = wait_for(LIMIT, "await to end", || waiter.0.try_wait().unwrap());
+    assert_eq!(status.code(), Some(0));
+    let mut out = String::new();
+    std::io::Read::read_to_string(waiter.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["dispatches"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn await_finishes_a_record_whose_dispatcher_died() {
+    let world = World::new();
+    world.install("claude", "claude.sh");
+    let run = world.render("claude,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let mut dispatcher = world.spawn(&["dispatch", run_s], &[("FAKE_SLEEP", "2")]);
+    wait_for(LIMIT, "the attempt to start", || {
+        run.join("prompts/claude-worker.md.status.json")
+            .exists()
+            .then_some(())
+    });
+    // SIGKILL the dispatcher only: its wrapper goes on and finishes.
+    kill(
+        Pid::from_raw(i32::try_from(dispatcher.0.id()).unwrap()),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = dispatcher.0.wait();
+    assert!(records(&run)[0]["ending"].is_null());
+    let assert = world.okstra(&["await", run_s, "--json"]).success();
+    assert_eq!(stdout_json(&assert)["dispatches"][0]["ending"], "completed");
+    assert_eq!(records(&run)[0]["ending"], "completed");
+    assert!(run.join("results/claude-worker.md").is_file());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let world = World::new();
+    let run = world.render("claude,codex,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["dispatch", run_s, "--kind", "later"],
+            "invalid kind `later`",
+        ),
+        (
+            vec!["dispatch", run_s, "--workers", "gemini"],
+            "invalid value `gemini` for `--workers`",
+        ),
+        (
+            vec!["dispatch", run_s, "--kind", "reverify-r1"],
+            "okstra converge plan",
+        ),
+        (
+            vec!["dispatch", run_s, "--min-free-disk", "lots"],
+            "--min-free-disk",
+        ),
+        (vec!["await", run_s], "nothing to await"),
+        (
+            vec!["dispatch", "/nonexistent/run"],
+            "is not an okstra run folder",
+        ),
+    ] {
+        let assert = world.okstra(&args).code(2);
+        let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
