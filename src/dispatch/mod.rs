@@ -36,7 +36,7 @@ use crate::manifest::RunManifest;
 use crate::provider_exec::{Invocation, plan};
 use crate::team_state;
 
-pub use wait::await_command;
+pub use wait::{await_command, latest_attempts};
 
 use select::{Kind, Planned};
 use summary::{Row, print_summary};

@@ -65,6 +65,8 @@ pub struct Run {
     pub task_key: String,
     pub task_type: String,
     pub lead_events_path: PathBuf,
+    /// The team state, whose dispatch records `okstra dispatch` keeps.
+    pub team_state_path: Option<PathBuf>,
     pub assignments: Vec<Assignment>,
 }
 
@@ -130,6 +132,7 @@ impl Run {
             .into_iter()
             .filter_map(|a| a.into_assignment(&resolve))
             .collect();
+        let team_state_path = manifest.team_state_path.map(resolve);
         Ok(Run {
             dir: dir.to_path_buf(),
             recorded_dir,
@@ -137,6 +140,7 @@ impl Run {
             task_key: manifest.task_key.unwrap_or_default(),
             task_type: manifest.task_type.unwrap_or_default(),
             lead_events_path,
+            team_state_path,
             assignments,
         })
     }
@@ -151,6 +155,7 @@ struct ManifestWire {
     task_key: Option<String>,
     task_type: Option<String>,
     lead_events_path: Option<String>,
+    team_state_path: Option<String>,
     assignments: Option<Vec<AssignmentWire>>,
 }
 

@@ -33,6 +33,7 @@ use super::{Assignment, Run, clock, par_map, process};
 use crate::cli::StatusArgs;
 use crate::exit::ExitStatus;
 use crate::provider_exec::status as exec_status;
+use crate::team_state::DispatchRecord;
 
 /// No log or heartbeat activity for this long while running: `stale`.
 pub const STALE_SECS: i64 = 600;
@@ -373,6 +374,12 @@ pub struct RunStatus<'a> {
     pub counts: BTreeMap<&'static str, usize>,
     pub all_terminal: bool,
     pub attention: Vec<Attention<'a>>,
+    /// Every dispatch `okstra dispatch` recorded (latest attempt of each).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dispatches: Vec<DispatchRow>,
+    /// Per dispatch kind, whether every dispatch of it has ended.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub all_terminal_by_kind: BTreeMap<String, bool>,
 }
 
 /// The `--json` document.
@@ -520,8 +527,13 @@ fn gather(
     assignment: &Assignment,
     now: i64,
     files: &mut RunFiles<'_>,
+    latest: Option<&DispatchRecord>,
 ) -> (Evidence, PathBuf, PathBuf) {
-    let sidecar_path = exec_status::sidecar_path(&assignment.prompt_path);
+    // A retried worker is shown by its latest attempt's own sidecar.
+    let sidecar_path = latest.and_then(|r| r.sidecar_path.clone()).map_or_else(
+        || exec_status::sidecar_path(&assignment.prompt_path),
+        |p| run.resolve(&p),
+    );
     let mut evidence = Evidence::default();
     // Sidecars usually exist, so opening one directly is cheaper than
     // listing its folder first.
@@ -580,8 +592,9 @@ fn worker_status<'a>(
     now: i64,
     tail: Option<usize>,
     files: &mut RunFiles<'_>,
+    latest: Option<&DispatchRecord>,
 ) -> WorkerStatus<'a> {
-    let (evidence, sidecar_path, log_path) = gather(run, assignment, now, files);
+    let (evidence, sidecar_path, log_path) = gather(run, assignment, now, files, latest);
     let verdict = classify(&evidence, now);
     let side = evidence.sidecar.as_ref();
     let beat = &evidence.heartbeat;
@@ -636,11 +649,21 @@ fn worker_status<'a>(
 /// The board for one run.
 pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
     let mut files = RunFiles::new(&run.dir);
+    let records = run
+        .team_state_path
+        .as_deref()
+        .and_then(|path| crate::team_state::read(path).ok())
+        .map(|state| crate::dispatch::latest_attempts(&state.dispatches))
+        .unwrap_or_default();
     let workers: Vec<WorkerStatus<'_>> = run
         .assignments
         .iter()
-        .map(|a| worker_status(run, a, now, tail, &mut files))
+        .map(|a| {
+            let latest = records.iter().find(|r| r.dispatch_name == a.dispatch_name);
+            worker_status(run, a, now, tail, &mut files, latest)
+        })
         .collect();
+    let (dispatch_records, all_terminal_by_kind) = dispatch_rows(&records);
     let mut counts = BTreeMap::new();
     for worker in &workers {
         *counts.entry(worker.state.as_str()).or_insert(0) += 1;
@@ -699,7 +722,61 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
         workers,
         counts,
         attention,
+        dispatches: dispatch_records,
+        all_terminal_by_kind,
     }
+}
+
+/// One dispatch record's row: every attempt okstra dispatch made, initial,
+/// critic, reverify and retry alike.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchRow {
+    pub dispatch_name: String,
+    pub kind: String,
+    pub attempt: u32,
+    /// `held` (a gate holds it back), `running`, or its ending.
+    pub state: String,
+    pub terminal: bool,
+    pub exit_code: Option<i64>,
+    pub detail: Option<String>,
+}
+
+/// The rows of the latest attempts, and per kind whether all have ended
+/// (a retry counts as the kind it retries).
+fn dispatch_rows(records: &[DispatchRecord]) -> (Vec<DispatchRow>, BTreeMap<String, bool>) {
+    let mut by_kind: BTreeMap<String, bool> = BTreeMap::new();
+    let rows: Vec<DispatchRow> = records
+        .iter()
+        .map(|r| {
+            let state = match (r.ending, &r.started_at) {
+                (Some(ending), _) => ending.as_str().to_owned(),
+                (None, None) => "held".to_owned(),
+                (None, Some(_)) => "running".to_owned(),
+            };
+            let kind = if r.dispatch_kind == "retry" {
+                r.dispatch_name.rsplit_once("-reverify-").map_or_else(
+                    || "initial".to_owned(),
+                    |(_, round)| format!("reverify-{round}"),
+                )
+            } else {
+                r.dispatch_kind.clone()
+            };
+            let terminal = r.ending.is_some();
+            let all = by_kind.entry(kind).or_insert(true);
+            *all &= terminal;
+            DispatchRow {
+                dispatch_name: r.dispatch_name.clone(),
+                kind: r.dispatch_kind.clone(),
+                attempt: r.attempt,
+                state,
+                terminal,
+                exit_code: r.exit_code,
+                detail: r.detail.clone(),
+            }
+        })
+        .collect();
+    (rows, by_kind)
 }
 
 /// The boards of many runs, spread over the available cores (a project can
@@ -1007,6 +1084,20 @@ fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
             item.reason
         )?;
     }
+    for row in &run.dispatches {
+        writeln!(
+            text,
+            "  dispatch: {} {} attempt {} {}{}",
+            row.dispatch_name,
+            row.kind,
+            row.attempt,
+            row.state,
+            row.detail.as_deref().map_or_else(String::new, |d| format!(
+                ": {}",
+                crate::dispatch::printable(d)
+            ))
+        )?;
+    }
     Ok(())
 }
 
@@ -1075,6 +1166,8 @@ mod tests {
             counts: BTreeMap::from([("exited", 1), ("running", 1)]),
             all_terminal: false,
             attention: Vec::new(),
+            dispatches: Vec::new(),
+            all_terminal_by_kind: BTreeMap::new(),
         };
         let text = render(std::slice::from_ref(&run), NOW, false);
         let expected = [

@@ -512,3 +512,64 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
+    let world = World::new();
+    world
+        .install("claude", "flaky.sh")
+        .install("codex", "codex.sh");
+    let run = world.render("claude,codex,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    world.okstra(&["dispatch", run_s]).success();
+    // A round plan as `okstra converge plan` writes it, for one reviewer.
+    let prompt = run.join("prompts/codex-worker-reverify-r1.md");
+    fs::write(&prompt, "Review item 1.\n").unwrap();
+    let plan = serde_json::json!({
+        "round": 1,
+        "reviewers": [{
+            "workerId": "codex",
+            "dispatchName": "codex-worker-reverify-r1",
+            "promptPath": prompt,
+            "resultPath": run.join("results/codex-worker-reverify-r1.md"),
+            "workerResultsPath": run.join("results/codex-worker-reverify-r1.worker-results.md"),
+            "errorPath": run.join("results/codex-worker-reverify-r1.error.md"),
+            "heartbeatPath": run.join("state/heartbeats/codex-worker-reverify-r1.jsonl"),
+        }],
+    });
+    fs::write(run.join("state/round-plan-r1.json"), plan.to_string()).unwrap();
+    world
+        .okstra(&["dispatch", run_s, "--kind", "reverify-r1"])
+        .success();
+    let assert = world.okstra(&["status", run_s, "--json"]).success();
+    let board = stdout_json(&assert);
+    let rows = board["runs"][0]["dispatches"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["dispatchName"] == name).unwrap();
+    assert_eq!(row("claude-worker")["attempt"], 2);
+    assert_eq!(row("claude-worker")["kind"], "retry");
+    assert_eq!(row("claude-worker")["state"], "completed");
+    assert_eq!(row("codex-worker-reverify-r1")["kind"], "reverify-r1");
+    assert_eq!(
+        board["runs"][0]["allTerminalByKind"],
+        serde_json::json!({"initial": true, "reverify-r1": true})
+    );
+    // The retried worker's row reads its latest attempt's sidecar.
+    let workers = board["runs"][0]["workers"].as_array().unwrap();
+    let claude = workers
+        .iter()
+        .find(|w| w["dispatchName"] == "claude-worker")
+        .unwrap();
+    assert!(
+        claude["sidecarPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("claude-worker.md.attempt-2.status.json")
+    );
+    assert_eq!(claude["state"], "done");
+    let text = world.okstra(&["status", run_s]).success();
+    let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(
+        text.contains("dispatch: codex-worker-reverify-r1 reverify-r1 attempt 1 completed"),
+        "{text}"
+    );
+}
