@@ -69,6 +69,40 @@ struct RenderContext<'a> {
     reverify: &'a [ReverifyDispatch],
     /// The reverify dispatch whose prompt is being rendered (reverify prompts only).
     reverify_dispatch: Option<&'a ReverifyDispatch>,
+    /// Every ending class of a dispatch and what the report makes of it.
+    endings: Vec<EndingView>,
+}
+
+/// One ending class as the lead contract's table shows it (from
+/// `ending::Ending`, so the table can never disagree with the binary).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EndingView {
+    ending: &'static str,
+    terminal_status: crate::ending::ReportStatus,
+    failure_reason: Option<&'static str>,
+    retry: &'static str,
+}
+
+fn ending_views() -> Vec<EndingView> {
+    use crate::ending::Ending;
+    Ending::ALL
+        .iter()
+        .map(|&ending| {
+            let (terminal_status, failure_reason) = ending.report_status();
+            EndingView {
+                ending: ending.as_str(),
+                terminal_status,
+                failure_reason,
+                retry: match ending {
+                    Ending::Crash => "once, if it failed within 30 s having said nothing",
+                    Ending::RateLimit => "once, after a cooldown",
+                    ending if ending.is_retryable() => "once",
+                    _ => "no",
+                },
+            }
+        })
+        .collect()
 }
 
 /// One convergence reverify dispatch: an analyser (or verifier) reviewing the
@@ -424,6 +458,7 @@ fn render_files(
         assignment: None,
         reverify: &reverify,
         reverify_dispatch: None,
+        endings: ending_views(),
         run,
     };
 

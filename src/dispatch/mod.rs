@@ -68,6 +68,25 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
             native.dispatch_name
         );
     }
+    if !args.dry_run && !selection.native.is_empty() {
+        // Recorded here so the host never writes a dispatch record by hand
+        // and `await` finds native workers the same way as wrapper ones.
+        let records: Vec<_> = selection
+            .native
+            .iter()
+            .map(|planned| {
+                let mut record =
+                    attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
+                record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
+                record.dispatcher_pid = None;
+                record.log_path = None;
+                record.sidecar_path = None;
+                record
+            })
+            .collect();
+        let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
+        team_state::update(&manifest.team_state_path, &changes)?;
+    }
     for (name, why) in &selection.skipped {
         eprintln!("warning: not dispatching `{name}`: {why}");
     }

@@ -77,7 +77,11 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
                 pending += 1;
             }
         }
-        let native_rows: Vec<Row> = native.iter().map(native_row).collect();
+        let native_rows: Vec<Row> = native
+            .iter()
+            .filter(|n| !selected.iter().any(|r| r.dispatch_name == n.dispatch_name))
+            .map(native_row)
+            .collect();
         pending += native_rows.iter().filter(|r| r.ending.is_none()).count();
         let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
         if pending == 0 || timed_out {
@@ -131,6 +135,9 @@ pub fn latest_attempts(records: &[DispatchRecord]) -> Vec<DispatchRecord> {
 /// Finish `record` when nobody else will: its dispatcher is gone and its
 /// wrapper has ended (or never started). Returns whether it has ended.
 fn settle(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
+    if record.runner == Some(Runner::NativeSession) {
+        return settle_native(manifest, record);
+    }
     if record
         .dispatcher_pid
         .is_some_and(|pid| dispatcher_alive(pid, record))
@@ -178,6 +185,48 @@ fn settle(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
         &ended,
     )?;
     *record = done;
+    Ok(true)
+}
+
+/// A native-session worker has ended when its Result Path holds something
+/// or its heartbeat says `complete` (without a result: `empty-output`).
+fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
+    let has_result = non_empty(&record.result_path);
+    let heartbeat = manifest
+        .assignment(&record.worker_id)
+        .map(|a| a.paths.heartbeat_path.clone());
+    let complete = heartbeat.as_deref().is_some_and(heartbeat_complete);
+    if !has_result && !complete {
+        return Ok(false);
+    }
+    let (ending, detail) = if has_result {
+        (
+            Ending::Completed,
+            "the host's session wrote its Result Path",
+        )
+    } else {
+        (
+            Ending::EmptyOutput,
+            "its heartbeat says complete but its Result Path is empty",
+        )
+    };
+    record.ending = Some(ending);
+    record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+    record.detail = Some(detail.into());
+    record.recovered_from = has_result.then(|| "file".to_owned());
+    if has_result
+        && let Ok(bytes) = crate::manifest::read_regular(&record.result_path, 64 * 1024 * 1024)
+    {
+        record.result_sha256 = Some(attempt::sha256_hex(&bytes));
+    }
+    let assignment_name = manifest
+        .assignment(&record.worker_id)
+        .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
+    let mut changes = vec![team_state::Change::Put(record)];
+    if record.dispatch_name == assignment_name {
+        changes.push(team_state::Change::Terminal(&assignment_name, ending));
+    }
+    team_state::update(&manifest.team_state_path, &changes)?;
     Ok(true)
 }
 

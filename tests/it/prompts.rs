@@ -577,20 +577,47 @@ fn lazy_runtimes_point_to_documents_and_eager_ones_embed_them() {
 }
 
 #[test]
-fn claude_code_passes_family_tokens_to_native_workers_and_inherit_to_wrappers() {
+fn claude_code_passes_family_tokens_to_native_workers_and_dispatches_wrappers_through_okstra() {
     let bundle = Bundle::standard("feature-analysis", "claude-code");
     let adapter = bundle.read("instruction-set/adapter.md");
     assert!(adapter.contains("Agent(name: \"claude-worker\", model: \"opus\""));
     assert!(adapter.contains("Agent(name: \"report-writer\", model: \"sonnet\""));
-    assert!(adapter.contains("Agent(name: \"codex-worker\", model: \"inherit\""));
-    assert!(adapter.contains("okstra-codex-exec"));
+    // Wrapper workers are never hand-started: okstra dispatch runs them.
+    assert!(!adapter.contains("Agent(name: \"codex-worker\""));
+    assert!(!adapter.contains("okstra-codex-exec"));
+    assert!(adapter.contains(&format!("okstra dispatch {}", bundle.run_dir.display())));
+    assert!(adapter.contains(&format!("okstra await {}", bundle.run_dir.display())));
     assert!(adapter.contains("TaskStop(task_id:"));
     for runtime in ["codex", "antigravity", "external"] {
         let other = Bundle::standard("feature-analysis", runtime);
         let adapter = other.read("instruction-set/adapter.md");
         assert!(!adapter.contains("TaskStop("), "{runtime}");
         assert!(adapter.contains("okstra reap --project-root"), "{runtime}");
+        assert!(adapter.contains("okstra await"), "{runtime}");
+        // No hand-written detached wrapper lines, no output thrown away.
+        assert!(!adapter.contains("setsid"), "{runtime}");
+        assert!(!adapter.contains("/dev/null"), "{runtime}");
     }
+}
+
+#[test]
+fn the_lead_contract_lists_every_ending_with_its_report_status() {
+    let bundle = Bundle::standard("project-analysis", "external");
+    let contract = bundle.read("instruction-set/lead-contract.md");
+    for (ending, status, reason) in [
+        ("completed", "completed", "—"),
+        ("empty-output", "failed", "`empty-output`"),
+        ("idle-timeout", "timed-out", "`idle-timeout`"),
+        ("auth", "unavailable", "`auth`"),
+        ("cli-missing", "unavailable", "`cli-missing`"),
+        ("cancelled", "cancelled", "`cancelled`"),
+    ] {
+        let row = format!("| `{ending}` | `{status}` | {reason} |");
+        assert!(contract.contains(&row), "missing {row}");
+    }
+    let worker = bundle.read("prompts/claude-worker.md");
+    assert!(worker.contains("=== OKSTRA RESULT BEGIN ==="));
+    assert!(!worker.contains("reply with one line naming the Result Path"));
 }
 
 /// The snapshot filter leaves no temporary path behind, and its diff is exact.
