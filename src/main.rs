@@ -10,9 +10,12 @@ mod assign;
 mod bundle;
 mod catalog;
 mod cli;
+mod cli_docs;
+mod doctor;
 mod durable;
 mod ending;
 mod exit;
+mod install;
 mod launch;
 mod lifecycle;
 mod provider_exec;
@@ -60,6 +63,10 @@ fn main() -> ExitCode {
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Install(args)) => install::install_command(&args),
+        Some(Command::Doctor(args)) => doctor::doctor_command(&args),
+        Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
+        Some(Command::Man) => cli_docs::man_command(),
     };
     match outcome {
         Ok(status) => status.into(),
