@@ -130,12 +130,17 @@ impl State {
 /// Prints progress (stderr) or the dry-run plan (stdout).
 struct Out {
     dry_run: bool,
+    /// The checking pass before a real install: plans silently.
+    quiet: bool,
     changes: usize,
 }
 
 impl Out {
     fn change(&mut self, done: &str, would: &str) {
         self.changes += 1;
+        if self.quiet {
+            return;
+        }
         if self.dry_run {
             let mut stdout = io::stdout().lock();
             let _ = writeln!(stdout, "{would}");
@@ -152,6 +157,7 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
         .context("cannot find where to keep the install manifest: set `HOME` (or `XDG_STATE_HOME`) to an absolute path")?;
     let mut out = Out {
         dry_run: args.dry_run,
+        quiet: false,
         changes: 0,
     };
     if args.uninstall {
@@ -194,9 +200,26 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
     }
 
     let old = read_manifest(&state.manifest)?;
+    // Check every item first (conflicts, unparseable settings) without
+    // writing, so a refusal leaves nothing half-installed.
+    if !args.dry_run {
+        let mut check = Out {
+            dry_run: true,
+            quiet: true,
+            changes: 0,
+        };
+        for item in &items {
+            place(item, &old, &state, &mut check, &mut Vec::new())?;
+        }
+    }
     let mut records: Vec<Record> = Vec::new();
+    let mut failed = None;
     for item in &items {
-        records.extend(place(item, &old, &state, &mut out)?);
+        if let Err(err) = place(item, &old, &state, &mut out, &mut records) {
+            // What was done so far is still recorded, so uninstall finds it.
+            failed = Some(err);
+            break;
+        }
     }
     let mut manifest = old.clone();
     manifest.schema_version = MANIFEST_VERSION;
@@ -223,6 +246,9 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
             &format!("would record the install in `{}`", state.manifest.display()),
         );
     }
+    if let Some(err) = failed {
+        return Err(err);
+    }
     let mut stderr = io::stderr().lock();
     if out.changes == 0 {
         let _ = writeln!(stderr, "okstra: already installed; nothing changed");
@@ -244,9 +270,15 @@ fn push_dir(manifest: &mut Manifest, path: PathBuf) {
     }
 }
 
-/// Put one item in place (or say what would be done); returns its records.
-fn place(item: &Item, old: &Manifest, state: &State, out: &mut Out) -> Result<Vec<Record>> {
-    let mut records = Vec::new();
+/// Put one item in place (or say what would be done), pushing its records
+/// (folders created included) as it goes.
+fn place(
+    item: &Item,
+    old: &Manifest,
+    state: &State,
+    out: &mut Out,
+    records: &mut Vec<Record>,
+) -> Result<()> {
     let recorded = |path: &Path| {
         old.records
             .iter()
@@ -264,7 +296,7 @@ fn place(item: &Item, old: &Manifest, state: &State, out: &mut Out) -> Result<Ve
                         .with_context(|| format!("cannot read link `{}`", path.display()))?;
                     if current == *target {
                         records.push(record);
-                        return Ok(records);
+                        return Ok(());
                     }
                     let ours = recorded(path).is_some()
                         || current
@@ -306,7 +338,7 @@ fn place(item: &Item, old: &Manifest, state: &State, out: &mut Out) -> Result<Ve
             match read_small(path)? {
                 Some(current) if current == *bytes => {
                     records.push(record);
-                    return Ok(records);
+                    return Ok(());
                 }
                 Some(current) => {
                     let ours = matches!(recorded(path), Some(Record::File { sha256, .. }) if *sha256 == sha256_hex(&current));
@@ -330,11 +362,9 @@ fn place(item: &Item, old: &Manifest, state: &State, out: &mut Out) -> Result<Ve
             );
             records.push(record);
         }
-        Item::Hooks { path, groups } => {
-            records.extend(merge_settings(path, groups, old, state, out)?);
-        }
+        Item::Hooks { path, groups } => merge_settings(path, groups, old, state, out, records)?,
     }
-    Ok(records)
+    Ok(())
 }
 
 /// Merge hook `groups` into the JSON settings file `path`.
@@ -344,8 +374,8 @@ fn merge_settings(
     old: &Manifest,
     state: &State,
     out: &mut Out,
-) -> Result<Vec<Record>> {
-    let mut records = Vec::new();
+    records: &mut Vec<Record>,
+) -> Result<()> {
     // A settings file that is a link (dotfiles) is edited where it points.
     let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     let before = read_small(&real)?
@@ -437,7 +467,7 @@ fn merge_settings(
         created,
         backup,
     });
-    Ok(records)
+    Ok(())
 }
 
 /// `okstra install --uninstall`.

@@ -1,6 +1,8 @@
 //! One integration-test binary that drives the real `okstra` executable.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod doctor;
+mod install;
 mod launcher;
 mod lifecycle;
 mod prompts;
