@@ -96,6 +96,17 @@ fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
+/// `path` as a shell word: bare when that is safe (so a host's command
+/// allow-list such as `Bash(/usr/bin/okstra *)` matches it), else quoted.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._+-".contains(&b));
+    if plain { text } else { shell_quote(path) }
+}
+
 /// The hook command: reap the project's dead wrappers, never fail, never
 /// print (a hook's exit 2 would block the host; reap only stops groups whose
 /// wrapper is already gone, so running it after every turn is safe).
@@ -136,7 +147,7 @@ pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>,
         minijinja::context! {
             host => host.name(),
             runtime => runtime,
-            okstra => okstra.display().to_string(),
+            okstra => shell_word(okstra),
             project_root => project_root,
         },
     )?;
@@ -203,6 +214,15 @@ mod tests {
         assert_eq!(homes.claude, PathBuf::from("/h/.claude"));
         assert_eq!(homes.codex, PathBuf::from("/c"));
         assert!(Homes::from_env(&|_| None).is_none());
+    }
+
+    #[test]
+    fn shell_words_are_bare_only_when_safe() {
+        assert_eq!(shell_word(Path::new("/usr/bin/okstra")), "/usr/bin/okstra");
+        assert_eq!(
+            shell_word(Path::new("/my tools/okstra")),
+            "'/my tools/okstra'"
+        );
     }
 
     #[test]

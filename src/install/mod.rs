@@ -20,6 +20,7 @@
 
 mod hosts;
 mod json_doc;
+mod uninstall;
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -161,7 +162,7 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
         changes: 0,
     };
     if args.uninstall {
-        return uninstall(&state, &mut out);
+        return uninstall::uninstall(&state, &mut out);
     }
     let okstra = std::env::current_exe()
         .and_then(fs::canonicalize)
@@ -470,160 +471,6 @@ fn merge_settings(
     Ok(())
 }
 
-/// `okstra install --uninstall`.
-fn uninstall(state: &State, out: &mut Out) -> Result<ExitStatus> {
-    let manifest = read_manifest(&state.manifest)?;
-    if manifest.records.is_empty() {
-        let _ = writeln!(
-            io::stderr(),
-            "okstra: nothing recorded in `{}`; nothing to remove",
-            state.manifest.display()
-        );
-        return Ok(ExitStatus::Success);
-    }
-    let mut dirs = Vec::new();
-    let mut left = 0_usize;
-    for record in manifest.records.iter().rev() {
-        match record {
-            Record::Dir { path } => dirs.push(path.clone()),
-            Record::Link { path, target } => {
-                if fs::read_link(path).is_ok_and(|current| current == *target) {
-                    if !out.dry_run {
-                        remove_file(path)?;
-                    }
-                    out.change(
-                        &format!("removed `{}`", path.display()),
-                        &format!("would remove `{}`", path.display()),
-                    );
-                } else if path.symlink_metadata().is_ok() {
-                    left += 1;
-                    warn_left(path);
-                }
-            }
-            Record::File { path, sha256 } => match read_small(path)? {
-                Some(bytes) if sha256_hex(&bytes) == *sha256 => {
-                    if !out.dry_run {
-                        remove_file(path)?;
-                    }
-                    out.change(
-                        &format!("removed `{}`", path.display()),
-                        &format!("would remove `{}`", path.display()),
-                    );
-                }
-                Some(_) => {
-                    left += 1;
-                    warn_left(path);
-                }
-                None => {}
-            },
-            Record::Hooks {
-                path,
-                groups,
-                created,
-                backup,
-            } => unmerge_settings(path, groups, *created, backup.as_deref(), out)?,
-        }
-    }
-    if !out.dry_run {
-        remove_file(&state.manifest)?;
-    }
-    out.change(
-        &format!("removed `{}`", state.manifest.display()),
-        &format!("would remove `{}`", state.manifest.display()),
-    );
-    // Deepest first, and only when empty: a folder the user filled stays.
-    dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
-    for dir in dirs {
-        if out.dry_run {
-            out.change("", &format!("would remove `{}` if empty", dir.display()));
-        } else if fs::remove_dir(&dir).is_ok() {
-            out.change(&format!("removed `{}`", dir.display()), "");
-        }
-    }
-    if left > 0 {
-        let _ = writeln!(
-            io::stderr(),
-            "okstra: left {left} changed file(s) in place; remove them yourself if you no longer want them"
-        );
-    }
-    Ok(ExitStatus::Success)
-}
-
-fn warn_left(path: &Path) {
-    let _ = writeln!(
-        io::stderr(),
-        "warning: left `{}`: it changed since okstra installed it",
-        path.display()
-    );
-}
-
-/// Take okstra's hook groups out of `path`; restore the backup when the
-/// result is what the file was before okstra touched it.
-fn unmerge_settings(
-    path: &Path,
-    groups: &[HookRecord],
-    created: bool,
-    backup: Option<&Path>,
-    out: &mut Out,
-) -> Result<()> {
-    let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let Some(bytes) = read_small(&real)? else {
-        return Ok(());
-    };
-    let text =
-        String::from_utf8(bytes).with_context(|| format!("`{}` is not UTF-8", path.display()))?;
-    let mut doc = Json::parse(&text).with_context(|| {
-        format!(
-            "`{}` is not valid JSON; fix it, then uninstall again",
-            path.display()
-        )
-    })?;
-    for record in groups {
-        json_doc::unmerge_hook(&mut doc, &record.event, &record.group);
-    }
-    let original = match backup {
-        Some(backup) => read_small(backup)?,
-        None => None,
-    };
-    let restored = original.as_ref().filter(|bytes| {
-        std::str::from_utf8(bytes)
-            .ok()
-            .and_then(|text| Json::parse(text).ok())
-            .is_some_and(|before| before == doc)
-    });
-    let remove = created && doc == Json::Object(Vec::new());
-    let after: Option<Vec<u8>> = if remove {
-        None
-    } else if let Some(bytes) = restored {
-        Some(bytes.clone())
-    } else {
-        let mut pretty = doc.to_pretty();
-        if text.ends_with('\n') {
-            pretty.push('\n');
-        }
-        Some(pretty.into_bytes())
-    };
-    if after.as_deref() != Some(text.as_bytes()) {
-        if !out.dry_run {
-            match &after {
-                None => remove_file(&real)?,
-                Some(bytes) => durable::write_atomic(&real, bytes)
-                    .with_context(|| format!("cannot write `{}`", real.display()))?,
-            }
-        }
-        out.change(
-            &format!("removed okstra's hooks from `{}`", path.display()),
-            &format!("would remove okstra's hooks from `{}`", path.display()),
-        );
-    }
-    if let Some(backup) = backup
-        && !out.dry_run
-    {
-        remove_file(backup)?;
-    }
-    Ok(())
-}
-
 fn read_manifest(path: &Path) -> Result<Manifest> {
     match read_small(path)? {
         None => Ok(Manifest::default()),
@@ -736,4 +583,67 @@ fn sha256_hex(bytes: &[u8]) -> String {
             let _ = write!(hex, "{byte:02x}");
             hex
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_follows_xdg_then_home() {
+        let state = State::from_env(&|name| match name {
+            "HOME" => Some("/h".to_owned()),
+            "XDG_STATE_HOME" => Some("relative".to_owned()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            state.manifest,
+            Path::new("/h/.local/state/okstra/install.json")
+        );
+        let state =
+            State::from_env(&|name| (name == "XDG_STATE_HOME").then(|| "/s".to_owned())).unwrap();
+        assert_eq!(state.dir, Path::new("/s/okstra"));
+        assert_eq!(
+            state.backup_path(Path::new("/h/.claude/settings.json")),
+            Path::new("/s/okstra/backups/h%.claude%settings.json")
+        );
+        assert!(State::from_env(&|_| None).is_none());
+    }
+
+    #[test]
+    fn records_share_a_slot_by_kind_and_path() {
+        let link = Record::Link {
+            path: "/b/x".into(),
+            target: "/o".into(),
+        };
+        let other = Record::Link {
+            path: "/b/x".into(),
+            target: "/p".into(),
+        };
+        let dir = Record::Dir {
+            path: "/b/x".into(),
+        };
+        assert!(link.same_slot(&other));
+        assert!(!link.same_slot(&dir));
+    }
+
+    #[test]
+    fn ensure_dir_reports_each_folder_it_creates_outermost_first() {
+        let root = tempfile::tempdir().unwrap();
+        let deep = root.path().join("a/b/c");
+        let mut planned = Vec::new();
+        ensure_dir(&deep, true, &mut planned).unwrap();
+        assert!(!root.path().join("a").exists(), "a dry run creates nothing");
+        let mut created = Vec::new();
+        ensure_dir(&deep, false, &mut created).unwrap();
+        assert_eq!(planned, created);
+        assert_eq!(
+            created,
+            vec![root.path().join("a"), root.path().join("a/b"), deep.clone()]
+        );
+        let mut again = Vec::new();
+        ensure_dir(&deep, false, &mut again).unwrap();
+        assert!(again.is_empty());
+    }
 }

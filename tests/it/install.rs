@@ -201,6 +201,13 @@ fn install_every_host_twice_then_uninstall_restores_home_exactly() {
     assert_eq!(tree(&world.home()), installed_home);
     assert_eq!(tree(&world.bin()), installed_bin);
 
+    let dry = world.uninstall(&["--dry-run"]).success();
+    let plan = String::from_utf8_lossy(&dry.get_output().stdout).into_owned();
+    assert!(plan.contains("would remove okstra's hooks from"), "{plan}");
+    assert!(plan.contains("okstra-kimi-exec"), "{plan}");
+    assert_eq!(tree(&world.home()), installed_home);
+    assert_eq!(tree(&world.bin()), installed_bin);
+
     world.uninstall(&[]).success();
     assert_eq!(tree(&world.home()), before);
     assert!(tree(&world.bin()).is_empty());
