@@ -312,6 +312,45 @@ pub fn credentials(
     seen
 }
 
+/// Bytes of kimi's `config.toml` read to look for a model alias.
+const KIMI_CONFIG_LIMIT: u64 = 256 * 1024;
+
+/// kimi-code's `-m` takes a model *alias* from its `config.toml`, not a model
+/// id. A note when okstra's default kimi model is not named there and no
+/// env-key auth (which makes provider-exec pass the model as
+/// `KIMI_MODEL_NAME` instead) is set.
+pub fn kimi_model_note(
+    env: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+) -> Option<String> {
+    if env("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()) {
+        return None;
+    }
+    let dir = env("KIMI_CODE_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.map(|home| home.join(".kimi-code")))?;
+    let config = dir.join("config.toml");
+    let model = Provider::Kimi.default_model(crate::catalog::Role::Analyser);
+    let named = std::fs::File::open(&config)
+        .ok()
+        .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))
+        .and_then(|file| {
+            let mut text = String::new();
+            file.take(KIMI_CONFIG_LIMIT)
+                .read_to_string(&mut text)
+                .ok()?;
+            Some(text.contains(model))
+        });
+    match named {
+        Some(true) => None,
+        _ => Some(format!(
+            "kimi's `-m` names a model alias from `{}`, and okstra's default `{model}` is not one there; configure it, pass `--worker-model kimi=<alias>`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
+            config.display()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,6 +424,22 @@ mod tests {
             id.detail.as_deref(),
             Some("`codex --version` failed (exit 3): boom")
         );
+    }
+
+    #[test]
+    fn kimi_notes_a_default_model_missing_from_its_config() {
+        let home = tempfile::tempdir().unwrap();
+        let none = |_: &str| None;
+        assert!(kimi_model_note(&none, Some(home.path())).is_some());
+        std::fs::create_dir(home.path().join(".kimi-code")).unwrap();
+        std::fs::write(
+            home.path().join(".kimi-code/config.toml"),
+            "default_model = \"kimi-k2.7-code\"\n",
+        )
+        .unwrap();
+        assert!(kimi_model_note(&none, Some(home.path())).is_none());
+        let keyed = |name: &str| (name == "KIMI_MODEL_API_KEY").then(|| "k".to_owned());
+        assert!(kimi_model_note(&keyed, None).is_none());
     }
 
     #[test]

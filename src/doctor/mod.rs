@@ -100,6 +100,12 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
                     fresh.push(entry);
                 }
             }
+            if provider == Provider::Kimi
+                && finding.program == Some(Program::Expected)
+                && let Some(note) = check::kimi_model_note(&env, home.as_deref())
+            {
+                finding.notes.push(note);
+            }
         }
         findings.push(finding);
     }

@@ -146,7 +146,12 @@ fn doctor_tells_present_missing_and_look_alike_clis_apart() {
     let kimi = provider(&report, "kimi");
     assert_eq!(kimi["program"], json!("legacy-kimi-cli"));
     assert_eq!(kimi["ready"], json!(false));
-    assert!(kimi["notes"][0].as_str().unwrap().contains("kimi-code"));
+    assert_eq!(kimi["notes"].as_array().unwrap().len(), 1, "{kimi}");
+    let note = kimi["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("archived PyPI `kimi-cli`") && note.contains("@moonshot-ai/kimi-code"),
+        "{note}"
+    );
     assert!(
         !world.path("fake/bare-kimi").exists(),
         "kimi was started with no arguments"
@@ -467,4 +472,31 @@ fn the_legacy_kimi_cli_is_refused_before_it_starts() {
         sidecar.is_none(),
         "nothing may be written before the CLI starts"
     );
+}
+
+#[test]
+fn kimi_code_gets_a_note_when_the_default_model_is_no_alias_of_its_config() {
+    let world = World::new();
+    world.cli("kimi", "kimi-code.sh");
+    let report = world.doctor_json(&["--provider", "kimi"], 1);
+    let kimi = provider(&report, "kimi");
+    assert_eq!(kimi["program"], json!("expected"));
+    assert_eq!(kimi["version"], json!("2.1.0"));
+    let notes = kimi["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("`-m` names a model alias")),
+        "{kimi}"
+    );
+    fs::create_dir(world.path("home/.kimi-code")).unwrap();
+    fs::write(
+        world.path("home/.kimi-code/config.toml"),
+        "default_model = \"kimi-k2.7-code\"\n",
+    )
+    .unwrap();
+    let report = world.doctor_json(&["--provider", "kimi"], 0);
+    let kimi = provider(&report, "kimi");
+    assert_eq!(kimi["ready"], json!(true), "{kimi}");
+    assert_eq!(kimi["credentials"].as_array().unwrap().len(), 1);
 }
