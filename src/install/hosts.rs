@@ -16,8 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-
+use super::json_doc::Json;
 use crate::catalog::Provider;
 use crate::template;
 
@@ -76,7 +75,7 @@ pub enum Item {
     /// Hook groups merged into a JSON settings file the user owns.
     Hooks {
         path: PathBuf,
-        groups: Vec<(String, Value)>,
+        groups: Vec<(String, Json)>,
     },
 }
 
@@ -121,8 +120,14 @@ fn reap_command(okstra: &Path, project_root: Option<&str>) -> String {
 /// Seconds a host waits for the hook (reap's stop takes at most ~5 s per group).
 const HOOK_TIMEOUT_SECS: u64 = 60;
 
-fn hook_group(command: &str) -> Value {
-    json!({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}]})
+/// One hook group, keys in the order the hosts' docs write them.
+fn hook_group(command: &str) -> Json {
+    let handler = Json::Object(vec![
+        ("type".to_owned(), Json::String("command".to_owned())),
+        ("command".to_owned(), Json::String(command.to_owned())),
+        ("timeout".to_owned(), Json::Number(HOOK_TIMEOUT_SECS.into())),
+    ]);
+    Json::Object(vec![("hooks".to_owned(), Json::Array(vec![handler]))])
 }
 
 /// Everything `host` gets.

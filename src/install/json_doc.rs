@@ -52,6 +52,7 @@ impl Json {
     }
 
     /// Build from a `serde_json::Value` (its objects' order is whatever it holds).
+    #[cfg(test)]
     pub fn from_value(value: &Value) -> Self {
         match value {
             Value::Null => Json::Null,
@@ -88,7 +89,7 @@ impl Json {
 
 /// Append `group` to `hooks.<event>` unless an equal group is already there.
 /// Returns whether the document changed.
-pub fn merge_hook(doc: &mut Json, event: &str, group: &Value) -> Result<bool, ShapeError> {
+pub fn merge_hook(doc: &mut Json, event: &str, group: &Json) -> Result<bool, ShapeError> {
     let Json::Object(top) = doc else {
         return Err(ShapeError::NotObject);
     };
@@ -106,10 +107,11 @@ pub fn merge_hook(doc: &mut Json, event: &str, group: &Value) -> Result<bool, Sh
     let Json::Array(groups) = list else {
         return Err(ShapeError::EventNotArray(event.to_owned()));
     };
-    if groups.iter().any(|existing| existing.to_value() == *group) {
+    let wanted = group.to_value();
+    if groups.iter().any(|existing| existing.to_value() == wanted) {
         return Ok(false);
     }
-    groups.push(Json::from_value(group));
+    groups.push(group.clone());
     Ok(true)
 }
 
@@ -258,9 +260,9 @@ mod tests {
     #[test]
     fn merge_appends_once_and_unmerge_restores() {
         let mut doc = Json::parse(USER).unwrap();
-        assert!(merge_hook(&mut doc, "Stop", &ours()).unwrap());
-        assert!(merge_hook(&mut doc, "SubagentStop", &ours()).unwrap());
-        assert!(!merge_hook(&mut doc, "Stop", &ours()).unwrap());
+        assert!(merge_hook(&mut doc, "Stop", &Json::from_value(&ours())).unwrap());
+        assert!(merge_hook(&mut doc, "SubagentStop", &Json::from_value(&ours())).unwrap());
+        assert!(!merge_hook(&mut doc, "Stop", &Json::from_value(&ours())).unwrap());
         let merged = doc.to_pretty();
         assert!(merged.contains("notify-send done"));
         assert!(merged.find("\"model\"").unwrap() < merged.find("\"env\"").unwrap());
@@ -273,7 +275,7 @@ mod tests {
     #[test]
     fn an_empty_document_gains_and_loses_hooks_entirely() {
         let mut doc = Json::Object(Vec::new());
-        merge_hook(&mut doc, "Stop", &ours()).unwrap();
+        merge_hook(&mut doc, "Stop", &Json::from_value(&ours())).unwrap();
         assert_eq!(doc.to_value(), json!({"hooks": {"Stop": [ours()]}}));
         unmerge_hook(&mut doc, "Stop", &ours());
         assert_eq!(doc, Json::Object(Vec::new()));
@@ -283,17 +285,17 @@ mod tests {
     fn other_shapes_are_refused() {
         let mut doc = Json::parse("[]").unwrap();
         assert!(matches!(
-            merge_hook(&mut doc, "Stop", &ours()),
+            merge_hook(&mut doc, "Stop", &Json::from_value(&ours())),
             Err(ShapeError::NotObject)
         ));
         let mut doc = Json::parse(r#"{"hooks": []}"#).unwrap();
         assert!(matches!(
-            merge_hook(&mut doc, "Stop", &ours()),
+            merge_hook(&mut doc, "Stop", &Json::from_value(&ours())),
             Err(ShapeError::HooksNotObject)
         ));
         let mut doc = Json::parse(r#"{"hooks": {"Stop": {}}}"#).unwrap();
         assert!(matches!(
-            merge_hook(&mut doc, "Stop", &ours()),
+            merge_hook(&mut doc, "Stop", &Json::from_value(&ours())),
             Err(ShapeError::EventNotArray(_))
         ));
     }

@@ -371,7 +371,7 @@ fn place(
 /// Merge hook `groups` into the JSON settings file `path`.
 fn merge_settings(
     path: &Path,
-    groups: &[(String, Value)],
+    groups: &[(String, Json)],
     old: &Manifest,
     state: &State,
     out: &mut Out,
@@ -408,7 +408,7 @@ fn merge_settings(
         for stale in *old_groups {
             let wanted = groups
                 .iter()
-                .any(|(event, group)| *event == stale.event && *group == stale.group);
+                .any(|(event, group)| *event == stale.event && group.to_value() == stale.group);
             if !wanted {
                 json_doc::unmerge_hook(&mut doc, &stale.event, &stale.group);
             }
@@ -462,7 +462,7 @@ fn merge_settings(
             .iter()
             .map(|(event, group)| HookRecord {
                 event: event.clone(),
-                group: group.clone(),
+                group: group.to_value(),
             })
             .collect(),
         created,
