@@ -120,15 +120,15 @@ pub fn cache_path() -> Option<PathBuf> {
 }
 
 fn read_cache(path: &Path) -> CacheFile {
+    // Checked before opening: opening a FIFO would block until a writer came.
+    let is_small_file =
+        std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_CACHE_BYTES);
+    if !is_small_file {
+        return CacheFile::default();
+    }
     let Ok(file) = File::open(path) else {
         return CacheFile::default();
     };
-    let Ok(meta) = file.metadata() else {
-        return CacheFile::default();
-    };
-    if !meta.is_file() || meta.len() > MAX_CACHE_BYTES {
-        return CacheFile::default();
-    }
     let mut bytes = Vec::new();
     if file.take(MAX_CACHE_BYTES).read_to_end(&mut bytes).is_err() {
         return CacheFile::default();
@@ -227,5 +227,11 @@ mod tests {
         std::fs::write(&path, r#"{"schemaVersion":99,"entries":{}}"#).unwrap();
         assert!(read_cache(&path).entries.is_empty());
         assert!(read_cache(dir.path()).entries.is_empty());
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(
+            read_cache(&fifo).entries.is_empty(),
+            "a FIFO must not block"
+        );
     }
 }

@@ -332,9 +332,10 @@ pub fn kimi_model_note(
         .or_else(|| home.map(|home| home.join(".kimi-code")))?;
     let config = dir.join("config.toml");
     let model = Provider::Kimi.default_model(crate::catalog::Role::Analyser);
-    let named = std::fs::File::open(&config)
-        .ok()
-        .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))
+    // Only a regular file is opened: a FIFO would block the open itself.
+    let named = Some(&config)
+        .filter(|path| path.is_file())
+        .and_then(|path| std::fs::File::open(path).ok())
         .and_then(|file| {
             let mut text = String::new();
             file.take(KIMI_CONFIG_LIMIT)
