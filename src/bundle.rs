@@ -23,6 +23,7 @@ use crate::assign::{self, Assignment, DispatchPaths};
 use crate::catalog::{
     CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType, WorkCategory,
 };
+use crate::doctor;
 use crate::durable;
 use crate::run_log;
 use crate::schema;
@@ -253,6 +254,14 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     let task_dir = okstra_dir.join(settings.task_key.relative_dir());
     // Milliseconds, so runs created in the same second still order by time.
     let created_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    // The wrapper providers' CLIs as PATH and the doctor's cache know them
+    // (no CLI is started): recorded in the manifest, warned about if wrong.
+    let wrapper_providers: Vec<Provider> = assign::roster(settings, &task_dir)
+        .iter()
+        .filter(|assignment| assignment.runner == Runner::CliWrapper)
+        .map(|assignment| assignment.provider)
+        .collect();
+    let cli_facts = doctor::render_facts(&wrapper_providers);
     let render = |sequence: u32| -> Result<(String, Vec<RenderedFile>)> {
         let run_id = format!("{}-{sequence:03}", settings.task_type);
         let files = render_files(
@@ -261,6 +270,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
             &run_id,
             sequence,
             &created_at,
+            &cli_facts.clis,
         )?;
         Ok((run_id, files))
     };
@@ -327,6 +337,9 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     }
     durable::sync_dir(&task_dir)
         .with_context(|| format!("cannot flush `{}`", task_dir.display()))?;
+    for warning in &cli_facts.warnings {
+        eprintln!("warning: {warning}");
+    }
 
     Ok(RunPaths {
         handoff_prompt: run_dir.join("handoff.md"),
@@ -350,6 +363,7 @@ fn render_files(
     run_id: &str,
     sequence: u32,
     created_at: &str,
+    provider_clis: &Value,
 ) -> Result<Vec<RenderedFile>> {
     let roster = assign::roster(settings, run_dir);
     let convergence_enabled = assign::convergence_enabled(&roster);
@@ -541,7 +555,8 @@ fn render_files(
     files.push((PathBuf::from("state/lead-events.jsonl"), Vec::new()));
 
     let task_manifest = task_manifest(settings, &context, created_at);
-    let run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, created_at);
+    let mut run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, created_at);
+    run_manifest["providerClis"] = provider_clis.clone();
     let team_state = team_state(settings, &context, &roster, created_at);
     for (relative, value, schema_name) in [
         (

@@ -95,6 +95,14 @@ pub enum Command {
     ///   okstra await <run-dir>
     ///   okstra await <run-dir> --kind reverify-r1 --timeout 30m --json
     Await(AwaitArgs),
+    /// Put the wrappers on PATH and okstra into Claude Code, Codex or Antigravity.
+    Install(InstallArgs),
+    /// Check each provider CLI: installed, the right program, credentials, a headless probe.
+    Doctor(DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    Man,
 }
 
 /// The launcher's flags (SPEC §3).
@@ -422,6 +430,84 @@ pub struct ReapArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `okstra install`.
+///
+/// Without a host flag only the `okstra-<provider>-exec` links are made.
+/// Everything written is recorded in `$XDG_STATE_HOME/okstra/install.json`
+/// (default `~/.local/state/okstra/install.json`) so `--uninstall` removes
+/// exactly that. Running it twice changes nothing the second time.
+///
+/// Examples:
+///   okstra install --claude-code
+///   okstra install --bin-dir ~/.local/bin --codex --dry-run
+///   okstra install --uninstall
+#[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each bool is one command-line switch"
+)]
+pub struct InstallArgs {
+    /// Folder for the `okstra-<provider>-exec` links. [default: the folder of
+    /// the running okstra]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub bin_dir: Option<PathBuf>,
+
+    /// Add the `/okstra` skill and the reap hooks to Claude Code (honours
+    /// `CLAUDE_CONFIG_DIR`).
+    #[arg(long)]
+    pub claude_code: bool,
+
+    /// Add the `okstra` skill and a reap hook to Codex (honours `CODEX_HOME`).
+    #[arg(long)]
+    pub codex: bool,
+
+    /// Add the `/okstra` skill to Antigravity (agy); it gets no hook.
+    #[arg(long)]
+    pub antigravity: bool,
+
+    /// Show every file that would be written or changed (a diff for merged
+    /// settings) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Remove what earlier installs recorded, and only that.
+    #[arg(long, conflicts_with_all = ["claude_code", "codex", "antigravity", "bin_dir"])]
+    pub uninstall: bool,
+}
+
+/// `okstra doctor`.
+///
+/// Exit code: 0 when every provider of the default roster (claude, codex) —
+/// or every provider named with --provider — is ready, 1 otherwise.
+///
+/// Examples:
+///   okstra doctor
+///   okstra doctor --probe --provider grok
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also run each CLI headless once through provider-exec (a tiny prompt,
+    /// 20 s idle timeout) and report how it ended. Spends a few tokens.
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Check only these providers (repeatable or comma-separated): claude,
+    /// codex, antigravity, grok, kimi. [default: all five]
+    #[arg(long = "provider", value_name = "PROVIDER", value_delimiter = ',')]
+    pub providers: Vec<String>,
+}
+
+/// `okstra completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print a completion script for.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 #[cfg(test)]

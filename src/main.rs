@@ -10,10 +10,13 @@ mod assign;
 mod bundle;
 mod catalog;
 mod cli;
+mod cli_docs;
 mod dispatch;
+mod doctor;
 mod durable;
 mod ending;
 mod exit;
+mod install;
 mod launch;
 mod lifecycle;
 mod manifest;
@@ -65,6 +68,10 @@ fn main() -> ExitCode {
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
         Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),
         Some(Command::Await(args)) => dispatch::await_command(&args),
+        Some(Command::Install(args)) => install::install_command(&args),
+        Some(Command::Doctor(args)) => doctor::doctor_command(&args),
+        Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
+        Some(Command::Man) => cli_docs::man_command(),
     };
     match outcome {
         Ok(status) => status.into(),

@@ -244,17 +244,11 @@ impl Engine {
             Err(err) => return (None, Err(err)),
         };
         let mut command = tokio::process::Command::new(program);
-        command
-            .arg("provider-exec")
-            .arg(planned.provider.as_str())
-            .arg(&self.project_root)
-            .arg(&planned.model)
-            .arg(&planned.paths.prompt_path)
-            .arg("")
-            .arg(planned.role.as_str());
-        if let Some(idle) = self.idle_timeout {
-            command.arg(idle.to_string());
-        }
+        command.arg("provider-exec").args(wrapper_args(
+            planned,
+            &self.project_root,
+            self.idle_timeout,
+        ));
         command
             .env(exec_status::ATTEMPT_ENV, planned.attempt.to_string())
             .stdin(Stdio::null())
@@ -345,6 +339,27 @@ impl Engine {
         }
         already.unwrap_or(received)
     }
+}
+
+/// The arguments after `okstra provider-exec` for `planned`: the
+/// reference wrapper's positional contract, worktree left empty.
+pub fn wrapper_args(
+    planned: &Planned,
+    project_root: &std::path::Path,
+    idle_timeout: Option<u64>,
+) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        planned.provider.as_str().into(),
+        project_root.into(),
+        planned.model.clone().into(),
+        planned.paths.prompt_path.clone().into(),
+        "".into(),
+        planned.role.as_str().into(),
+    ];
+    if let Some(idle) = idle_timeout {
+        args.push(idle.to_string().into());
+    }
+    args
 }
 
 /// Rows of the live view for running attempts.

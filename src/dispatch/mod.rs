@@ -33,7 +33,6 @@ use crate::cli::DispatchArgs;
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
 use crate::manifest::RunManifest;
-use crate::provider_exec::{Invocation, plan};
 use crate::team_state;
 
 pub use wait::{await_command, latest_attempts};
@@ -146,6 +145,30 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
     )
 }
 
+/// The ending of a single headless run that was asked for a plain answer
+/// (no result block), as `okstra doctor --probe` makes: it completed when
+/// the CLI exited 0 having said something and reported no failure; any
+/// other end is classified exactly as a dispatch attempt's.
+pub fn classify_answer(
+    provider: crate::catalog::Provider,
+    exit_code: Option<i64>,
+    reason: Option<&str>,
+    log: &std::path::Path,
+    wrapper_stderr: &str,
+) -> Ending {
+    let transcript = recover::read_log(provider, log);
+    let answered = exit_code == Some(0) && transcript.has_text() && !transcript.reported_failure;
+    let evidence = classify::Evidence {
+        exit_code,
+        reason,
+        has_result: answered,
+        transcript: &transcript,
+        wrapper_stderr,
+        ..classify::Evidence::default()
+    };
+    classify::classify(&evidence).0
+}
+
 /// `--workers a,b`: non-empty, comma-separated.
 pub fn split_workers(text: &str) -> Result<Vec<String>> {
     let names: Vec<String> = text
@@ -170,36 +193,44 @@ struct Would {
     provider: &'static str,
     model: String,
     /// The provider CLI's argv, program first; never the prompt's text.
+    /// Empty when the wrapper would refuse to start.
     argv: Vec<String>,
+    /// Why the wrapper would refuse (its preflight), if it would.
+    refusal: Option<String>,
     prompt_path: String,
     result_path: String,
 }
 
-/// Print what would start, and write nothing.
+/// Print what would start, and write nothing: each attempt goes through the
+/// wrapper's own preflight, so the argv shown is the one that would run.
 fn dry_run(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
     let would: Vec<Would> = planned
         .iter()
         .map(|p| {
-            let invocation = Invocation {
-                provider: p.provider,
-                model: p.model.clone().into(),
-                prompt_path: p.paths.prompt_path.clone(),
-                execution_root: manifest.project_root.clone(),
-                role: p.role.as_str().to_owned(),
-                idle_timeout_secs: args.idle_timeout.or(Some(600)),
-                kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY")
-                    .is_some_and(|k| !k.is_empty()),
+            let wrapper = engine::wrapper_args(p, &manifest.project_root, args.idle_timeout);
+            let (cli_argv, refusal) = match crate::provider_exec::preflight(None, &wrapper) {
+                Ok(ready) => (
+                    std::iter::once(ready.plan.program.to_owned())
+                        .chain(
+                            ready
+                                .plan
+                                .args
+                                .iter()
+                                .map(|a| a.to_string_lossy().into_owned()),
+                        )
+                        .collect(),
+                    None,
+                ),
+                Err(refused) => (Vec::new(), Some(refused.to_string())),
             };
-            let cli = plan(&invocation);
             Would {
                 dispatch_name: p.dispatch_name.clone(),
                 kind: p.kind.clone(),
                 attempt: p.attempt,
                 provider: p.provider.as_str(),
                 model: p.model.clone(),
-                argv: std::iter::once(cli.program.to_owned())
-                    .chain(cli.args.iter().map(|a| a.to_string_lossy().into_owned()))
-                    .collect(),
+                argv: cli_argv,
+                refusal,
                 prompt_path: p.paths.prompt_path.display().to_string(),
                 result_path: p.paths.result_path.display().to_string(),
             }
@@ -216,14 +247,24 @@ fn dry_run(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> 
     } else {
         use std::io::Write;
         for w in &would {
-            writeln!(
-                out,
-                "would start {} ({}, attempt {}): {}",
-                w.dispatch_name,
-                w.kind,
-                w.attempt,
-                w.argv.join(" ")
-            )?;
+            match &w.refusal {
+                None => writeln!(
+                    out,
+                    "would start {} ({}, attempt {}): {}",
+                    w.dispatch_name,
+                    w.kind,
+                    w.attempt,
+                    w.argv.join(" ")
+                )?,
+                Some(why) => writeln!(
+                    out,
+                    "would fail {} ({}, attempt {}): {}",
+                    w.dispatch_name,
+                    w.kind,
+                    w.attempt,
+                    printable(why)
+                )?,
+            }
         }
     }
     Ok(ExitStatus::Success)

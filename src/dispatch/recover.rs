@@ -213,7 +213,15 @@ fn read_event(provider: Provider, event: &Value) -> Step {
                 step.error = text(event.get("message")).or_else(|| text(event.get("data")));
             }
             _ if event.get("role").and_then(Value::as_str) == Some("assistant") => {
-                step.message = content_text(event.get("content"));
+                let content = content_text(event.get("content"));
+                // vibe-kit grok reports API failures as an assistant
+                // message and exits 0 (measured): that is an error, not an answer.
+                match content {
+                    Some(text) if text.starts_with("Sorry, I encountered an error") => {
+                        step.error = Some(text);
+                    }
+                    other => step.message = other,
+                }
             }
             _ => {}
         },

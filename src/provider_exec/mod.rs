@@ -33,9 +33,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::catalog::{self, Provider};
+use crate::doctor::{self, cache::Program};
 use crate::exit;
 
-pub use provider::{CommandPlan, Invocation, plan};
+pub use provider::{CommandPlan, HOST_SESSION_MARKERS, Invocation, plan};
 
 /// Prefix of every line we print, as in the reference.
 const PROGRAM: &str = "okstra-provider-exec";
@@ -97,12 +98,21 @@ pub enum Preflight {
     Worktree(PathBuf),
     #[error("`{0}` is not on `PATH`")]
     NotFound(&'static str),
+    #[error("the `{binary}` at `{}` is {found}; okstra drives {expected} (see `okstra doctor`)", .path.display())]
+    WrongCli {
+        binary: &'static str,
+        path: PathBuf,
+        found: &'static str,
+        expected: &'static str,
+    },
 }
 
 impl Preflight {
     pub fn code(&self) -> u8 {
         match self {
-            Preflight::Usage { .. } | Preflight::UnknownProvider { .. } => exit::EXEC_USAGE,
+            Preflight::Usage { .. }
+            | Preflight::UnknownProvider { .. }
+            | Preflight::WrongCli { .. } => exit::EXEC_USAGE,
             Preflight::ProjectRoot(_) => exit::EXEC_PROJECT_ROOT,
             Preflight::Model => exit::EXEC_MODEL,
             Preflight::Prompt { .. } => exit::EXEC_PROMPT,
@@ -127,6 +137,9 @@ pub struct Ready {
     /// Which attempt of a dispatch this is (`okstra dispatch` sets it
     /// through [`status::ATTEMPT_ENV`]); it picks the log and sidecar names.
     pub attempt: u32,
+    /// The CLI's version from the doctor's cache, or `unknown` (never asked
+    /// here: a node CLI takes 0.3–3 s to answer `--version`).
+    pub cli_version: String,
 }
 
 fn usage(fixed: Option<Provider>) -> String {
@@ -200,6 +213,18 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
     };
     let program =
         which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
+    let cached = doctor::cache::lookup(&program);
+    let cached_program = cached.as_ref().map(|entry| entry.program);
+    if provider == Provider::Kimi && cached_program == Some(Program::LegacyKimiCli) {
+        return Err(Preflight::WrongCli {
+            binary: provider.binary(),
+            path: program,
+            found: "the archived PyPI kimi-cli, which runs nothing headless",
+            expected: "Kimi Code (npm `@moonshot-ai/kimi-code`)",
+        });
+    }
+    let vibe_kit_grok = provider == Provider::Grok
+        && (cached_program == Some(Program::VibeKitGrok) || is_vibe_kit_install(&program));
     let invocation = Invocation {
         provider,
         model,
@@ -208,6 +233,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         role,
         idle_timeout_secs: (idle_timeout_secs > 0).then_some(idle_timeout_secs),
         kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()),
+        vibe_kit_grok,
     };
     let plan = plan(&invocation);
     // Anything but a whole number ≥ 2 means the first attempt: a stray
@@ -224,6 +250,23 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         prompt,
         prompt_as_given,
         attempt,
+        cli_version: cached
+            .and_then(|entry| entry.version)
+            .unwrap_or_else(|| doctor::cache::UNKNOWN_VERSION.to_owned()),
+    })
+}
+
+/// Whether `program` resolves into an npm install of `@vibe-kit/grok-cli`
+/// (its bin link points into that package): known without starting node.
+fn is_vibe_kit_install(program: &Path) -> bool {
+    std::fs::canonicalize(program).is_ok_and(|real| {
+        let components: Vec<_> = real
+            .components()
+            .map(|c| c.as_os_str().to_owned())
+            .collect();
+        components
+            .windows(2)
+            .any(|pair| pair[0] == "@vibe-kit" && pair[1] == "grok-cli")
     })
 }
 

@@ -10,7 +10,8 @@
 //! Prompt delivery: claude and codex read the prompt on **stdin**, so its
 //! bytes reach them exactly and no size limit applies. kimi, antigravity and
 //! grok cannot take a prompt on stdin, so they get a short argv instruction
-//! naming the absolute prompt path (grok via Grok Build's `--prompt-file`);
+//! naming the absolute prompt path (Grok Build via its `--prompt-file`, the
+//! community vibe-kit grok via a pointer in `-p`);
 //! the prompt's own bytes never go into argv (Linux caps one argument at
 //! 128 KiB).
 
@@ -56,6 +57,9 @@ pub struct Invocation {
     /// `KIMI_MODEL_NAME` (with env-key auth, `-m` names an alias from
     /// `config.toml` and would break the run).
     pub kimi_env_auth: bool,
+    /// grok: the `grok` on `PATH` is the community `@vibe-kit/grok-cli`
+    /// (known from its install path or the doctor's cache), not Grok Build.
+    pub vibe_kit_grok: bool,
 }
 
 impl Invocation {
@@ -166,6 +170,23 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
             }
             (args, Stdin::Null)
         }
+        Provider::Grok if inv.vibe_kit_grok => {
+            // vibe-kit grok: no prompt file, no stdin, no output format, no
+            // read-only mode (headless always auto-approves); it prints its
+            // messages as JSON lines only at the end. A pointer prompt keeps
+            // argv small; `-d` sets its folder.
+            (
+                vec![
+                    "-p".into(),
+                    pointer_prompt(&inv.prompt_path),
+                    "-d".into(),
+                    dir,
+                    "-m".into(),
+                    model,
+                ],
+                Stdin::Null,
+            )
+        }
         Provider::Grok => {
             // The reference targets xAI's Grok Build (`--output-format
             // streaming-json`, `--cwd`); its `--prompt-file` reads the prompt
@@ -234,6 +255,7 @@ mod tests {
             role: role.into(),
             idle_timeout_secs: Some(600),
             kimi_env_auth: false,
+            vibe_kit_grok: false,
         }
     }
 
@@ -371,6 +393,19 @@ mod tests {
             ])
         );
         assert_eq!(plan.stdin, Stdin::Null);
+    }
+
+    #[test]
+    fn vibe_kit_grok_gets_the_flags_it_has() {
+        let mut inv = invocation(Provider::Grok, "executor");
+        inv.vibe_kit_grok = true;
+        let plan = plan(&inv);
+        assert_eq!(
+            argv(&plan),
+            strings(&["grok", "-p", POINTER, "-d", "/src/wt", "-m", "m-1"])
+        );
+        assert_eq!(plan.stdin, Stdin::Null);
+        assert!(plan.env_set.is_empty());
     }
 
     #[test]

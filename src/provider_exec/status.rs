@@ -85,6 +85,12 @@ pub struct Status {
     pub argv: Vec<String>,
     /// The effective idle timeout; `0` means disabled.
     pub idle_timeout_seconds: u64,
+    /// The CLI executable `PATH` resolved to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cli_path: Option<PathBuf>,
+    /// Its version as `okstra doctor` cached it, or `unknown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cli_version: Option<String>,
     pub stage: Stage,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<u8>,

@@ -142,6 +142,8 @@ async fn supervise(ready: Ready) -> u8 {
             )
             .collect(),
         idle_timeout_seconds: inv.idle_timeout_secs.unwrap_or(0),
+        cli_path: Some(ready.program.clone()),
+        cli_version: Some(ready.cli_version.clone()),
         ..Status::default()
     };
     if let Err(err) = status.write(&sidecar) {

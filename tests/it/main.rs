@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod dispatch;
+mod doctor;
+mod install;
 mod launcher;
 mod lifecycle;
 mod prompts;

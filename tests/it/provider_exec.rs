@@ -874,12 +874,14 @@ fn a_sigkilled_wrapper_takes_its_cli_down_and_leaves_the_pgid_to_reap() {
 }
 
 #[test]
-fn the_install_script_links_every_wrapper() {
+fn okstra_install_links_every_wrapper() {
     let world = World::empty();
     let target = world.path("links");
-    let output = Command::new(repo_root().join("scripts/install-wrappers.sh"))
+    let output = Command::new(okstra_path())
+        .args(["install", "--bin-dir"])
         .arg(&target)
-        .env("OKSTRA", okstra_path())
+        .env("HOME", world.path("home"))
+        .env_remove("XDG_STATE_HOME")
         .output()
         .unwrap();
     assert!(

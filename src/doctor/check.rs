@@ -1,0 +1,463 @@
+//! What the doctor learns about one CLI: its version and which program it
+//! really is (from `--version`, and for grok from `--help`), and whether
+//! credentials look configured (from the environment and files under
+//! `HOME`; a secret is never read or printed, only "set" or "found").
+//!
+//! Every CLI is started with a bounded wall time, a bounded output buffer,
+//! stdin on `/dev/null`, in its own process group (killed whole at the end),
+//! and never without arguments: a bare `kimi` from the legacy `PyPI` package
+//! pipes a remote installer into a shell.
+
+use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use regex::Regex;
+
+use super::cache::Program;
+use crate::catalog::Provider;
+use crate::provider_exec::HOST_SESSION_MARKERS;
+
+/// How long `--version` or `--help` may take (node CLIs start in 0.3–3 s).
+pub const VERSION_LIMIT: Duration = Duration::from_secs(10);
+/// How much of a CLI's output is kept (the rest is read and dropped).
+const OUTPUT_LIMIT: usize = 16 * 1024;
+/// Between SIGTERM and SIGKILL when a bounded run overstays.
+const GRACE: Duration = Duration::from_secs(5);
+/// How often a bounded run looks whether the child has exited.
+const POLL: Duration = Duration::from_millis(20);
+
+/// The outcome of one bounded run.
+#[derive(Debug, Clone, Default)]
+pub struct Captured {
+    /// The exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    /// stdout and stderr merged, lossily decoded, at most [`OUTPUT_LIMIT`] bytes.
+    pub output: String,
+    pub timed_out: bool,
+}
+
+/// Run `program args…` for at most `limit`, then stop its whole group.
+pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> io::Result<Captured> {
+    let (mut reader, writer) = io::pipe()?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .env("NO_COLOR", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("KIMI_CODE_NO_AUTO_UPDATE", "1")
+        .process_group(0);
+    for name in HOST_SESSION_MARKERS {
+        command.env_remove(name);
+    }
+    let mut child = command.spawn()?;
+    // Our copies of the write end must close, or EOF never comes.
+    drop(command);
+    let group = i32::try_from(child.id()).ok().map(Pid::from_raw);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0_u8; 8192];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let room = OUTPUT_LIMIT.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(kept);
+    });
+    let deadline = Instant::now() + limit;
+    let mut timed_out = false;
+    let mut stop_sent: Option<Instant> = None;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let now = Instant::now();
+        match stop_sent {
+            None if now >= deadline => {
+                timed_out = true;
+                signal(group, Signal::SIGTERM);
+                stop_sent = Some(now);
+            }
+            Some(sent) if now >= sent + GRACE => {
+                signal(group, Signal::SIGKILL);
+                break child.wait()?;
+            }
+            _ => {}
+        }
+        std::thread::sleep(POLL);
+    };
+    // Whatever the CLI left in its group goes with it.
+    signal(group, Signal::SIGKILL);
+    let kept = rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    Ok(Captured {
+        code: status.code(),
+        output: String::from_utf8_lossy(&kept).into_owned(),
+        timed_out,
+    })
+}
+
+fn signal(group: Option<Pid>, signal: Signal) {
+    if let Some(group) = group {
+        let _ = killpg(group, signal);
+    }
+}
+
+/// What `--version` (and `--help` for grok) said about a CLI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub version: Option<String>,
+    pub program: Program,
+    pub detail: Option<String>,
+}
+
+/// Ask the CLI at `path` who it is.
+pub fn identify(provider: Provider, path: &Path) -> Identity {
+    let version = match run_bounded(path, &["--version"], VERSION_LIMIT) {
+        Ok(captured) => captured,
+        Err(err) => {
+            return Identity {
+                version: None,
+                program: Program::Unrecognised,
+                detail: Some(format!("cannot run `{} --version`: {err}", path.display())),
+            };
+        }
+    };
+    let help = if provider == Provider::Grok && version.code == Some(0) {
+        run_bounded(path, &["--help"], VERSION_LIMIT).ok()
+    } else {
+        None
+    };
+    classify(provider, &version, help.as_ref())
+}
+
+/// The pure part of [`identify`]: outputs → identity.
+pub fn classify(provider: Provider, version: &Captured, help: Option<&Captured>) -> Identity {
+    let text = version.output.as_str();
+    let parsed = parse_version(text);
+    let unrecognised = |detail: String| Identity {
+        version: parsed.clone(),
+        program: Program::Unrecognised,
+        detail: Some(detail),
+    };
+    if version.timed_out {
+        return unrecognised(format!(
+            "`{} --version` did not finish within {} s",
+            provider.binary(),
+            VERSION_LIMIT.as_secs()
+        ));
+    }
+    if provider == Provider::Kimi
+        && (text.contains("kimi-cli is no longer maintained")
+            || text.starts_with("kimi, version 1."))
+    {
+        return Identity {
+            version: parsed,
+            program: Program::LegacyKimiCli,
+            detail: Some(
+                "this is the archived PyPI `kimi-cli`, which runs nothing headless; install `@moonshot-ai/kimi-code` (npm) instead"
+                    .to_owned(),
+            ),
+        };
+    }
+    if text.contains("createZstdDecompress") {
+        return unrecognised(
+            "it crashed at start-up: kimi-code needs node 22.19 or newer".to_owned(),
+        );
+    }
+    if version.code != Some(0) {
+        return unrecognised(format!(
+            "`{} --version` failed ({}): {}",
+            provider.binary(),
+            version.code.map_or_else(
+                || "killed by a signal".to_owned(),
+                |code| format!("exit {code}")
+            ),
+            first_line(text)
+        ));
+    }
+    if provider == Provider::Grok {
+        let help = help.map_or("", |help| help.output.as_str());
+        let vibe_kit = help.contains("--max-tool-rounds")
+            || (help.contains("--directory") && !help.contains("--output-format"));
+        if vibe_kit {
+            return Identity {
+                version: parsed,
+                program: Program::VibeKitGrok,
+                detail: Some(
+                    "the community vibe-kit grok, not xAI's Grok Build: okstra drives it with `-p`, `-d`, `-m` (no streaming, no read-only mode)"
+                        .to_owned(),
+                ),
+            };
+        }
+        if !help.contains("--output-format") {
+            return unrecognised(
+                "`grok --help` shows neither Grok Build's `--output-format` nor vibe-kit's `--max-tool-rounds`"
+                    .to_owned(),
+            );
+        }
+    }
+    Identity {
+        version: parsed,
+        program: Program::Expected,
+        detail: None,
+    }
+}
+
+/// The first version-looking token (`2.1.197`, `0.171.0`, `1.0.1-beta.2`).
+pub fn parse_version(text: &str) -> Option<String> {
+    static VERSION: std::sync::LazyLock<Option<Regex>> = std::sync::LazyLock::new(|| {
+        Regex::new(r"\b[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:[-+][0-9A-Za-z.-]+)?").ok()
+    });
+    VERSION
+        .as_ref()?
+        .find(text)
+        .map(|found| found.as_str().to_owned())
+}
+
+/// The first non-empty line, at most 160 characters.
+pub fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    line.chars().take(160).collect()
+}
+
+/// Where credentials for `provider` were seen: `NAME set` for a non-empty
+/// variable, `found <file>` for a login or config file. Empty when none.
+pub fn credentials(
+    provider: Provider,
+    env: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+) -> Vec<String> {
+    let set = |name: &str| env(name).is_some_and(|value| !value.is_empty());
+    let dir = |var: &str, fallback: &str| -> Option<PathBuf> {
+        env(var)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.map(|home| home.join(fallback)))
+    };
+    let (vars, files): (&[&str], Vec<PathBuf>) = match provider {
+        Provider::Claude => (
+            &[
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_AUTH_TOKEN",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CODE_USE_BEDROCK",
+                "CLAUDE_CODE_USE_VERTEX",
+            ],
+            dir("CLAUDE_CONFIG_DIR", ".claude")
+                .map(|d| d.join(".credentials.json"))
+                .into_iter()
+                .collect(),
+        ),
+        Provider::Codex => (
+            &["OPENAI_API_KEY", "CODEX_API_KEY"],
+            dir("CODEX_HOME", ".codex")
+                .map(|d| d.join("auth.json"))
+                .into_iter()
+                .collect(),
+        ),
+        Provider::Antigravity => (
+            &[
+                "GEMINI_API_KEY",
+                "GOOGLE_API_KEY",
+                "GOOGLE_GENAI_USE_VERTEXAI",
+            ],
+            home.map(|h| h.join(".gemini/oauth_creds.json"))
+                .into_iter()
+                .collect(),
+        ),
+        Provider::Grok => (
+            &["XAI_API_KEY", "GROK_API_KEY"],
+            home.map(|h| h.join(".grok/user-settings.json"))
+                .into_iter()
+                .collect(),
+        ),
+        Provider::Kimi => (
+            &["KIMI_MODEL_API_KEY"],
+            dir("KIMI_CODE_HOME", ".kimi-code")
+                .map(|d| d.join("config.toml"))
+                .into_iter()
+                .collect(),
+        ),
+    };
+    let mut seen: Vec<String> = vars
+        .iter()
+        .filter(|name| set(name))
+        .map(|name| format!("{name} set"))
+        .collect();
+    seen.extend(
+        files
+            .iter()
+            .filter(|file| file.is_file())
+            .map(|file| format!("found {}", file.display())),
+    );
+    seen
+}
+
+/// Bytes of kimi's `config.toml` read to look for a model alias.
+const KIMI_CONFIG_LIMIT: u64 = 256 * 1024;
+
+/// kimi-code's `-m` takes a model *alias* from its `config.toml`, not a model
+/// id. A note when okstra's default kimi model is not named there and no
+/// env-key auth (which makes provider-exec pass the model as
+/// `KIMI_MODEL_NAME` instead) is set.
+pub fn kimi_model_note(
+    env: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+) -> Option<String> {
+    if env("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()) {
+        return None;
+    }
+    let dir = env("KIMI_CODE_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.map(|home| home.join(".kimi-code")))?;
+    let config = dir.join("config.toml");
+    let model = Provider::Kimi.default_model(crate::catalog::Role::Analyser);
+    // Only a regular file is opened: a FIFO would block the open itself.
+    let named = Some(&config)
+        .filter(|path| path.is_file())
+        .and_then(|path| std::fs::File::open(path).ok())
+        .and_then(|file| {
+            let mut text = String::new();
+            file.take(KIMI_CONFIG_LIMIT)
+                .read_to_string(&mut text)
+                .ok()?;
+            Some(text.contains(model))
+        });
+    match named {
+        Some(true) => None,
+        _ => Some(format!(
+            "kimi's `-m` names a model alias from `{}`, and okstra's default `{model}` is not one there; configure it, pass `--worker-model kimi=<alias>`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
+            config.display()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(code: i32, text: &str) -> Captured {
+        Captured {
+            code: Some(code),
+            output: text.to_owned(),
+            timed_out: false,
+        }
+    }
+
+    #[test]
+    fn versions_are_read_from_the_first_token() {
+        assert_eq!(
+            parse_version("2.1.197 (Claude Code)").as_deref(),
+            Some("2.1.197")
+        );
+        assert_eq!(
+            parse_version("codex-cli 0.171.0\n").as_deref(),
+            Some("0.171.0")
+        );
+        assert_eq!(
+            parse_version("kimi, version 1.52.0").as_deref(),
+            Some("1.52.0")
+        );
+        assert_eq!(parse_version("no digits"), None);
+    }
+
+    #[test]
+    fn vibe_kit_grok_is_told_from_grok_build() {
+        let help = out(0, "  -d, --directory <dir>\n  --max-tool-rounds <n>\n");
+        let id = classify(Provider::Grok, &out(0, "1.0.1\n"), Some(&help));
+        assert_eq!(id.program, Program::VibeKitGrok);
+        assert_eq!(id.version.as_deref(), Some("1.0.1"));
+        let build = out(0, "--cwd <path>\n--output-format <fmt>\n");
+        let id = classify(Provider::Grok, &out(0, "grok 0.3.0"), Some(&build));
+        assert_eq!(id.program, Program::Expected);
+        let id = classify(Provider::Grok, &out(0, "x 1.0"), Some(&out(0, "usage: x")));
+        assert_eq!(id.program, Program::Unrecognised);
+    }
+
+    #[test]
+    fn legacy_kimi_and_old_node_are_named() {
+        let legacy = out(
+            0,
+            "kimi, version 1.52.0\nkimi-cli is no longer maintained. Please use the new Kimi Code CLI.\n",
+        );
+        assert_eq!(
+            classify(Provider::Kimi, &legacy, None).program,
+            Program::LegacyKimiCli
+        );
+        let crash = out(
+            1,
+            "SyntaxError: ... does not provide an export named 'createZstdDecompress'",
+        );
+        let id = classify(Provider::Kimi, &crash, None);
+        assert_eq!(id.program, Program::Unrecognised);
+        assert!(id.detail.unwrap().contains("node 22.19"));
+        assert_eq!(
+            classify(Provider::Kimi, &out(0, "2.1.0"), None).program,
+            Program::Expected
+        );
+    }
+
+    #[test]
+    fn a_failing_version_is_unrecognised() {
+        let id = classify(Provider::Codex, &out(3, "\n boom \n"), None);
+        assert_eq!(id.program, Program::Unrecognised);
+        assert_eq!(
+            id.detail.as_deref(),
+            Some("`codex --version` failed (exit 3): boom")
+        );
+    }
+
+    #[test]
+    fn kimi_notes_a_default_model_missing_from_its_config() {
+        let home = tempfile::tempdir().unwrap();
+        let none = |_: &str| None;
+        assert!(kimi_model_note(&none, Some(home.path())).is_some());
+        std::fs::create_dir(home.path().join(".kimi-code")).unwrap();
+        std::fs::write(
+            home.path().join(".kimi-code/config.toml"),
+            "default_model = \"kimi-k2.7-code\"\n",
+        )
+        .unwrap();
+        assert!(kimi_model_note(&none, Some(home.path())).is_none());
+        let keyed = |name: &str| (name == "KIMI_MODEL_API_KEY").then(|| "k".to_owned());
+        assert!(kimi_model_note(&keyed, None).is_none());
+    }
+
+    #[test]
+    fn credentials_name_variables_and_files_never_values() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+        std::fs::write(home.path().join(".codex/auth.json"), "{\"secret\":1}").unwrap();
+        let env = |name: &str| match name {
+            "OPENAI_API_KEY" => Some("sk-very-secret".to_owned()),
+            "CODEX_API_KEY" => Some(String::new()),
+            _ => None,
+        };
+        let seen = credentials(Provider::Codex, &env, Some(home.path()));
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0], "OPENAI_API_KEY set");
+        assert!(seen[1].starts_with("found ") && seen[1].ends_with(".codex/auth.json"));
+        assert!(!seen.concat().contains("secret\""));
+        assert!(credentials(Provider::Grok, &env, Some(home.path())).is_empty());
+    }
+}

@@ -1,0 +1,367 @@
+//! `okstra doctor`: will each provider CLI actually work headless?
+//!
+//! For each provider it finds the CLI on `PATH`, asks it for its version and
+//! tells the program okstra drives from known look-alikes (`check`), looks
+//! for credentials without reading a secret, and with `--probe` runs it once
+//! through provider-exec (`probe`). Findings about a CLI build are cached
+//! (`cache`) so render and provider-exec can record versions and recognise
+//! look-alikes without starting any process: [`cache::known`] and
+//! [`cache::lookup`] are their entry points, [`render_facts`] the render's.
+//!
+//! Exit code: 0 when every required provider is ready (the default roster's
+//! providers, or those named with `--provider`), 1 otherwise, 2 when the
+//! doctor itself could not run.
+
+pub mod cache;
+mod check;
+mod probe;
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{self, DEFAULT_WORKERS, Provider};
+use crate::cli::DoctorArgs;
+use crate::exit::ExitStatus;
+use cache::{Entry, Program, Stamp};
+use probe::ProbeReport;
+
+/// Version of the `--json` report.
+const REPORT_VERSION: u32 = 1;
+
+/// One provider's findings.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Finding {
+    provider: Provider,
+    binary: &'static str,
+    /// Where `PATH` finds the CLI; `None` when it is not installed.
+    path: Option<PathBuf>,
+    /// The file that path resolves to.
+    resolved_path: Option<PathBuf>,
+    version: Option<String>,
+    program: Option<Program>,
+    /// Whether the version and program came from the cache.
+    cached: bool,
+    credentials: Vec<String>,
+    probe: Option<ProbeReport>,
+    ready: bool,
+    /// Why it is not ready, or what to know about it (one line each).
+    notes: Vec<String>,
+}
+
+/// `okstra doctor [--json] [--probe] [--provider P…]`.
+pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
+    let selected = selected(&args.providers)?;
+    let required: Vec<Provider> = if args.providers.is_empty() {
+        default_roster()
+    } else {
+        selected.clone()
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute());
+
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut fresh: Vec<Entry> = Vec::new();
+    for &provider in &selected {
+        let mut finding = Finding {
+            provider,
+            binary: provider.binary(),
+            path: which::which(provider.binary()).ok(),
+            resolved_path: None,
+            version: None,
+            program: None,
+            cached: false,
+            credentials: check::credentials(provider, &env, home.as_deref()),
+            probe: None,
+            ready: false,
+            notes: Vec::new(),
+        };
+        if let Some(path) = finding.path.clone() {
+            let entry = match cache::lookup(&path) {
+                Some(entry) => {
+                    finding.cached = true;
+                    Some(entry)
+                }
+                None => identify(provider, &path),
+            };
+            if let Some(entry) = entry {
+                finding.resolved_path = Some(entry.path.clone());
+                finding.version.clone_from(&entry.version);
+                finding.program = Some(entry.program);
+                finding.notes.extend(entry.detail.clone());
+                if !finding.cached {
+                    fresh.push(entry);
+                }
+            }
+            if provider == Provider::Kimi
+                && finding.program == Some(Program::Expected)
+                && let Some(note) = check::kimi_model_note(&env, home.as_deref())
+            {
+                finding.notes.push(note);
+            }
+        }
+        findings.push(finding);
+    }
+    // Stored before probing: the probe's provider-exec reads it (vibe-kit grok).
+    if let Err(err) = cache::store(&fresh) {
+        let _ = writeln!(
+            io::stderr(),
+            "warning: cannot update the doctor cache: {err}"
+        );
+    }
+    for finding in &mut findings {
+        if args.probe && finding.program.is_some_and(Program::is_usable) {
+            let report = probe::probe(finding.provider)
+                .with_context(|| format!("cannot probe `{}`", finding.provider))?;
+            finding.probe = Some(report);
+        }
+        judge(finding);
+    }
+
+    let all_ready = findings
+        .iter()
+        .filter(|f| required.contains(&f.provider))
+        .all(|f| f.ready);
+    let mut out = io::stdout().lock();
+    if args.json {
+        let report = json!({
+            "schemaVersion": REPORT_VERSION,
+            "ready": all_ready,
+            "required": required,
+            "cachePath": cache::cache_path(),
+            "providers": findings,
+        });
+        serde_json::to_writer(&mut out, &report).context("cannot write the report")?;
+        writeln!(out)?;
+    } else {
+        out.write_all(table(&findings, &required).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(if all_ready {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// Ask the CLI at `path` who it is, as a cache entry.
+fn identify(provider: Provider, path: &std::path::Path) -> Option<Entry> {
+    let resolved = std::fs::canonicalize(path).ok()?;
+    let stamp = Stamp::of(&resolved)?;
+    let identity = check::identify(provider, &resolved);
+    Some(Entry {
+        provider: provider.as_str().to_owned(),
+        path: resolved,
+        stamp,
+        version: identity.version,
+        program: identity.program,
+        detail: identity.detail,
+        checked_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+    })
+}
+
+/// Decide `ready` and add the notes that explain it.
+fn judge(finding: &mut Finding) {
+    let binary = finding.binary;
+    let Some(program) = finding.program else {
+        finding.notes.push(if finding.path.is_none() {
+            format!("`{binary}` is not on PATH")
+        } else {
+            format!("`{binary}` could not be inspected")
+        });
+        return;
+    };
+    if !program.is_usable() {
+        return;
+    }
+    if let Some(probe) = &finding.probe {
+        finding.ready = probe.ending == crate::ending::Ending::Completed;
+        if !finding.ready {
+            finding.notes.push(format!(
+                "the probe ended `{}`{}",
+                probe.ending,
+                probe
+                    .log_tail
+                    .last()
+                    .map_or_else(String::new, |line| format!(": {line}"))
+            ));
+        }
+        return;
+    }
+    finding.ready = !finding.credentials.is_empty();
+    if !finding.ready {
+        finding.notes.push(
+            "no credentials found (a login kept in a system keychain is not visible here; `okstra doctor --probe` tries a real run)"
+                .to_owned(),
+        );
+    }
+}
+
+/// The providers to check: all five, or those named (in catalog order).
+fn selected(names: &[String]) -> Result<Vec<Provider>> {
+    if names.is_empty() {
+        return Ok(Provider::ALL.to_vec());
+    }
+    let mut chosen = Vec::new();
+    for name in names {
+        let Ok(provider) = name.trim().parse::<Provider>() else {
+            bail!(
+                "unknown provider `{name}`, expected one of `{}`",
+                catalog::one_of(Provider::ALL)
+            );
+        };
+        chosen.push(provider);
+    }
+    chosen.sort();
+    chosen.dedup();
+    Ok(chosen)
+}
+
+/// The providers of the default roster (`claude`, `codex`).
+fn default_roster() -> Vec<Provider> {
+    DEFAULT_WORKERS
+        .split(',')
+        .filter_map(|name| name.parse().ok())
+        .collect()
+}
+
+fn table(findings: &[Finding], required: &[Provider]) -> String {
+    let header = [
+        "PROVIDER",
+        "CLI",
+        "VERSION",
+        "PROGRAM",
+        "CREDENTIALS",
+        "PROBE",
+        "READY",
+    ];
+    let rows: Vec<[String; 7]> = findings
+        .iter()
+        .map(|f| {
+            [
+                f.provider.to_string(),
+                f.path
+                    .as_ref()
+                    .map_or_else(|| "missing".to_owned(), |p| p.display().to_string()),
+                f.version.clone().unwrap_or_else(|| "-".to_owned()),
+                f.program
+                    .map_or_else(|| "-".to_owned(), |p| p.label(f.provider).to_owned()),
+                if f.credentials.is_empty() {
+                    "none".to_owned()
+                } else {
+                    f.credentials.join(", ")
+                },
+                f.probe
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |p| p.ending.to_string()),
+                match (f.ready, required.contains(&f.provider)) {
+                    (true, _) => "yes".to_owned(),
+                    (false, true) => "NO".to_owned(),
+                    (false, false) => "no".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    let mut line = |cells: &[&str]| {
+        let joined: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        text.push_str(joined.join("  ").trim_end());
+        text.push('\n');
+    };
+    line(&header);
+    for row in &rows {
+        line(&row.each_ref().map(String::as_str));
+    }
+    for finding in findings {
+        for note in &finding.notes {
+            let _ = writeln!(text, "{}: {note}", finding.provider);
+        }
+    }
+    text
+}
+
+/// What a render records about the CLIs of its wrapper assignments, and the
+/// warnings it prints: `providerClis` for the run manifest, keyed by provider.
+pub struct RenderFacts {
+    pub clis: Value,
+    pub warnings: Vec<String>,
+}
+
+/// Facts for `providers` (the roster's `cli-wrapper` providers) from `PATH`
+/// and the cache only: no CLI is started.
+pub fn render_facts(providers: &[Provider]) -> RenderFacts {
+    let mut clis = Map::new();
+    let mut warnings = Vec::new();
+    for &provider in providers {
+        if clis.contains_key(provider.as_str()) {
+            continue;
+        }
+        let known = cache::known(provider);
+        let program = known.entry.as_ref().map(|entry| entry.program);
+        clis.insert(
+            provider.as_str().to_owned(),
+            json!({
+                "path": known.path,
+                "version": known.version(),
+                "program": program,
+            }),
+        );
+        let binary = provider.binary();
+        match (&known.path, program) {
+            (None, _) => warnings.push(format!(
+                "the roster runs `{provider}` through its wrapper, but `{binary}` is not on PATH; run `okstra doctor`"
+            )),
+            (Some(path), Some(program)) if !program.is_usable() => warnings.push(format!(
+                "the `{binary}` at `{}` is not the CLI okstra drives ({}); run `okstra doctor`",
+                path.display(),
+                program.label(provider)
+            )),
+            _ => {}
+        }
+    }
+    RenderFacts {
+        clis: Value::Object(clis),
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_roster_is_claude_and_codex() {
+        assert_eq!(default_roster(), vec![Provider::Claude, Provider::Codex]);
+    }
+
+    #[test]
+    fn providers_are_parsed_and_ordered() {
+        let names = ["kimi".to_owned(), " grok".to_owned(), "kimi".to_owned()];
+        assert_eq!(
+            selected(&names).unwrap(),
+            vec![Provider::Grok, Provider::Kimi]
+        );
+        let err = selected(&["gemini".to_owned()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown provider `gemini`, expected one of `claude|codex|antigravity|grok|kimi`"
+        );
+    }
+}

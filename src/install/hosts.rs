@@ -1,0 +1,278 @@
+//! What `okstra install` puts where, per host: the wrapper links, each
+//! host's `okstra` skill and its reap hook. Pure: paths come from a [`Homes`]
+//! value resolved once from the environment, so tests pin every path.
+//!
+//! Decisions (from the hosts research):
+//! - Claude Code: a personal skill `<config>/skills/okstra/SKILL.md` and two
+//!   hook groups (`Stop`, `SubagentStop`) in `<config>/settings.json`. No
+//!   worker agent definitions: native workers are dispatched with the
+//!   general-purpose `Agent` tool (name, model and prompt given inline).
+//! - Codex: a user skill `~/.agents/skills/okstra/SKILL.md` and a `Stop`
+//!   hook in `$CODEX_HOME/hooks.json` (Codex runs it only after the user
+//!   trusts it with `/hooks`).
+//! - Antigravity: a skill `~/.gemini/antigravity-cli/skills/okstra/SKILL.md`
+//!   and **no hook**: agy's hook file moved between versions, its schema is
+//!   unstable and a wrong shape is dropped silently.
+
+use std::path::{Path, PathBuf};
+
+use super::json_doc::Json;
+use crate::catalog::Provider;
+use crate::template;
+
+/// The folders the hosts are installed into.
+#[derive(Debug, Clone)]
+pub struct Homes {
+    pub home: PathBuf,
+    /// `CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub claude: PathBuf,
+    /// `CODEX_HOME`, else `~/.codex`.
+    pub codex: PathBuf,
+}
+
+impl Homes {
+    /// From the environment; `None` without an absolute `HOME`.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Option<Self> {
+        let absolute = |name: &str| {
+            env(name)
+                .map(PathBuf::from)
+                .filter(|path| path.is_absolute())
+        };
+        let home = absolute("HOME")?;
+        Some(Self {
+            claude: absolute("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home.join(".claude")),
+            codex: absolute("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
+            home,
+        })
+    }
+}
+
+/// A host okstra can be installed into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    ClaudeCode,
+    Codex,
+    Antigravity,
+}
+
+impl Host {
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code",
+            Host::Codex => "codex",
+            Host::Antigravity => "antigravity",
+        }
+    }
+}
+
+/// One thing to put in place.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A symlink `path` → `target`.
+    Link { path: PathBuf, target: PathBuf },
+    /// A file okstra owns whole.
+    File { path: PathBuf, bytes: Vec<u8> },
+    /// Hook groups merged into a JSON settings file the user owns.
+    Hooks {
+        path: PathBuf,
+        groups: Vec<(String, Json)>,
+    },
+}
+
+/// The `okstra-<provider>-exec` links in `bin_dir`, all pointing at `okstra`.
+pub fn wrapper_links(bin_dir: &Path, okstra: &Path) -> Vec<Item> {
+    Provider::ALL
+        .iter()
+        .map(|provider| Item::Link {
+            path: bin_dir.join(provider.wrapper()),
+            target: okstra.to_owned(),
+        })
+        .collect()
+}
+
+/// `path` quoted for a POSIX shell.
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// `path` as a shell word: bare when that is safe (so a host's command
+/// allow-list such as `Bash(/usr/bin/okstra *)` matches it), else quoted.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._+-".contains(&b));
+    if plain { text } else { shell_quote(path) }
+}
+
+/// The hook command: reap the project's dead wrappers, never fail, never
+/// print (a hook's exit 2 would block the host; reap only stops groups whose
+/// wrapper is already gone, so running it after every turn is safe).
+fn reap_command(okstra: &Path, project_root: Option<&str>) -> String {
+    let root = project_root.map_or_else(String::new, |root| format!(" --project-root {root}"));
+    format!(
+        "{} reap{root} --execute >/dev/null 2>&1 || true",
+        shell_quote(okstra)
+    )
+}
+
+/// Seconds a host waits for the hook (reap's stop takes at most ~5 s per group).
+const HOOK_TIMEOUT_SECS: u64 = 60;
+
+/// One hook group, keys in the order the hosts' docs write them.
+fn hook_group(command: &str) -> Json {
+    let handler = Json::Object(vec![
+        ("type".to_owned(), Json::String("command".to_owned())),
+        ("command".to_owned(), Json::String(command.to_owned())),
+        ("timeout".to_owned(), Json::Number(HOOK_TIMEOUT_SECS.into())),
+    ]);
+    Json::Object(vec![("hooks".to_owned(), Json::Array(vec![handler]))])
+}
+
+/// Everything `host` gets.
+pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>, template::Error> {
+    let (skill_dir, runtime, project_root) = match host {
+        Host::ClaudeCode => (
+            homes.claude.join("skills"),
+            "claude-code",
+            "\"${CLAUDE_PROJECT_DIR}\"",
+        ),
+        Host::Codex => (homes.home.join(".agents/skills"), "codex", "\"$PWD\""),
+        Host::Antigravity => (
+            homes.home.join(".gemini/antigravity-cli/skills"),
+            "antigravity",
+            "\"$PWD\"",
+        ),
+    };
+    let env = template::environment();
+    let text = template::render(
+        &env,
+        "templates/install/skill.md.j2",
+        minijinja::context! {
+            host => host.name(),
+            runtime => runtime,
+            okstra => shell_word(okstra),
+            project_root => project_root,
+        },
+    )?;
+    let mut items = vec![Item::File {
+        path: skill_dir.join("okstra").join("SKILL.md"),
+        bytes: text.into_bytes(),
+    }];
+    match host {
+        Host::ClaudeCode => {
+            let group = hook_group(&reap_command(okstra, Some("\"$CLAUDE_PROJECT_DIR\"")));
+            items.push(Item::Hooks {
+                path: homes.claude.join("settings.json"),
+                groups: vec![
+                    ("Stop".to_owned(), group.clone()),
+                    ("SubagentStop".to_owned(), group),
+                ],
+            });
+        }
+        Host::Codex => {
+            // Codex runs hooks in the session's folder: reap that project.
+            items.push(Item::Hooks {
+                path: homes.codex.join("hooks.json"),
+                groups: vec![("Stop".to_owned(), hook_group(&reap_command(okstra, None)))],
+            });
+        }
+        Host::Antigravity => {}
+    }
+    Ok(items)
+}
+
+/// What the host cannot do or needs from the user, said once per install.
+pub fn host_notes(host: Host) -> &'static [&'static str] {
+    match host {
+        Host::ClaudeCode => &[
+            "claude-code: use `/okstra` in a session; a Claude Code started before `~/.claude/skills` existed needs a restart to see it",
+            "claude-code: the reap hooks run after each turn in trusted folders only",
+        ],
+        Host::Codex => &[
+            "codex: use `$okstra` (or `/skills`); the reap hook runs only after you review and trust it with `/hooks` in Codex",
+        ],
+        Host::Antigravity => &[
+            "antigravity: use `/okstra`; no hook is installed (agy's hook format is unstable and a wrong one is dropped silently), so run `okstra reap --execute` in the project after a run",
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn homes() -> Homes {
+        Homes::from_env(&|name| match name {
+            "HOME" => Some("/h".to_owned()),
+            "CODEX_HOME" => Some("/c".to_owned()),
+            "CLAUDE_CONFIG_DIR" => Some("relative/ignored".to_owned()),
+            _ => None,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn homes_honour_absolute_overrides_only() {
+        let homes = homes();
+        assert_eq!(homes.claude, PathBuf::from("/h/.claude"));
+        assert_eq!(homes.codex, PathBuf::from("/c"));
+        assert!(Homes::from_env(&|_| None).is_none());
+    }
+
+    #[test]
+    fn shell_words_are_bare_only_when_safe() {
+        assert_eq!(shell_word(Path::new("/usr/bin/okstra")), "/usr/bin/okstra");
+        assert_eq!(
+            shell_word(Path::new("/my tools/okstra")),
+            "'/my tools/okstra'"
+        );
+    }
+
+    #[test]
+    fn reap_commands_are_quoted_and_never_fail() {
+        assert_eq!(
+            reap_command(Path::new("/o/it's/okstra"), Some("\"$CLAUDE_PROJECT_DIR\"")),
+            r#"'/o/it'\''s/okstra' reap --project-root "$CLAUDE_PROJECT_DIR" --execute >/dev/null 2>&1 || true"#
+        );
+        assert_eq!(
+            reap_command(Path::new("/bin/okstra"), None),
+            "'/bin/okstra' reap --execute >/dev/null 2>&1 || true"
+        );
+    }
+
+    #[test]
+    fn each_host_gets_its_skill_and_only_supported_hooks() {
+        let okstra = Path::new("/bin/okstra");
+        let claude = host_items(Host::ClaudeCode, &homes(), okstra).unwrap();
+        assert_eq!(claude.len(), 2);
+        let Item::File { path, bytes } = &claude[0] else {
+            panic!()
+        };
+        assert_eq!(path, Path::new("/h/.claude/skills/okstra/SKILL.md"));
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.starts_with("---\nname: okstra\n"), "{text}");
+        assert!(text.contains("--lead-runtime claude-code"));
+        assert!(text.contains("allowed-tools: Bash(/bin/okstra *)"));
+        assert!(text.contains("$ARGUMENTS"));
+        let Item::Hooks { path, groups } = &claude[1] else {
+            panic!()
+        };
+        assert_eq!(path, Path::new("/h/.claude/settings.json"));
+        assert_eq!(groups.len(), 2);
+
+        let codex = host_items(Host::Codex, &homes(), okstra).unwrap();
+        let Item::File { path, bytes } = &codex[0] else {
+            panic!()
+        };
+        assert_eq!(path, Path::new("/h/.agents/skills/okstra/SKILL.md"));
+        assert!(!String::from_utf8_lossy(bytes).contains("$ARGUMENTS"));
+        assert!(
+            matches!(&codex[1], Item::Hooks { path, .. } if path == Path::new("/c/hooks.json"))
+        );
+
+        let agy = host_items(Host::Antigravity, &homes(), okstra).unwrap();
+        assert_eq!(agy.len(), 1);
+    }
+}
