@@ -75,6 +75,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Find and stop worker process groups whose wrapper died.
     Reap(ReapArgs),
+    /// Count a run's tokens and cost per attempt, worker, provider and lead,
+    /// and record them in its team state.
+    Usage(UsageArgs),
 }
 
 /// The launcher's flags (SPEC §3).
@@ -324,6 +327,19 @@ pub struct ReapArgs {
     pub execute: bool,
 
     /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// The run folder whose dispatch logs and lead sessions are counted.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print the usage summary as JSON, in the final report's `usageSummary`
+    /// shape, instead of a table.
     #[arg(long)]
     pub json: bool,
 }

@@ -23,6 +23,7 @@ mod run_paths;
 mod schema;
 mod settings;
 mod template;
+mod usage;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Usage(args)) => usage::usage_command(&args),
     };
     match outcome {
         Ok(status) => status.into(),
