@@ -259,8 +259,17 @@ pub fn compute(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Computed {
     let run = &info.run;
-    let events = read_events(&run.lead_events_path);
+    let mut events = read_events(&run.lead_events_path);
     let mut warnings = events.ignored.clone();
+    let runtime = info.lead_runtime.as_deref();
+    // A Claude Code lead running `okstra usage` itself has its session id
+    // in the environment (Claude Code ≥ 2.1.132 sets it for Bash commands).
+    if runtime == Some("claude-code")
+        && events.lead_sessions.is_empty()
+        && let Some(id) = env("CLAUDE_CODE_SESSION_ID").filter(|id| session::is_valid_id(id))
+    {
+        events.lead_sessions.push(id);
+    }
 
     // Claude transcripts: the lead's sessions and native workers'.
     let roots = session::projects_roots(env);
@@ -295,6 +304,11 @@ pub fn compute(
         }
         let reason = if found.missing.iter().any(|(o, _)| o == &owner) {
             "its recorded session has no transcript under the Claude projects folder".to_owned()
+        } else if runtime.is_some_and(|r| r != "claude-code") {
+            format!(
+                "okstra cannot read the native sub-sessions of a `{}` lead",
+                runtime.unwrap_or_default()
+            )
         } else {
             format!(
                 "no session recorded for `{name}` (`okstra event <run> session --field worker={name} --field sessionId=<id>`)"
@@ -369,7 +383,6 @@ pub fn compute(
     }
 
     // The lead.
-    let runtime = info.lead_runtime.as_deref();
     let lead_provider_name = lead_provider(runtime).unwrap_or("lead");
     let lead_usage = if !events.lead_sessions.is_empty() {
         transcripts.usage(&None).unwrap_or_else(|| {

@@ -7,3 +7,4 @@ mod prompts;
 mod provider_exec;
 mod report;
 mod support;
+mod usage;
