@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::price::Prices;
 use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
-use super::{ModelKey, Source, Tokens, Usage, from_log, lines};
+use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
 use crate::catalog::Provider;
 use crate::lifecycle::Run;
 
@@ -318,6 +318,7 @@ pub fn compute(
     };
 
     // Attempts.
+    let kimi_root = kimi::sessions_root(env);
     let mut attempts: Vec<Attempt> = Vec::new();
     let dispatches = team_state
         .get("dispatches")
@@ -334,7 +335,12 @@ pub fn compute(
                 native_usage(&name, &provider_name)
             }
             Ok(provider) => match text(dispatch, "logPath") {
-                Some(log) => from_log(provider, model.as_deref(), &run.resolve(Path::new(&log))),
+                Some(log) => stream::from_log_in(
+                    provider,
+                    model.as_deref(),
+                    &run.resolve(Path::new(&log)),
+                    kimi_root.as_deref(),
+                ),
                 None => Usage::unavailable(&provider_name, "the dispatch record has no `logPath`"),
             },
             Err(_) => Usage::unavailable(
@@ -367,7 +373,12 @@ pub fn compute(
                 native_usage(&assignment.dispatch_name, &assignment.provider)
             } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
                 let log = crate::provider_exec::status::log_path(&assignment.prompt_path);
-                from_log(provider, Some(&assignment.model), &log)
+                stream::from_log_in(
+                    provider,
+                    Some(&assignment.model),
+                    &log,
+                    kimi_root.as_deref(),
+                )
             } else {
                 Usage::unavailable(&assignment.provider, "unknown provider")
             };

@@ -12,7 +12,8 @@
 //! [`Source::Unavailable`] with the reason, never zeros.
 //!
 //! Submodules: `stream` parses the CLIs' stream output (the live [`Meter`]
-//! and [`from_log`]), `session` reads Claude Code session JSONL, `price` owns
+//! and [`from_log`]), `session` reads Claude Code session JSONL, `kimi`
+//! reads kimi-code's session log (its stream has no usage), `price` owns
 //! the dated price table, `tally` adds priced records up and owns the wire
 //! record, `ledger` computes a run's whole ledger from its team state,
 //! `budget` decides when a run's recorded spend reached its budget, `lines`
@@ -21,13 +22,14 @@
 //!
 //! Public API for the dispatch engine and `okstra status`:
 //! - [`Meter::new`], [`Meter::feed_line`], [`Meter::snapshot`] (live usage);
-//! - [`from_log`] (a finished attempt's log);
+//! - [`from_log`] (a finished attempt's log; kimi's session log too);
 //! - [`Prices::load`] then [`Usage::priced`] → [`Record`] (what the team
 //!   state stores as a dispatch's `usage`), [`Record::short`] for a table;
 //! - [`Budget::is_spent`] with [`recorded_totals`] (the budget stop).
 
 mod budget;
 mod command;
+mod kimi;
 mod ledger;
 mod lines;
 mod price;
@@ -58,8 +60,7 @@ pub use price::Prices;
     unused_imports,
     reason = "API for the dispatch engine and `okstra status`, wired next"
 )]
-pub use stream::Meter;
-pub use stream::from_log;
+pub use stream::{Meter, from_log};
 #[cfg_attr(
     not(test),
     expect(
@@ -116,6 +117,8 @@ pub enum Source {
     CliStream,
     /// Claude Code session transcripts (`~/.claude/projects/…/*.jsonl`).
     ClaudeJsonl,
+    /// kimi-code's session log (`~/.kimi-code/sessions/…/wire.jsonl`).
+    KimiSession,
     /// Totals the lead host showed the lead (`okstra event … lead-usage`).
     HostReport,
     /// An aggregate of parts with different sources, all available.

@@ -325,10 +325,6 @@ impl Meter {
     }
 
     /// The session id kimi printed on its last line, if any.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "for the dispatch engine's record, wired next")
-    )]
     pub fn kimi_session(&self) -> Option<&str> {
         self.kimi_session.as_deref()
     }
@@ -522,7 +518,10 @@ impl Meter {
             return available(models, None, Some(reason));
         }
         let reason = match self.provider {
-            Provider::Kimi => "kimi's stream output carries no token usage".to_owned(),
+            Provider::Kimi => {
+                "kimi's stream output carries no token usage (`okstra usage` reads its session log)"
+                    .to_owned()
+            }
             Provider::Grok if self.unknown_final => {
                 "the grok `end` line reported all-zero usage, which Grok Build uses for unknown"
                     .to_owned()
@@ -554,31 +553,55 @@ fn keep_largest(
 }
 
 /// The usage in a finished attempt's log, streamed in bounded memory.
-/// `model` is the dispatch's model, named when the stream names none.
+/// `model` is the dispatch's model, named when the stream names none. For
+/// kimi, whose stream has none, the session log the stream names is read
+/// (under `KIMI_CODE_HOME`, else `~/.kimi-code`).
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "called by `okstra status` and the dispatch engine, wired next"
+    )
+)]
 pub fn from_log(provider: Provider, model: Option<&str>, log: &Path) -> Usage {
-    let file = match lines::open_regular(log) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Usage::unavailable(
-                provider.as_str(),
-                format!("log `{}` does not exist", log.display()),
-            );
-        }
-        Err(err) => {
-            return Usage::unavailable(
-                provider.as_str(),
-                format!("cannot read log `{}`: {err}", log.display()),
-            );
-        }
+    let root = super::kimi::sessions_root(&|name| std::env::var(name).ok());
+    from_log_in(provider, model, log, root.as_deref())
+}
+
+/// [`from_log`] with kimi's sessions folder given.
+pub fn from_log_in(
+    provider: Provider,
+    model: Option<&str>,
+    log: &Path,
+    kimi_root: Option<&Path>,
+) -> Usage {
+    let meter = match meter_log(provider, model, log) {
+        Ok(meter) => meter,
+        Err(unavailable) => return unavailable,
     };
-    let mut meter = Meter::new(provider).with_model(model);
-    if let Err(err) = lines::for_each_line(file, |line| meter.feed_line(line)) {
-        return Usage::unavailable(
-            provider.as_str(),
-            format!("cannot read log `{}`: {err}", log.display()),
-        );
+    if let (Some(session), Some(root)) = (meter.kimi_session(), kimi_root)
+        && let Some(usage) = super::kimi::session_usage(root, session, model)
+    {
+        return usage;
     }
     meter.snapshot()
+}
+
+/// A meter fed a whole log; `Err` is the unavailable record saying why the
+/// log could not be read.
+pub fn meter_log(provider: Provider, model: Option<&str>, log: &Path) -> Result<Meter, Usage> {
+    let unreadable = |err: std::io::Error| {
+        let reason = if err.kind() == std::io::ErrorKind::NotFound {
+            format!("log `{}` does not exist", log.display())
+        } else {
+            format!("cannot read log `{}`: {err}", log.display())
+        };
+        Usage::unavailable(provider.as_str(), reason)
+    };
+    let file = lines::open_regular(log).map_err(unreadable)?;
+    let mut meter = Meter::new(provider).with_model(model);
+    lines::for_each_line(file, |line| meter.feed_line(line)).map_err(unreadable)?;
+    Ok(meter)
 }
 
 #[cfg(test)]

@@ -210,7 +210,8 @@ fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
     // gemini thinking folded into output; grok's end line with its cost.
     assert_eq!(worker("antigravity")["usage"]["outputTokens"], 4_200);
     assert_eq!(worker("grok")["usage"]["costUsd"], json!(0.012_689));
-    // kimi prints none: unavailable with the reason, no zeros.
+    // kimi prints no usage and its session log is gone: unavailable with
+    // the reason, no zeros.
     let kimi = worker("kimi");
     assert_eq!(kimi["usage"]["source"], "unavailable");
     assert_eq!(kimi["usage"]["inputTokens"], Value::Null);
@@ -258,6 +259,40 @@ fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
         "{text}"
     );
     assert!(text.lines().any(|l| l.starts_with("total")), "{text}");
+}
+
+#[test]
+fn kimi_usage_comes_from_the_session_log_its_stream_names() {
+    let (temp, run_dir) = render("claude,codex,kimi,report-writer", "external");
+    dispatch_with_logs(&run_dir);
+    // `kimi.jsonl` ends with the resume hint of session `k-7f3a`.
+    let agents = temp
+        .path()
+        .join(".kimi-code/sessions/wd-9c1/k-7f3a/agents/main");
+    fs::create_dir_all(&agents).unwrap();
+    fs::write(
+        agents.join("wire.jsonl"),
+        concat!(
+            r#"{"type":"usage.record","model":"kimi-k2.6","usage":{"inputOther":1000,"output":200,"inputCacheRead":30000,"inputCacheCreation":0},"usageScope":"turn","time":1}"#,
+            "\n",
+            r#"{"type":"usage.record","model":"kimi-k2.6","usage":{"inputOther":500,"output":100,"inputCacheRead":0,"inputCacheCreation":2000},"usageScope":"session","time":2}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let out = usage(&run_dir, temp.path(), true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kimi = &summary["byProvider"]["kimi"];
+    assert_eq!(kimi["source"], "kimi-session");
+    assert_eq!(kimi["inputTokens"], 1_500);
+    assert_eq!(kimi["cacheWriteTokens"], 2_000);
+    // 1500 × 0.95 + 30000 × 0.16 + 2000 × 1.1875 + 300 × 4 = 9800 per million.
+    assert_eq!(kimi["costUsd"], json!(0.0098));
 }
 
 #[test]
