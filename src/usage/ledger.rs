@@ -251,93 +251,127 @@ fn lead_provider(runtime: Option<&str>) -> Option<&'static str> {
     }
 }
 
-/// Compute the ledger of `run` from its `team_state`.
+/// Compute the ledger of `info`'s run from its `team_state`.
 pub fn compute(
     info: &RunInfo,
     team_state: &Value,
     prices: &Prices,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Computed {
-    let run = &info.run;
-    let mut events = read_events(&run.lead_events_path);
-    let mut warnings = events.ignored.clone();
-    let runtime = info.lead_runtime.as_deref();
+    let mut events = read_events(&info.run.lead_events_path);
     // A Claude Code lead running `okstra usage` itself has its session id
     // in the environment (Claude Code ≥ 2.1.132 sets it for Bash commands).
-    if runtime == Some("claude-code")
+    if info.lead_runtime.as_deref() == Some("claude-code")
         && events.lead_sessions.is_empty()
         && let Some(id) = env("CLAUDE_CODE_SESSION_ID").filter(|id| session::is_valid_id(id))
     {
         events.lead_sessions.push(id);
     }
+    let mut warnings = events.ignored.clone();
+    let transcripts = Transcripts::read(info, &events, env, &mut warnings);
+    let attempts = attempts(info, team_state, prices, env, &transcripts);
+    let lead = Tally::from_usage(&lead_usage(info, &events, &transcripts), prices);
+    summarise(info, team_state, attempts, &lead, prices, warnings)
+}
 
-    // Claude transcripts: the lead's sessions and native workers'.
-    let roots = session::projects_roots(env);
-    let found = session::find(
-        &roots,
-        &info.project_root,
-        &events.lead_sessions,
-        &events.worker_sessions,
-    );
-    let mut transcripts = Ledger::default();
-    let mut unreadable: Vec<String> = Vec::new();
-    for (owner, file) in &found.files {
-        if let Err(err) = transcripts.read(owner, file) {
-            unreadable.push(format!(
-                "cannot read transcript `{}`: {err}",
-                file.display()
+/// The Claude transcripts of the recorded sessions, read.
+struct Transcripts {
+    roots: Vec<PathBuf>,
+    found: session::Found,
+    ledger: Ledger,
+    runtime: Option<String>,
+}
+
+impl Transcripts {
+    fn read(
+        info: &RunInfo,
+        events: &LeadEvents,
+        env: &dyn Fn(&str) -> Option<String>,
+        warnings: &mut Vec<String>,
+    ) -> Transcripts {
+        let roots = session::projects_roots(env);
+        let found = session::find(
+            &roots,
+            &info.project_root,
+            &events.lead_sessions,
+            &events.worker_sessions,
+        );
+        let mut ledger = Ledger::default();
+        for (owner, file) in &found.files {
+            if let Err(err) = ledger.read(owner, file) {
+                warnings.push(format!(
+                    "cannot read transcript `{}`: {err}",
+                    file.display()
+                ));
+            }
+        }
+        if ledger.skipped_lines > 0 {
+            warnings.push(format!(
+                "skipped {} transcript lines longer than {} MiB",
+                ledger.skipped_lines,
+                lines::MAX_LINE >> 20
             ));
         }
+        Transcripts {
+            roots,
+            found,
+            ledger,
+            runtime: info.lead_runtime.clone(),
+        }
     }
-    if transcripts.skipped_lines > 0 {
-        warnings.push(format!(
-            "skipped {} transcript lines longer than {} MiB",
-            transcripts.skipped_lines,
-            lines::MAX_LINE >> 20
-        ));
-    }
-    warnings.extend(unreadable.iter().cloned());
-    let native_usage = |name: &str, provider: &str| -> Usage {
+
+    /// A `native-session` worker's usage, or why there is none.
+    fn native(&self, name: &str, provider: &str) -> Usage {
         let owner = Some(name.to_owned());
-        if let Some(usage) = transcripts.usage(&owner) {
+        if let Some(usage) = self.ledger.usage(&owner) {
             return usage;
         }
-        let reason = if found.missing.iter().any(|(o, _)| o == &owner) {
-            "its recorded session has no transcript under the Claude projects folder".to_owned()
-        } else if runtime.is_some_and(|r| r != "claude-code") {
-            format!(
-                "okstra cannot read the native sub-sessions of a `{}` lead",
-                runtime.unwrap_or_default()
-            )
-        } else {
-            format!(
+        let reason = match self.runtime.as_deref() {
+            _ if self.found.missing.iter().any(|(o, _)| o == &owner) => {
+                "its recorded session has no transcript under the Claude projects folder".to_owned()
+            }
+            Some(runtime) if runtime != "claude-code" => {
+                format!("okstra cannot read the native sub-sessions of a `{runtime}` lead")
+            }
+            _ => format!(
                 "no session recorded for `{name}` (`okstra event <run> session --field worker={name} --field sessionId=<id>`)"
-            )
+            ),
         };
         Usage::unavailable(provider, reason)
-    };
+    }
+}
 
-    // Attempts.
+fn text(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Every attempt's usage: the team state's dispatch records, else each
+/// assignment's attempt-1 log.
+fn attempts(
+    info: &RunInfo,
+    team_state: &Value,
+    prices: &Prices,
+    env: &dyn Fn(&str) -> Option<String>,
+    transcripts: &Transcripts,
+) -> Vec<Attempt> {
+    let run = &info.run;
     let kimi_root = kimi::sessions_root(env);
-    let mut attempts: Vec<Attempt> = Vec::new();
-    let dispatches = team_state
+    let dispatches: &[Value] = team_state
         .get("dispatches")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let text = |d: &Value, key: &str| d.get(key).and_then(Value::as_str).map(str::to_owned);
+        .map_or(&[], Vec::as_slice);
+    let mut attempts = Vec::new();
     for (index, dispatch) in dispatches.iter().enumerate() {
         let name = text(dispatch, "dispatchName").unwrap_or_default();
         let provider_name = text(dispatch, "provider").unwrap_or_default();
-        let model = text(dispatch, "model");
         let usage = match provider_name.parse::<Provider>() {
             _ if text(dispatch, "runner").as_deref() == Some("native-session") => {
-                native_usage(&name, &provider_name)
+                transcripts.native(&name, &provider_name)
             }
             Ok(provider) => match text(dispatch, "logPath") {
                 Some(log) => stream::from_log_in(
                     provider,
-                    model.as_deref(),
+                    text(dispatch, "model").as_deref(),
                     &run.resolve(Path::new(&log)),
                     kimi_root.as_deref(),
                 ),
@@ -349,11 +383,12 @@ pub fn compute(
             ),
         };
         let mut tally = Tally::from_usage(&usage, prices);
-        // Keep what someone else recorded when we can read nothing better.
+        // Keep what was recorded before when nothing better can be read now
+        // (a log since deleted).
         if usage.source == Source::Unavailable
             && let Some(kept) = dispatch
                 .get("usage")
-                .and_then(|u| serde_json::from_value::<Record>(u.clone()).ok())
+                .and_then(|u| Record::deserialize(u).ok())
                 .filter(|r| r.source != Source::Unavailable)
         {
             tally = kept.to_tally();
@@ -367,81 +402,101 @@ pub fn compute(
             tally,
         });
     }
-    if dispatches.is_empty() {
-        for assignment in &run.assignments {
-            let usage = if assignment.runner == "native-session" {
-                native_usage(&assignment.dispatch_name, &assignment.provider)
-            } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
-                let log = crate::provider_exec::status::log_path(&assignment.prompt_path);
-                stream::from_log_in(
-                    provider,
-                    Some(&assignment.model),
-                    &log,
-                    kimi_root.as_deref(),
-                )
-            } else {
-                Usage::unavailable(&assignment.provider, "unknown provider")
-            };
-            attempts.push(Attempt {
-                index: None,
-                dispatch_name: assignment.dispatch_name.clone(),
-                number: 1,
-                worker_id: assignment.worker_id.clone(),
-                provider: assignment.provider.clone(),
-                tally: Tally::from_usage(&usage, prices),
-            });
-        }
+    if !dispatches.is_empty() {
+        return attempts;
     }
+    for assignment in &run.assignments {
+        let usage = if assignment.runner == "native-session" {
+            transcripts.native(&assignment.dispatch_name, &assignment.provider)
+        } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
+            let log = crate::provider_exec::status::log_path(&assignment.prompt_path);
+            stream::from_log_in(
+                provider,
+                Some(&assignment.model),
+                &log,
+                kimi_root.as_deref(),
+            )
+        } else {
+            Usage::unavailable(&assignment.provider, "unknown provider")
+        };
+        attempts.push(Attempt {
+            index: None,
+            dispatch_name: assignment.dispatch_name.clone(),
+            number: 1,
+            worker_id: assignment.worker_id.clone(),
+            provider: assignment.provider.clone(),
+            tally: Tally::from_usage(&usage, prices),
+        });
+    }
+    attempts
+}
 
-    // The lead.
-    let lead_provider_name = lead_provider(runtime).unwrap_or("lead");
-    let lead_usage = if !events.lead_sessions.is_empty() {
-        transcripts.usage(&None).unwrap_or_else(|| {
+/// The lead's usage: its recorded Claude sessions, else the totals its host
+/// showed it, else unavailable with what to record.
+fn lead_usage(info: &RunInfo, events: &LeadEvents, transcripts: &Transcripts) -> Usage {
+    let runtime = info.lead_runtime.as_deref();
+    let provider = lead_provider(runtime).unwrap_or("lead");
+    if !events.lead_sessions.is_empty() {
+        return transcripts.ledger.usage(&None).unwrap_or_else(|| {
+            let roots: Vec<String> = transcripts
+                .roots
+                .iter()
+                .map(|r| format!("`{}`", r.display()))
+                .collect();
             Usage::unavailable(
                 "claude",
                 format!(
                     "no transcript found for the recorded session ids ({}) under {}",
                     events.lead_sessions.join(", "),
-                    roots
-                        .iter()
-                        .map(|r| format!("`{}`", r.display()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    roots.join(", ")
                 ),
             )
-        })
-    } else if let Some(fields) = &events.host_report {
-        host_usage(fields, lead_provider_name)
+        });
+    }
+    if let Some(fields) = &events.host_report {
+        return host_usage(fields, provider);
+    }
+    let reason = if runtime == Some("claude-code") {
+        "no lead session recorded (`okstra event <run> session --field sessionId=<id>`)"
     } else {
-        let reason = match runtime {
-            Some("claude-code") => {
-                "no lead session recorded (`okstra event <run> session --field sessionId=<id>`)"
-            }
-            _ => {
-                "no lead usage recorded (`okstra event <run> lead-usage --field inputTokens=<n> --field outputTokens=<n> …`)"
-            }
-        };
-        Usage::unavailable(lead_provider_name, reason)
+        "no lead usage recorded (`okstra event <run> lead-usage --field inputTokens=<n> --field outputTokens=<n> …`)"
     };
-    let lead = Tally::from_usage(&lead_usage, prices);
+    Usage::unavailable(provider, reason)
+}
 
-    // Workers: the team state's, else the assignments'.
-    let mut roster: Vec<(String, String, String)> = Vec::new(); // (dispatch name, workerId, provider)
-    if let Some(workers) = team_state.get("workers").and_then(Value::as_object) {
-        for (name, worker) in workers {
-            roster.push((
-                name.clone(),
-                text(worker, "workerId").unwrap_or_else(|| name.clone()),
-                text(worker, "provider").unwrap_or_default(),
-            ));
-        }
-    } else {
-        for a in &run.assignments {
-            roster.push((
+/// Sum the attempts per worker and per provider, add the lead, and build
+/// the summary.
+fn summarise(
+    info: &RunInfo,
+    team_state: &Value,
+    attempts: Vec<Attempt>,
+    lead: &Tally,
+    prices: &Prices,
+    mut warnings: Vec<String>,
+) -> Computed {
+    // Workers in roster order: the assignments, then any other worker the
+    // team state or a dispatch names. (dispatch name, workerId, provider)
+    let mut roster: Vec<(String, String, String)> = info
+        .run
+        .assignments
+        .iter()
+        .map(|a| {
+            (
                 a.dispatch_name.clone(),
                 a.worker_id.clone(),
                 a.provider.clone(),
-            ));
+            )
+        })
+        .collect();
+    if let Some(workers) = team_state.get("workers").and_then(Value::as_object) {
+        for (name, worker) in workers {
+            if !roster.iter().any(|(n, _, _)| n == name) {
+                roster.push((
+                    name.clone(),
+                    text(worker, "workerId").unwrap_or_else(|| name.clone()),
+                    text(worker, "provider").unwrap_or_default(),
+                ));
+            }
         }
     }
     for attempt in &attempts {
@@ -481,7 +536,7 @@ pub fn compute(
         }
     }
 
-    // Providers and totals (the lead included).
+    // Providers and totals, the lead included.
     let mut by_provider: BTreeMap<String, Tally> = BTreeMap::new();
     let mut totals = Tally::default();
     for attempt in &attempts {
@@ -491,20 +546,20 @@ pub fn compute(
             .add(&attempt.tally);
         totals.add(&attempt.tally);
     }
-    if let Some(provider) = lead_provider(runtime) {
+    if let Some(provider) = lead_provider(info.lead_runtime.as_deref()) {
         by_provider
             .entry(provider.to_owned())
             .or_default()
-            .add(&lead);
+            .add(lead);
     }
-    totals.add(&lead);
+    totals.add(lead);
     for warning in &totals.warnings {
         if !warnings.contains(warning) {
             warnings.push(warning.clone());
         }
     }
-    let totals_record = totals.record();
-    let source = match totals_record.source {
+    let totals = totals.record();
+    let source = match totals.source {
         Source::Unavailable => SummarySource::Unavailable,
         Source::Partial => SummarySource::Partial,
         _ => SummarySource::TeamState,
@@ -519,7 +574,7 @@ pub fn compute(
                 .into_iter()
                 .map(|(provider, tally)| (provider, tally.record()))
                 .collect(),
-            totals: totals_record,
+            totals,
             source,
             prices_as_of: prices.as_of.clone(),
             warnings,
