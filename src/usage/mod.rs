@@ -16,12 +16,16 @@
 //! reads kimi-code's session log (its stream has no usage), `price` owns
 //! the dated price table, `tally` adds priced records up and owns the wire
 //! record, `ledger` computes a run's whole ledger from its team state,
-//! `budget` decides when a run's recorded spend reached its budget, `lines`
+//! `budget` decides when a run's recorded spend reached its budget, `follow`
+//! meters a growing log incrementally, `lines`
 //! reads files line by line in bounded memory, and `command` is
 //! `okstra usage`.
 //!
 //! Public API for the dispatch engine and `okstra status`:
-//! - [`Meter::new`], [`Meter::feed_line`], [`Meter::snapshot`] (live usage);
+//! - [`Meter::new`], [`Meter::feed_line`], [`Meter::snapshot`] (live usage
+//!   from lines you already have), or [`Follow::new`] and [`Follow::poll`]
+//!   (live usage of a log still being written, reading only what was
+//!   appended since the last look);
 //! - [`from_log`] (a finished attempt's log; kimi's session log too);
 //! - [`Prices::load`] then [`Usage::priced`] → [`Record`] (what the team
 //!   state stores as a dispatch's `usage`), [`Record::short`] for a table;
@@ -29,6 +33,7 @@
 
 mod budget;
 mod command;
+mod follow;
 mod kimi;
 mod ledger;
 mod lines;
@@ -50,6 +55,11 @@ use serde::{Deserialize, Serialize};
 )]
 pub use budget::{Budget, Totals, recorded_totals};
 pub use command::usage_command;
+#[expect(
+    unused_imports,
+    reason = "API for the dispatch engine and `okstra status`, wired next"
+)]
+pub use follow::Follow;
 #[expect(
     unused_imports,
     reason = "API for the dispatch engine and `okstra status`, wired next"
