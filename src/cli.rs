@@ -103,6 +103,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout.
     Man,
+    /// Count a run's tokens and cost per attempt, worker, provider and lead,
+    /// and record them in its team state.
+    Usage(UsageArgs),
 }
 
 /// The launcher's flags (SPEC §3).
@@ -385,6 +388,15 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub retry_cooldown: std::time::Duration,
 
+    /// Start no new attempt once the run's recorded cost reaches this many
+    /// US dollars (running attempts finish).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+
+    /// Start no new attempt once the run's recorded tokens reach this many.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+
     /// Idle timeout handed to each wrapper, in seconds (0 disables).
     /// [default: the wrapper's, 600 s or 1500 s for executor and verifier]
     #[arg(long, value_name = "SECONDS")]
@@ -508,6 +520,19 @@ pub struct CompletionsArgs {
     /// The shell to print a completion script for.
     #[arg(value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+/// `okstra usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// The run folder whose dispatch logs and lead sessions are counted.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print the usage summary as JSON, in the final report's `usageSummary`
+    /// shape, instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod schema;
 mod settings;
 mod team_state;
 mod template;
+mod usage;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor(args)) => doctor::doctor_command(&args),
         Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
         Some(Command::Man) => cli_docs::man_command(),
+        Some(Command::Usage(args)) => usage::usage_command(&args),
     };
     match outcome {
         Ok(status) => status.into(),

@@ -117,6 +117,12 @@ pub fn read(path: &Path) -> Result<TeamState> {
     Ok(parse(&value))
 }
 
+/// The team state as raw JSON (for readers of fields this module does not
+/// type, such as usage).
+pub fn read_raw(path: &Path) -> Result<Value> {
+    read_value(path)
+}
+
 fn read_value(path: &Path) -> Result<Value> {
     let bytes = read_regular(path, MAX_BYTES)
         .with_context(|| format!("cannot read the team state `{}`", path.display()))?;

@@ -79,6 +79,7 @@ pub fn finish(
     mut record: DispatchRecord,
     assignment_name: &str,
     ended: &Ended,
+    prices: &crate::usage::Prices,
 ) -> Result<(DispatchRecord, Outcome)> {
     let provider = record.provider.unwrap_or(crate::catalog::Provider::Claude);
     let sidecar_path = record
@@ -131,6 +132,9 @@ pub fn finish(
     record.detail = Some(detail.clone());
     record.recovered_from = recovered_from.map(str::to_owned);
     record.log_tail = (ending != Ending::Completed).then(|| transcript.tail.clone());
+    // What the attempt cost, from the same log: the budget stop reads it.
+    let spent = crate::usage::from_log(provider, record.model.as_deref(), &log_path).priced(prices);
+    record.usage = serde_json::to_value(&spent).ok();
     let mut changes = vec![Change::Put(&record)];
     if record.dispatch_name == assignment_name {
         changes.push(Change::Terminal(assignment_name, ending));

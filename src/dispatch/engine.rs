@@ -41,6 +41,12 @@ pub struct Engine {
     pub retry_cooldown: Duration,
     pub idle_timeout: Option<u64>,
     pub view: View,
+    pub prices: crate::usage::Prices,
+    /// `--max-cost` / `--max-tokens`: no attempt starts once recorded spend
+    /// reaches it.
+    pub budget: crate::usage::Budget,
+    /// Attempts the budget stopped before they started.
+    pub budget_stopped: Vec<DispatchRecord>,
 }
 
 /// The wrapper's stderr we keep for the classifier.
@@ -59,6 +65,8 @@ struct Running {
     record: DispatchRecord,
     pid: Option<i32>,
     started: Instant,
+    /// Reads the log's new lines each tick for the live usage figure.
+    meter: Option<crate::usage::Follow>,
 }
 
 /// What a finished wrapper task hands back.
@@ -108,7 +116,8 @@ impl Engine {
             if tasks.is_empty() && (queue.is_empty() || interrupted.is_some()) {
                 break;
             }
-            self.view.draw(&running_view(&running), &queue_view(&queue));
+            let live = self.running_view(&mut running);
+            self.view.draw(&live, &queue_view(&queue));
             tokio::select! {
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                     let Ok(exit) = joined else { continue };
@@ -118,7 +127,7 @@ impl Engine {
                         cancelled: interrupted.is_some(),
                         wrapper_stderr: exit.stderr,
                     };
-                    let (record, outcome) = attempt::finish(&self.team_state, record, &planned.assignment_name, &ended)?;
+                    let (record, outcome) = attempt::finish(&self.team_state, record, &planned.assignment_name, &ended, &self.prices)?;
                     self.view.ended(&record, &outcome);
                     if interrupted.is_none()
                         && let Some(retry) = self.retry_for(&planned, &outcome)?
@@ -146,6 +155,7 @@ impl Engine {
                 finished.push(record);
             }
         }
+        finished.append(&mut self.budget_stopped);
         self.view.finish();
         Ok((finished, interrupted))
     }
@@ -182,6 +192,29 @@ impl Engine {
                 }
                 return Ok(());
             }
+            if let Some(why) = self.budget_spent()? {
+                // Spent: nothing else starts; every queued attempt ends `budget`.
+                for queued in queue.drain(..) {
+                    let mut record = queued.record.unwrap_or_else(|| {
+                        attempt::record(&queued.planned, queued.planned.prompt_sha256.clone())
+                    });
+                    record.ending = Some(Ending::Budget);
+                    record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+                    record.detail = Some(format!("not started: {why}"));
+                    let mut changes = vec![Change::Put(&record)];
+                    if record.dispatch_name == queued.planned.assignment_name {
+                        changes.push(Change::Terminal(
+                            &queued.planned.assignment_name,
+                            Ending::Budget,
+                        ));
+                    }
+                    team_state::update(&self.team_state, &changes)?;
+                    self.view
+                        .note(&format!("{}: not started: {why}", record.dispatch_name));
+                    self.budget_stopped.push(record);
+                }
+                return Ok(());
+            }
             let queued = queue
                 .remove(position)
                 .context("the position was just found")?;
@@ -213,17 +246,22 @@ impl Engine {
                         record,
                         &queued.planned.assignment_name,
                         &ended,
+                        &self.prices,
                     )?;
                     self.view.ended(&record, &outcome);
                     continue;
                 }
             };
             self.view.started(&record);
+            let meter = record.log_path.as_deref().map(|log| {
+                crate::usage::Follow::new(queued.planned.provider, Some(&queued.planned.model), log)
+            });
             running.push(Some(Running {
                 planned: queued.planned,
                 record,
                 pid,
                 started: Instant::now(),
+                meter,
             }));
             tasks.spawn(exit);
         }
@@ -282,6 +320,34 @@ impl Engine {
             }
         };
         (pid, Ok(future))
+    }
+
+    /// Why no further attempt may start, once the run's recorded spend
+    /// reached `--max-cost` / `--max-tokens`.
+    fn budget_spent(&self) -> Result<Option<String>> {
+        if self.budget.max_cost_usd.is_none() && self.budget.max_tokens.is_none() {
+            return Ok(None);
+        }
+        let raw = team_state::read_raw(&self.team_state)?;
+        Ok(self.budget.is_spent(&crate::usage::recorded_totals(&raw)))
+    }
+
+    /// Rows of the live view for running attempts, each with its usage so far.
+    fn running_view(&self, running: &mut [Option<Running>]) -> Vec<LiveRow> {
+        running
+            .iter_mut()
+            .flatten()
+            .map(|r| LiveRow {
+                name: r.record.dispatch_name.clone(),
+                started: r.started,
+                log: r.record.log_path.clone(),
+                usage: r
+                    .meter
+                    .as_mut()
+                    .and_then(|meter| meter.poll().ok())
+                    .map(|usage| usage.priced(&self.prices).short()),
+            })
+            .collect()
     }
 
     /// The retry of a failed attempt, if its ending and the budget allow one.
@@ -362,19 +428,13 @@ pub fn wrapper_args(
     args
 }
 
-/// Rows of the live view for running attempts.
-fn running_view(running: &[Option<Running>]) -> Vec<(String, Instant, Option<PathBuf>)> {
-    running
-        .iter()
-        .flatten()
-        .map(|r| {
-            (
-                r.record.dispatch_name.clone(),
-                r.started,
-                r.record.log_path.clone(),
-            )
-        })
-        .collect()
+/// One running attempt on the live board.
+pub struct LiveRow {
+    pub name: String,
+    pub started: Instant,
+    pub log: Option<PathBuf>,
+    /// Tokens and cost so far, when the CLI reports them as it goes.
+    pub usage: Option<String>,
 }
 
 /// Rows of the live view for attempts not yet started.

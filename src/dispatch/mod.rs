@@ -58,6 +58,13 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         .map_err(|e| anyhow::anyhow!("invalid value for `--min-free-memory`: {e}"))?;
     let min_free_disk = gate::parse_size(&args.min_free_disk)
         .map_err(|e| anyhow::anyhow!("invalid value for `--min-free-disk`: {e}"))?;
+    let env = |name: &str| std::env::var(name).ok();
+    let prices = crate::usage::Prices::load(&env)?;
+    if let Some(cost) = args.max_cost
+        && !(cost.is_finite() && cost > 0.0)
+    {
+        bail!("invalid value `{cost}` for `--max-cost`: expected a positive number of US dollars");
+    }
     let state = team_state::read(&manifest.team_state_path)?;
     let selection = select::select(&manifest, &state, kind, workers.as_deref())?;
 
@@ -119,6 +126,12 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         retry_cooldown: args.retry_cooldown,
         idle_timeout: args.idle_timeout,
         view: view::View::new(false),
+        prices,
+        budget: crate::usage::Budget {
+            max_cost_usd: args.max_cost,
+            max_tokens: args.max_tokens,
+        },
+        budget_stopped: Vec::new(),
     };
     let order: Vec<String> = selection
         .planned

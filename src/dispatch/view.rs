@@ -5,11 +5,11 @@
 
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::time::Instant;
 
 use crate::team_state::DispatchRecord;
 
 use super::attempt::Outcome;
+use super::engine::LiveRow;
 
 /// The progress writer.
 pub struct View {
@@ -53,21 +53,19 @@ impl View {
     }
 
     /// Redraw the live board (a no-op on a pipe).
-    pub fn draw(
-        &mut self,
-        running: &[(String, Instant, Option<PathBuf>)],
-        queued: &[(String, String)],
-    ) {
+    pub fn draw(&mut self, running: &[LiveRow], queued: &[(String, String)]) {
         if !self.live {
             return;
         }
         let mut lines = Vec::new();
-        for (name, started, log) in running {
-            let (bytes, last) = log.as_ref().map_or((0, String::new()), last_line);
+        for row in running {
+            let (bytes, last) = row.log.as_ref().map_or((0, String::new()), last_line);
             lines.push(format!(
-                "  {name:<28} running  {:>5}s  {:>9} B  {}",
-                started.elapsed().as_secs(),
+                "  {:<28} running  {:>5}s  {:>9} B  {}  {}",
+                row.name,
+                row.started.elapsed().as_secs(),
                 bytes,
+                row.usage.as_deref().unwrap_or("-"),
                 crate::dispatch::printable(&last)
             ));
         }

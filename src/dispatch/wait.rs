@@ -178,11 +178,14 @@ fn settle(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
     let assignment_name = manifest
         .assignment(&record.worker_id)
         .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
+    let env = |name: &str| std::env::var(name).ok();
+    let prices = crate::usage::Prices::load(&env)?;
     let (done, _) = attempt::finish(
         &manifest.team_state_path,
         record.clone(),
         &assignment_name,
         &ended,
+        &prices,
     )?;
     *record = done;
     Ok(true)

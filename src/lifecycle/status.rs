@@ -740,6 +740,19 @@ pub struct DispatchRow {
     pub terminal: bool,
     pub exit_code: Option<i64>,
     pub detail: Option<String>,
+    /// Tokens and cost: recorded when the attempt ended, read live from
+    /// its log while it runs.
+    pub usage: Option<serde_json::Value>,
+}
+
+/// The usage of an attempt still running, read from its log so far.
+fn live_usage(record: &DispatchRecord) -> Option<serde_json::Value> {
+    let provider = record.provider?;
+    let log = record.log_path.as_deref()?;
+    let env = |name: &str| std::env::var(name).ok();
+    let prices = crate::usage::Prices::load(&env).ok()?;
+    let usage = crate::usage::from_log(provider, record.model.as_deref(), log).priced(&prices);
+    serde_json::to_value(usage).ok()
 }
 
 /// The rows of the latest attempts, and per kind whether all have ended
@@ -773,6 +786,13 @@ fn dispatch_rows(records: &[DispatchRecord]) -> (Vec<DispatchRow>, BTreeMap<Stri
                 terminal,
                 exit_code: r.exit_code,
                 detail: r.detail.clone(),
+                usage: if terminal {
+                    r.usage.clone()
+                } else if r.started_at.is_some() {
+                    live_usage(r)
+                } else {
+                    None
+                },
             }
         })
         .collect();
@@ -1085,9 +1105,14 @@ fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
         )?;
     }
     for row in &run.dispatches {
+        let usage = row
+            .usage
+            .as_ref()
+            .and_then(|value| serde_json::from_value::<crate::usage::Record>(value.clone()).ok())
+            .map_or_else(String::new, |record| format!(" [{}]", record.short()));
         writeln!(
             text,
-            "  dispatch: {} {} attempt {} {}{}",
+            "  dispatch: {} {} attempt {} {}{usage}{}",
             row.dispatch_name,
             row.kind,
             row.attempt,

@@ -573,3 +573,84 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
         "{text}"
     );
 }
+
+#[test]
+fn status_shows_a_running_workers_usage_live() {
+    let world = World::new();
+    world.install("claude", "metered.sh");
+    let run = world.render("claude,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let _dispatcher = world.spawn(&["dispatch", run_s], &[]);
+    let usage = wait_for(LIMIT, "live usage in status", || {
+        let output = okstra().args(["status", run_s, "--json"]).output().unwrap();
+        let board: Value = serde_json::from_slice(&output.stdout).ok()?;
+        let row = board["runs"][0]["dispatches"][0].clone();
+        (row["state"] == "running" && row["usage"]["inputTokens"].is_u64())
+            .then_some(row["usage"].clone())
+    });
+    assert_eq!(usage["inputTokens"], 1200);
+    assert_eq!(usage["cacheReadTokens"], 300);
+    assert_eq!(usage["outputTokens"], 80);
+    let text = okstra().args(["status", run_s]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("dispatch: claude-worker initial attempt 1 running [in 1.2k"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_spent_budget_starts_no_further_attempt() {
+    let world = World::new();
+    world
+        .install("claude", "claude.sh")
+        .install("codex", "codex.sh")
+        .install("kimi", "kimi.sh");
+    let run = world.render("claude,codex,kimi,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    // claude.sh reports 10 input + 5 output tokens: past a 10-token budget.
+    let assert = world
+        .okstra(&[
+            "dispatch",
+            run_s,
+            "--max-parallel",
+            "1",
+            "--max-tokens",
+            "10",
+            "--json",
+        ])
+        .code(1);
+    let summary = stdout_json(&assert);
+    let endings: Vec<(&str, &str)> = summary["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["dispatchName"].as_str().unwrap(),
+                d["ending"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        endings,
+        [
+            ("claude-worker", "completed"),
+            ("codex-worker", "budget"),
+            ("kimi-worker", "budget")
+        ]
+    );
+    assert!(!run.join("prompts/codex-worker.md.status.json").exists());
+    assert!(!run.join("prompts/kimi-worker.md.status.json").exists());
+    let state = team_state(&run);
+    assert_eq!(state["workers"]["kimi-worker"]["terminalStatus"], "budget");
+    let claude = records(&run)
+        .into_iter()
+        .find(|r| r["dispatchName"] == "claude-worker")
+        .unwrap();
+    assert_eq!(claude["usage"]["inputTokens"], 10);
+    assert_eq!(claude["usage"]["outputTokens"], 5);
+    let detail = summary["dispatches"][2]["detail"].as_str().unwrap();
+    assert!(detail.contains("--max-tokens 10"), "{detail}");
+    assert_eq!(summary["dispatches"][2]["failureReason"], "budget");
+}

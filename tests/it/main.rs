@@ -10,3 +10,4 @@ mod prompts;
 mod provider_exec;
 mod report;
 mod support;
+mod usage;

@@ -1,0 +1,136 @@
+//! `okstra usage <run-dir> [--json]`: compute the run's ledger, write it
+//! into the team state under the team-state lock, print it.
+//!
+//! `--json` prints the `usageSummary` exactly as the final report's schema
+//! wants it (the lead copies it into data.json); without it, a table of
+//! every attempt, worker, provider, the lead and the total. Warnings (an
+//! unpriced model, an unreadable transcript) go to stderr.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use super::ledger::{self, Computed, RunInfo};
+use super::price::Prices;
+use super::tally::Record;
+use crate::cli::UsageArgs;
+use crate::exit::ExitStatus;
+use crate::{durable, schema};
+
+/// Largest team state read.
+const MAX_TEAM_STATE: u64 = 64 << 20;
+
+pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
+    let env = |name: &str| std::env::var(name).ok();
+    let prices = Prices::load(&env)?;
+    let info = RunInfo::load(&args.run_dir)?;
+    let path = &info.team_state_path;
+    let lock = ledger::lock_team_state(&info.run.dir)?;
+    let bytes = super::lines::read_small(path, MAX_TEAM_STATE)
+        .with_context(|| format!("cannot read team state `{}`", path.display()))?;
+    let mut state: Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("team state `{}` is not valid JSON", path.display()))?;
+    let computed = ledger::compute(&info, &state, &prices, &env);
+    ledger::apply(&mut state, &computed)?;
+    schema::check(
+        "team-state.schema.json",
+        &state,
+        "the team state with usage",
+    )?;
+    let mut out = serde_json::to_vec_pretty(&state).context("cannot serialise the team state")?;
+    out.push(b'\n');
+    durable::write_atomic(path, &out)
+        .with_context(|| format!("cannot write team state `{}`", path.display()))?;
+    drop(lock);
+
+    let mut stderr = std::io::stderr().lock();
+    for warning in &computed.summary.warnings {
+        writeln!(stderr, "warning: {warning}")?;
+    }
+    drop(stderr);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &computed.summary)
+            .context("cannot serialise the usage summary")?;
+        writeln!(stdout)?;
+    } else {
+        write!(stdout, "{}", table(&computed))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The human table: one row per attempt, worker, provider, the lead, total.
+fn table(computed: &Computed) -> String {
+    let mut rows: Vec<[String; 4]> = vec![[
+        "WHAT".into(),
+        "PROVIDER".into(),
+        "MODEL".into(),
+        "USAGE".into(),
+    ]];
+    let row = |what: String, provider: &str, record: &Record| {
+        let usage = match (&record.reason, record.input_tokens) {
+            (Some(reason), None) => format!("unavailable: {reason}"),
+            _ => record.short(),
+        };
+        [
+            what,
+            provider.to_owned(),
+            record.model.clone().unwrap_or_else(|| "-".into()),
+            usage,
+        ]
+    };
+    for attempt in &computed.attempts {
+        rows.push(row(
+            format!("attempt {} #{}", attempt.dispatch_name, attempt.number),
+            &attempt.provider,
+            &attempt.tally.record(),
+        ));
+    }
+    let summary = &computed.summary;
+    for worker in &summary.workers {
+        rows.push(row(
+            format!("worker {}", worker.worker_id),
+            &worker.provider,
+            &worker.usage,
+        ));
+    }
+    for (provider, record) in &summary.by_provider {
+        rows.push(row(format!("provider {provider}"), provider, record));
+    }
+    rows.push(row(
+        "lead".into(),
+        summary.lead.provider.as_deref().unwrap_or("-"),
+        &summary.lead,
+    ));
+    rows.push(row("total".into(), "-", &summary.totals));
+    let widths: Vec<usize> = (0..3)
+        .map(|col| {
+            rows.iter()
+                .map(|r| r[col].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = String::new();
+    for r in &rows {
+        for (col, width) in widths.iter().enumerate() {
+            let cell = &r[col];
+            text.push_str(cell);
+            text.push_str(&" ".repeat(width - cell.chars().count() + 2));
+        }
+        text.push_str(&r[3]);
+        text.push('\n');
+    }
+    let source = serde_json::to_value(summary.source)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let _ = writeln!(
+        text,
+        "prices as of {} · summary source {source}",
+        summary.prices_as_of
+    );
+    text
+}

@@ -1,0 +1,619 @@
+//! A run's whole ledger: every attempt's usage (from its log, or from a
+//! Claude transcript for `native-session` workers), each worker's, each
+//! provider's, the lead's and the total, in the final report's
+//! `usageSummary` shape, written into the team state.
+//!
+//! Attempts are the team state's `dispatches[]`; a run without any (a lead
+//! that dispatched by hand) falls back to each assignment's attempt-1 log
+//! (`prompts/<dispatch name>.log`). A worker's usage is the sum of every
+//! attempt with its `workerId` (initial, retry, reverify). `byProvider` and
+//! `totals` include the lead. The lead's usage comes from the transcripts of
+//! the sessions recorded with `okstra event <run> session --field
+//! sessionId=<id>`, else from a `lead-usage` event (totals the host showed),
+//! else it is `unavailable`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::price::Prices;
+use super::session::{self, Ledger};
+use super::tally::{Record, Tally};
+use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
+use crate::catalog::Provider;
+use crate::lifecycle::Run;
+
+/// The lock every writer of the team state holds around read-modify-write
+/// (`okstra usage` here, the dispatch engine too).
+pub const TEAM_STATE_LOCK: &str = "state/.team-state.lock";
+
+/// Take the exclusive team-state lock of the run in `run_dir`; released
+/// when the returned value is dropped.
+pub fn lock_team_state(run_dir: &Path) -> Result<Flock<File>> {
+    let path = run_dir.join(TEAM_STATE_LOCK);
+    let file = File::options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("cannot open team state lock `{}`", path.display()))?;
+    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| {
+        anyhow::Error::new(errno)
+            .context(format!("cannot lock team state lock `{}`", path.display()))
+    })
+}
+
+/// How complete the whole summary is (the report schema's `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SummarySource {
+    /// Every part read.
+    TeamState,
+    /// Some parts unavailable.
+    Partial,
+    /// Nothing read.
+    Unavailable,
+}
+
+/// One worker's line in the summary.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerLine {
+    pub worker_id: String,
+    pub provider: String,
+    pub attempts: usize,
+    pub usage: Record,
+}
+
+/// The final report's `usageSummary`, exactly.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub lead: Record,
+    pub workers: Vec<WorkerLine>,
+    pub by_provider: BTreeMap<String, Record>,
+    pub totals: Record,
+    pub source: SummarySource,
+    pub prices_as_of: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// One attempt's usage, and where it goes in the team state.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// Index in `dispatches[]`; `None` for the no-dispatch fallback.
+    pub index: Option<usize>,
+    pub dispatch_name: String,
+    /// The 1-based attempt number.
+    pub number: u64,
+    pub worker_id: String,
+    pub provider: String,
+    pub tally: Tally,
+}
+
+/// Everything `okstra usage` computed.
+#[derive(Debug, Clone)]
+pub struct Computed {
+    pub attempts: Vec<Attempt>,
+    /// Per dispatch name of `workers` in the team state.
+    pub workers: BTreeMap<String, Record>,
+    pub summary: Summary,
+}
+
+/// The run manifest fields read here besides what `Run` keeps.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestExtra {
+    team_state_path: Option<String>,
+    project_root: Option<String>,
+    lead_runtime: Option<String>,
+}
+
+/// A run as `okstra usage` needs it.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub run: Run,
+    pub team_state_path: PathBuf,
+    pub project_root: PathBuf,
+    pub lead_runtime: Option<String>,
+}
+
+/// Largest run manifest read.
+const MAX_MANIFEST: u64 = 16 << 20;
+
+impl RunInfo {
+    /// Load the run in `dir` (its manifest; paths re-rooted like `Run`'s).
+    pub fn load(dir: &Path) -> Result<RunInfo> {
+        let run = Run::load(dir)?;
+        let path = run.dir.join("run-manifest.json");
+        let bytes = lines::read_small(&path, MAX_MANIFEST)
+            .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
+        let extra: ManifestExtra = serde_json::from_slice(&bytes)
+            .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
+        let team_state_path = extra.team_state_path.map_or_else(
+            || {
+                run.dir
+                    .join(format!("state/team-state-{}.json", run.run_id))
+            },
+            |p| run.resolve(Path::new(&p)),
+        );
+        let project_root = extra
+            .project_root
+            .map_or_else(|| run.dir.clone(), PathBuf::from);
+        Ok(RunInfo {
+            run,
+            team_state_path,
+            project_root,
+            lead_runtime: extra.lead_runtime,
+        })
+    }
+}
+
+/// What the lead events say about usage.
+#[derive(Debug, Default)]
+struct LeadEvents {
+    lead_sessions: Vec<String>,
+    /// (dispatch name, session or agent id).
+    worker_sessions: Vec<(String, String)>,
+    /// The last `lead-usage` event's fields.
+    host_report: Option<BTreeMap<String, String>>,
+    ignored: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EventWire {
+    kind: String,
+    #[serde(default)]
+    fields: BTreeMap<String, String>,
+}
+
+fn read_events(path: &Path) -> LeadEvents {
+    let mut events = LeadEvents::default();
+    let Ok(file) = lines::open_regular(path) else {
+        return events;
+    };
+    let _ = lines::for_each_line(file, |line| {
+        let Ok(event) = serde_json::from_slice::<EventWire>(line) else {
+            return;
+        };
+        match event.kind.as_str() {
+            "session" => {
+                let Some(id) = event.fields.get("sessionId") else {
+                    return;
+                };
+                if !session::is_valid_id(id) {
+                    events.ignored.push(format!(
+                        "ignored session id `{id}`: expected letters, digits, `-` or `_`"
+                    ));
+                    return;
+                }
+                match event.fields.get("worker") {
+                    Some(worker) => events.worker_sessions.push((worker.clone(), id.clone())),
+                    None if !events.lead_sessions.contains(id) => {
+                        events.lead_sessions.push(id.clone());
+                    }
+                    None => {}
+                }
+            }
+            "lead-usage" => events.host_report = Some(event.fields),
+            _ => {}
+        }
+    });
+    events
+}
+
+/// A `lead-usage` event's fields as a usage record.
+fn host_usage(fields: &BTreeMap<String, String>, provider: &str) -> Usage {
+    let number = |key: &str| fields.get(key).and_then(|v| v.trim().parse::<u64>().ok());
+    let (Some(input), Some(output)) = (number("inputTokens"), number("outputTokens")) else {
+        return Usage::unavailable(
+            provider,
+            "the `lead-usage` event lacks numeric `inputTokens` and `outputTokens`",
+        );
+    };
+    let tokens = Tokens {
+        input,
+        cache_read: number("cacheReadTokens").unwrap_or(0),
+        cache_write: number("cacheWriteTokens").unwrap_or(0),
+        cache_write_1h: 0,
+        output,
+        reasoning: number("reasoningTokens"),
+    };
+    let model = fields
+        .get("model")
+        .cloned()
+        .unwrap_or_else(|| "unknown".to_owned());
+    Usage {
+        provider: fields
+            .get("provider")
+            .cloned()
+            .unwrap_or_else(|| provider.to_owned()),
+        source: Source::HostReport,
+        reason: None,
+        models: BTreeMap::from([(ModelKey::new(model), tokens)]),
+        cli_cost_usd: None,
+    }
+}
+
+/// The provider hosting a lead runtime, if okstra knows it.
+fn lead_provider(runtime: Option<&str>) -> Option<&'static str> {
+    match runtime? {
+        "claude-code" => Some("claude"),
+        "codex" => Some("codex"),
+        "antigravity" => Some("antigravity"),
+        _ => None,
+    }
+}
+
+/// Compute the ledger of `info`'s run from its `team_state`.
+pub fn compute(
+    info: &RunInfo,
+    team_state: &Value,
+    prices: &Prices,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Computed {
+    let mut events = read_events(&info.run.lead_events_path);
+    // A Claude Code lead running `okstra usage` itself has its session id
+    // in the environment (Claude Code ≥ 2.1.132 sets it for Bash commands).
+    if info.lead_runtime.as_deref() == Some("claude-code")
+        && events.lead_sessions.is_empty()
+        && let Some(id) = env("CLAUDE_CODE_SESSION_ID").filter(|id| session::is_valid_id(id))
+    {
+        events.lead_sessions.push(id);
+    }
+    let mut warnings = events.ignored.clone();
+    let transcripts = Transcripts::read(info, &events, env, &mut warnings);
+    let attempts = attempts(info, team_state, prices, env, &transcripts);
+    let lead = Tally::from_usage(&lead_usage(info, &events, &transcripts), prices);
+    summarise(info, team_state, attempts, &lead, prices, warnings)
+}
+
+/// The Claude transcripts of the recorded sessions, read.
+struct Transcripts {
+    roots: Vec<PathBuf>,
+    found: session::Found,
+    ledger: Ledger,
+    runtime: Option<String>,
+}
+
+impl Transcripts {
+    fn read(
+        info: &RunInfo,
+        events: &LeadEvents,
+        env: &dyn Fn(&str) -> Option<String>,
+        warnings: &mut Vec<String>,
+    ) -> Transcripts {
+        let roots = session::projects_roots(env);
+        let found = session::find(
+            &roots,
+            &info.project_root,
+            &events.lead_sessions,
+            &events.worker_sessions,
+        );
+        let mut ledger = Ledger::default();
+        for (owner, file) in &found.files {
+            if let Err(err) = ledger.read(owner, file) {
+                warnings.push(format!(
+                    "cannot read transcript `{}`: {err}",
+                    file.display()
+                ));
+            }
+        }
+        if ledger.skipped_lines > 0 {
+            warnings.push(format!(
+                "skipped {} transcript lines longer than {} MiB",
+                ledger.skipped_lines,
+                lines::MAX_LINE >> 20
+            ));
+        }
+        Transcripts {
+            roots,
+            found,
+            ledger,
+            runtime: info.lead_runtime.clone(),
+        }
+    }
+
+    /// A `native-session` worker's usage, or why there is none.
+    fn native(&self, name: &str, provider: &str) -> Usage {
+        let owner = Some(name.to_owned());
+        if let Some(usage) = self.ledger.usage(&owner) {
+            return usage;
+        }
+        let reason = match self.runtime.as_deref() {
+            _ if self.found.missing.iter().any(|(o, _)| o == &owner) => {
+                "its recorded session has no transcript under the Claude projects folder".to_owned()
+            }
+            Some(runtime) if runtime != "claude-code" => {
+                format!("okstra cannot read the native sub-sessions of a `{runtime}` lead")
+            }
+            _ => format!(
+                "no session recorded for `{name}` (`okstra event <run> session --field worker={name} --field sessionId=<id>`)"
+            ),
+        };
+        Usage::unavailable(provider, reason)
+    }
+}
+
+fn text(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Every attempt's usage: the team state's dispatch records, else each
+/// assignment's attempt-1 log.
+fn attempts(
+    info: &RunInfo,
+    team_state: &Value,
+    prices: &Prices,
+    env: &dyn Fn(&str) -> Option<String>,
+    transcripts: &Transcripts,
+) -> Vec<Attempt> {
+    let run = &info.run;
+    let kimi_root = kimi::sessions_root(env);
+    let dispatches: &[Value] = team_state
+        .get("dispatches")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let mut attempts = Vec::new();
+    for (index, dispatch) in dispatches.iter().enumerate() {
+        let name = text(dispatch, "dispatchName").unwrap_or_default();
+        let provider_name = text(dispatch, "provider").unwrap_or_default();
+        let usage = match provider_name.parse::<Provider>() {
+            _ if text(dispatch, "runner").as_deref() == Some("native-session") => {
+                transcripts.native(&name, &provider_name)
+            }
+            Ok(provider) => match text(dispatch, "logPath") {
+                Some(log) => stream::from_log_in(
+                    provider,
+                    text(dispatch, "model").as_deref(),
+                    &run.resolve(Path::new(&log)),
+                    kimi_root.as_deref(),
+                ),
+                None => Usage::unavailable(&provider_name, "the dispatch record has no `logPath`"),
+            },
+            Err(_) => Usage::unavailable(
+                &provider_name,
+                format!("the dispatch record names no known provider (`{provider_name}`)"),
+            ),
+        };
+        let mut tally = Tally::from_usage(&usage, prices);
+        // Keep what was recorded before when nothing better can be read now
+        // (a log since deleted).
+        if usage.source == Source::Unavailable
+            && let Some(kept) = dispatch
+                .get("usage")
+                .and_then(|u| Record::deserialize(u).ok())
+                .filter(|r| r.source != Source::Unavailable)
+        {
+            tally = kept.to_tally();
+        }
+        attempts.push(Attempt {
+            index: Some(index),
+            dispatch_name: name,
+            number: dispatch.get("attempt").and_then(Value::as_u64).unwrap_or(1),
+            worker_id: text(dispatch, "workerId").unwrap_or_default(),
+            provider: provider_name,
+            tally,
+        });
+    }
+    if !dispatches.is_empty() {
+        return attempts;
+    }
+    for assignment in &run.assignments {
+        let usage = if assignment.runner == "native-session" {
+            transcripts.native(&assignment.dispatch_name, &assignment.provider)
+        } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
+            let log = crate::provider_exec::status::log_path(&assignment.prompt_path);
+            stream::from_log_in(
+                provider,
+                Some(&assignment.model),
+                &log,
+                kimi_root.as_deref(),
+            )
+        } else {
+            Usage::unavailable(&assignment.provider, "unknown provider")
+        };
+        attempts.push(Attempt {
+            index: None,
+            dispatch_name: assignment.dispatch_name.clone(),
+            number: 1,
+            worker_id: assignment.worker_id.clone(),
+            provider: assignment.provider.clone(),
+            tally: Tally::from_usage(&usage, prices),
+        });
+    }
+    attempts
+}
+
+/// The lead's usage: its recorded Claude sessions, else the totals its host
+/// showed it, else unavailable with what to record.
+fn lead_usage(info: &RunInfo, events: &LeadEvents, transcripts: &Transcripts) -> Usage {
+    let runtime = info.lead_runtime.as_deref();
+    let provider = lead_provider(runtime).unwrap_or("lead");
+    if !events.lead_sessions.is_empty() {
+        return transcripts.ledger.usage(&None).unwrap_or_else(|| {
+            let roots: Vec<String> = transcripts
+                .roots
+                .iter()
+                .map(|r| format!("`{}`", r.display()))
+                .collect();
+            Usage::unavailable(
+                "claude",
+                format!(
+                    "no transcript found for the recorded session ids ({}) under {}",
+                    events.lead_sessions.join(", "),
+                    roots.join(", ")
+                ),
+            )
+        });
+    }
+    if let Some(fields) = &events.host_report {
+        return host_usage(fields, provider);
+    }
+    let reason = if runtime == Some("claude-code") {
+        "no lead session recorded (`okstra event <run> session --field sessionId=<id>`)"
+    } else {
+        "no lead usage recorded (`okstra event <run> lead-usage --field inputTokens=<n> --field outputTokens=<n> …`)"
+    };
+    Usage::unavailable(provider, reason)
+}
+
+/// Sum the attempts per worker and per provider, add the lead, and build
+/// the summary.
+fn summarise(
+    info: &RunInfo,
+    team_state: &Value,
+    attempts: Vec<Attempt>,
+    lead: &Tally,
+    prices: &Prices,
+    mut warnings: Vec<String>,
+) -> Computed {
+    // Workers in roster order: the assignments, then any other worker the
+    // team state or a dispatch names. (dispatch name, workerId, provider)
+    let mut roster: Vec<(String, String, String)> = info
+        .run
+        .assignments
+        .iter()
+        .map(|a| {
+            (
+                a.dispatch_name.clone(),
+                a.worker_id.clone(),
+                a.provider.clone(),
+            )
+        })
+        .collect();
+    if let Some(workers) = team_state.get("workers").and_then(Value::as_object) {
+        for (name, worker) in workers {
+            if !roster.iter().any(|(n, _, _)| n == name) {
+                roster.push((
+                    name.clone(),
+                    text(worker, "workerId").unwrap_or_else(|| name.clone()),
+                    text(worker, "provider").unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    for attempt in &attempts {
+        if !roster.iter().any(|(_, id, _)| id == &attempt.worker_id) {
+            roster.push((
+                attempt.dispatch_name.clone(),
+                attempt.worker_id.clone(),
+                attempt.provider.clone(),
+            ));
+        }
+    }
+    let mut worker_lines: Vec<WorkerLine> = Vec::new();
+    let mut worker_records: BTreeMap<String, Record> = BTreeMap::new();
+    for (name, worker_id, provider) in &roster {
+        let mine: Vec<&Attempt> = attempts
+            .iter()
+            .filter(|a| &a.worker_id == worker_id)
+            .collect();
+        let record = if mine.is_empty() {
+            let usage = Usage::unavailable(provider, "not dispatched");
+            Tally::from_usage(&usage, prices).record()
+        } else {
+            let mut sum = Tally::default();
+            for attempt in &mine {
+                sum.add(&attempt.tally);
+            }
+            sum.record()
+        };
+        worker_records.insert(name.clone(), record.clone());
+        if !worker_lines.iter().any(|l| &l.worker_id == worker_id) {
+            worker_lines.push(WorkerLine {
+                worker_id: worker_id.clone(),
+                provider: provider.clone(),
+                attempts: mine.len(),
+                usage: record,
+            });
+        }
+    }
+
+    // Providers and totals, the lead included.
+    let mut by_provider: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut totals = Tally::default();
+    for attempt in &attempts {
+        by_provider
+            .entry(attempt.provider.clone())
+            .or_default()
+            .add(&attempt.tally);
+        totals.add(&attempt.tally);
+    }
+    if let Some(provider) = lead_provider(info.lead_runtime.as_deref()) {
+        by_provider
+            .entry(provider.to_owned())
+            .or_default()
+            .add(lead);
+    }
+    totals.add(lead);
+    for warning in &totals.warnings {
+        if !warnings.contains(warning) {
+            warnings.push(warning.clone());
+        }
+    }
+    let totals = totals.record();
+    let source = match totals.source {
+        Source::Unavailable => SummarySource::Unavailable,
+        Source::Partial => SummarySource::Partial,
+        _ => SummarySource::TeamState,
+    };
+    Computed {
+        attempts,
+        workers: worker_records,
+        summary: Summary {
+            lead: lead.record(),
+            workers: worker_lines,
+            by_provider: by_provider
+                .into_iter()
+                .map(|(provider, tally)| (provider, tally.record()))
+                .collect(),
+            totals,
+            source,
+            prices_as_of: prices.as_of.clone(),
+            warnings,
+        },
+    }
+}
+
+/// Write `computed` into the team state value.
+pub fn apply(team_state: &mut Value, computed: &Computed) -> Result<()> {
+    let to_value = |r: &Record| serde_json::to_value(r).context("cannot serialise a usage record");
+    if let Some(dispatches) = team_state
+        .get_mut("dispatches")
+        .and_then(Value::as_array_mut)
+    {
+        for attempt in &computed.attempts {
+            if let Some(slot) = attempt.index.and_then(|i| dispatches.get_mut(i))
+                && let Some(object) = slot.as_object_mut()
+            {
+                object.insert("usage".into(), to_value(&attempt.tally.record())?);
+            }
+        }
+    }
+    if let Some(workers) = team_state.get_mut("workers").and_then(Value::as_object_mut) {
+        for (name, record) in &computed.workers {
+            if let Some(worker) = workers.get_mut(name).and_then(Value::as_object_mut) {
+                worker.insert("usage".into(), to_value(record)?);
+            }
+        }
+    }
+    if let Some(object) = team_state.as_object_mut() {
+        object.insert("leadUsage".into(), to_value(&computed.summary.lead)?);
+        object.insert(
+            "usageSummary".into(),
+            serde_json::to_value(&computed.summary).context("cannot serialise the summary")?,
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "ledger_tests.rs"]
+mod tests;

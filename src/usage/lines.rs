@@ -1,0 +1,155 @@
+//! Reading a file line by line in bounded memory, defensively.
+//!
+//! Logs and session transcripts can be hundreds of megabytes, still growing,
+//! or hostile (a FIFO, a link to `/dev/zero`). Files are opened non-blocking
+//! and must be regular; lines are handed out as slices of one fixed buffer
+//! (no copy when a line fits), a line longer than [`MAX_LINE`] is skipped
+//! without being kept, and the last line counts even without a newline.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Read buffer: large enough that most lines are handed out without a copy.
+const CHUNK: usize = 1 << 20;
+/// Longest line kept; a usage line is a few kilobytes, an assistant message
+/// with a huge text block is still far below this. Longer lines are skipped
+/// so memory stays flat whatever the file holds.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Open `path` for reading only if it is a regular file; a FIFO does not
+/// block the open, a device or a folder is refused.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+/// Read a small regular file whole, refusing one larger than `limit` bytes.
+pub fn read_small(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// What a pass over a file saw besides its lines.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pass {
+    /// Lines longer than [`MAX_LINE`], skipped.
+    pub skipped: u64,
+}
+
+/// Call `each` with every line of `reader` (without its `\n`), in order.
+pub fn for_each_line(mut reader: impl Read, mut each: impl FnMut(&[u8])) -> io::Result<Pass> {
+    let mut buf = vec![0_u8; CHUNK];
+    // Bytes of a line that did not fit the rest of the buffer.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut skipping = false;
+    let mut pass = Pass::default();
+    loop {
+        let read = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        let mut rest = &buf[..read];
+        while let Some(end) = memchr::memchr(b'\n', rest) {
+            let piece = &rest[..end];
+            rest = &rest[end + 1..];
+            if skipping {
+                skipping = false;
+                continue;
+            }
+            if carry.is_empty() {
+                each(piece);
+            } else if carry.len() + piece.len() > MAX_LINE {
+                carry.clear();
+                pass.skipped += 1;
+            } else {
+                carry.extend_from_slice(piece);
+                each(&carry);
+                carry.clear();
+            }
+        }
+        if !skipping && !rest.is_empty() {
+            if carry.len() + rest.len() > MAX_LINE {
+                carry = Vec::new();
+                skipping = true;
+                pass.skipped += 1;
+            } else {
+                carry.extend_from_slice(rest);
+            }
+        }
+    }
+    if !skipping && !carry.is_empty() {
+        each(&carry);
+    }
+    Ok(pass)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut lines = Vec::new();
+        for_each_line(bytes, |line| lines.push(line.to_vec())).unwrap();
+        lines
+    }
+
+    #[test]
+    fn lines_split_on_newlines_and_keep_an_unterminated_tail() {
+        assert_eq!(
+            collect(b"a\nbb\n\nc"),
+            vec![b"a".to_vec(), b"bb".to_vec(), vec![], b"c".to_vec()]
+        );
+        assert!(collect(b"").is_empty());
+    }
+
+    #[test]
+    fn lines_across_chunks_are_joined_and_overlong_ones_skipped() {
+        let mut bytes = vec![b'x'; CHUNK + 10];
+        bytes.push(b'\n');
+        bytes.extend_from_slice(b"next\n");
+        let lines = collect(&bytes);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), CHUNK + 10);
+        let mut huge = vec![b'y'; MAX_LINE + 5];
+        huge.extend_from_slice(b"\nafter");
+        let mut got = Vec::new();
+        let pass = for_each_line(huge.as_slice(), |line| got.push(line.to_vec())).unwrap();
+        assert_eq!(got, vec![b"after".to_vec()]);
+        assert_eq!(pass.skipped, 1);
+    }
+
+    #[test]
+    fn only_regular_files_open() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(open_regular(dir.path()).is_err());
+        assert!(open_regular(Path::new("/dev/zero")).is_err());
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(open_regular(&fifo).is_err());
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(open_regular(&file).is_ok());
+    }
+}

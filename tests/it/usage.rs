@@ -1,0 +1,558 @@
+//! `okstra usage` through the real binary: a rendered run with fake CLI logs
+//! at its dispatch records' log paths, a Claude lead transcript, the team
+//! state it writes, the report it feeds, and the prompts that name it.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::support::{okstra, repo_root};
+
+const LEAD_SESSION: &str = "11111111-2222-4333-8444-555555555555";
+
+fn fixture(name: &str) -> PathBuf {
+    repo_root().join("tests/fixtures/usage").join(name)
+}
+
+/// A rendered run of `workers` with `runtime` as lead; returns (temp, run dir).
+fn render(workers: &str, runtime: &str) -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().unwrap();
+    let project = temp.path().join("proj");
+    fs::create_dir_all(&project).unwrap();
+    let brief = temp.path().join("brief.md");
+    fs::write(&brief, "# Why do payments retry forever?\n").unwrap();
+    let out = okstra()
+        .args([
+            "--render-only",
+            "--yes",
+            "--json",
+            "--task-type",
+            "project-analysis",
+        ])
+        .args(["--project-id", "p", "--task-group", "g", "--task-id", "t"])
+        .arg("--task-brief")
+        .arg(&brief)
+        .arg("--project-root")
+        .arg(&project)
+        .args(["--workers", workers, "--lead-runtime", runtime])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_dir = PathBuf::from(paths["runDir"].as_str().unwrap());
+    (temp, run_dir)
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+fn team_state_path(run_dir: &Path) -> PathBuf {
+    PathBuf::from(
+        read_json(&run_dir.join("run-manifest.json"))["teamStatePath"]
+            .as_str()
+            .unwrap(),
+    )
+}
+
+/// `okstra usage` with a clean environment rooted in `home`.
+fn usage(run_dir: &Path, home: &Path, json: bool) -> std::process::Output {
+    let mut cmd = okstra();
+    cmd.arg("usage").arg(run_dir);
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.env("HOME", home)
+        .env("CLAUDE_CONFIG_DIR", home.join("claude"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("OKSTRA_PRICES")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .output()
+        .unwrap()
+}
+
+/// Write one dispatch record per assignment (what `okstra dispatch`
+/// persists), a second codex attempt, and the fake logs at their paths.
+fn dispatch_with_logs(run_dir: &Path) {
+    let manifest = read_json(&run_dir.join("run-manifest.json"));
+    let logs = [
+        ("claude-worker", "claude-stream.jsonl"),
+        ("codex-worker", "codex.jsonl"),
+        ("antigravity-worker", "gemini.jsonl"),
+        ("grok-worker", "grok-build.jsonl"),
+        ("kimi-worker", "kimi.jsonl"),
+        ("report-writer", "claude-stream-crashed.jsonl"),
+    ];
+    let mut dispatches = Vec::new();
+    for assignment in manifest["assignments"].as_array().unwrap() {
+        let name = assignment["dispatchName"].as_str().unwrap();
+        let log = run_dir.join(format!("prompts/{name}.log"));
+        let source = logs.iter().find(|(n, _)| *n == name).unwrap().1;
+        fs::copy(fixture(source), &log).unwrap();
+        let mut record = json!({
+            "dispatchName": name,
+            "dispatchKind": "initial",
+            "attempt": 1,
+            "workerId": assignment["workerId"],
+            "role": assignment["role"],
+            "provider": assignment["provider"],
+            "model": assignment["modelExecutionValue"],
+            "runner": assignment["runner"],
+            "promptPath": assignment["promptPath"],
+            "resultPath": assignment["resultPath"],
+            "workerResultsPath": assignment["workerResultsPath"],
+            "errorPath": assignment["errorPath"],
+            "logPath": log,
+            "usage": null,
+        });
+        dispatches.push(record.clone());
+        if name == "codex-worker" {
+            // The retry: the same worker, its own log, the same cumulative shape.
+            let retry_log = run_dir.join("prompts/codex-worker.attempt-2.log");
+            fs::copy(fixture("codex.jsonl"), &retry_log).unwrap();
+            record["dispatchKind"] = json!("retry");
+            record["attempt"] = json!(2);
+            record["logPath"] = json!(retry_log);
+            dispatches.push(record);
+        }
+    }
+    let path = team_state_path(run_dir);
+    let mut state = read_json(&path);
+    state["dispatches"] = Value::Array(dispatches);
+    fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+}
+
+/// Claude Code's transcript folder for `project_root` under `home`.
+fn slug_folder(home: &Path, project_root: &Path) -> PathBuf {
+    let slug: String = project_root
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    home.join("claude/projects").join(slug)
+}
+
+/// The lead's transcript under `<home>/claude/projects/<slug>/`.
+fn lead_transcript(home: &Path, project_root: &Path) {
+    let folder = slug_folder(home, project_root);
+    fs::create_dir_all(&folder).unwrap();
+    fs::copy(
+        fixture("claude-session.jsonl"),
+        folder.join(format!("{LEAD_SESSION}.jsonl")),
+    )
+    .unwrap();
+}
+
+fn record_session(run_dir: &Path) {
+    let out = okstra()
+        .arg("event")
+        .arg(run_dir)
+        .args(["session", "--field", &format!("sessionId={LEAD_SESSION}")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
+    let (temp, run_dir) = render(
+        "claude,codex,antigravity,grok,kimi,report-writer",
+        "external",
+    );
+    dispatch_with_logs(&run_dir);
+    lead_transcript(temp.path(), &temp.path().join("proj"));
+    record_session(&run_dir);
+
+    let out = usage(&run_dir, temp.path(), true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Models with no list price in the table are named, never guessed at.
+    assert!(
+        stderr.contains("warning: no price for model `gpt-5.6-sol`"),
+        "{stderr}"
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let worker = |id: &str| -> Value {
+        summary["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["workerId"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no worker {id} in {summary:#}"))
+    };
+    // claude: the CLI's own cost and per-model result tokens.
+    let claude = worker("claude");
+    assert_eq!(claude["usage"]["costUsd"], json!(0.138_746));
+    assert_eq!(claude["usage"]["costSource"], "cli");
+    assert_eq!(claude["usage"]["inputTokens"], 827);
+    assert_eq!(claude["usage"]["cacheWriteTokens"], 2_695);
+    // codex: two attempts, cached input taken out of input, no price.
+    let codex = worker("codex");
+    assert_eq!(codex["attempts"], 2);
+    assert_eq!(codex["usage"]["inputTokens"], 2 * 12_354);
+    assert_eq!(codex["usage"]["cacheReadTokens"], 2 * 48_896);
+    assert_eq!(codex["usage"]["reasoningTokens"], 2 * 1_024);
+    assert_eq!(codex["usage"]["costUsd"], Value::Null);
+    assert_eq!(codex["usage"]["costPartial"], true);
+    // gemini thinking folded into output; grok's end line with its cost.
+    assert_eq!(worker("antigravity")["usage"]["outputTokens"], 4_200);
+    assert_eq!(worker("grok")["usage"]["costUsd"], json!(0.012_689));
+    // kimi prints no usage and its session log is gone: unavailable with
+    // the reason, no zeros.
+    let kimi = worker("kimi");
+    assert_eq!(kimi["usage"]["source"], "unavailable");
+    assert_eq!(kimi["usage"]["inputTokens"], Value::Null);
+    assert!(kimi["usage"]["reason"].as_str().unwrap().contains("kimi"));
+    // The lead from its transcript, deduplicated and priced.
+    assert_eq!(summary["lead"]["source"], "claude-jsonl");
+    assert_eq!(summary["lead"]["costUsd"], json!(0.104_316));
+    assert_eq!(summary["lead"]["inputTokens"], 13 + 40 + 900);
+    // Totals include everyone; one part is unavailable, so partial.
+    assert_eq!(summary["source"], "partial");
+    assert_eq!(summary["totals"]["source"], "partial");
+    let inputs: u64 = ["claude", "codex", "antigravity", "grok", "report-writer"]
+        .iter()
+        .map(|id| worker(id)["usage"]["inputTokens"].as_u64().unwrap())
+        .sum::<u64>()
+        + 953;
+    assert_eq!(summary["totals"]["inputTokens"], inputs);
+    assert_eq!(summary["byProvider"]["codex"], codex["usage"]);
+    assert_eq!(summary["pricesAsOf"], "2026-11-30");
+
+    // The team state holds the same numbers, attempt by attempt.
+    let state = read_json(&team_state_path(&run_dir));
+    assert_eq!(state["usageSummary"], summary);
+    assert_eq!(state["leadUsage"], summary["lead"]);
+    assert_eq!(state["workers"]["codex-worker"]["usage"], codex["usage"]);
+    let attempts: Vec<&Value> = state["dispatches"].as_array().unwrap().iter().collect();
+    assert_eq!(attempts.len(), 7);
+    assert!(attempts.iter().all(|d| d["usage"].is_object()), "{state:#}");
+    assert_eq!(attempts[2]["usage"]["inputTokens"], 12_354);
+    // Nothing half-written: no temp file beside the team state.
+    let leftovers: Vec<_> = fs::read_dir(run_dir.join("state"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+
+    // The same run as a table.
+    let table = usage(&run_dir, temp.path(), false);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success());
+    assert!(text.contains("attempt codex-worker #2"), "{text}");
+    assert!(
+        text.contains("unavailable: kimi's stream output carries no token usage"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.starts_with("total")), "{text}");
+}
+
+#[test]
+fn kimi_usage_comes_from_the_session_log_its_stream_names() {
+    let (temp, run_dir) = render("claude,codex,kimi,report-writer", "external");
+    dispatch_with_logs(&run_dir);
+    // `kimi.jsonl` ends with the resume hint of session `k-7f3a`.
+    let agents = temp
+        .path()
+        .join(".kimi-code/sessions/wd-9c1/k-7f3a/agents/main");
+    fs::create_dir_all(&agents).unwrap();
+    fs::write(
+        agents.join("wire.jsonl"),
+        concat!(
+            r#"{"type":"usage.record","model":"kimi-k2.6","usage":{"inputOther":1000,"output":200,"inputCacheRead":30000,"inputCacheCreation":0},"usageScope":"turn","time":1}"#,
+            "\n",
+            r#"{"type":"usage.record","model":"kimi-k2.6","usage":{"inputOther":500,"output":100,"inputCacheRead":0,"inputCacheCreation":2000},"usageScope":"session","time":2}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let out = usage(&run_dir, temp.path(), true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kimi = &summary["byProvider"]["kimi"];
+    assert_eq!(kimi["source"], "kimi-session");
+    assert_eq!(kimi["inputTokens"], 1_500);
+    assert_eq!(kimi["cacheWriteTokens"], 2_000);
+    // 1500 × 0.95 + 30000 × 0.16 + 2000 × 1.1875 + 300 × 4 = 9800 per million.
+    assert_eq!(kimi["costUsd"], json!(0.0098));
+}
+
+#[test]
+fn the_report_written_from_usage_json_validates() {
+    let (temp, run_dir) = render("claude,codex,report-writer", "external");
+    dispatch_with_logs(&run_dir);
+    let out = usage(&run_dir, temp.path(), true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The lead recorded no session: unavailable, saying how to record one.
+    assert_eq!(summary["lead"]["source"], "unavailable");
+
+    let report = temp.path().join("report");
+    copy_dir(&repo_root().join("examples/report"), &report);
+    let data_path = report.join("report/data.json");
+    let mut data = read_json(&data_path);
+    data["usageSummary"] = summary;
+    fs::write(&data_path, serde_json::to_vec_pretty(&data).unwrap()).unwrap();
+    let check = okstra().arg("validate").arg(&report).output().unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn without_dispatch_records_logs_and_native_sessions_count() {
+    // A Claude Code lead: the claude worker and the report writer are
+    // native sessions, codex runs under its wrapper.
+    let (temp, run_dir) = render("claude,codex,report-writer", "claude-code");
+    fs::copy(
+        fixture("codex.jsonl"),
+        run_dir.join("prompts/codex-worker.log"),
+    )
+    .unwrap();
+    let project = temp.path().join("proj");
+    lead_transcript(temp.path(), &project);
+    let session_dir = slug_folder(temp.path(), &project)
+        .join(LEAD_SESSION)
+        .join("subagents");
+    fs::create_dir_all(&session_dir).unwrap();
+    fs::copy(
+        fixture("claude-subagent.jsonl"),
+        session_dir.join("agent-a7c3.jsonl"),
+    )
+    .unwrap();
+    let out = okstra()
+        .arg("event")
+        .arg(&run_dir)
+        .args([
+            "session",
+            "--field",
+            "worker=claude-worker",
+            "--field",
+            "sessionId=a7c3",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // The lead running `okstra usage` has its session id in the
+    // environment; no event is needed for it.
+    let out = okstra()
+        .arg("usage")
+        .arg(&run_dir)
+        .arg("--json")
+        .env("HOME", temp.path())
+        .env("CLAUDE_CONFIG_DIR", temp.path().join("claude"))
+        .env("CLAUDE_CODE_SESSION_ID", LEAD_SESSION)
+        .env_remove("OKSTRA_PRICES")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<(&str, u64)> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["workerId"].as_str().unwrap(),
+                w["attempts"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ids, vec![("claude", 1), ("codex", 1), ("report-writer", 1)]);
+    let claude = &summary["workers"][0]["usage"];
+    assert_eq!(claude["source"], "claude-jsonl");
+    assert_eq!(claude["outputTokens"], 3_000);
+    assert_eq!(summary["workers"][1]["usage"]["inputTokens"], 12_354);
+    let writer = &summary["workers"][2]["usage"];
+    assert_eq!(writer["source"], "unavailable");
+    assert!(
+        writer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("worker=report-writer")
+    );
+    // The claimed sub-agent is the worker's, not the lead's.
+    assert_eq!(summary["lead"]["source"], "claude-jsonl");
+    assert_eq!(summary["lead"]["inputTokens"], 953);
+    assert_eq!(summary["byProvider"]["claude"]["source"], "partial");
+    let state = read_json(&team_state_path(&run_dir));
+    assert_eq!(state["workers"]["claude-worker"]["usage"], *claude);
+}
+
+#[test]
+fn bad_input_is_one_error_line_and_changes_nothing() {
+    let temp = tempfile::tempdir().unwrap();
+    let out = usage(&temp.path().join("missing"), temp.path(), true);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let (temp, run_dir) = render("claude,codex,report-writer", "external");
+    let before = fs::read(team_state_path(&run_dir)).unwrap();
+    let prices = temp.path().join("prices.json");
+    fs::write(&prices, r#"{"models":{"x":{"input":"cheap","output":1}}}"#).unwrap();
+    let out = okstra()
+        .arg("usage")
+        .arg(&run_dir)
+        .env("OKSTRA_PRICES", &prices)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("prices.json"), "{stderr}");
+    assert_eq!(fs::read(team_state_path(&run_dir)).unwrap(), before);
+
+    // A user price file prices what the table lacks.
+    dispatch_with_logs(&run_dir);
+    fs::write(
+        &prices,
+        r#"{"asOf":"2027-01-05","models":{"gpt-5.6-sol":{"input":1,"cacheRead":0.1,"output":8}}}"#,
+    )
+    .unwrap();
+    let out = okstra()
+        .arg("usage")
+        .arg(&run_dir)
+        .arg("--json")
+        .env("HOME", temp.path())
+        .env("OKSTRA_PRICES", &prices)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["pricesAsOf"], "2027-01-05");
+    // 2 × (12354 × $1 + 48896 × $0.10 + 1544 × $8 = $0.0295956 → 0.029596).
+    assert_eq!(summary["byProvider"]["codex"]["costUsd"], json!(0.059_192));
+}
+
+/// Every camelCase name a rendered prompt mentions next to "usage" or
+/// "tokens" is a field of the report schema's or team state's usage shapes.
+#[test]
+fn every_usage_field_the_prompts_name_exists_in_the_schemas() {
+    let report: Value = read_json(&repo_root().join("schemas/final-report-v2.0.schema.json"));
+    let state: Value = read_json(&repo_root().join("schemas/team-state.schema.json"));
+    let mut fields = BTreeSet::new();
+    collect_properties(&report["$defs"]["TokenUsage"], &mut fields);
+    collect_properties(&report["$defs"]["UsageSummary"], &mut fields);
+    collect_properties(&state, &mut fields);
+    fields.insert("usageSummary".to_owned());
+    // Event field names the prompts give okstra (`okstra event … session`).
+    fields.insert("sessionId".to_owned());
+
+    for runtime in ["external", "claude-code", "codex"] {
+        let (_temp, run_dir) = render("claude,codex,report-writer", runtime);
+        let mut files: Vec<PathBuf> = fs::read_dir(run_dir.join("instruction-set"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        files.push(run_dir.join("prompts/report-writer.md"));
+        files.push(run_dir.join("handoff.md"));
+        let mut named = BTreeSet::new();
+        for file in &files {
+            let text = fs::read_to_string(file).unwrap();
+            for line in text.lines() {
+                let lower = line.to_lowercase();
+                if lower.contains("usage") || lower.contains("tokens") {
+                    named.extend(camel_case_names(line));
+                }
+            }
+        }
+        assert!(named.contains("cacheWriteTokens"), "{runtime}: {named:?}");
+        let unknown: Vec<&String> = named
+            .iter()
+            .filter(|name| !fields.contains(*name))
+            .filter(|name| !NOT_USAGE.contains(&name.as_str()))
+            .collect();
+        assert!(
+            unknown.is_empty(),
+            "{runtime}: prompt names {unknown:?}, not in the schemas"
+        );
+    }
+}
+
+/// camelCase names on usage lines that are not usage fields: dispatch
+/// record keys the same lines list.
+const NOT_USAGE: &[&str] = &["retryOf"];
+
+fn collect_properties(schema: &Value, into: &mut BTreeSet<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = map.get("properties") {
+                into.extend(props.keys().cloned());
+            }
+            map.values().for_each(|v| collect_properties(v, into));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_properties(v, into)),
+        _ => {}
+    }
+}
+
+/// Identifiers inside backticks or JSON strings that start lowercase and
+/// hold an uppercase letter (`cacheReadTokens`, `usageSummary`).
+fn camel_case_names(line: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let quoted = line
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .chain(line.split('"').skip(1).step_by(2));
+    // Paths are not field names.
+    for span in quoted.filter(|span| !span.contains('/')) {
+        for word in span.split(|c: char| !c.is_ascii_alphanumeric()) {
+            let camel = word.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && word.chars().any(|c| c.is_ascii_uppercase());
+            if camel {
+                names.push(word.to_owned());
+            }
+        }
+    }
+    names
+}
