@@ -10,9 +10,11 @@ mod assign;
 mod bundle;
 mod catalog;
 mod cli;
+mod converge;
 mod durable;
 mod ending;
 mod exit;
+mod items;
 mod launch;
 mod lifecycle;
 mod provider_exec;
@@ -60,6 +62,8 @@ fn main() -> ExitCode {
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Items(args)) => converge::items_command(&args),
+        Some(Command::Converge(args)) => converge::converge_command(&args),
     };
     match outcome {
         Ok(status) => status.into(),

@@ -14,6 +14,8 @@ use std::thread::{self, JoinHandle};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::items;
+
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
 
@@ -404,8 +406,8 @@ fn source_items(
 fn index_file(path: &Path) -> Indexed {
     match fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => Indexed::Items(item_ids(&text)),
-            Err(err) => Indexed::Items(item_ids(&String::from_utf8_lossy(err.as_bytes()))),
+            Ok(text) => Indexed::Items(items::counts(&text)),
+            Err(err) => Indexed::Items(items::counts(&String::from_utf8_lossy(err.as_bytes()))),
         },
         Err(err) => Indexed::Unreadable(err.to_string().to_lowercase()),
     }
@@ -477,135 +479,9 @@ fn coverage(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>)
     }
 }
 
-/// How often each item id occurs in a worker's Markdown result.
-///
-/// An item id is the leading cell of a table body row (`| F-001 | … |`) or a
-/// `[ID]` prefix on a bullet or numbered item (`- [F-001] …`, `2. [1.1] …`).
-/// Table header rows, separator rows and fenced code blocks are skipped, and
-/// emphasis or code marks around an id are ignored.
-pub fn item_ids(text: &str) -> HashMap<String, u32> {
-    let mut counts: HashMap<String, u32> = HashMap::new();
-    let mut in_fence: Option<&str> = None;
-    let mut lines = text.lines().map(str::trim).peekable();
-    while let Some(line) = lines.next() {
-        if let Some(fence) = in_fence {
-            if line.starts_with(fence) {
-                in_fence = None;
-            }
-            continue;
-        }
-        if line.starts_with("```") || line.starts_with("~~~") {
-            in_fence = Some(&line[..3]);
-            continue;
-        }
-        let id = if let Some(cells) = line.strip_prefix('|') {
-            if is_separator(line) || lines.peek().is_some_and(|next| is_separator(next)) {
-                continue; // a separator, or the header row above one
-            }
-            cells.split('|').next().and_then(clean_id)
-        } else {
-            list_item_body(line).and_then(bracketed_id)
-        };
-        if let Some(id) = id {
-            *counts.entry(id.to_owned()).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
-fn is_separator(line: &str) -> bool {
-    line.starts_with('|')
-        && line.contains('-')
-        && line
-            .chars()
-            .all(|ch| matches!(ch, '|' | '-' | ':' | ' ' | '\t'))
-}
-
-fn is_id(candidate: &str) -> bool {
-    !candidate.is_empty()
-        && candidate
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// The id in a table cell: `F-001`, `**F-001**`, `` `F-001` `` or `[F-001]`.
-fn clean_id(cell: &str) -> Option<&str> {
-    let cell = cell.trim().trim_matches(|ch| ch == '*' || ch == '`').trim();
-    let cell = cell
-        .strip_prefix('[')
-        .and_then(|inner| inner.strip_suffix(']'))
-        .unwrap_or(cell);
-    is_id(cell).then_some(cell)
-}
-
-/// The text after a bullet (`-`, `*`, `+`) or a number marker (`3.`, `3)`).
-fn list_item_body(line: &str) -> Option<&str> {
-    if let Some(rest) = line
-        .strip_prefix("- ")
-        .or_else(|| line.strip_prefix("* "))
-        .or_else(|| line.strip_prefix("+ "))
-    {
-        return Some(rest);
-    }
-    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let rest = &line[digits..];
-    rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") "))
-}
-
-/// The id of a `[ID] text` item, allowing `**[ID]**` emphasis.
-fn bracketed_id(body: &str) -> Option<&str> {
-    let body = body.trim_start().trim_start_matches(['*', '`']);
-    let inner = body.strip_prefix('[')?;
-    let end = inner.find(']')?;
-    let id = &inner[..end];
-    is_id(id).then_some(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_come_from_table_rows_and_list_prefixes() {
-        let text = "\
-# Findings
-
-| ID | Finding |
-|----|---------|
-| F-001 | the cache is never invalidated |
-| **F-002** | retries are unbounded |
-
-- [F-003] a bullet item
-* **[1.1]** an emphasised item
-12. [1.2] a numbered item
-3) [x.y_z] another marker
-- no id here
-- [not an id] neither
-
-```text
-| F-001 | inside a fence does not count |
-- [F-009] nor this
-```
-| F-001 | the same id again |
-";
-        let ids = item_ids(text);
-        let mut found: Vec<_> = ids.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        found.sort_unstable();
-        assert_eq!(
-            found,
-            vec![
-                ("1.1", 1),
-                ("1.2", 1),
-                ("F-001", 2),
-                ("F-002", 1),
-                ("F-003", 1),
-                ("x.y_z", 1)
-            ]
-        );
-    }
 
     #[test]
     fn problems_sort_numerically_by_pointer() {
