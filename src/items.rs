@@ -136,13 +136,15 @@ pub fn counts(text: &str) -> HashMap<String, u32> {
 }
 
 /// Read a worker's result file, refusing what is not a regular file
-/// (a FIFO would block, a device never ends) and cutting it at
-/// [`MAX_RESULT_BYTES`]. Invalid UTF-8 is replaced, not refused.
+/// (a FIFO would block, a device never ends, a symlink may point anywhere)
+/// and cutting it at [`MAX_RESULT_BYTES`]. Invalid UTF-8 is replaced, not
+/// refused.
 pub fn read_result(path: &Path) -> io::Result<String> {
     // O_NONBLOCK: opening a FIFO with no writer must not hang us.
+    // O_NOFOLLOW: a result that is a symlink fails to open (ELOOP).
     let file = File::options()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
@@ -412,6 +414,9 @@ mod tests {
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert!(read_result(&fifo).is_err());
         assert!(read_result(dir.path()).is_err());
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        assert!(read_result(&link).is_err());
         let bad = dir.path().join("bad.md");
         std::fs::write(&bad, b"- [F-1] caf\xff\n").unwrap();
         assert_eq!(parse(&read_result(&bad).unwrap())[0].id, "F-1");

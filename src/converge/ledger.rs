@@ -81,7 +81,7 @@ impl Verdict {
 }
 
 /// An item's class once convergence is over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FinalClass {
     FullConsensus,

@@ -18,7 +18,7 @@ pub mod ledger;
 pub mod plan;
 pub mod record;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -261,9 +261,9 @@ impl RunInfo {
     }
 }
 
-/// Whether `path` is a regular file with at least one byte.
+/// Whether `path` is a regular file (not a symlink) with at least one byte.
 fn has_content(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() > 0)
+    fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() > 0)
 }
 
 /// What `classify` found.
@@ -276,8 +276,8 @@ pub struct Classified {
     pub stopped_because: Option<StopReason>,
     /// Item ids still open, in ledger order.
     pub open: Vec<String>,
-    /// How many items ended in each class.
-    pub classes: Vec<(FinalClass, usize)>,
+    /// How many items are in each class.
+    pub classes: BTreeMap<FinalClass, usize>,
     #[serde(skip)]
     pub ledger: Ledger,
 }
@@ -382,7 +382,7 @@ pub fn classify(run_dir: &Path) -> Result<Classified> {
     })
 }
 
-fn class_counts(ledger: &Ledger) -> Vec<(FinalClass, usize)> {
+fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {
     [
         FinalClass::FullConsensus,
         FinalClass::PartialConsensus,

@@ -186,8 +186,8 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
             };
             let item = &mut ledger.items[position];
             match answers.get(label.label.as_str()) {
-                Some(Ok(row)) => {
-                    let verdict = parse_verdict(&row.verdict).expect("rows are checked by answers");
+                Some(Ok((verdict, row))) => {
+                    let verdict = *verdict;
                     item.verdicts.push(VerdictEntry {
                         round,
                         reviewer: reviewer.worker_id.clone(),
@@ -239,14 +239,13 @@ fn parse_verdict(cell: &str) -> Option<Verdict> {
     Verdict::ALL.into_iter().find(|v| v.as_str() == cell)
 }
 
+/// Each label's verdict and row, or why it counts as no answer.
+type Answers = HashMap<String, Result<(Verdict, Row), String>>;
+
 /// Every label's answer in `text`: the row, or why it is no answer; and the
 /// problems found (malformed, duplicated and unknown rows).
-fn answers(
-    text: &str,
-    labels: &HashMap<&str, &str>,
-    reviewer: &str,
-) -> (HashMap<String, Result<Row, String>>, Vec<RowProblem>) {
-    let mut answers: HashMap<String, Result<Row, String>> = HashMap::new();
+fn answers(text: &str, labels: &HashMap<&str, &str>, reviewer: &str) -> (Answers, Vec<RowProblem>) {
+    let mut answers: Answers = HashMap::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
     let mut problems = Vec::new();
     let problem = |label: &str, line: usize, message: String| RowProblem {
@@ -277,27 +276,26 @@ fn answers(
             continue;
         }
         first_line.insert(label.clone(), row.line);
-        let verdict = parse_verdict(&row.verdict);
-        let malformed = match verdict {
-            None => Some(format!(
+        let checked = match parse_verdict(&row.verdict) {
+            None => Err(format!(
                 "verdict `{}` is not `AGREE`, `DISAGREE` or `SUPPLEMENT`; counted as no answer",
                 row.verdict
             )),
             Some(_) if row.evidence.is_empty() => {
-                Some("the row gives no evidence; counted as no answer".to_owned())
+                Err("the row gives no evidence; counted as no answer".to_owned())
             }
             Some(Verdict::Supplement) if row.addition.is_empty() => {
-                Some("a `SUPPLEMENT` without its addition; counted as no answer".to_owned())
+                Err("a `SUPPLEMENT` without its addition; counted as no answer".to_owned())
             }
-            Some(_) => None,
+            Some(verdict) => Ok(verdict),
         };
-        match malformed {
-            Some(message) => {
+        match checked {
+            Err(message) => {
                 problems.push(problem(&label, row.line, message.clone()));
                 answers.insert(label, Err(message));
             }
-            None => {
-                answers.insert(label, Ok(row));
+            Ok(verdict) => {
+                answers.insert(label, Ok((verdict, row)));
             }
         }
     }
@@ -423,8 +421,8 @@ mod tests {
 ```
 ";
         let (answers, problems) = answers(text, &labels(), "kimi");
-        let row = answers["Item 1"].as_ref().unwrap();
-        assert_eq!((row.line, row.verdict.as_str()), (5, "AGREE"));
+        let (verdict, row) = answers["Item 1"].as_ref().unwrap();
+        assert_eq!((row.line, *verdict), (5, Verdict::Agree));
         assert!(answers["Item 2"].as_ref().unwrap_err().contains("`MAYBE`"));
         assert!(
             answers["Item 3"]
@@ -453,7 +451,7 @@ mod tests {
 | 4 | DISAGREE | src/x.rs:2 is empty |
 ";
         let (answers, _) = answers(text, &labels(), "kimi");
-        let row = answers["Item 1"].as_ref().unwrap();
+        let (_, row) = answers["Item 1"].as_ref().unwrap();
         assert_eq!(row.evidence, "`grep -n x src | wc -l`");
         assert_eq!(row.addition, "adds z");
         assert!(answers["Item 2"].as_ref().unwrap_err().contains("addition"));
@@ -475,7 +473,7 @@ mod tests {
 === OKSTRA RESULT END ===
 ";
         let (answers, problems) = answers(text, &labels(), "kimi");
-        assert_eq!(answers["Item 1"].as_ref().unwrap().line, 3);
+        assert_eq!(answers["Item 1"].as_ref().unwrap().1.line, 3);
         assert!(problems.is_empty());
     }
 
