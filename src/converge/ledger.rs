@@ -289,6 +289,14 @@ pub struct Label {
     pub item_id: String,
 }
 
+/// Free a large tree off the caller's thread: dropping a ledger of a few
+/// thousand verdicts node by node costs as much as validating it, and a
+/// command that exits right after need not wait for it.
+pub fn discard<T: Send + 'static>(value: T) {
+    // If no thread can start, the failed spawn drops the value right here.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
+}
+
 /// Where a run keeps its ledger.
 pub fn ledger_path(run_dir: &Path) -> PathBuf {
     run_dir.join("state").join("convergence-ledger.json")
@@ -355,6 +363,7 @@ pub fn write<T: Serialize>(path: &Path, schema_name: &str, value: &T) -> Result<
         path: path.to_path_buf(),
         source,
     })?;
+    discard(value);
     bytes.push(b'\n');
     durable::write_atomic(path, &bytes).map_err(|source| Error::Write {
         path: path.to_path_buf(),

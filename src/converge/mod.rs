@@ -419,7 +419,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
             listed.push((analyser.assignment.worker_id.clone(), item));
         }
     }
-    let mut out = io::stdout().lock();
+    let mut out = io::BufWriter::new(io::stdout().lock());
     if args.json {
         let items: Vec<_> = listed
             .iter()
@@ -450,6 +450,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
             .context("cannot write to stdout")?;
         }
     }
+    out.flush().context("cannot write to stdout")?;
     drop(out);
     for skip in &skipped {
         eprintln!(
@@ -470,7 +471,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 seed: plan_args.seed,
             };
             let plan = plan::plan(&plan_args.run_dir, plan_args.round, options)?;
-            let mut out = io::stdout().lock();
+            let mut out = io::BufWriter::new(io::stdout().lock());
             if plan_args.json {
                 serde_json::to_writer(&mut out, &plan).context("cannot write to stdout")?;
                 writeln!(out).context("cannot write to stdout")?;
@@ -480,6 +481,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                         .context("cannot write to stdout")?;
                 }
             }
+            out.flush().context("cannot write to stdout")?;
             drop(out);
             let path = ledger::plan_path(&plan_args.run_dir, plan.round);
             match plan.stopped_because {
@@ -500,11 +502,12 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
             for warning in &plan.warnings {
                 eprintln!("warning: {warning}");
             }
+            ledger::discard(plan);
             Ok(ExitStatus::Success)
         }
         ConvergeCommand::Record(record_args) => {
             let outcome = record::record(&record_args.run_dir, record_args.round)?;
-            let mut out = io::stdout().lock();
+            let mut out = io::BufWriter::new(io::stdout().lock());
             if record_args.json {
                 serde_json::to_writer(&mut out, &outcome).context("cannot write to stdout")?;
                 writeln!(out).context("cannot write to stdout")?;
@@ -513,6 +516,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                     writeln!(out, "{id}").context("cannot write to stdout")?;
                 }
             }
+            out.flush().context("cannot write to stdout")?;
             drop(out);
             for problem in &outcome.problems {
                 eprintln!("warning: {}", problem.line());
@@ -533,7 +537,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
         }
         ConvergeCommand::Classify(classify_args) => {
             let classified = classify(&classify_args.run_dir)?;
-            let mut out = io::stdout().lock();
+            let mut out = io::BufWriter::new(io::stdout().lock());
             if classify_args.json {
                 serde_json::to_writer(&mut out, &classified).context("cannot write to stdout")?;
                 writeln!(out).context("cannot write to stdout")?;
@@ -545,6 +549,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                         .context("cannot write to stdout")?;
                 }
             }
+            out.flush().context("cannot write to stdout")?;
             drop(out);
             eprintln!(
                 "okstra: {} items classified after {} rounds; {}",
@@ -555,6 +560,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                     |r| format!("stopped: {}", r.as_str())
                 )
             );
+            ledger::discard(classified);
             Ok(ExitStatus::Success)
         }
     }

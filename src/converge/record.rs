@@ -225,13 +225,15 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
     note_unavailable(&info, &mut ledger);
     let open = apply_rules(&info, &mut ledger);
     ledger::write(&ledger_path, ledger::LEDGER_SCHEMA, &ledger)?;
+    let stopped_because = ledger.stopped_because;
+    ledger::discard((ledger, plan));
     Ok(Outcome {
         round,
         verdicts,
         problems,
         unavailable,
         open,
-        stopped_because: ledger.stopped_because,
+        stopped_because,
     })
 }
 
