@@ -310,10 +310,12 @@ pub fn plan_path(run_dir: &Path, round: u32) -> PathBuf {
 }
 
 /// Read, schema-check and parse a ledger or plan; `Ok(None)` if absent.
+/// A FIFO, device or symlink in its place is refused, and it is cut at
+/// 64 MiB (which then fails to parse).
 pub fn read<T: DeserializeOwned>(path: &Path, schema_name: &str) -> Result<Option<T>, Error> {
     let file = match File::options()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
     {
         Ok(file) => file,

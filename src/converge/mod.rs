@@ -172,7 +172,9 @@ impl RunInfo {
             return Err(ending.to_owned());
         }
         match &assignment.result_path {
-            Some(path) if has_content(path) => Ok(()),
+            // A Result Path outside the run folder is never read: a
+            // manifest may be hostile, and workers write only inside it.
+            Some(path) if path.starts_with(&self.run.dir) && has_content(path) => Ok(()),
             _ => Err("empty-output".to_owned()),
         }
     }

@@ -17,6 +17,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use crate::assign::DispatchPaths;
 use crate::items;
 
 use super::ledger::{
@@ -148,11 +149,35 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
     let mut unavailable = Vec::new();
     let mut verdicts = 0;
     for reviewer in &plan.reviewers {
-        let attempt = info.latest_attempt(&reviewer.dispatch_name);
+        // The plan names who reviewed; the run decides where that reviewer's
+        // result is and which provider and model it had to run on, so an
+        // edited plan cannot point record at another file or assignment.
+        let Some(analyser) = info
+            .analysers
+            .iter()
+            .find(|a| a.assignment.worker_id == reviewer.worker_id)
+        else {
+            bail!(
+                "round plan `{}` names reviewer `{}`, who is not an analyser of this run",
+                plan_path.display(),
+                reviewer.worker_id
+            );
+        };
+        let dispatch_name = format!("{}-reverify-r{round}", analyser.assignment.dispatch_name);
+        if reviewer.dispatch_name != dispatch_name {
+            bail!(
+                "round plan `{}` gives reviewer `{}` the dispatch name `{}`; this run expects `{dispatch_name}`",
+                plan_path.display(),
+                reviewer.worker_id,
+                reviewer.dispatch_name
+            );
+        }
+        let result_path = DispatchPaths::new(info.dir(), &dispatch_name).result_path;
+        let attempt = info.latest_attempt(&dispatch_name);
         let ending = attempt.and_then(|record| record.ending.as_deref());
         let failed = match ending {
             Some(ending) if ending != COMPLETED => Some(ending.to_owned()),
-            _ if !has_content(&reviewer.result_path) => Some("empty-output".to_owned()),
+            _ if !has_content(&result_path) => Some("empty-output".to_owned()),
             _ => None,
         };
         if let Some(terminal_status) = failed {
@@ -168,11 +193,14 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
             record
                 .provider
                 .as_deref()
-                .is_some_and(|p| p != reviewer.provider)
-                || record.model.as_deref().is_some_and(|m| m != reviewer.model)
+                .is_some_and(|p| p != analyser.assignment.provider)
+                || record
+                    .model
+                    .as_deref()
+                    .is_some_and(|m| m != analyser.assignment.model)
         });
-        let text = items::read_result(&reviewer.result_path)
-            .with_context(|| format!("cannot read result `{}`", reviewer.result_path.display()))?;
+        let text = items::read_result(&result_path)
+            .with_context(|| format!("cannot read result `{}`", result_path.display()))?;
         let labels: HashMap<&str, &str> = reviewer
             .labels
             .iter()

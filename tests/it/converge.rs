@@ -819,3 +819,40 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn hostile_files_are_refused_without_hanging() {
+    let run = RunDir::render("claude,codex,kimi,report-writer");
+    run.result("claude", &findings("claude", 1));
+    run.result("codex", &findings("codex", 1));
+    // kimi's Result Path is a symlink out of the project: never read.
+    let kimi = PathBuf::from(run.assignment("kimi")["resultPath"].as_str().unwrap());
+    std::os::unix::fs::symlink("/etc/hostname", &kimi).unwrap();
+    let out = run_args(&["items", run.path(), "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(listed["skipped"][0]["workerId"], "kimi");
+
+    // A plan edited to send record to another file is refused.
+    let plan = run.plan(1, &[]);
+    let path = run.dir.join("state/round-plan-r1.json");
+    let mut edited = plan.clone();
+    edited["reviewers"][0]["dispatchName"] = json!("report-writer-reverify-r1");
+    fs::write(&path, serde_json::to_vec(&edited).unwrap()).unwrap();
+    let out = run_args(&["converge", "record", run.path(), "--round", "1"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("this run expects `claude-worker-reverify-r1`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!run.dir.join("state/convergence-ledger.json").exists());
+
+    // A FIFO where the ledger should be is refused at once, not waited on.
+    let ledger = run.dir.join("state/convergence-ledger.json");
+    nix::unistd::mkfifo(&ledger, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = run_args(&["converge", "classify", run.path()]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
