@@ -5,9 +5,9 @@
 //! which items go to which reviewers and renders their reverify prompts,
 //! `record` reads the reviewers' verdict tables into the ledger, `classify`
 //! applies the rules (`classify.rs`, one pure function) and says why
-//! convergence stopped. The public functions [`plan`], [`record`] and
-//! [`classify`] are what `okstra run` calls; the `*_command` functions only
-//! print their results.
+//! convergence stopped. The public functions [`plan::plan()`],
+//! [`record::record()`] and [`classify()`] are what `okstra run` calls; the
+//! `*_command` functions only print their results.
 //!
 //! Submodules: `ledger` owns the two state files (ledger, round plan),
 //! `classify` the rules, `plan` the round plan and prompts, `record` the
