@@ -59,12 +59,19 @@ pub enum EvidenceKind {
 /// Shortest quoted text taken as quoted output rather than a word in quotes.
 const MIN_QUOTE: usize = 3;
 
-/// Every item of `text`, in file order.
-pub fn parse(text: &str) -> Vec<Item> {
-    let mut items: Vec<Item> = Vec::new();
-    let mut section = String::new();
+/// What [`scan`] finds on one line.
+enum Found<'a> {
+    /// An item: its id, the `## ` section it is under, its text, its line.
+    Item(&'a str, &'a str, &'a str, usize),
+    /// An indented line continuing the last list item.
+    More(&'a str),
+}
+
+/// Walk `text` once, reporting items and continuation lines in order.
+fn scan<'a>(text: &'a str, mut found: impl FnMut(Found<'a>)) {
+    let mut section = "";
     let mut in_fence: Option<&str> = None;
-    // Whether the last line was an item that indented lines may continue.
+    // Whether the last line was a list item that indented lines continue.
     let mut continuing = false;
     let mut lines = text
         .lines()
@@ -84,11 +91,11 @@ pub fn parse(text: &str) -> Vec<Item> {
             continue;
         }
         if let Some(heading) = line.strip_prefix("## ") {
-            heading.trim().clone_into(&mut section);
+            section = heading.trim();
             continuing = false;
             continue;
         }
-        let found = if let Some(cells) = line.strip_prefix('|') {
+        let item = if let Some(cells) = line.strip_prefix('|') {
             continuing = false;
             if is_separator(line) || lines.peek().is_some_and(|(_, _, next)| is_separator(next)) {
                 continue; // a separator, or the header row above one
@@ -96,30 +103,41 @@ pub fn parse(text: &str) -> Vec<Item> {
             let (first, rest) = cells.split_once('|').unwrap_or((cells, ""));
             clean_id(first).map(|id| (id, rest.trim().trim_end_matches('|').trim()))
         } else if let Some(body) = list_item_body(line) {
-            continuing = false;
-            bracketed_id(body)
+            let item = bracketed_id(body);
+            continuing = item.is_some();
+            item
         } else {
             if continuing && !line.is_empty() && raw.starts_with([' ', '\t']) {
-                if let Some(last) = items.last_mut() {
-                    last.text.push(' ');
-                    last.text.push_str(line);
-                }
+                found(Found::More(line));
             } else {
                 continuing = false;
             }
             continue;
         };
-        if let Some((id, rest)) = found {
-            continuing = !line.starts_with('|');
-            items.push(Item {
-                id: id.to_owned(),
-                section: section.clone(),
-                text: rest.to_owned(),
-                line: number,
-                evidence: Vec::new(),
-            });
+        if let Some((id, rest)) = item {
+            found(Found::Item(id, section, rest, number));
         }
     }
+}
+
+/// Every item of `text`, in file order.
+pub fn parse(text: &str) -> Vec<Item> {
+    let mut items: Vec<Item> = Vec::new();
+    scan(text, |found| match found {
+        Found::Item(id, section, rest, line) => items.push(Item {
+            id: id.to_owned(),
+            section: section.to_owned(),
+            text: rest.to_owned(),
+            line,
+            evidence: Vec::new(),
+        }),
+        Found::More(line) => {
+            if let Some(last) = items.last_mut() {
+                last.text.push(' ');
+                last.text.push_str(line);
+            }
+        }
+    });
     for item in &mut items {
         item.evidence = evidence(&item.text);
     }
@@ -129,9 +147,16 @@ pub fn parse(text: &str) -> Vec<Item> {
 /// How often each item id occurs in `text` (what `validate` checks).
 pub fn counts(text: &str) -> HashMap<String, u32> {
     let mut counts: HashMap<String, u32> = HashMap::new();
-    for item in parse(text) {
-        *counts.entry(item.id).or_insert(0) += 1;
-    }
+    scan(text, |found| {
+        if let Found::Item(id, ..) = found {
+            match counts.get_mut(id) {
+                Some(count) => *count += 1,
+                None => {
+                    counts.insert(id.to_owned(), 1);
+                }
+            }
+        }
+    });
     counts
 }
 
