@@ -856,3 +856,53 @@ fn hostile_files_are_refused_without_hanging() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
 }
+
+#[test]
+fn blind_round_two_prompt_snapshot() {
+    let run = RunDir::render("claude,codex,kimi,report-writer");
+    run.result(
+        "claude",
+        "## 1. Findings\n\n- [F-1] Retries never stop (`src/client.rs:88`).\n",
+    );
+    run.result(
+        "codex",
+        "## 1. Findings\n\n- [1.1] The timeout is 2 s, below the p99 (config/payments.toml:12).\n",
+    );
+    run.result("kimi", "## 1. Findings\n\n| ID | Finding |\n|---|---|\n| K-1 | One payment logged \"six requests\" |\n");
+    let plan = run.plan(1, &["--seed", "3"]);
+    for worker in ["claude", "codex", "kimi"] {
+        let rows: Vec<(String, &str, &str, &str)> = reviewer(&plan, worker)["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let disagree = l["itemId"] == "kimi:K-1" && worker == "claude";
+                (
+                    l["label"].as_str().unwrap().to_owned(),
+                    if disagree { "DISAGREE" } else { "AGREE" },
+                    if disagree {
+                        "the log shows one request"
+                    } else {
+                        "src/client.rs:88 confirms"
+                    },
+                    "",
+                )
+            })
+            .collect();
+        let rows: Vec<(&str, &str, &str, &str)> = rows
+            .iter()
+            .map(|(l, v, e, a)| (l.as_str(), *v, *e, *a))
+            .collect();
+        write_verdicts(&reviewer(&plan, worker)["resultPath"], &rows);
+    }
+    run.record(1);
+    let plan2 = run.plan(2, &["--seed", "3"]);
+    assert_eq!(batch(&plan2, "kimi"), ["kimi:K-1"]);
+    let prompt =
+        fs::read_to_string(reviewer(&plan2, "kimi")["promptPath"].as_str().unwrap()).unwrap();
+    let project = run.dir.ancestors().nth(6).unwrap();
+    let shown = prompt
+        .replace(run.path(), "[RUN]")
+        .replace(project.to_str().unwrap(), "[PROJECT]");
+    insta::assert_snapshot!("reverify_blind_round_2_kimi", shown);
+}
