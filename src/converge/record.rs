@@ -248,7 +248,10 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         }
     }
     ledger.unavailable.extend(unavailable.iter().cloned());
-    ledger.rounds_run = round;
+    // A round its plan says does not run adds no round.
+    if plan.stopped_because.is_none() {
+        ledger.rounds_run = round;
+    }
     ledger.schema_version = ledger::FORMAT_VERSION;
     note_unavailable(&info, &mut ledger);
     let open = apply_rules(&info, &mut ledger);

@@ -234,6 +234,10 @@ fn two_analysers_with_one_failed_have_no_quorum() {
     assert_eq!(item(&ledger, "claude:F-1")["finalClass"], "worker-unique");
     assert_eq!(ledger["unavailable"][0]["workerId"], "codex");
     assert_eq!(ledger["unavailable"][0]["terminalStatus"], "empty-output");
+    // Recording a round that did not run adds no round.
+    let outcome = run.record(1);
+    assert_eq!(outcome["stoppedBecause"], "quorum");
+    assert_eq!(run.ledger()["roundsRun"], 0);
 }
 
 fn run_classify(run: &RunDir) -> Value {
