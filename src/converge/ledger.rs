@@ -352,6 +352,17 @@ pub fn read<T: DeserializeOwned>(path: &Path, schema_name: &str) -> Result<Optio
 
 /// Schema-check and atomically write a ledger or plan.
 pub fn write<T: Serialize>(path: &Path, schema_name: &str, value: &T) -> Result<(), Error> {
+    let bytes = to_bytes(path, schema_name, value)?;
+    durable::write_atomic(path, &bytes).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Schema-check a ledger or plan meant for `path` and serialize it (compact:
+/// a ledger of a thousand items is read by programs, and pretty-printing it
+/// doubled its size and the time to write it).
+pub fn to_bytes<T: Serialize>(path: &Path, schema_name: &str, value: &T) -> Result<Vec<u8>, Error> {
     let value = serde_json::to_value(value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
         source,
@@ -361,14 +372,11 @@ pub fn write<T: Serialize>(path: &Path, schema_name: &str, value: &T) -> Result<
         &value,
         &format!("the ledger or plan for `{}`", path.display()),
     )?;
-    let mut bytes = serde_json::to_vec_pretty(&value).map_err(|source| Error::Json {
+    let mut bytes = serde_json::to_vec(&value).map_err(|source| Error::Json {
         path: path.to_path_buf(),
         source,
     })?;
     discard(value);
     bytes.push(b'\n');
-    durable::write_atomic(path, &bytes).map_err(|source| Error::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(bytes)
 }

@@ -141,14 +141,25 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     } else {
         None
     };
-    if plan.stopped_because.is_none() {
-        render_prompts(&info, &mut plan)?;
-    }
-    ledger::write(
-        &ledger::plan_path(info.dir(), round),
-        ledger::PLAN_SCHEMA,
-        &plan,
-    )?;
+    let prompts = if plan.stopped_because.is_none() {
+        render_prompts(&info, &mut plan)?
+    } else {
+        Vec::new()
+    };
+    // Prompts first, the plan that hashes them last, in one durable batch.
+    let plan_path = ledger::plan_path(info.dir(), round);
+    let plan_bytes = ledger::to_bytes(&plan_path, ledger::PLAN_SCHEMA, &plan)?;
+    let mut files: Vec<(PathBuf, &[u8])> = prompts
+        .iter()
+        .map(|(path, text)| (path.clone(), text.as_bytes()))
+        .collect();
+    files.push((plan_path.clone(), &plan_bytes));
+    durable::write_atomic_all(&files).with_context(|| {
+        format!(
+            "cannot write the round plan `{}` and its prompts",
+            plan_path.display()
+        )
+    })?;
     Ok(plan)
 }
 
@@ -259,8 +270,9 @@ struct BriefWire {
     copy: Option<String>,
 }
 
-/// Give each reviewer its batch and labels, and render its prompt.
-fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<()> {
+/// Give each reviewer its batch and labels, and render its prompt; returns
+/// each prompt with the path it goes to.
+fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, String)>> {
     let task_path = &info.task_manifest_path;
     let task_text = items::read_result(task_path)
         .with_context(|| format!("cannot read task manifest `{}`", task_path.display()))?;
@@ -325,6 +337,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<()> {
     let env = template::environment();
     let round = plan.round;
     let mut reviewers = Vec::new();
+    let mut prompts = Vec::new();
     for analyser in &info.analysers {
         let worker = &analyser.assignment.worker_id;
         let mut batch: Vec<&PlanItem> = plan
@@ -376,8 +389,6 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<()> {
             ..minijinja::Value::from(Serde(&base))
         };
         let prompt = template::render(&env, "templates/worker-prompt.md.j2", context)?;
-        durable::write_atomic(&paths.prompt_path, prompt.as_bytes())
-            .with_context(|| format!("cannot write `{}`", paths.prompt_path.display()))?;
         reviewers.push(Reviewer {
             worker_id: worker.clone(),
             role: analyser.assignment.role.clone(),
@@ -386,7 +397,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<()> {
             runner: analyser.assignment.runner.clone(),
             dispatch_kind: format!("reverify-r{round}"),
             prompt_sha256: sha256_hex(prompt.as_bytes()),
-            prompt_path: paths.prompt_path,
+            prompt_path: paths.prompt_path.clone(),
             result_path: paths.result_path,
             worker_results_path: paths.worker_results_path,
             error_path: paths.error_path,
@@ -394,9 +405,10 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<()> {
             dispatch_name,
             labels,
         });
+        prompts.push((paths.prompt_path, prompt));
     }
     plan.reviewers = reviewers;
-    Ok(())
+    Ok(prompts)
 }
 
 /// `item` as `reviewer` sees it under `label`.
