@@ -66,10 +66,12 @@ struct RenderContext<'a> {
     executor: Option<&'a Assignment>,
     /// The worker whose prompt is being rendered (worker prompts only).
     assignment: Option<&'a Assignment>,
-    /// Every Phase 5.5 reverify dispatch the run may make, round by round.
+    /// Every Phase 5.5 reverify dispatch the run may make, round by round
+    /// (names and paths; the prompts are rendered by `okstra converge plan`).
     reverify: &'a [ReverifyDispatch],
-    /// The reverify dispatch whose prompt is being rendered (reverify prompts only).
-    reverify_dispatch: Option<&'a ReverifyDispatch>,
+    /// Always null here: the worker-prompt template renders a reverify
+    /// prompt when it is set, and only `okstra converge plan` sets it.
+    reverify_dispatch: Option<()>,
     /// Every ending class of a dispatch and what the report makes of it.
     endings: Vec<EndingView>,
 }
@@ -107,9 +109,9 @@ fn ending_views() -> Vec<EndingView> {
 }
 
 /// One convergence reverify dispatch: an analyser (or verifier) reviewing the
-/// other workers' findings in round `round`. Its paths are fixed at render
-/// time so the prompt carries no placeholders and the lead records exactly
-/// these values in the team state.
+/// other workers' findings in round `round`. Its names and paths are fixed
+/// at render time (`okstra converge plan` renders the prompt at exactly
+/// `promptPath` and lists the same values in the round plan).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ReverifyDispatch {
@@ -515,18 +517,6 @@ fn render_files(
             &format!("prompts/{}.md", assignment.dispatch_name),
             "templates/worker-prompt.md.j2",
             minijinja::context! { assignment => Serde(assignment), ..base.clone() },
-        )?;
-    }
-    for dispatch in &reverify {
-        let assignment = roster.iter().find(|a| a.worker_id == dispatch.worker_id);
-        text(
-            &format!("prompts/{}.md", dispatch.dispatch_name),
-            "templates/worker-prompt.md.j2",
-            minijinja::context! {
-                assignment => Serde(assignment),
-                reverifyDispatch => Serde(dispatch),
-                ..base.clone()
-            },
         )?;
     }
     text("handoff.md", "templates/handoff.md.j2", base)?;

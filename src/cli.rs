@@ -106,6 +106,10 @@ pub enum Command {
     /// Count a run's tokens and cost per attempt, worker, provider and lead,
     /// and record them in its team state.
     Usage(UsageArgs),
+    /// List every item of the run's completed analysers.
+    Items(ItemsArgs),
+    /// Phase 5.5 convergence: plan a round, record its verdicts, classify.
+    Converge(ConvergeArgs),
 }
 
 /// The launcher's flags (SPEC §3).
@@ -531,6 +535,98 @@ pub struct UsageArgs {
 
     /// Print the usage summary as JSON, in the final report's `usageSummary`
     /// shape, instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra items`.
+#[derive(Debug, Args)]
+pub struct ItemsArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print one JSON object instead of one line per item.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra converge`.
+///
+/// Examples:
+///   okstra converge plan .okstra/tasks/p/g/t/project-analysis-001 --round 1
+///   okstra converge record .okstra/tasks/p/g/t/project-analysis-001 --round 1
+///   okstra converge classify .okstra/tasks/p/g/t/project-analysis-001 --json
+#[derive(Debug, Args)]
+pub struct ConvergeArgs {
+    #[command(subcommand)]
+    pub command: ConvergeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConvergeCommand {
+    /// Compute round N: who reviews which items. Writes
+    /// `state/round-plan-r<N>.json` and each reviewer's reverify prompt, and
+    /// prints the prompts' paths.
+    Plan(ConvergePlanArgs),
+    /// Read round N's verdict tables into `state/convergence-ledger.json`;
+    /// print the items still open.
+    Record(ConvergeRoundArgs),
+    /// Recompute every item's final class and the stop reason from the
+    /// ledger, and write it back.
+    Classify(ConvergeClassifyArgs),
+}
+
+/// `okstra converge plan`.
+#[derive(Debug, Args)]
+pub struct ConvergePlanArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// The round to plan (1 first; N ≥ 2 after round N-1 is recorded).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub round: u32,
+
+    /// Show reviewers each item's owner and id (default: neutral labels in
+    /// a shuffled order).
+    #[arg(long)]
+    pub no_blind: bool,
+
+    /// Seed of the per-reviewer shuffle (default: a fresh one; it is
+    /// recorded in the plan either way).
+    #[arg(long, value_name = "SEED")]
+    pub seed: Option<u64>,
+
+    /// Print the plan as JSON instead of the prompt paths.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra converge record`.
+#[derive(Debug, Args)]
+pub struct ConvergeRoundArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// The round whose verdicts to record.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub round: u32,
+
+    /// Print the outcome as JSON instead of the open item ids.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra converge classify`.
+#[derive(Debug, Args)]
+pub struct ConvergeClassifyArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print the outcome as JSON instead of one line per item.
     #[arg(long)]
     pub json: bool,
 }

@@ -11,12 +11,14 @@ mod bundle;
 mod catalog;
 mod cli;
 mod cli_docs;
+mod converge;
 mod dispatch;
 mod doctor;
 mod durable;
 mod ending;
 mod exit;
 mod install;
+mod items;
 mod launch;
 mod lifecycle;
 mod manifest;
@@ -74,6 +76,8 @@ fn main() -> ExitCode {
         Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
         Some(Command::Man) => cli_docs::man_command(),
         Some(Command::Usage(args)) => usage::usage_command(&args),
+        Some(Command::Items(args)) => converge::items_command(&args),
+        Some(Command::Converge(args)) => converge::converge_command(&args),
     };
     match outcome {
         Ok(status) => status.into(),

@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ValidateArgs};
+use crate::converge;
 use crate::durable::write_atomic;
 use crate::exit::ExitStatus;
 use crate::run_paths;
@@ -337,8 +338,38 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
             .pointer("/finalReport/schemaVersion")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        run_id: manifest
+            .get("runId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        task_key: manifest
+            .get("taskKey")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        ledger: read_ledger(run_dir),
     };
     Ok((data_path, run))
+}
+
+/// The convergence ledger's final classes, when the run has a ledger.
+fn read_ledger(run_dir: &Path) -> Option<Result<validate::LedgerClasses, String>> {
+    let path = converge::ledger::ledger_path(run_dir);
+    match converge::ledger::read::<converge::Ledger>(&path, converge::ledger::LEDGER_SCHEMA) {
+        Ok(None) => None,
+        Ok(Some(ledger)) => Some(Ok(validate::LedgerClasses {
+            shown: path
+                .strip_prefix(run_dir)
+                .unwrap_or(&path)
+                .display()
+                .to_string(),
+            classes: ledger
+                .items
+                .into_iter()
+                .map(|item| (item.item_id, item.final_class))
+                .collect(),
+        })),
+        Err(err) => Some(Err(format!("{:#}", anyhow::Error::from(err)))),
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ use std::thread::{self, JoinHandle};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::converge::FinalClass;
+use crate::items;
+
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
 
@@ -21,7 +24,8 @@ pub const SCHEMA_RULE: &str = "schema";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
-    /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`).
+    /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
+    /// `header`, `convergence`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,
@@ -76,6 +80,19 @@ pub struct RunFacts {
     pub roster: Vec<Rostered>,
     pub task_type: Option<String>,
     pub schema_version: Option<String>,
+    pub run_id: Option<String>,
+    pub task_key: Option<String>,
+    /// The convergence ledger, when the run has one (`Err` when it cannot
+    /// be read).
+    pub ledger: Option<Result<LedgerClasses, String>>,
+}
+
+/// Each ledger item's final class (`None` when it has not been classified).
+#[derive(Debug, Clone)]
+pub struct LedgerClasses {
+    /// The ledger's path, relative to the run folder, for messages.
+    pub shown: String,
+    pub classes: HashMap<String, Option<FinalClass>>,
 }
 
 impl RunFacts {
@@ -107,10 +124,14 @@ pub fn invariants(
     task_type(report, run, &mut problems);
     if let Some(run) = run {
         schema_version(report, run, &mut problems);
+        header(report, run, &mut problems);
+        if let Some(ledger) = &run.ledger {
+            convergence(report, ledger, &mut problems);
+        }
     }
     row_ids(report, &mut problems);
     source_items(report, run, indexes, &mut problems);
-    coverage(report, run, &mut problems);
+    coverage(report, run, indexes, &mut problems);
     problems
 }
 
@@ -404,8 +425,8 @@ fn source_items(
 fn index_file(path: &Path) -> Indexed {
     match fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => Indexed::Items(item_ids(&text)),
-            Err(err) => Indexed::Items(item_ids(&String::from_utf8_lossy(err.as_bytes()))),
+            Ok(text) => Indexed::Items(items::counts(&text)),
+            Err(err) => Indexed::Items(items::counts(&String::from_utf8_lossy(err.as_bytes()))),
         },
         Err(err) => Indexed::Unreadable(err.to_string().to_lowercase()),
     }
@@ -419,7 +440,135 @@ fn shown_path(path: &Path, run_dir: &Path) -> String {
         .to_string()
 }
 
-fn coverage(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>) {
+/// `header.taskKey` and `header.runId` name this run.
+fn header(report: &Value, run: &RunFacts, problems: &mut Vec<Problem>) {
+    for (key, expected) in [("taskKey", &run.task_key), ("runId", &run.run_id)] {
+        if let (Some(found), Some(expected)) = (
+            report
+                .pointer(&format!("/header/{key}"))
+                .and_then(Value::as_str),
+            expected.as_deref(),
+        ) && found != expected
+        {
+            problems.push(Problem::new(
+                "header",
+                format!("/header/{key}"),
+                format!("`header.{key}` is `{found}` but the run manifest says `{expected}`"),
+            ));
+        }
+    }
+}
+
+/// The report agrees with the convergence ledger: a row's `convergence` is
+/// the class of one of its source items, no `contested` item is cited as
+/// consensus, and every `contested` item appears in `differences`.
+fn convergence(
+    report: &Value,
+    ledger: &Result<LedgerClasses, String>,
+    problems: &mut Vec<Problem>,
+) {
+    let ledger = match ledger {
+        Ok(ledger) => ledger,
+        Err(reason) => {
+            problems.push(Problem::new(
+                "convergence",
+                "",
+                format!("the run's convergence ledger cannot be used: {reason}"),
+            ));
+            return;
+        }
+    };
+    let class_of = |item: &str| ledger.classes.get(item).copied().flatten();
+    let source_items = |row: &Value| -> Vec<String> {
+        row.get("sourceItems")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    for (table, _) in ROW_TABLES {
+        for (index, row) in rows(report, table) {
+            let sources = source_items(row);
+            let known: Vec<(&str, FinalClass)> = sources
+                .iter()
+                .filter_map(|item| class_of(item).map(|class| (item.as_str(), class)))
+                .collect();
+            if let Some(claimed) = row.get("convergence").and_then(Value::as_str)
+                && [
+                    FinalClass::FullConsensus,
+                    FinalClass::PartialConsensus,
+                    FinalClass::Contested,
+                    FinalClass::WorkerUnique,
+                ]
+                .iter()
+                .any(|class| class.as_str() == claimed)
+                && !known.is_empty()
+                && !known.iter().any(|(_, class)| class.as_str() == claimed)
+            {
+                let classes = known
+                    .iter()
+                    .map(|(item, class)| format!("`{item}` is `{class}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                problems.push(Problem::new(
+                    "convergence",
+                    format!("/{table}/{index}/convergence"),
+                    format!(
+                        "`{claimed}` is not the class of any of the row's source items in `{}` \
+                         ({classes})",
+                        ledger.shown
+                    ),
+                ));
+            }
+            if table == "consensus" {
+                for (position, item) in sources.iter().enumerate() {
+                    if class_of(item) == Some(FinalClass::Contested) {
+                        problems.push(Problem::new(
+                            "convergence",
+                            format!("/consensus/{index}/sourceItems/{position}"),
+                            format!(
+                                "`{item}` is `contested` in `{}`; a contested item belongs in \
+                                 `differences`, not `consensus`",
+                                ledger.shown
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let differing: std::collections::HashSet<String> = rows(report, "differences")
+        .flat_map(|(_, row)| source_items(row))
+        .collect();
+    let mut contested: Vec<&String> = ledger
+        .classes
+        .iter()
+        .filter(|(item, class)| {
+            **class == Some(FinalClass::Contested) && !differing.contains(*item)
+        })
+        .map(|(item, _)| item)
+        .collect();
+    contested.sort();
+    for item in contested {
+        problems.push(Problem::new(
+            "convergence",
+            "/differences",
+            format!(
+                "`{item}` is `contested` in `{}` but no `differences` row cites it",
+                ledger.shown
+            ),
+        ));
+    }
+}
+
+fn coverage(
+    report: &Value,
+    run: Option<&RunFacts>,
+    indexes: &HashMap<String, Indexed>,
+    problems: &mut Vec<Problem>,
+) {
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let entries = report.get("workerCoverage").and_then(Value::as_array);
     for (index, entry) in entries.into_iter().flatten().enumerate() {
@@ -444,6 +593,27 @@ fn coverage(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>)
                 format!("worker `{worker}` is not on the run's roster"),
             )),
             Some(rostered) => {
+                let reported = entry.get("itemsReported").and_then(Value::as_u64);
+                let parsed = match indexes.get(worker) {
+                    Some(Indexed::Items(items)) => {
+                        Some(items.values().map(|n| u64::from(*n)).sum())
+                    }
+                    Some(Indexed::Unreadable(_)) => Some(0),
+                    None => None,
+                };
+                if let (Some(reported), Some(parsed)) = (reported, parsed)
+                    && reported != parsed
+                {
+                    problems.push(Problem::new(
+                        "coverage",
+                        format!("/workerCoverage/{index}/itemsReported"),
+                        format!(
+                            "worker `{worker}` reports {reported} items but {parsed} are parsed \
+                             from its result `{}`",
+                            shown_path(&rostered.result_path, &run.run_dir)
+                        ),
+                    ));
+                }
                 let provider = entry.get("provider").and_then(Value::as_str);
                 if let Some(provider) = provider
                     && provider != rostered.provider
@@ -477,135 +647,9 @@ fn coverage(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>)
     }
 }
 
-/// How often each item id occurs in a worker's Markdown result.
-///
-/// An item id is the leading cell of a table body row (`| F-001 | … |`) or a
-/// `[ID]` prefix on a bullet or numbered item (`- [F-001] …`, `2. [1.1] …`).
-/// Table header rows, separator rows and fenced code blocks are skipped, and
-/// emphasis or code marks around an id are ignored.
-pub fn item_ids(text: &str) -> HashMap<String, u32> {
-    let mut counts: HashMap<String, u32> = HashMap::new();
-    let mut in_fence: Option<&str> = None;
-    let mut lines = text.lines().map(str::trim).peekable();
-    while let Some(line) = lines.next() {
-        if let Some(fence) = in_fence {
-            if line.starts_with(fence) {
-                in_fence = None;
-            }
-            continue;
-        }
-        if line.starts_with("```") || line.starts_with("~~~") {
-            in_fence = Some(&line[..3]);
-            continue;
-        }
-        let id = if let Some(cells) = line.strip_prefix('|') {
-            if is_separator(line) || lines.peek().is_some_and(|next| is_separator(next)) {
-                continue; // a separator, or the header row above one
-            }
-            cells.split('|').next().and_then(clean_id)
-        } else {
-            list_item_body(line).and_then(bracketed_id)
-        };
-        if let Some(id) = id {
-            *counts.entry(id.to_owned()).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
-fn is_separator(line: &str) -> bool {
-    line.starts_with('|')
-        && line.contains('-')
-        && line
-            .chars()
-            .all(|ch| matches!(ch, '|' | '-' | ':' | ' ' | '\t'))
-}
-
-fn is_id(candidate: &str) -> bool {
-    !candidate.is_empty()
-        && candidate
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// The id in a table cell: `F-001`, `**F-001**`, `` `F-001` `` or `[F-001]`.
-fn clean_id(cell: &str) -> Option<&str> {
-    let cell = cell.trim().trim_matches(|ch| ch == '*' || ch == '`').trim();
-    let cell = cell
-        .strip_prefix('[')
-        .and_then(|inner| inner.strip_suffix(']'))
-        .unwrap_or(cell);
-    is_id(cell).then_some(cell)
-}
-
-/// The text after a bullet (`-`, `*`, `+`) or a number marker (`3.`, `3)`).
-fn list_item_body(line: &str) -> Option<&str> {
-    if let Some(rest) = line
-        .strip_prefix("- ")
-        .or_else(|| line.strip_prefix("* "))
-        .or_else(|| line.strip_prefix("+ "))
-    {
-        return Some(rest);
-    }
-    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let rest = &line[digits..];
-    rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") "))
-}
-
-/// The id of a `[ID] text` item, allowing `**[ID]**` emphasis.
-fn bracketed_id(body: &str) -> Option<&str> {
-    let body = body.trim_start().trim_start_matches(['*', '`']);
-    let inner = body.strip_prefix('[')?;
-    let end = inner.find(']')?;
-    let id = &inner[..end];
-    is_id(id).then_some(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_come_from_table_rows_and_list_prefixes() {
-        let text = "\
-# Findings
-
-| ID | Finding |
-|----|---------|
-| F-001 | the cache is never invalidated |
-| **F-002** | retries are unbounded |
-
-- [F-003] a bullet item
-* **[1.1]** an emphasised item
-12. [1.2] a numbered item
-3) [x.y_z] another marker
-- no id here
-- [not an id] neither
-
-```text
-| F-001 | inside a fence does not count |
-- [F-009] nor this
-```
-| F-001 | the same id again |
-";
-        let ids = item_ids(text);
-        let mut found: Vec<_> = ids.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        found.sort_unstable();
-        assert_eq!(
-            found,
-            vec![
-                ("1.1", 1),
-                ("1.2", 1),
-                ("F-001", 2),
-                ("F-002", 1),
-                ("F-003", 1),
-                ("x.y_z", 1)
-            ]
-        );
-    }
 
     #[test]
     fn problems_sort_numerically_by_pointer() {

@@ -4,6 +4,7 @@
 mod dispatch;
 mod doctor;
 mod install;
+mod converge;
 mod launcher;
 mod lifecycle;
 mod prompts;

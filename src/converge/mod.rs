@@ -1,0 +1,580 @@
+//! Phase 5.5 computed by okstra: `okstra items` and `okstra converge
+//! plan | record | classify`.
+//!
+//! A lead (a host session, or `okstra run`) only transports: `plan` decides
+//! which items go to which reviewers and renders their reverify prompts,
+//! `record` reads the reviewers' verdict tables into the ledger, `classify`
+//! applies the rules (`classify.rs`, one pure function) and says why
+//! convergence stopped. The public functions [`plan::plan()`],
+//! [`record::record()`] and [`classify()`] are what `okstra run` calls; the
+//! `*_command` functions only print their results.
+//!
+//! Submodules: `ledger` owns the two state files (ledger, round plan),
+//! `classify` the rules, `plan` the round plan and prompts, `record` the
+//! verdict tables.
+
+pub mod classify;
+pub mod ledger;
+pub mod plan;
+pub mod record;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
+use crate::exit::ExitStatus;
+use crate::items::{self, Item};
+use crate::lifecycle::{Assignment, Run};
+
+pub use self::ledger::{FinalClass, Ledger, StopReason};
+pub use self::plan::PlanOptions;
+
+/// The run's convergence settings (run manifest `convergence`).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub adversarial: bool,
+    #[serde(default)]
+    pub effective_max_rounds: u32,
+}
+
+/// A run as convergence sees it: its roster of analysers, whether each
+/// completed, and the dispatch records of the team state.
+pub struct RunInfo {
+    pub run: Run,
+    pub settings: Settings,
+    pub task_manifest_path: PathBuf,
+    /// Analysers (or verifiers, in `implementation`), in roster order.
+    pub analysers: Vec<Analyser>,
+    dispatches: Vec<DispatchRecord>,
+}
+
+/// One analyser and how its own work ended.
+pub struct Analyser {
+    pub assignment: Assignment,
+    /// `Err(ending)` when it did not complete its own work.
+    pub completed: Result<(), String>,
+}
+
+/// The manifest fields `lifecycle::Run` does not keep.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestExtra {
+    #[serde(default)]
+    convergence: Settings,
+    team_state_path: Option<String>,
+    task_manifest_path: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct TeamStateWire {
+    #[serde(default)]
+    dispatches: Vec<DispatchRecord>,
+}
+
+/// The fields of a team-state dispatch record convergence reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DispatchRecord {
+    dispatch_name: Option<String>,
+    dispatch_kind: Option<String>,
+    provider: Option<String>,
+    model: Option<String>,
+    ending: Option<String>,
+}
+
+const COMPLETED: &str = "completed";
+
+impl RunInfo {
+    /// Read the run manifest and team state of `run_dir`.
+    pub fn load(run_dir: &Path) -> Result<RunInfo> {
+        // Absolute, so every path written into a plan or prompt is too.
+        let run_dir = &fs::canonicalize(run_dir)
+            .with_context(|| format!("cannot find run folder `{}`", run_dir.display()))?;
+        let run = Run::load(run_dir)?;
+        let manifest_path = run_dir.join("run-manifest.json");
+        let bytes = items::read_result(&manifest_path)
+            .with_context(|| format!("cannot read `{}`", manifest_path.display()))?;
+        let extra: ManifestExtra = serde_json::from_str(&bytes).with_context(|| {
+            format!(
+                "run manifest `{}` cannot be read as a run manifest",
+                manifest_path.display()
+            )
+        })?;
+        let team_state_path = extra.team_state_path.map_or_else(
+            || run_dir.join(format!("state/team-state-{}.json", run.run_id)),
+            |path| run.resolve(Path::new(&path)),
+        );
+        let task_manifest_path = extra.task_manifest_path.map_or_else(
+            || run_dir.join("task-manifest.json"),
+            |path| run.resolve(Path::new(&path)),
+        );
+        let dispatches = match items::read_result(&team_state_path) {
+            Ok(text) => {
+                serde_json::from_str::<TeamStateWire>(&text)
+                    .with_context(|| {
+                        format!(
+                            "team state `{}` cannot be read as a team state",
+                            team_state_path.display()
+                        )
+                    })?
+                    .dispatches
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(err) => {
+                return Err(err)
+                    .with_context(|| format!("cannot read `{}`", team_state_path.display()));
+            }
+        };
+        let mut info = RunInfo {
+            settings: extra.convergence,
+            task_manifest_path,
+            analysers: Vec::new(),
+            dispatches,
+            run,
+        };
+        info.analysers = info
+            .run
+            .assignments
+            .iter()
+            .filter(|a| a.role == "analyser" || a.role == "verifier")
+            .map(|a| Analyser {
+                completed: info.own_work(a),
+                assignment: a.clone(),
+            })
+            .collect();
+        Ok(info)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.run.dir
+    }
+
+    /// Whether `assignment` completed its own work: its latest finished
+    /// initial (or retry) attempt ended `completed`, and its Result Path is
+    /// a non-empty file.
+    fn own_work(&self, assignment: &Assignment) -> Result<(), String> {
+        let ended = self.latest_ending(|record| {
+            record.dispatch_name.as_deref() == Some(&assignment.dispatch_name)
+                && matches!(record.dispatch_kind.as_deref(), Some("initial" | "retry"))
+        });
+        if let Some(ending) = ended
+            && ending != COMPLETED
+        {
+            return Err(ending.to_owned());
+        }
+        match &assignment.result_path {
+            // A Result Path outside the run folder is never read: a
+            // manifest may be hostile, and workers write only inside it.
+            Some(path) if path.starts_with(&self.run.dir) && has_content(path) => Ok(()),
+            _ => Err("empty-output".to_owned()),
+        }
+    }
+
+    /// The ending of the latest finished attempt matching `filter`.
+    fn latest_ending(&self, filter: impl Fn(&DispatchRecord) -> bool) -> Option<&str> {
+        self.dispatches
+            .iter()
+            .rev()
+            .filter(|record| filter(record))
+            .find_map(|record| record.ending.as_deref())
+    }
+
+    /// The latest attempt of dispatch `name` that has ended.
+    fn latest_attempt(&self, name: &str) -> Option<&DispatchRecord> {
+        self.dispatches
+            .iter()
+            .rev()
+            .filter(|record| record.dispatch_name.as_deref() == Some(name))
+            .find(|record| record.ending.is_some())
+    }
+
+    /// How a reviewer's reverify attempt ended, when it ended other than
+    /// `completed`: `(round, ending)` of its latest failed round.
+    fn reverify_failure(&self, assignment: &Assignment) -> Option<(u32, String)> {
+        let prefix = format!("{}-reverify-r", assignment.dispatch_name);
+        let record = self.dispatches.iter().rev().find(|record| {
+            record.ending.is_some()
+                && record
+                    .dispatch_name
+                    .as_deref()
+                    .is_some_and(|name| name.starts_with(&prefix))
+        })?;
+        let ending = record.ending.as_deref()?;
+        if ending == COMPLETED {
+            return None;
+        }
+        let round = record
+            .dispatch_name
+            .as_deref()?
+            .strip_prefix(&prefix)?
+            .parse()
+            .ok()?;
+        Some((round, ending.to_owned()))
+    }
+
+    /// Every rostered analyser's worker id.
+    pub fn rostered(&self) -> BTreeSet<String> {
+        self.analysers
+            .iter()
+            .map(|a| a.assignment.worker_id.clone())
+            .collect()
+    }
+
+    /// Analysers that completed their own work and have not failed since
+    /// (per the team state or the ledger's `unavailable`).
+    pub fn available(&self, ledger: Option<&Ledger>) -> BTreeSet<String> {
+        self.analysers
+            .iter()
+            .filter(|a| a.completed.is_ok())
+            .filter(|a| self.reverify_failure(&a.assignment).is_none())
+            .filter(|a| {
+                ledger.is_none_or(|ledger| {
+                    !ledger
+                        .unavailable
+                        .iter()
+                        .any(|u| u.worker_id == a.assignment.worker_id)
+                })
+            })
+            .map(|a| a.assignment.worker_id.clone())
+            .collect()
+    }
+
+    /// Every completed analyser's items, in roster then file order.
+    pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Item>)>> {
+        let mut all = Vec::new();
+        for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
+            let Some(path) = &analyser.assignment.result_path else {
+                continue;
+            };
+            let text = items::read_result(path)
+                .with_context(|| format!("cannot read result `{}`", path.display()))?;
+            all.push((analyser, items::parse(&text)));
+        }
+        Ok(all)
+    }
+}
+
+/// Whether `path` is a regular file (not a symlink) with at least one byte.
+fn has_content(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() > 0)
+}
+
+/// What `classify` found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Classified {
+    pub ledger_path: PathBuf,
+    pub rounds_run: u32,
+    /// `None` while another round is due.
+    pub stopped_because: Option<StopReason>,
+    /// Item ids still open, in ledger order.
+    pub open: Vec<String>,
+    /// How many items are in each class.
+    pub classes: BTreeMap<FinalClass, usize>,
+    #[serde(skip)]
+    pub ledger: Ledger,
+}
+
+/// Recompute every item's class, the open items and the stop reason of a
+/// ledger, in place.
+pub fn apply_rules(info: &RunInfo, ledger: &mut Ledger) -> Vec<String> {
+    let rostered = info.rostered();
+    let available = info.available(Some(ledger));
+    let context = classify::Context {
+        analysers: &rostered,
+        available: &available,
+        adversarial: info.settings.adversarial,
+        round: ledger.rounds_run,
+    };
+    let mut open = Vec::new();
+    for item in &mut ledger.items {
+        let outcome = classify::item(item, &context);
+        item.final_class = Some(outcome.class);
+        item.open = outcome.open;
+        item.withdrawn = outcome.withdrawn;
+        if outcome.open {
+            open.push(item.item_id.clone());
+        }
+    }
+    ledger.enabled = info.settings.enabled;
+    ledger.adversarial = info.settings.adversarial;
+    ledger.stopped_because = classify::stop(
+        rostered.len(),
+        available.len(),
+        ledger.rounds_run,
+        info.settings.effective_max_rounds,
+        open.len(),
+    );
+    open
+}
+
+/// Add an `unavailable` entry for every analyser that never completed its
+/// own work.
+fn note_unavailable(info: &RunInfo, ledger: &mut Ledger) {
+    for analyser in &info.analysers {
+        let Err(ending) = &analyser.completed else {
+            continue;
+        };
+        let id = &analyser.assignment.worker_id;
+        if !ledger.unavailable.iter().any(|u| &u.worker_id == id) {
+            ledger.unavailable.push(ledger::Unavailable {
+                worker_id: id.clone(),
+                terminal_status: ending.clone(),
+                round: None,
+            });
+        }
+    }
+}
+
+/// A ledger with every completed analyser's items and no verdicts (what a
+/// run has before round 1, or when convergence never runs).
+fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
+    let mut ledger = Ledger {
+        schema_version: ledger::FORMAT_VERSION,
+        ..Ledger::default()
+    };
+    let mut seen = BTreeSet::new();
+    for (analyser, items) in info.items()? {
+        for item in items {
+            let item_id = format!("{}:{}", analyser.assignment.worker_id, item.id);
+            if seen.insert(item_id.clone()) {
+                ledger.items.push(ledger::LedgerItem {
+                    item_id,
+                    owner: analyser.assignment.worker_id.clone(),
+                    section: Some(item.section),
+                    text: Some(item.text),
+                    evidence: item.evidence,
+                    ..ledger::LedgerItem::default()
+                });
+            }
+        }
+    }
+    Ok(ledger)
+}
+
+/// `okstra converge classify`: recompute every class and the stop reason
+/// from the ledger's verdicts and the run's roster, and write it back. A run
+/// without a ledger gets one (every item `worker-unique`).
+pub fn classify(run_dir: &Path) -> Result<Classified> {
+    let info = RunInfo::load(run_dir)?;
+    let path = ledger::ledger_path(info.dir());
+    let mut ledger = match ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? {
+        Some(ledger) => ledger,
+        None => fresh_ledger(&info)?,
+    };
+    note_unavailable(&info, &mut ledger);
+    let open = apply_rules(&info, &mut ledger);
+    ledger::write(&path, ledger::LEDGER_SCHEMA, &ledger)?;
+    Ok(Classified {
+        ledger_path: path,
+        rounds_run: ledger.rounds_run,
+        stopped_because: ledger.stopped_because,
+        classes: class_counts(&ledger),
+        open,
+        ledger,
+    })
+}
+
+fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {
+    [
+        FinalClass::FullConsensus,
+        FinalClass::PartialConsensus,
+        FinalClass::Contested,
+        FinalClass::WorkerUnique,
+    ]
+    .into_iter()
+    .map(|class| {
+        let count = ledger
+            .items
+            .iter()
+            .filter(|item| item.final_class == Some(class))
+            .count();
+        (class, count)
+    })
+    .collect()
+}
+
+/// `okstra items`.
+pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
+    let info = RunInfo::load(&args.run_dir)?;
+    let mut listed = Vec::new();
+    let mut skipped = Vec::new();
+    for analyser in &info.analysers {
+        if let Err(ending) = &analyser.completed {
+            skipped.push(serde_json::json!({
+                "workerId": analyser.assignment.worker_id,
+                "reason": ending,
+            }));
+        }
+    }
+    for (analyser, items) in info.items()? {
+        for item in items {
+            listed.push((analyser.assignment.worker_id.clone(), item));
+        }
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if args.json {
+        let items: Vec<_> = listed
+            .iter()
+            .map(|(owner, item)| {
+                serde_json::json!({
+                    "itemId": format!("{owner}:{}", item.id),
+                    "owner": owner,
+                    "id": item.id,
+                    "section": item.section,
+                    "line": item.line,
+                    "text": item.text,
+                    "evidence": item.evidence,
+                })
+            })
+            .collect();
+        let value = serde_json::json!({ "items": items, "skipped": skipped });
+        writeln!(out, "{value}").context("cannot write to stdout")?;
+    } else {
+        for (owner, item) in &listed {
+            writeln!(
+                out,
+                "{owner}:{}\t{}\t{}\t{} cited",
+                item.id,
+                item.section,
+                item.text,
+                item.evidence.len()
+            )
+            .context("cannot write to stdout")?;
+        }
+    }
+    out.flush().context("cannot write to stdout")?;
+    drop(out);
+    for skip in &skipped {
+        eprintln!(
+            "okstra: skipped `{}`: it did not complete ({})",
+            skip["workerId"].as_str().unwrap_or_default(),
+            skip["reason"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `okstra converge …`.
+pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
+    match &args.command {
+        ConvergeCommand::Plan(plan_args) => {
+            let options = PlanOptions {
+                blind: !plan_args.no_blind,
+                seed: plan_args.seed,
+            };
+            let plan = plan::plan(&plan_args.run_dir, plan_args.round, options)?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            if plan_args.json {
+                serde_json::to_writer(&mut out, &plan).context("cannot write to stdout")?;
+                writeln!(out).context("cannot write to stdout")?;
+            } else {
+                for reviewer in &plan.reviewers {
+                    writeln!(out, "{}", reviewer.prompt_path.display())
+                        .context("cannot write to stdout")?;
+                }
+            }
+            out.flush().context("cannot write to stdout")?;
+            drop(out);
+            let path = ledger::plan_path(&plan_args.run_dir, plan.round);
+            match plan.stopped_because {
+                Some(reason) => eprintln!(
+                    "okstra: round {} does not run ({}); wrote `{}`",
+                    plan.round,
+                    reason.as_str(),
+                    path.display()
+                ),
+                None => eprintln!(
+                    "okstra: round {}: {} items for {} reviewers; wrote `{}`",
+                    plan.round,
+                    plan.items.len(),
+                    plan.reviewers.len(),
+                    path.display()
+                ),
+            }
+            for warning in &plan.warnings {
+                eprintln!("warning: {warning}");
+            }
+            ledger::discard(plan);
+            Ok(ExitStatus::Success)
+        }
+        ConvergeCommand::Record(record_args) => {
+            let outcome = record::record(&record_args.run_dir, record_args.round)?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            if record_args.json {
+                serde_json::to_writer(&mut out, &outcome).context("cannot write to stdout")?;
+                writeln!(out).context("cannot write to stdout")?;
+            } else {
+                for id in &outcome.open {
+                    writeln!(out, "{id}").context("cannot write to stdout")?;
+                }
+            }
+            out.flush().context("cannot write to stdout")?;
+            drop(out);
+            for problem in &outcome.problems {
+                eprintln!("warning: {}", problem.line());
+            }
+            eprintln!(
+                "okstra: round {} recorded: {} verdicts, {} open items{}",
+                outcome.round,
+                outcome.verdicts,
+                outcome.open.len(),
+                outcome
+                    .stopped_because
+                    .map_or_else(String::new, |r| format!(
+                        "; convergence stops ({})",
+                        r.as_str()
+                    ))
+            );
+            Ok(ExitStatus::Success)
+        }
+        ConvergeCommand::Classify(classify_args) => {
+            let classified = classify(&classify_args.run_dir)?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            if classify_args.json {
+                serde_json::to_writer(&mut out, &classified).context("cannot write to stdout")?;
+                writeln!(out).context("cannot write to stdout")?;
+            } else {
+                for item in &classified.ledger.items {
+                    let class = item.final_class.map_or("", FinalClass::as_str);
+                    let open = if item.open { "\topen" } else { "" };
+                    writeln!(out, "{}\t{class}{open}", item.item_id)
+                        .context("cannot write to stdout")?;
+                }
+            }
+            out.flush().context("cannot write to stdout")?;
+            drop(out);
+            eprintln!(
+                "okstra: {} items classified after {} rounds; {}",
+                classified.ledger.items.len(),
+                classified.rounds_run,
+                classified.stopped_because.map_or_else(
+                    || format!("{} still open", classified.open.len()),
+                    |r| format!("stopped: {}", r.as_str())
+                )
+            );
+            ledger::discard(classified);
+            Ok(ExitStatus::Success)
+        }
+    }
+}
+
+/// Refuse a round outside `1..=effectiveMaxRounds`.
+fn check_round(info: &RunInfo, round: u32) -> Result<()> {
+    let max = info.settings.effective_max_rounds;
+    if round == 0 || (max > 0 && round > max) {
+        bail!(
+            "invalid round `{round}`: this run has rounds 1 to {max} (`convergence.effectiveMaxRounds`)"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,478 @@
+//! `okstra converge plan`: which items go to which reviewers in round N,
+//! and each reviewer's reverify prompt with its batch inlined.
+//!
+//! Round 1 sends each completed analyser's items to every other completed
+//! analyser; round N ≥ 2 sends every item the ledger holds open to every
+//! available analyser, the owner included, with the earlier verdicts. Blind
+//! by default: a reviewer sees `Item 1 … Item k` in an order shuffled by
+//! the plan's seed and its own worker id, never another worker's id,
+//! provider or model; only the plan maps labels back to `worker:item`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use minijinja::value::Serde;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::assign::DispatchPaths;
+use crate::durable;
+use crate::items::{self, Evidence};
+use crate::template;
+
+use super::ledger::{
+    self, FORMAT_VERSION, Label, Ledger, Plan, PlanItem, Reviewer, StopReason, VerdictEntry,
+};
+use super::{Analyser, RunInfo, apply_rules, check_round};
+
+/// How a plan is made.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanOptions {
+    /// Neutral labels and a shuffled order (the default).
+    pub blind: bool,
+    /// The shuffle seed; a fresh one when `None`.
+    pub seed: Option<u64>,
+}
+
+/// Seeds are kept below 2^53 so every JSON reader holds them exactly.
+const SEED_MASK: u64 = (1 << 53) - 1;
+
+/// Compute, persist and render round `round` of the run in `run_dir`.
+pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
+    let info = RunInfo::load(run_dir)?;
+    check_round(&info, round)?;
+    let ledger_path = ledger::ledger_path(info.dir());
+    let ledger: Option<Ledger> = ledger::read(&ledger_path, ledger::LEDGER_SCHEMA)?;
+    let recorded = ledger.as_ref().map_or(0, |l| l.rounds_run);
+    if recorded + 1 != round {
+        bail!(
+            "cannot plan round `{round}`: the ledger `{}` has {recorded} round{} recorded, so the \
+             next round is {}",
+            ledger_path.display(),
+            if recorded == 1 { "" } else { "s" },
+            recorded + 1
+        );
+    }
+    let seed = options.seed.unwrap_or_else(fresh_seed) & SEED_MASK;
+    let rostered = info.rostered();
+    let mut plan = Plan {
+        schema_version: FORMAT_VERSION,
+        round,
+        created_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        run_id: info.run.run_id.clone(),
+        blind: options.blind,
+        seed,
+        adversarial: info.settings.adversarial,
+        stopped_because: None,
+        items: Vec::new(),
+        reviewers: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let available: BTreeSet<String>;
+    if round == 1 {
+        available = info.available(None);
+        let mut listed = BTreeSet::new();
+        for (analyser, found) in info.items()? {
+            let owner = &analyser.assignment.worker_id;
+            let reviewers: Vec<String> = info
+                .analysers
+                .iter()
+                .map(|a| &a.assignment.worker_id)
+                .filter(|id| *id != owner && available.contains(*id))
+                .cloned()
+                .collect();
+            for item in found {
+                let item_id = format!("{owner}:{}", item.id);
+                if !listed.insert(item_id.clone()) {
+                    plan.warnings.push(format!(
+                        "`{item_id}` appears more than once in `{}` (line {}); only its first \
+                         occurrence is reviewed",
+                        source(analyser).display(),
+                        item.line
+                    ));
+                    continue;
+                }
+                plan.items.push(PlanItem {
+                    item_id,
+                    owner: owner.clone(),
+                    section: item.section,
+                    text: item.text,
+                    evidence: item.evidence,
+                    source: source(analyser),
+                    reviewers: reviewers.clone(),
+                    previous_verdicts: Vec::new(),
+                });
+            }
+        }
+    } else {
+        let mut ledger = ledger.unwrap_or_default();
+        apply_rules(&info, &mut ledger);
+        available = info.available(Some(&ledger));
+        for item in ledger.items.iter().filter(|item| item.open) {
+            let owner = info
+                .analysers
+                .iter()
+                .find(|a| a.assignment.worker_id == item.owner);
+            plan.items.push(PlanItem {
+                item_id: item.item_id.clone(),
+                owner: item.owner.clone(),
+                section: item.section.clone().unwrap_or_default(),
+                text: item.text.clone().unwrap_or_default(),
+                evidence: item.evidence.clone(),
+                source: owner.map(source).unwrap_or_default(),
+                reviewers: info
+                    .analysers
+                    .iter()
+                    .map(|a| a.assignment.worker_id.clone())
+                    .filter(|id| available.contains(id))
+                    .collect(),
+                previous_verdicts: item.verdicts.clone(),
+            });
+        }
+    }
+    plan.stopped_because = if rostered.len() < 2 {
+        Some(StopReason::SingleWorker)
+    } else if available.len() < 2 {
+        Some(StopReason::Quorum)
+    } else if round > 1 && plan.items.is_empty() {
+        Some(StopReason::NoOpenItems)
+    } else {
+        None
+    };
+    let prompts = if plan.stopped_because.is_none() {
+        render_prompts(&info, &mut plan)?
+    } else {
+        Vec::new()
+    };
+    // Prompts first, the plan that hashes them last, in one durable batch.
+    let plan_path = ledger::plan_path(info.dir(), round);
+    let plan_bytes = ledger::to_bytes(&plan_path, ledger::PLAN_SCHEMA, &plan)?;
+    let mut files: Vec<(PathBuf, &[u8])> = prompts
+        .iter()
+        .map(|(path, text)| (path.clone(), text.as_bytes()))
+        .collect();
+    files.push((plan_path.clone(), &plan_bytes));
+    durable::write_atomic_all(&files).with_context(|| {
+        format!(
+            "cannot write the round plan `{}` and its prompts",
+            plan_path.display()
+        )
+    })?;
+    Ok(plan)
+}
+
+fn source(analyser: &Analyser) -> PathBuf {
+    analyser.assignment.result_path.clone().unwrap_or_default()
+}
+
+/// A seed from the clock and the process id: different per plan, recorded,
+/// never needed to be secret.
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "only the low bits of the clock vary"
+    )]
+    let low = nanos as u64;
+    splitmix(low ^ u64::from(std::process::id()).rotate_left(32))
+}
+
+/// splitmix64: a small, well-mixed step for a deterministic shuffle.
+/// See: <https://prng.di.unimi.it/splitmix64.c>
+fn splitmix(state: u64) -> u64 {
+    let mut z = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a, to give each reviewer its own stream from the plan's seed.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Fisher–Yates over `items` with a splitmix64 stream seeded by `seed`.
+fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    for index in (1..items.len()).rev() {
+        state = splitmix(state);
+        let bound = u64::try_from(index + 1).unwrap_or(u64::MAX);
+        let pick = usize::try_from(state % bound).unwrap_or(0);
+        items.swap(index, pick);
+    }
+}
+
+/// One item as a reviewer's prompt shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShownItem<'a> {
+    label: String,
+    /// The reviewer owns this item (round ≥ 2 only).
+    own: bool,
+    /// `worker:item` and owner, shown only with `--no-blind`.
+    item_id: Option<&'a str>,
+    owner: Option<&'a str>,
+    section: &'a str,
+    text: &'a str,
+    evidence: &'a [Evidence],
+    previous_verdicts: Vec<ShownVerdict<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShownVerdict<'a> {
+    round: u32,
+    /// `you`, `the owner`, `another reviewer`, or the worker id (not blind).
+    reviewer: String,
+    verdict: &'static str,
+    evidence: &'a str,
+    addition: Option<&'a str>,
+}
+
+/// The reverify dispatch a prompt is rendered for.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReverifyView<'a> {
+    round: u32,
+    blind: bool,
+    dispatch_name: &'a str,
+    #[serde(flatten)]
+    paths: &'a DispatchPaths,
+    items: Vec<ShownItem<'a>>,
+}
+
+/// What the worker-prompt template reads about the task (task manifest).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskManifest {
+    task_key: String,
+    task_type: String,
+    #[serde(default)]
+    work_category: Option<String>,
+    #[serde(default)]
+    related_tasks: Vec<String>,
+    #[serde(default)]
+    directive: Option<String>,
+    #[serde(default)]
+    fix_cycle: bool,
+    task_brief: Option<BriefWire>,
+    project_root: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BriefWire {
+    copy: Option<String>,
+}
+
+/// Give each reviewer its batch and labels, and render its prompt; returns
+/// each prompt with the path it goes to.
+fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, String)>> {
+    let task_path = &info.task_manifest_path;
+    let task_text = items::read_result(task_path)
+        .with_context(|| format!("cannot read task manifest `{}`", task_path.display()))?;
+    let task: TaskManifest = serde_json::from_str(&task_text).with_context(|| {
+        format!(
+            "task manifest `{}` cannot be read as a task manifest",
+            task_path.display()
+        )
+    })?;
+    let brief_path = task
+        .task_brief
+        .as_ref()
+        .and_then(|b| b.copy.as_deref())
+        .map_or_else(
+            || info.dir().join("inputs/task-brief.md"),
+            |copy| info.run.resolve(Path::new(copy)),
+        );
+    let brief_text = items::read_result(&brief_path)
+        .with_context(|| format!("cannot read the task brief `{}`", brief_path.display()))?;
+    let roster: Vec<Value> = info
+        .run
+        .assignments
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "workerId": a.worker_id,
+                "role": a.role,
+                "provider": a.provider,
+                "resultPath": a.result_path,
+            })
+        })
+        .collect();
+    let executor = info
+        .run
+        .assignments
+        .iter()
+        .find(|a| a.role == "executor")
+        .map(|a| serde_json::json!({ "resultPath": a.result_path }));
+    let base = serde_json::json!({
+        "task": {
+            "key": task.task_key,
+            "type": task.task_type,
+            "workCategory": task.work_category,
+            "relatedTasks": task.related_tasks,
+            "directive": task.directive,
+            "fixCycle": task.fix_cycle,
+            "briefText": brief_text,
+        },
+        "run": {
+            "dir": info.dir(),
+            "projectRoot": task.project_root.map_or_else(|| info.dir().to_path_buf(), PathBuf::from),
+        },
+        "convergence": {
+            "enabled": info.settings.enabled,
+            "adversarial": info.settings.adversarial,
+            "effectiveMaxRounds": info.settings.effective_max_rounds,
+        },
+        "roster": roster,
+        "executor": executor,
+        "continuation": { "kind": "none", "inputPath": null },
+    });
+    let env = template::environment();
+    let round = plan.round;
+    let mut reviewers = Vec::new();
+    let mut prompts = Vec::new();
+    for analyser in &info.analysers {
+        let worker = &analyser.assignment.worker_id;
+        let mut batch: Vec<&PlanItem> = plan
+            .items
+            .iter()
+            .filter(|item| item.reviewers.contains(worker))
+            .collect();
+        if batch.is_empty() {
+            continue;
+        }
+        if plan.blind {
+            shuffle(&mut batch, splitmix(plan.seed ^ fnv1a(worker)));
+        }
+        let dispatch_name = format!("{}-reverify-r{round}", analyser.assignment.dispatch_name);
+        let paths = DispatchPaths::new(info.dir(), &dispatch_name);
+        let labels: Vec<Label> = batch
+            .iter()
+            .enumerate()
+            .map(|(index, item)| Label {
+                label: format!("Item {}", index + 1),
+                item_id: item.item_id.clone(),
+            })
+            .collect();
+        let shown: Vec<ShownItem<'_>> = batch
+            .iter()
+            .zip(&labels)
+            .map(|(item, label)| show(item, &label.label, worker, plan.blind))
+            .collect();
+        let view = ReverifyView {
+            round,
+            blind: plan.blind,
+            dispatch_name: &dispatch_name,
+            paths: &paths,
+            items: shown,
+        };
+        let assignment = serde_json::json!({
+            "workerId": worker,
+            "role": analyser.assignment.role,
+            "provider": analyser.assignment.provider,
+            "runner": analyser.assignment.runner,
+            "modelExecutionValue": analyser.assignment.model,
+            "dispatchName": analyser.assignment.dispatch_name,
+            "resultPath": analyser.assignment.result_path,
+            "writesProject": false,
+        });
+        let context = minijinja::context! {
+            assignment => Serde(&assignment),
+            reverifyDispatch => Serde(&view),
+            ..minijinja::Value::from(Serde(&base))
+        };
+        let prompt = template::render(&env, "templates/worker-prompt.md.j2", context)?;
+        reviewers.push(Reviewer {
+            worker_id: worker.clone(),
+            role: analyser.assignment.role.clone(),
+            provider: analyser.assignment.provider.clone(),
+            model: analyser.assignment.model.clone(),
+            runner: analyser.assignment.runner.clone(),
+            dispatch_kind: format!("reverify-r{round}"),
+            prompt_sha256: sha256_hex(prompt.as_bytes()),
+            prompt_path: paths.prompt_path.clone(),
+            result_path: paths.result_path,
+            worker_results_path: paths.worker_results_path,
+            error_path: paths.error_path,
+            heartbeat_path: paths.heartbeat_path,
+            dispatch_name,
+            labels,
+        });
+        prompts.push((paths.prompt_path, prompt));
+    }
+    plan.reviewers = reviewers;
+    Ok(prompts)
+}
+
+/// `item` as `reviewer` sees it under `label`.
+fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> ShownItem<'a> {
+    let name = |entry: &VerdictEntry| -> String {
+        if entry.reviewer == reviewer {
+            "you".to_owned()
+        } else if !blind {
+            entry.reviewer.clone()
+        } else if entry.reviewer == item.owner {
+            "the owner".to_owned()
+        } else {
+            "another reviewer".to_owned()
+        }
+    };
+    ShownItem {
+        label: label.to_owned(),
+        own: item.owner == reviewer,
+        item_id: (!blind).then_some(item.item_id.as_str()),
+        owner: (!blind).then_some(item.owner.as_str()),
+        section: &item.section,
+        text: &item.text,
+        evidence: &item.evidence,
+        previous_verdicts: item
+            .previous_verdicts
+            .iter()
+            .map(|entry| ShownVerdict {
+                round: entry.round,
+                reviewer: name(entry),
+                verdict: entry.verdict.as_str(),
+                evidence: &entry.evidence,
+                addition: entry.addition.as_deref(),
+            })
+            .collect(),
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffles_are_deterministic_per_seed_and_reviewer() {
+        let mut a: Vec<u32> = (0..50).collect();
+        let mut b = a.clone();
+        let mut c = a.clone();
+        shuffle(&mut a, splitmix(7 ^ fnv1a("codex")));
+        shuffle(&mut b, splitmix(7 ^ fnv1a("codex")));
+        shuffle(&mut c, splitmix(7 ^ fnv1a("kimi")));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..50).collect::<Vec<_>>());
+    }
+}
