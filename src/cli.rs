@@ -106,14 +106,32 @@ pub enum Command {
     /// Count a run's tokens and cost per attempt, worker, provider and lead,
     /// and record them in its team state.
     Usage(UsageArgs),
+    /// Carry out a whole run headless: workers, convergence, report.
+    ///
+    /// With a run folder, runs it; with the launcher's flags instead,
+    /// renders a headless run first (every worker through okstra's
+    /// wrapper). Dispatches the analysers, converges round by round,
+    /// dispatches the critic and the report writer, validates (one repair
+    /// attempt), and renders the report. Exit 0 with a valid report, 1
+    /// without one.
+    ///
+    /// Examples:
+    ///   okstra run .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
+    ///   okstra run --task-type project-analysis --project-id demo --task-group review --task-id first-look --task-brief brief.md --yes
+    Run(Box<RunArgs>),
     /// List every item of the run's completed analysers.
     Items(ItemsArgs),
+    /// Compute the report's worker coverage and usage for the report writer.
+    ///
+    /// Writes `state/report-inputs.json` (workerCoverage from the dispatch
+    /// records, usageSummary from `okstra usage`) and prints it.
+    Coverage(CoverageArgs),
     /// Phase 5.5 convergence: plan a round, record its verdicts, classify.
     Converge(ConvergeArgs),
 }
 
 /// The launcher's flags (SPEC §3).
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 #[expect(
     clippy::struct_excessive_bools,
     reason = "each bool is one command-line switch"
@@ -128,6 +146,11 @@ pub struct LaunchArgs {
     /// Never prompt. Every required argument must be given.
     #[arg(long, short = 'y')]
     pub yes: bool,
+
+    /// Render for a run with no host session: every worker is a
+    /// `cli-wrapper` (the `external` lead runtime). Implied by `okstra run`.
+    #[arg(long)]
+    pub headless: bool,
 
     /// Skip the plan-verification step of implementation planning.
     #[arg(long)]
@@ -371,14 +394,21 @@ pub struct DispatchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Run at most N workers at once. [default: all]
-    #[arg(long, value_name = "N")]
-    pub max_parallel: Option<usize>,
-
     /// Start a background dispatcher and return once its dispatches are
     /// recorded; its progress goes to `state/dispatch.log`.
     #[arg(long)]
     pub detach: bool,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// How the run engine runs attempts (shared by `dispatch` and `run`).
+#[derive(Debug, Args, Clone)]
+pub struct EngineArgs {
+    /// Run at most N workers at once. [default: all]
+    #[arg(long, value_name = "N")]
+    pub max_parallel: Option<usize>,
 
     /// Hold each start back until this much memory is available.
     #[arg(long, value_name = "SIZE", default_value = "512M")]
@@ -535,6 +565,33 @@ pub struct UsageArgs {
 
     /// Print the usage summary as JSON, in the final report's `usageSummary`
     /// shape, instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A rendered run folder to carry out. Without it, the launcher flags
+    /// below render a headless one first.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra coverage`.
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print the report inputs as JSON instead of one line per worker.
     #[arg(long)]
     pub json: bool,
 }

@@ -12,6 +12,7 @@ mod catalog;
 mod cli;
 mod cli_docs;
 mod converge;
+mod coverage;
 mod dispatch;
 mod doctor;
 mod durable;
@@ -20,6 +21,7 @@ mod exit;
 mod install;
 mod items;
 mod launch;
+mod lead;
 mod lifecycle;
 mod manifest;
 mod provider_exec;
@@ -77,6 +79,8 @@ fn main() -> ExitCode {
         Some(Command::Man) => cli_docs::man_command(),
         Some(Command::Usage(args)) => usage::usage_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
+        Some(Command::Run(args)) => lead::run_command(&args),
+        Some(Command::Coverage(args)) => coverage::coverage_command(&args),
         Some(Command::Converge(args)) => converge::converge_command(&args),
     };
     match outcome {

@@ -41,6 +41,8 @@ pub enum Error {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunManifest {
+    pub run_id: String,
+    pub task_key: String,
     pub task_type: TaskType,
     pub project_root: PathBuf,
     pub run_dir: PathBuf,

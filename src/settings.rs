@@ -171,7 +171,16 @@ pub fn resolve_with(
     // Closed sets and shapes first: cheap, and independent of the filesystem.
     let lead_runtime =
         parse_or_env::<LeadRuntime>("--lead-runtime", args.lead_runtime.as_deref(), None, env)?
-            .unwrap_or(LeadRuntime::ClaudeCode);
+            .unwrap_or(if args.headless {
+                LeadRuntime::External
+            } else {
+                LeadRuntime::ClaudeCode
+            });
+    if args.headless && lead_runtime != LeadRuntime::External {
+        bail!(
+            "`--headless` runs every worker through okstra's wrapper and needs no host: it cannot be combined with `--lead-runtime {lead_runtime}` (use `external` or leave it out)"
+        );
+    }
     if let Some(raw) = args.lead_provider.as_deref() {
         let provider = parse_value::<Provider>("--lead-provider", raw)?;
         if lead_runtime.host_provider() != Some(provider) {

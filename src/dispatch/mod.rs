@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::cli::DispatchArgs;
+use crate::cli::{DispatchArgs, EngineArgs};
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
 use crate::manifest::RunManifest;
@@ -37,8 +37,8 @@ use crate::team_state;
 
 pub use wait::{await_command, latest_attempts};
 
-use select::{Kind, Planned};
-use summary::{Row, print_summary};
+pub use select::{Kind, Planned};
+pub use summary::{Row, print_summary};
 
 /// Set in the environment of a detached dispatcher.
 const DETACHED_ENV: &str = "OKSTRA_DISPATCH_DETACHED";
@@ -46,25 +46,74 @@ const DETACHED_ENV: &str = "OKSTRA_DISPATCH_DETACHED";
 /// dispatches before it returns.
 const DETACH_READY: Duration = Duration::from_secs(10);
 
+/// How the engine runs a batch: `--max-parallel`, the gates, the retry
+/// cooldown, the idle timeout, the budget, and the prices usage is priced at.
+pub struct Options {
+    pub max_parallel: usize,
+    pub gates: gate::Gates,
+    pub retry_cooldown: Duration,
+    pub idle_timeout: Option<u64>,
+    pub budget: crate::usage::Budget,
+    pub prices: crate::usage::Prices,
+}
+
+impl Options {
+    /// Check the engine flags; a bad value is one clear error.
+    pub fn from_args(args: &EngineArgs) -> Result<Options> {
+        if args.max_parallel == Some(0) {
+            bail!("invalid value `0` for `--max-parallel`: expected a whole number of at least 1");
+        }
+        let min_free_memory = gate::parse_size(&args.min_free_memory)
+            .map_err(|e| anyhow::anyhow!("invalid value for `--min-free-memory`: {e}"))?;
+        let min_free_disk = gate::parse_size(&args.min_free_disk)
+            .map_err(|e| anyhow::anyhow!("invalid value for `--min-free-disk`: {e}"))?;
+        if let Some(cost) = args.max_cost
+            && !(cost.is_finite() && cost > 0.0)
+        {
+            bail!(
+                "invalid value `{cost}` for `--max-cost`: expected a positive number of US dollars"
+            );
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        Ok(Options {
+            max_parallel: args.max_parallel.unwrap_or(usize::MAX),
+            gates: gate::Gates {
+                min_free_memory,
+                min_free_disk,
+            },
+            retry_cooldown: args.retry_cooldown,
+            idle_timeout: args.idle_timeout,
+            budget: crate::usage::Budget {
+                max_cost_usd: args.max_cost,
+                max_tokens: args.max_tokens,
+            },
+            prices: crate::usage::Prices::load(&env)?,
+        })
+    }
+}
+
+/// How a batch ended.
+pub struct Batch {
+    /// The latest attempt of each dispatch, in the order they were planned.
+    pub rows: Vec<Row>,
+    /// The signal that stopped the batch, if one did.
+    pub interrupted: Option<nix::sys::signal::Signal>,
+}
+
+impl Batch {
+    pub fn all_completed(&self) -> bool {
+        self.rows
+            .iter()
+            .all(|r| r.ending == Some(Ending::Completed))
+    }
+}
+
 /// `okstra dispatch`.
 pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
     let manifest = RunManifest::load(&args.run_dir)?;
     let kind = Kind::parse(&args.kind).map_err(anyhow::Error::msg)?;
     let workers = args.workers.as_deref().map(split_workers).transpose()?;
-    if args.max_parallel == Some(0) {
-        bail!("invalid value `0` for `--max-parallel`: expected a whole number of at least 1");
-    }
-    let min_free_memory = gate::parse_size(&args.min_free_memory)
-        .map_err(|e| anyhow::anyhow!("invalid value for `--min-free-memory`: {e}"))?;
-    let min_free_disk = gate::parse_size(&args.min_free_disk)
-        .map_err(|e| anyhow::anyhow!("invalid value for `--min-free-disk`: {e}"))?;
-    let env = |name: &str| std::env::var(name).ok();
-    let prices = crate::usage::Prices::load(&env)?;
-    if let Some(cost) = args.max_cost
-        && !(cost.is_finite() && cost > 0.0)
-    {
-        bail!("invalid value `{cost}` for `--max-cost`: expected a positive number of US dollars");
-    }
+    let options = Options::from_args(&args.engine)?;
     let state = team_state::read(&manifest.team_state_path)?;
     let selection = select::select(&manifest, &state, kind, workers.as_deref())?;
 
@@ -74,31 +123,13 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
             native.dispatch_name
         );
     }
-    if !args.dry_run && !selection.native.is_empty() {
-        // Recorded here so the host never writes a dispatch record by hand
-        // and `await` finds native workers the same way as wrapper ones.
-        let records: Vec<_> = selection
-            .native
-            .iter()
-            .map(|planned| {
-                let mut record =
-                    attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-                record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
-                record.dispatcher_pid = None;
-                record.log_path = None;
-                record.sidecar_path = None;
-                record
-            })
-            .collect();
-        let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
-        team_state::update(&manifest.team_state_path, &changes)?;
-    }
     for (name, why) in &selection.skipped {
         eprintln!("warning: not dispatching `{name}`: {why}");
     }
     if args.dry_run {
         return dry_run(&manifest, &selection.planned, args);
     }
+    record_native(&manifest, &selection.native)?;
     if selection.planned.is_empty() {
         eprintln!(
             "okstra: nothing to dispatch of kind `{}` in `{}`",
@@ -115,47 +146,120 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         // A detached dispatcher outlives the terminal that started it.
         ignore_hangup();
     }
+    let batch = run_planned(&manifest, selection.planned, options)?;
+    print_summary(&batch.rows, args.json)?;
+    if let Some(signal) = batch.interrupted {
+        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+    }
+    Ok(if batch.all_completed() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// Select and run the `cli-wrapper` dispatches of `kind` (native ones are
+/// recorded for the host), to the end of the batch.
+pub fn run_batch(
+    manifest: &RunManifest,
+    kind: Kind,
+    workers: Option<&[String]>,
+    options: Options,
+) -> Result<Batch> {
+    let state = team_state::read(&manifest.team_state_path)?;
+    let selection = select::select(manifest, &state, kind, workers)?;
+    record_native(manifest, &selection.native)?;
+    run_planned(manifest, selection.planned, options)
+}
+
+/// Run `planned` attempts to the end of the batch.
+pub fn run_planned(
+    manifest: &RunManifest,
+    planned: Vec<Planned>,
+    options: Options,
+) -> Result<Batch> {
+    if planned.is_empty() {
+        return Ok(Batch {
+            rows: Vec::new(),
+            interrupted: None,
+        });
+    }
     let engine = engine::Engine {
         project_root: manifest.project_root.clone(),
         team_state: manifest.team_state_path.clone(),
-        max_parallel: args.max_parallel.unwrap_or(usize::MAX),
-        gates: gate::Gates {
-            min_free_memory,
-            min_free_disk,
-        },
-        retry_cooldown: args.retry_cooldown,
-        idle_timeout: args.idle_timeout,
+        max_parallel: options.max_parallel,
+        gates: options.gates,
+        retry_cooldown: options.retry_cooldown,
+        idle_timeout: options.idle_timeout,
         view: view::View::new(false),
-        prices,
-        budget: crate::usage::Budget {
-            max_cost_usd: args.max_cost,
-            max_tokens: args.max_tokens,
-        },
+        prices: options.prices,
+        budget: options.budget,
         budget_stopped: Vec::new(),
     };
-    let order: Vec<String> = selection
-        .planned
-        .iter()
-        .map(|p| p.dispatch_name.clone())
-        .collect();
-    let (records, interrupted) = engine.run(selection.planned)?;
+    let order: Vec<String> = planned.iter().map(|p| p.dispatch_name.clone()).collect();
+    let (records, interrupted) = engine.run(planned)?;
     let mut rows: Vec<Row> = wait::latest_attempts(&records)
         .iter()
         .map(Row::from_record)
         .collect();
     // In the order they were planned, not the order they ended.
     rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
-    print_summary(&rows, args.json)?;
-    if let Some(signal) = interrupted {
-        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+    Ok(Batch { rows, interrupted })
+}
+
+/// The next attempt of `worker_id`'s own dispatch, with `prompt` instead of
+/// its rendered prompt (the report writer's repair: the same assignment,
+/// its prompt with the validator's messages appended).
+pub fn repair_of(
+    manifest: &RunManifest,
+    state: &team_state::TeamState,
+    worker_id: &str,
+    prompt: &std::path::Path,
+) -> Result<Planned> {
+    let assignment = manifest
+        .assignment(worker_id)
+        .with_context(|| format!("`{worker_id}` is not on this run's roster"))?;
+    let attempt = state
+        .latest(&assignment.dispatch_name)
+        .map_or(1, |r| r.attempt + 1);
+    let mut paths = assignment.paths.clone();
+    paths.prompt_path = prompt.to_path_buf();
+    Ok(Planned {
+        dispatch_name: assignment.dispatch_name.clone(),
+        assignment_name: assignment.dispatch_name.clone(),
+        kind: "retry".into(),
+        attempt,
+        worker_id: assignment.worker_id.clone(),
+        role: assignment.role,
+        provider: assignment.provider,
+        model: assignment.model_execution_value.clone(),
+        runner: assignment.runner,
+        paths,
+        prompt_sha256: None,
+    })
+}
+
+/// Record `native-session` dispatches, so the host never writes a dispatch
+/// record by hand and `await` finds them the same way as wrapper ones.
+fn record_native(manifest: &RunManifest, native: &[Planned]) -> Result<()> {
+    if native.is_empty() {
+        return Ok(());
     }
-    Ok(
-        if rows.iter().all(|r| r.ending == Some(Ending::Completed)) {
-            ExitStatus::Success
-        } else {
-            ExitStatus::Failure
-        },
-    )
+    let records: Vec<_> = native
+        .iter()
+        .map(|planned| {
+            let mut record =
+                attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
+            record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
+            record.dispatcher_pid = None;
+            record.log_path = None;
+            record.sidecar_path = None;
+            record
+        })
+        .collect();
+    let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
+    team_state::update(&manifest.team_state_path, &changes)?;
+    Ok(())
 }
 
 /// The ending of a single headless run that was asked for a plain answer
@@ -220,7 +324,7 @@ fn dry_run(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> 
     let would: Vec<Would> = planned
         .iter()
         .map(|p| {
-            let wrapper = engine::wrapper_args(p, &manifest.project_root, args.idle_timeout);
+            let wrapper = engine::wrapper_args(p, &manifest.project_root, args.engine.idle_timeout);
             let (cli_argv, refusal) = match crate::provider_exec::preflight(None, &wrapper) {
                 Ok(ready) => (
                     std::iter::once(ready.plan.program.to_owned())

@@ -128,7 +128,7 @@ fn append_fields(line: &mut String, fields: &BTreeMap<String, String>) -> fmt::R
 }
 
 /// Append the event under the lock; returns its sequence number.
-fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Result<u64> {
+pub fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Result<u64> {
     let path = &run.lead_events_path;
     let file = OpenOptions::new()
         .read(true)

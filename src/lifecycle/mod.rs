@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use event::event_command;
+pub use event::{append as append_event, event_command};
 pub use reap::reap_command;
 pub use status::status_command;
 

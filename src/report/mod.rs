@@ -134,14 +134,40 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     drop(stderr);
+    let (markdown_path, html_path) = write_outputs(loaded, args.out_dir.as_deref())?;
+    let mut stdout = io::stdout().lock();
+    if args.json {
+        let written = serde_json::json!({ "markdown": markdown_path, "html": html_path });
+        writeln!(stdout, "{written}").context("cannot write to stdout")?;
+    } else {
+        writeln!(stdout, "{}", markdown_path.display()).context("cannot write to stdout")?;
+        writeln!(stdout, "{}", html_path.display()).context("cannot write to stdout")?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Validate and render a report beside its data.json; the two paths, or
+/// the problems when it is invalid.
+pub fn render(target: &Path) -> Result<Result<(PathBuf, PathBuf), Vec<String>>> {
+    let mut loaded = load(target, true)?;
+    let verdict = check(&mut loaded, true)?;
+    if !verdict.valid {
+        return Ok(Err(verdict.problems.iter().map(problem_line).collect()));
+    }
+    write_outputs(loaded, None).map(Ok)
+}
+
+/// Write the Markdown and HTML of a valid report into `out_dir` (default:
+/// beside data.json).
+fn write_outputs(loaded: Loaded, out_dir: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
     let report: model::Report = serde_json::from_value(loaded.value).with_context(|| {
         format!(
             "`{}` passed its schema but does not fit okstra's report model",
             loaded.data_path.display()
         )
     })?;
-    let out_dir = match &args.out_dir {
-        Some(dir) => dir.clone(),
+    let out_dir = match out_dir {
+        Some(dir) => dir.to_path_buf(),
         None => loaded
             .data_path
             .parent()
@@ -155,15 +181,7 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
         .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
     write_atomic(&html_path, html::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", html_path.display()))?;
-    let mut stdout = io::stdout().lock();
-    if args.json {
-        let written = serde_json::json!({ "markdown": markdown_path, "html": html_path });
-        writeln!(stdout, "{written}").context("cannot write to stdout")?;
-    } else {
-        writeln!(stdout, "{}", markdown_path.display()).context("cannot write to stdout")?;
-        writeln!(stdout, "{}", html_path.display()).context("cannot write to stdout")?;
-    }
-    Ok(ExitStatus::Success)
+    Ok((markdown_path, html_path))
 }
 
 fn problem_line(problem: &Problem) -> String {

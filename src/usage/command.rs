@@ -23,9 +23,30 @@ use crate::{durable, schema};
 const MAX_TEAM_STATE: u64 = 64 << 20;
 
 pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
+    let computed = record(&args.run_dir)?;
+    let mut stderr = std::io::stderr().lock();
+    for warning in &computed.summary.warnings {
+        writeln!(stderr, "warning: {warning}")?;
+    }
+    drop(stderr);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &computed.summary)
+            .context("cannot serialise the usage summary")?;
+        writeln!(stdout)?;
+    } else {
+        write!(stdout, "{}", table(&computed))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Compute the run's usage ledger and write it into its team state (under
+/// the team-state lock); what `okstra usage` prints, and what `okstra run`
+/// hands the report writer.
+pub fn record(run_dir: &std::path::Path) -> Result<Computed> {
     let env = |name: &str| std::env::var(name).ok();
     let prices = Prices::load(&env)?;
-    let info = RunInfo::load(&args.run_dir)?;
+    let info = RunInfo::load(run_dir)?;
     let path = &info.team_state_path;
     let lock = ledger::lock_team_state(&info.run.dir)?;
     let bytes = super::lines::read_small(path, MAX_TEAM_STATE)
@@ -44,21 +65,7 @@ pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
     durable::write_atomic(path, &out)
         .with_context(|| format!("cannot write team state `{}`", path.display()))?;
     drop(lock);
-
-    let mut stderr = std::io::stderr().lock();
-    for warning in &computed.summary.warnings {
-        writeln!(stderr, "warning: {warning}")?;
-    }
-    drop(stderr);
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &computed.summary)
-            .context("cannot serialise the usage summary")?;
-        writeln!(stdout)?;
-    } else {
-        write!(stdout, "{}", table(&computed))?;
-    }
-    Ok(ExitStatus::Success)
+    Ok(computed)
 }
 
 /// The human table: one row per attempt, worker, provider, the lead, total.

@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
     reason = "API for the dispatch engine and `okstra status`, wired next"
 )]
 pub use budget::{Budget, Totals, recorded_totals};
-pub use command::usage_command;
+pub use command::{record as record_usage, usage_command};
 pub use follow::Follow;
 #[expect(
     unused_imports,

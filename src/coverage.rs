@@ -1,0 +1,177 @@
+//! Worker coverage: the final report's `workerCoverage`, computed from the
+//! run's dispatch records instead of written by hand, and `okstra coverage`,
+//! which also hands the report writer its inputs.
+//!
+//! Every rostered worker except the report writer gets one entry: its own
+//! dispatches' latest attempt (initial or retry, never a reverify round)
+//! decides its `terminalStatus` through `Ending::report_status`, the one
+//! mapping; a worker that did not complete carries the classified reason,
+//! the record's detail and its log tail; `itemsReported` counts the items
+//! of its Result Path the way `okstra validate` does.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::catalog::{Provider, Role};
+use crate::cli::CoverageArgs;
+use crate::ending::{Ending, ReportStatus};
+use crate::exit::ExitStatus;
+use crate::manifest::RunManifest;
+use crate::team_state::{self, TeamState};
+
+/// The file `okstra coverage` writes for the report writer.
+pub const REPORT_INPUTS: &str = "state/report-inputs.json";
+/// The report keeps at most this many log lines per failure.
+const MAX_TAIL: usize = 40;
+
+/// One `workerCoverage` entry, in the report schema's shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub worker_id: String,
+    pub provider: Provider,
+    pub role: Role,
+    pub terminal_status: ReportStatus,
+    pub items_reported: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+/// Why a worker did not complete.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    pub reason: &'static str,
+    pub detail: String,
+    pub log_tail: Vec<String>,
+}
+
+/// What the report writer copies: coverage and usage, computed by okstra.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportInputs {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub task_key: String,
+    pub worker_coverage: Vec<Entry>,
+    pub usage_summary: Value,
+    /// The convergence ledger, when Phase 5.5 ran.
+    pub convergence_ledger: Option<PathBuf>,
+}
+
+/// The coverage of every rostered worker but the report writer.
+pub fn compute(manifest: &RunManifest, state: &TeamState) -> Vec<Entry> {
+    manifest
+        .assignments
+        .iter()
+        .filter(|a| a.role != Role::ReportWriter)
+        .map(|a| {
+            let latest = state.latest(&a.dispatch_name);
+            let ending = latest.and_then(|r| r.ending);
+            let (terminal_status, reason) = match ending {
+                Some(ending) => ending.report_status(),
+                None => (ReportStatus::Unavailable, Some("unavailable")),
+            };
+            let failure = reason.map(|reason| {
+                let detail = match latest {
+                    None => "never dispatched".to_owned(),
+                    Some(r) if r.ending.is_none() => "still running, or never ended".to_owned(),
+                    Some(r) => r
+                        .detail
+                        .clone()
+                        .filter(|d| !d.trim().is_empty())
+                        .unwrap_or_else(|| ending.map_or("unavailable", Ending::as_str).to_owned()),
+                };
+                let mut log_tail = latest.and_then(|r| r.log_tail.clone()).unwrap_or_default();
+                if log_tail.len() > MAX_TAIL {
+                    log_tail.drain(..log_tail.len() - MAX_TAIL);
+                }
+                Failure {
+                    reason,
+                    detail,
+                    log_tail,
+                }
+            });
+            let items_reported = count_items(&a.paths.result_path);
+            Entry {
+                worker_id: a.worker_id.clone(),
+                provider: a.provider,
+                role: a.role,
+                terminal_status,
+                items_reported,
+                failure,
+            }
+        })
+        .collect()
+}
+
+/// Items in a result file, counted exactly as `okstra validate` counts
+/// them (every occurrence of every id; an unreadable file has none).
+fn count_items(path: &Path) -> usize {
+    crate::items::read_result(path).map_or(0, |text| {
+        crate::items::counts(&text)
+            .values()
+            .map(|n| *n as usize)
+            .sum()
+    })
+}
+
+/// Compute coverage and usage, write them to `state/report-inputs.json`
+/// (atomically), and return them.
+pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
+    let state = team_state::read(&manifest.team_state_path)?;
+    let usage = crate::usage::record_usage(&manifest.run_dir)?;
+    let ledger = manifest.run_dir.join("state/convergence-ledger.json");
+    let inputs = ReportInputs {
+        schema_version: 1,
+        run_id: manifest.run_id.clone(),
+        task_key: manifest.task_key.clone(),
+        worker_coverage: compute(manifest, &state),
+        usage_summary: serde_json::to_value(&usage.summary)?,
+        convergence_ledger: ledger.is_file().then_some(ledger),
+    };
+    let path = manifest.run_dir.join(REPORT_INPUTS);
+    let mut bytes = serde_json::to_vec_pretty(&inputs)?;
+    bytes.push(b'\n');
+    crate::durable::write_atomic(&path, &bytes)
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
+    Ok(inputs)
+}
+
+/// `okstra coverage`.
+pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
+    let manifest = RunManifest::load(&args.run_dir)?;
+    let inputs = write_inputs(&manifest)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&inputs)?)?;
+    } else {
+        for entry in &inputs.worker_coverage {
+            writeln!(
+                out,
+                "{:<16} {:<12} {:<14} {:<12} {:>3} items{}",
+                entry.worker_id,
+                entry.provider.as_str(),
+                entry.role.as_str(),
+                serde_json::to_value(entry.terminal_status)?
+                    .as_str()
+                    .unwrap_or("?"),
+                entry.items_reported,
+                entry.failure.as_ref().map_or_else(String::new, |f| format!(
+                    "  {}: {}",
+                    f.reason,
+                    crate::dispatch::printable(&f.detail)
+                ))
+            )?;
+        }
+        eprintln!(
+            "okstra: wrote `{}`",
+            manifest.run_dir.join(REPORT_INPUTS).display()
+        );
+    }
+    Ok(ExitStatus::Success)
+}

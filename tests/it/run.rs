@@ -1,0 +1,331 @@
+//! Integration tests: `okstra run`, the headless lead, end to end on the
+//! bundled example project, with one fake program
+//! (`tests/fixtures/workers/team.py`) installed under every provider CLI's
+//! name. It plays analyser, reviewer and report writer from its prompt, in
+//! each CLI's own stream format.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::support::{okstra, repo_root};
+
+const LIMIT: Duration = Duration::from_mins(2);
+
+/// A copy of `examples/tiny-service`, the brief, and the fake team on PATH.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("bin")).unwrap();
+        for binary in ["claude", "codex", "agy", "grok", "kimi"] {
+            symlink(
+                repo_root().join("tests/fixtures/workers/team.py"),
+                dir.path().join("bin").join(binary),
+            )
+            .unwrap();
+        }
+        copy_dir(
+            &repo_root().join("examples/tiny-service"),
+            &dir.path().join("project"),
+        );
+        fs::copy(
+            repo_root().join("examples/brief.md"),
+            dir.path().join("brief.md"),
+        )
+        .unwrap();
+        World { dir }
+    }
+
+    /// `okstra run` rendering a headless run of `workers`; the JSON outcome,
+    /// exit code and stderr.
+    fn run(&self, workers: &str, env: &[(&str, &str)]) -> (Value, i32, String) {
+        let mut cmd = okstra();
+        cmd.current_dir(self.dir.path())
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", self.dir.path().join("bin").display()),
+            )
+            .args([
+                "run",
+                "--task-type",
+                "project-analysis",
+                "--project-id",
+                "demo",
+                "--task-group",
+                "review",
+                "--task-id",
+                "reservations",
+                "--task-brief",
+                "brief.md",
+                "--project-root",
+                "project",
+                "--workers",
+                workers,
+                "--yes",
+                "--json",
+            ])
+            .timeout(LIMIT);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let output = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let outcome: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("no JSON outcome; stderr:\n{stderr}"));
+        (outcome, output.status.code().unwrap(), stderr)
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+fn run_dir(outcome: &Value) -> PathBuf {
+    PathBuf::from(outcome["runDir"].as_str().unwrap())
+}
+
+#[test]
+fn a_headless_run_ends_in_a_valid_report_with_every_convergence_class() {
+    let world = World::new();
+    let (outcome, code, stderr) = world.run("claude,codex,antigravity,kimi,report-writer", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcome["valid"], true);
+    let classes = &outcome["convergence"]["classes"];
+    for class in [
+        "full-consensus",
+        "partial-consensus",
+        "contested",
+        "worker-unique",
+    ] {
+        assert!(
+            classes[class].as_u64().unwrap() >= 1,
+            "no {class}: {classes}"
+        );
+    }
+    assert_eq!(outcome["convergence"]["roundsRun"], 2);
+    let run = run_dir(&outcome);
+    // The report okstra rendered is one `okstra validate` accepts.
+    okstra()
+        .arg("validate")
+        .arg(&run)
+        .timeout(LIMIT)
+        .assert()
+        .success();
+    assert!(run.join("report/final-report.md").is_file());
+    assert!(run.join("report/final-report.html").is_file());
+    let report = read_json(&run.join("report/data.json"));
+    let contested: Vec<&Value> = report["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["resolution"] == "left contested")
+        .collect();
+    assert_eq!(contested.len(), 1);
+    // Every step is a lead event, so `okstra status` can follow the run.
+    let events = fs::read_to_string(run.join("state/lead-events.jsonl")).unwrap();
+    for kind in [
+        "run-start",
+        "round-complete",
+        "report-validated",
+        "run-complete",
+    ] {
+        assert!(
+            events.contains(&format!("\"kind\":\"{kind}\"")),
+            "no {kind}"
+        );
+    }
+    let status = okstra()
+        .args(["status", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let board: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        board["runs"][0]["allTerminalByKind"],
+        serde_json::json!({"initial": true, "reverify-r1": true, "reverify-r2": true})
+    );
+}
+
+#[test]
+fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
+    let world = World::new();
+    let (outcome, code, stderr) = world.run(
+        "claude,codex,antigravity,kimi,report-writer",
+        &[("FAKE_AUTH_FAIL", "kimi")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let run = run_dir(&outcome);
+    assert!(outcome["convergence"]["roundsRun"].as_u64().unwrap() >= 1);
+    let report = read_json(&run.join("report/data.json"));
+    let kimi = report["workerCoverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["workerId"] == "kimi")
+        .unwrap()
+        .clone();
+    assert_eq!(kimi["terminalStatus"], "unavailable");
+    assert_eq!(kimi["failure"]["reason"], "auth");
+    assert!(
+        kimi["failure"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("No model configured")
+    );
+    assert_eq!(kimi["itemsReported"], 0);
+}
+
+#[test]
+fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
+    let world = World::new();
+    let (outcome, code, stderr) = world.run(
+        "claude,codex,antigravity,kimi,report-writer",
+        &[("FAKE_BAD_REPORT", "1")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let run = run_dir(&outcome);
+    let repair = fs::read_to_string(run.join("prompts/report-writer.repair.md")).unwrap();
+    assert!(repair.contains("## Repair: your report failed validation"));
+    assert!(repair.contains("verdictToken"), "{repair}");
+    let state_path = fs::read_dir(run.join("state"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("team-state-"))
+        .unwrap();
+    let writer: Vec<Value> = read_json(&state_path)["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["dispatchName"] == "report-writer")
+        .cloned()
+        .collect();
+    assert_eq!(writer.len(), 2);
+    assert_eq!(writer[1]["attempt"], 2);
+    assert!(
+        writer[1]["promptPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("report-writer.repair.md")
+    );
+    let events = fs::read_to_string(run.join("state/lead-events.jsonl")).unwrap();
+    assert!(events.contains("\"kind\":\"report-repair\""));
+    assert!(events.contains("\"attempts\":\"2\""));
+}
+
+#[test]
+fn a_run_that_loses_quorum_ends_without_a_report_and_exit_1() {
+    let world = World::new();
+    let (outcome, code, stderr) =
+        world.run("claude,kimi,report-writer", &[("FAKE_AUTH_FAIL", "kimi")]);
+    assert_eq!(code, 1);
+    assert_eq!(outcome["valid"], false);
+    assert!(
+        outcome["reason"].as_str().unwrap().contains("quorum lost"),
+        "{outcome}"
+    );
+    assert!(stderr.contains("error: the run ended without a valid report"));
+    assert!(!run_dir(&outcome).join("report/data.json").exists());
+}
+
+#[test]
+fn run_carries_out_a_run_folder_rendered_headless() {
+    let world = World::new();
+    let output = okstra()
+        .current_dir(world.dir.path())
+        .args([
+            "--render-only",
+            "--headless",
+            "--yes",
+            "--json",
+            "--task-type",
+            "project-analysis",
+            "--project-id",
+            "demo",
+            "--task-group",
+            "review",
+            "--task-id",
+            "twice",
+            "--task-brief",
+            "brief.md",
+            "--project-root",
+            "project",
+            "--workers",
+            "claude,codex,report-writer",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let paths: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = PathBuf::from(paths["runDir"].as_str().unwrap());
+    let manifest = read_json(&run.join("run-manifest.json"));
+    assert!(
+        manifest["assignments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["runner"] == "cli-wrapper")
+    );
+    okstra()
+        .arg("run")
+        .arg(&run)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", world.dir.path().join("bin").display()),
+        )
+        .timeout(LIMIT)
+        .assert()
+        .success();
+    okstra()
+        .arg("validate")
+        .arg(&run)
+        .timeout(LIMIT)
+        .assert()
+        .success();
+    // `--headless` and a host runtime contradict each other.
+    let refused = okstra()
+        .current_dir(world.dir.path())
+        .args([
+            "--render-only",
+            "--headless",
+            "--lead-runtime",
+            "codex",
+            "--yes",
+            "--task-type",
+            "project-analysis",
+            "--project-id",
+            "demo",
+            "--task-group",
+            "review",
+            "--task-id",
+            "no",
+            "--task-brief",
+            "brief.md",
+            "--project-root",
+            "project",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--headless"));
+}
