@@ -39,6 +39,8 @@ pub struct Entry {
     pub items_reported: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Why a worker did not complete.
@@ -97,7 +99,22 @@ pub fn compute(manifest: &RunManifest, state: &TeamState) -> Vec<Entry> {
                 }
             });
             let items_reported = count_items(&a.paths.result_path);
+            // Any attempt of this worker (its own or a review) that no
+            // read-only mode or worktree could contain.
+            let unisolated = state
+                .dispatches
+                .iter()
+                .any(|r| r.worker_id == a.worker_id && r.isolation.as_deref() == Some("none"));
+            let notes = if unisolated {
+                vec![format!(
+                    "{} has no read-only mode and the project is not a git repository, so it ran in the project itself",
+                    a.provider
+                )]
+            } else {
+                Vec::new()
+            };
             Entry {
+                notes,
                 worker_id: a.worker_id.clone(),
                 provider: a.provider,
                 role: a.role,

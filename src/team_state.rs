@@ -80,6 +80,10 @@ pub struct DispatchRecord {
     pub log_tail: Option<Vec<String>>,
     #[serde(default)]
     pub usage: Option<Value>,
+    /// How the attempt was kept read-only: `cli-sandbox`, `git-worktree`,
+    /// or `none` (the project is not a git repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
 }
 
 fn first_attempt() -> u32 {
@@ -299,6 +303,7 @@ mod tests {
             recovered_from: None,
             log_tail: None,
             usage: None,
+            isolation: None,
         }
     }
 

@@ -48,6 +48,7 @@ pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecor
         recovered_from: None,
         log_tail: None,
         usage: None,
+        isolation: None,
     }
 }
 

@@ -29,6 +29,7 @@ use crate::team_state::{self, Change, DispatchRecord};
 use super::attempt::{self, Ended, Outcome};
 use super::classify::QUICK_CRASH_SECS;
 use super::gate::Gates;
+use super::isolate;
 use super::select::Planned;
 use super::view::View;
 
@@ -228,11 +229,25 @@ impl Engine {
                 .unwrap_or_else(|| attempt::record(&queued.planned, sha));
             record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
             record.detail = None;
+            let (worktree, isolation) =
+                if isolate::needs_worktree(queued.planned.provider, queued.planned.role) {
+                    match isolate::worktree(&self.project_root) {
+                        Ok(tree) => (Some(tree), isolate::Isolation::Worktree),
+                        Err(why) => {
+                            self.view
+                                .note(&format!("{}: not isolated: {why}", record.dispatch_name));
+                            (None, isolate::Isolation::None)
+                        }
+                    }
+                } else {
+                    (None, isolate::Isolation::Cli)
+                };
+            record.isolation = Some(isolation.as_str().to_owned());
             // Persisted before the attempt starts: a crash from here on
             // leaves a record that `await` can finish.
             team_state::update(&self.team_state, &[Change::Put(&record)])?;
             let index = running.len();
-            let (pid, exit) = self.spawn(&queued.planned, index);
+            let (pid, exit) = self.spawn(&queued.planned, index, worktree);
             let exit = match exit {
                 Ok(exit) => exit,
                 Err(err) => {
@@ -273,6 +288,7 @@ impl Engine {
         &self,
         planned: &Planned,
         index: usize,
+        worktree: Option<isolate::Worktree>,
     ) -> (
         Option<i32>,
         std::io::Result<impl std::future::Future<Output = Exit> + Send + 'static>,
@@ -282,9 +298,11 @@ impl Engine {
             Err(err) => return (None, Err(err)),
         };
         let mut command = tokio::process::Command::new(program);
+        let tree = worktree.as_ref().map(isolate::Worktree::path);
         command.arg("provider-exec").args(wrapper_args(
             planned,
             &self.project_root,
+            tree.as_deref(),
             self.idle_timeout,
         ));
         command
@@ -312,6 +330,8 @@ impl Engine {
                 text = String::from_utf8_lossy(&bytes).into_owned();
             }
             let status = child.wait().await.ok();
+            // The throwaway copy goes once the wrapper (and its CLI) ended.
+            drop(worktree);
             let code = status.and_then(|s| s.code()).map(i64::from);
             Exit {
                 index,
@@ -408,10 +428,12 @@ impl Engine {
 }
 
 /// The arguments after `okstra provider-exec` for `planned`: the
-/// reference wrapper's positional contract, worktree left empty.
+/// reference wrapper's positional contract; the worktree is the read-only
+/// copy an unsandboxable CLI runs in, else empty.
 pub fn wrapper_args(
     planned: &Planned,
     project_root: &std::path::Path,
+    worktree: Option<&std::path::Path>,
     idle_timeout: Option<u64>,
 ) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = vec![
@@ -419,7 +441,7 @@ pub fn wrapper_args(
         project_root.into(),
         planned.model.clone().into(),
         planned.paths.prompt_path.clone().into(),
-        "".into(),
+        worktree.map_or_else(|| "".into(), Into::into),
         planned.role.as_str().into(),
     ];
     if let Some(idle) = idle_timeout {

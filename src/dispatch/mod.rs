@@ -17,6 +17,7 @@ mod attempt;
 mod classify;
 mod engine;
 mod gate;
+mod isolate;
 mod recover;
 mod select;
 mod summary;
@@ -324,7 +325,8 @@ fn dry_run(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> 
     let would: Vec<Would> = planned
         .iter()
         .map(|p| {
-            let wrapper = engine::wrapper_args(p, &manifest.project_root, args.engine.idle_timeout);
+            let wrapper =
+                engine::wrapper_args(p, &manifest.project_root, None, args.engine.idle_timeout);
             let (cli_argv, refusal) = match crate::provider_exec::preflight(None, &wrapper) {
                 Ok(ready) => (
                     std::iter::once(ready.plan.program.to_owned())

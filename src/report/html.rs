@@ -418,6 +418,16 @@ fn coverage(report: &Report, out: &mut String) {
         out,
     );
     for entry in &report.worker_coverage {
+        for note in &entry.notes {
+            line!(
+                out,
+                "<p class=\"note\"><code>{}</code>: {}</p>",
+                escape(&entry.worker_id),
+                escape(note)
+            );
+        }
+    }
+    for entry in &report.worker_coverage {
         let Some(failure) = &entry.failure else {
             continue;
         };

@@ -377,6 +377,14 @@ fn coverage(entries: &[Coverage], level: &str, out: &mut String) {
     }
     line!(out);
     for entry in entries {
+        for note in &entry.notes {
+            line!(out, "- `{}`: {}", entry.worker_id, note.trim_end());
+        }
+    }
+    if entries.iter().any(|e| !e.notes.is_empty()) {
+        line!(out);
+    }
+    for entry in entries {
         let Some(failure) = &entry.failure else {
             continue;
         };

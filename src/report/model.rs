@@ -133,6 +133,8 @@ pub struct Coverage {
     pub terminal_status: String,
     pub items_reported: u64,
     pub failure: Option<Failure>,
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

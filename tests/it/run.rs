@@ -196,6 +196,87 @@ fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
 }
 
 #[test]
+fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
+    let world = World::new();
+    let project = world.dir.path().join("project");
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&project)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "example"]);
+    let (outcome, code, stderr) = world.run(
+        "claude,codex,kimi,report-writer",
+        &[("FAKE_SCRIBBLE", "kimi")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // kimi wrote where it ran: a worktree of HEAD, gone afterwards.
+    assert!(!project.join("scribbled.txt").exists());
+    let worktrees = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&project)
+        .args(["worktree", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&worktrees.stdout).lines().count(),
+        1
+    );
+    let run = run_dir(&outcome);
+    let state_path = fs::read_dir(run.join("state"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("team-state-"))
+        .unwrap();
+    let state = read_json(&state_path);
+    let isolation = |name: &str| {
+        state["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["dispatchName"] == name)
+            .unwrap()["isolation"]
+            .clone()
+    };
+    assert_eq!(isolation("kimi-worker"), "git-worktree");
+    assert_eq!(isolation("kimi-worker-reverify-r1"), "git-worktree");
+    assert_eq!(isolation("claude-worker"), "cli-sandbox");
+}
+
+#[test]
+fn a_project_outside_git_says_its_unsandboxable_cli_ran_unisolated() {
+    let world = World::new();
+    let (outcome, code, stderr) = world.run("claude,codex,kimi,report-writer", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let report = read_json(&run_dir(&outcome).join("report/data.json"));
+    let coverage = report["workerCoverage"].as_array().unwrap();
+    let kimi = coverage.iter().find(|w| w["workerId"] == "kimi").unwrap();
+    assert!(
+        kimi["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("not a git repository"),
+        "{kimi}"
+    );
+    let claude = coverage.iter().find(|w| w["workerId"] == "claude").unwrap();
+    assert!(claude.get("notes").is_none());
+    let markdown = fs::read_to_string(run_dir(&outcome).join("report/final-report.md")).unwrap();
+    assert!(markdown.contains("ran in the project itself"));
+}
+
+#[test]
 fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
     let world = World::new();
     let (outcome, code, stderr) = world.run(

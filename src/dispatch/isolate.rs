@@ -1,0 +1,164 @@
+//! Read-only for CLIs that cannot be made read-only: kimi's `-p` and the
+//! community `grok` approve every tool call and have no read-only mode
+//! (research/provider-clis.md §12), yet the contract promises that every
+//! analyser, verifier, critic and reviewer leaves the project untouched.
+//!
+//! Such an attempt runs in a throwaway detached git worktree of the project
+//! at `HEAD` (what it may scribble on is a copy), removed when the attempt
+//! ends. A project that is not a git repository cannot be isolated this way:
+//! the attempt runs in the project itself, and the record says so (its
+//! `isolation` is `none`), which the report's coverage repeats.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::catalog::{Provider, Role};
+
+/// How an attempt was kept from changing the project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// The CLI's own read-only mode (claude `plan`, codex `read-only`,
+    /// antigravity without write approval), or a role allowed to write.
+    Cli,
+    /// A detached git worktree of `HEAD`.
+    Worktree,
+    /// Nothing could: the project is not a git repository.
+    None,
+}
+
+impl Isolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::Cli => "cli-sandbox",
+            Isolation::Worktree => "git-worktree",
+            Isolation::None => "none",
+        }
+    }
+}
+
+/// Whether `provider` in `role` needs a worktree to stay read-only.
+pub fn needs_worktree(provider: Provider, role: Role) -> bool {
+    matches!(provider, Provider::Kimi | Provider::Grok) && role != Role::Executor
+}
+
+/// A worktree that is removed when dropped.
+#[derive(Debug)]
+pub struct Worktree {
+    project: PathBuf,
+    /// Holds the folder the worktree lives in; removed after git lets go.
+    dir: tempfile::TempDir,
+}
+
+impl Worktree {
+    /// The folder the CLI runs in.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("tree")
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        let tree = self.path();
+        let _ = git(&self.project)
+            .args(["worktree", "remove", "--force"])
+            .arg(&tree)
+            .status();
+        let _ = git(&self.project).args(["worktree", "prune"]).status();
+    }
+}
+
+/// A detached worktree of `project` at `HEAD`, or `None` (with the reason)
+/// when the project is not a git repository with a commit.
+pub fn worktree(project: &Path) -> Result<Worktree, String> {
+    let inside = git(project)
+        .args(["rev-parse", "--verify", "--quiet", "HEAD"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !inside {
+        return Err(format!(
+            "`{}` is not a git repository with a commit, so the CLI ran in the project itself",
+            project.display()
+        ));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("okstra-readonly-")
+        .tempdir()
+        .map_err(|err| format!("cannot make a folder for a worktree: {err}"))?;
+    let worktree = Worktree {
+        project: project.to_path_buf(),
+        dir,
+    };
+    let added = git(project)
+        .args(["worktree", "add", "--detach", "--quiet"])
+        .arg(worktree.path())
+        .arg("HEAD")
+        .status();
+    match added {
+        Ok(status) if status.success() => Ok(worktree),
+        Ok(status) => Err(format!("`git worktree add` failed ({status})")),
+        Err(err) => Err(format!("cannot run git: {err}")),
+    }
+}
+
+fn git(project: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
+        .arg("-C")
+        .arg(project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_clis_without_a_read_only_mode_need_a_worktree() {
+        assert!(needs_worktree(Provider::Kimi, Role::Analyser));
+        assert!(needs_worktree(Provider::Grok, Role::Critic));
+        assert!(!needs_worktree(Provider::Claude, Role::Analyser));
+        assert!(!needs_worktree(Provider::Codex, Role::Verifier));
+    }
+
+    #[test]
+    fn a_worktree_is_a_detached_copy_of_head_and_goes_away() {
+        let project = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            assert!(
+                Command::new("git")
+                    .arg("-C")
+                    .arg(project.path())
+                    .args(args)
+                    .env("GIT_AUTHOR_NAME", "t")
+                    .env("GIT_AUTHOR_EMAIL", "t@t")
+                    .env("GIT_COMMITTER_NAME", "t")
+                    .env("GIT_COMMITTER_EMAIL", "t@t")
+                    .stdout(Stdio::null())
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        };
+        assert!(worktree(project.path()).is_err(), "not a repository yet");
+        run(&["init", "-q"]);
+        std::fs::write(project.path().join("a.txt"), "committed\n").unwrap();
+        run(&["add", "a.txt"]);
+        run(&["commit", "-q", "-m", "one"]);
+        let tree = worktree(project.path()).unwrap();
+        let path = tree.path();
+        assert_eq!(
+            std::fs::read_to_string(path.join("a.txt")).unwrap(),
+            "committed\n"
+        );
+        std::fs::write(path.join("a.txt"), "scribbled\n").unwrap();
+        drop(tree);
+        assert!(!path.exists());
+        assert_eq!(
+            std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
+            "committed\n"
+        );
+    }
+}
