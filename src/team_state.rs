@@ -176,6 +176,8 @@ pub enum Change<'a> {
     SpendRetry(&'a str),
     /// Set `workers.<dispatch_name>.terminalStatus`.
     Terminal(&'a str, Ending),
+    /// Record a budget stop (`budget`).
+    Budget(Value),
 }
 
 /// Apply `changes` to the team state at `path` under its lock, validate the
@@ -228,6 +230,9 @@ fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {
             if let Some(worker) = worker_mut(object, name) {
                 worker.insert("terminalStatus".into(), Value::from(ending.as_str()));
             }
+        }
+        Change::Budget(budget) => {
+            object.insert("budget".into(), budget.clone());
         }
     }
     Ok(())

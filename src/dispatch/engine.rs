@@ -194,6 +194,7 @@ impl Engine {
                 return Ok(());
             }
             if let Some(why) = self.budget_spent()? {
+                self.record_budget_stop(&why);
                 // Spent: nothing else starts; every queued attempt ends `budget`.
                 for queued in queue.drain(..) {
                     let mut record = queued.record.unwrap_or_else(|| {
@@ -340,6 +341,30 @@ impl Engine {
             }
         };
         (pid, Ok(future))
+    }
+
+    /// Record a budget stop where a lead and `okstra status` look: the team
+    /// state's `budget` and a `budget-stop` lead event. A failure to record
+    /// is a warning; the stop itself already happened.
+    fn record_budget_stop(&mut self, why: &str) {
+        let budget = serde_json::json!({
+            "stoppedAt": crate::lifecycle::clock::rfc3339_now(),
+            "reason": why,
+            "maxCostUsd": self.budget.max_cost_usd,
+            "maxTokens": self.budget.max_tokens,
+        });
+        if let Err(err) = team_state::update(&self.team_state, &[Change::Budget(budget)]) {
+            self.view
+                .note(&format!("cannot record the budget stop: {err:#}"));
+        }
+        let run_dir = self.team_state.parent().and_then(std::path::Path::parent);
+        if let Some(run) = run_dir.and_then(|dir| crate::lifecycle::Run::load(dir).ok()) {
+            let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
+            if let Err(err) = crate::lifecycle::append_event(&run, "budget-stop", &fields) {
+                self.view
+                    .note(&format!("cannot record the budget stop: {err:#}"));
+            }
+        }
     }
 
     /// Why no further attempt may start, once the run's recorded spend

@@ -14,6 +14,7 @@
 //! reads status sidecars, `clock` parses and prints timestamps.
 
 pub mod clock;
+mod dispatch_rows;
 mod event;
 pub mod process;
 mod reap;

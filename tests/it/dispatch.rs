@@ -653,4 +653,41 @@ fn a_spent_budget_starts_no_further_attempt() {
     let detail = summary["dispatches"][2]["detail"].as_str().unwrap();
     assert!(detail.contains("--max-tokens 10"), "{detail}");
     assert_eq!(summary["dispatches"][2]["failureReason"], "budget");
+    assert_eq!(state["budget"]["maxTokens"], 10);
+    let events = fs::read_to_string(run.join("state/lead-events.jsonl")).unwrap();
+    assert!(events.contains("\"kind\":\"budget-stop\""), "{events}");
+}
+
+#[test]
+fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
+    let world = World::new();
+    world
+        .install("claude", "claude.sh")
+        .install("codex", "codex.sh");
+    let run = world.render("claude,codex,report-writer", "external");
+    let run_s = run.to_str().unwrap();
+    let mut cmd = okstra();
+    world.env(&mut cmd);
+    let assert = cmd
+        .args(["dispatch", run_s, "--detach", "--json"])
+        .env("FAKE_SLEEP", "2")
+        .timeout(LIMIT)
+        .assert()
+        .success();
+    let detached = stdout_json(&assert);
+    let pid = detached["pid"].as_i64().unwrap();
+    // Back before the 2 s workers could have ended, with both recorded.
+    let records = records(&run);
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        assert_eq!(record["dispatcherPid"], pid);
+        assert!(record["ending"].is_null());
+    }
+    let assert = world.okstra(&["await", run_s, "--json"]).success();
+    assert_eq!(stdout_json(&assert)["allCompleted"], true);
+    let log = fs::read_to_string(run.join("state/dispatch.log")).unwrap();
+    assert!(
+        log.contains("okstra: claude-worker ended completed"),
+        "{log}"
+    );
 }
