@@ -399,6 +399,11 @@ pub struct DispatchArgs {
     #[arg(long)]
     pub detach: bool,
 
+    /// The fix pass of an implementation run: dispatch the Executor (named
+    /// with --workers) once more, its prompt followed by the defects in FILE.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, conflicts_with_all = ["kind", "detach"])]
+    pub fix: Option<PathBuf>,
+
     #[command(flatten)]
     pub engine: EngineArgs,
 }

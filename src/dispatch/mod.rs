@@ -116,6 +116,16 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
     let workers = args.workers.as_deref().map(split_workers).transpose()?;
     let options = Options::from_args(&args.engine)?;
     let state = team_state::read(&manifest.team_state_path)?;
+    if let Some(fix) = &args.fix {
+        return fix_pass(
+            &manifest,
+            &state,
+            workers.as_deref(),
+            fix,
+            options,
+            args.json,
+        );
+    }
     let selection = select::select(&manifest, &state, kind, workers.as_deref())?;
 
     for native in &selection.native {
@@ -149,6 +159,77 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
     }
     let batch = run_planned(&manifest, selection.planned, options)?;
     print_summary(&batch.rows, args.json)?;
+    if let Some(signal) = batch.interrupted {
+        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+    }
+    Ok(if batch.all_completed() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// The Executor's one fix pass: its own prompt followed by the defects the
+/// lead listed, as its next attempt (`retry`, which spends no failure retry).
+fn fix_pass(
+    manifest: &RunManifest,
+    state: &team_state::TeamState,
+    workers: Option<&[String]>,
+    fix: &std::path::Path,
+    options: Options,
+    json: bool,
+) -> Result<ExitStatus> {
+    let executor = manifest
+        .assignments
+        .iter()
+        .find(|a| a.role == crate::catalog::Role::Executor)
+        .context("`--fix` is for implementation runs: this run has no Executor")?;
+    if workers != Some(std::slice::from_ref(&executor.worker_id)) {
+        bail!(
+            "`--fix` dispatches the Executor only: pass `--workers {}`",
+            executor.worker_id
+        );
+    }
+    if state.latest(&executor.dispatch_name).and_then(|r| r.ending) != Some(Ending::Completed) {
+        bail!(
+            "the Executor `{}` has not completed, so there is nothing to fix yet",
+            executor.dispatch_name
+        );
+    }
+    if state.dispatches.iter().any(|r| {
+        r.dispatch_name == executor.dispatch_name
+            && r.prompt_path.to_string_lossy().ends_with(".fix.md")
+    }) {
+        bail!("the Executor already had its one fix pass in this run");
+    }
+    let defects = crate::manifest::read_regular(fix, 1024 * 1024)
+        .with_context(|| format!("cannot read the fix request `{}`", fix.display()))?;
+    let original = crate::manifest::read_regular(&executor.paths.prompt_path, 16 * 1024 * 1024)
+        .with_context(|| format!("cannot read `{}`", executor.paths.prompt_path.display()))?;
+    let mut prompt = String::from_utf8_lossy(&original).into_owned();
+    prompt.push_str(
+        "\n\n## Fix pass\n\nThe verifiers found the defects below. Fix exactly these and \
+         nothing else, then give your whole Result again with a `Fix pass` section appended \
+         that says, per defect, what you changed.\n\n",
+    );
+    prompt.push_str(&String::from_utf8_lossy(&defects));
+    let path = executor
+        .paths
+        .prompt_path
+        .with_file_name(format!("{}.fix.md", executor.dispatch_name));
+    crate::durable::write_atomic(&path, prompt.as_bytes())
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
+    let planned = repair_of(manifest, state, &executor.worker_id, &path)?;
+    if planned.runner == crate::catalog::Runner::NativeSession {
+        record_native(manifest, &[planned])?;
+        eprintln!(
+            "note: the Executor runs in the host's own session: give it `{}` and await it",
+            path.display()
+        );
+        return Ok(ExitStatus::Success);
+    }
+    let batch = run_planned(manifest, vec![planned], options)?;
+    print_summary(&batch.rows, json)?;
     if let Some(signal) = batch.interrupted {
         return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
     }

@@ -691,3 +691,81 @@ fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
         "{log}"
     );
 }
+
+#[test]
+fn the_executors_one_fix_pass_carries_the_defects_in_its_prompt() {
+    let world = World::new();
+    world
+        .install("claude", "claude.sh")
+        .install("codex", "codex.sh");
+    let output = okstra()
+        .current_dir(world.dir.path())
+        .args([
+            "--render-only",
+            "--yes",
+            "--json",
+            "--task-type",
+            "implementation",
+            "--project-id",
+            "demo",
+            "--task-group",
+            "g",
+            "--task-id",
+            "fix",
+            "--task-brief",
+            "brief.md",
+            "--project-root",
+            "project",
+            "--workers",
+            "claude,codex,report-writer",
+            "--executor",
+            "claude",
+            "--lead-runtime",
+            "external",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let paths: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = PathBuf::from(paths["runDir"].as_str().unwrap());
+    let run_s = run.to_str().unwrap();
+    let request = world.path("fix-request.md");
+    fs::write(
+        &request,
+        "- codex:F-001 at src/a.py:4: the total skips discounts\n",
+    )
+    .unwrap();
+    let fix = request.to_str().unwrap();
+    // Nothing to fix before the Executor completed.
+    world
+        .okstra(&["dispatch", run_s, "--workers", "claude", "--fix", fix])
+        .code(2);
+    world.okstra(&["dispatch", run_s]).success();
+    let refused = world
+        .okstra(&["dispatch", run_s, "--workers", "codex", "--fix", fix])
+        .code(2);
+    assert!(String::from_utf8_lossy(&refused.get_output().stderr).contains("--workers claude"));
+    world
+        .okstra(&["dispatch", run_s, "--workers", "claude", "--fix", fix])
+        .success();
+    let prompt = fs::read_to_string(run.join("prompts/claude-executor.fix.md")).unwrap();
+    assert!(
+        prompt.starts_with(&fs::read_to_string(run.join("prompts/claude-executor.md")).unwrap())
+    );
+    assert!(prompt.contains("## Fix pass"));
+    assert!(prompt.contains("the total skips discounts"));
+    let executor: Vec<Value> = records(&run)
+        .into_iter()
+        .filter(|r| r["dispatchName"] == "claude-executor")
+        .collect();
+    assert_eq!(executor.len(), 2);
+    assert_eq!(executor[1]["attempt"], 2);
+    assert_eq!(executor[1]["dispatchKind"], "retry");
+    assert_eq!(executor[1]["ending"], "completed");
+    // One fix pass per run; and the failure retry was not spent.
+    let again = world
+        .okstra(&["dispatch", run_s, "--workers", "claude", "--fix", fix])
+        .code(2);
+    assert!(String::from_utf8_lossy(&again.get_output().stderr).contains("one fix pass"));
+    assert!(team_state(&run)["workers"]["claude-executor"]["retriesUsed"].is_null());
+}
