@@ -17,7 +17,7 @@ use nix::unistd::Pid;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{okstra, okstra_path, repo_root, wait_for};
+use crate::support::{okstra, okstra_path, repo_root, team_state_path, wait_for};
 
 const LIMIT: Duration = Duration::from_mins(1);
 
@@ -131,18 +131,7 @@ impl Drop for Guard {
 }
 
 fn team_state(run: &Path) -> Value {
-    let state = fs::read_dir(run.join("state"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("team-state-")
-        })
-        .unwrap();
-    serde_json::from_slice(&fs::read(state).unwrap()).unwrap()
+    serde_json::from_slice(&fs::read(team_state_path(run)).unwrap()).unwrap()
 }
 
 fn records(run: &Path) -> Vec<Value> {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{okstra, repo_root};
+use crate::support::{okstra, repo_root, team_state_path};
 
 const LIMIT: Duration = Duration::from_mins(2);
 
@@ -234,12 +234,7 @@ fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
         1
     );
     let run = run_dir(&outcome);
-    let state_path = fs::read_dir(run.join("state"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains("team-state-"))
-        .unwrap();
+    let state_path = team_state_path(&run);
     let state = read_json(&state_path);
     let isolation = |name: &str| {
         state["dispatches"]
@@ -288,12 +283,7 @@ fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
     let repair = fs::read_to_string(run.join("prompts/report-writer.repair.md")).unwrap();
     assert!(repair.contains("## Repair: your report failed validation"));
     assert!(repair.contains("verdictToken"), "{repair}");
-    let state_path = fs::read_dir(run.join("state"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains("team-state-"))
-        .unwrap();
+    let state_path = team_state_path(&run);
     let writer: Vec<Value> = read_json(&state_path)["dispatches"]
         .as_array()
         .unwrap()

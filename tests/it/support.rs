@@ -47,3 +47,16 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Optio
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The team state file of a run folder (`state/team-state-<runId>.json`).
+pub fn team_state_path(run: &Path) -> PathBuf {
+    std::fs::read_dir(run.join("state"))
+        .expect("a run folder has a state folder")
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("team-state-"))
+        })
+        .expect("a rendered run has a team state")
+}
