@@ -11,7 +11,7 @@
 //! added to a total). A CLI that reports nothing gives
 //! [`Source::Unavailable`] with the reason, never zeros.
 //!
-//! Submodules: `stream` parses the CLIs' stream output (the live [`Meter`]
+//! Submodules: `stream` parses the CLIs' stream output (the live [`stream::Meter`]
 //! and [`from_log`]), `session` reads Claude Code session JSONL, `kimi`
 //! reads kimi-code's session log (its stream has no usage), `price` owns
 //! the dated price table, `tally` adds priced records up and owns the wire
@@ -22,7 +22,7 @@
 //! `okstra usage`.
 //!
 //! Public API for the dispatch engine and `okstra status`:
-//! - [`Meter::new`], [`Meter::feed_line`], [`Meter::snapshot`] (live usage
+//! - [`stream::Meter::new`], [`stream::Meter::feed_line`], [`stream::Meter::snapshot`] (live usage
 //!   from lines you already have), or [`Follow::new`] and [`Follow::poll`]
 //!   (live usage of a log still being written, reading only what was
 //!   appended since the last look);
