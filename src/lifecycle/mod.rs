@@ -29,9 +29,6 @@ pub use event::event_command;
 pub use reap::reap_command;
 pub use status::status_command;
 
-/// The folder, under a project root, that holds every okstra run.
-const OKSTRA_DIR: &str = ".okstra";
-
 /// Why a run folder could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -39,7 +36,13 @@ pub enum Error {
     NotARun {
         dir: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::fsread::Error,
+    },
+    #[error("run manifest `{}` is refused", .path.display())]
+    Outside {
+        path: PathBuf,
+        #[source]
+        source: crate::confine::Error,
     },
     #[error("run manifest `{}` cannot be read as a run manifest", .path.display())]
     Json {
@@ -97,10 +100,12 @@ impl Run {
     /// Read `<dir>/run-manifest.json`.
     pub fn load(dir: &Path) -> Result<Run, Error> {
         let path = dir.join("run-manifest.json");
-        let bytes = sidecar::read_small(&path).map_err(|source| Error::NotARun {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::fsread::read_no_follow(&path, crate::fsread::Kind::Manifest).map_err(
+            |source| Error::NotARun {
+                dir: dir.to_path_buf(),
+                source,
+            },
+        )?;
         // Typed, not a `Value`: only these fields are kept, the rest of the
         // manifest is skipped without being allocated (a project board
         // reads a thousand of them).
@@ -113,14 +118,26 @@ impl Run {
             path: path.clone(),
             field: "runId",
         })?;
-        // Paths follow the run folder if it was moved or copied.
+        // Paths follow the run folder if it was moved or copied, and must
+        // then lie inside it (a crafted manifest steers no read or write
+        // out of the run).
         let recorded_dir = manifest.run_dir.map(PathBuf::from);
-        let resolve = |recorded: String| {
-            crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir)
+        let outside = std::cell::RefCell::new(None);
+        let resolve = |recorded: String, what: &str| {
+            let path =
+                crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir);
+            match crate::confine::inside(&path, dir, what) {
+                Ok(path) => path,
+                Err(err) => {
+                    outside.borrow_mut().get_or_insert(err);
+                    path
+                }
+            }
         };
-        let lead_events_path = manifest
-            .lead_events_path
-            .map_or_else(|| dir.join("state/lead-events.jsonl"), resolve);
+        let lead_events_path = manifest.lead_events_path.map_or_else(
+            || dir.join("state/lead-events.jsonl"),
+            |recorded| resolve(recorded, "`leadEventsPath`"),
+        );
         let assignments = manifest
             .assignments
             .ok_or_else(|| Error::Missing {
@@ -130,6 +147,9 @@ impl Run {
             .into_iter()
             .filter_map(|a| a.into_assignment(&resolve))
             .collect();
+        if let Some(source) = outside.into_inner() {
+            return Err(Error::Outside { path, source });
+        }
         Ok(Run {
             dir: dir.to_path_buf(),
             recorded_dir,
@@ -172,8 +192,8 @@ struct AssignmentWire {
 
 impl AssignmentWire {
     /// An assignment without a dispatch name or prompt path cannot be shown.
-    fn into_assignment(self, resolve: &impl Fn(String) -> PathBuf) -> Option<Assignment> {
-        let path = |p: Option<String>| p.map(resolve);
+    fn into_assignment(self, resolve: &impl Fn(String, &str) -> PathBuf) -> Option<Assignment> {
+        let path = |p: Option<String>, what: &str| p.map(|p| resolve(p, what));
         Some(Assignment {
             dispatch_name: self.dispatch_name?,
             worker_id: self.worker_id.unwrap_or_default(),
@@ -181,10 +201,10 @@ impl AssignmentWire {
             provider: self.provider.unwrap_or_default(),
             model: self.model_execution_value.unwrap_or_default(),
             runner: self.runner.unwrap_or_default(),
-            prompt_path: path(self.prompt_path)?,
-            result_path: path(self.result_path),
-            worker_results_path: path(self.worker_results_path),
-            heartbeat_path: path(self.heartbeat_path),
+            prompt_path: path(self.prompt_path, "`promptPath`")?,
+            result_path: path(self.result_path, "`resultPath`"),
+            worker_results_path: path(self.worker_results_path, "`workerResultsPath`"),
+            heartbeat_path: path(self.heartbeat_path, "`heartbeatPath`"),
         })
     }
 }
@@ -203,7 +223,16 @@ pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
             .map(|e| e.path())
             .collect()
     };
-    let mut level = vec![project_root.join(OKSTRA_DIR).join("tasks")];
+    // Symlinked folders are never followed (see `confine`): a link at any
+    // level is skipped, so neither the board nor the reaper leaves the
+    // project.
+    let Ok(okstra) = crate::confine::okstra_dir(project_root) else {
+        return Vec::new();
+    };
+    if crate::confine::check_no_links(&okstra, Path::new("tasks")).is_err() {
+        return Vec::new();
+    }
+    let mut level = vec![okstra.join("tasks")];
     // project-id / task-group / task-id / run
     for _ in 0..4 {
         level = par_map(&level, subdirs).into_iter().flatten().collect();
