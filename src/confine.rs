@@ -78,10 +78,12 @@ pub fn okstra_dir(project_root: &Path) -> Result<PathBuf, Error> {
     }
 }
 
-/// `path` with `.` and `..` resolved on the text alone.
+/// `path` made absolute (from the current folder) with `.` and `..`
+/// resolved on the text alone.
 pub fn normalize(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut out = PathBuf::new();
-    for component in path.components() {
+    for component in absolute.components() {
         match component {
             Component::CurDir => {}
             Component::ParentDir => {
@@ -166,6 +168,9 @@ mod tests {
         assert!(!is_inside(Path::new("/q/x"), Path::new("/q/run")));
         assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
         assert_eq!(normalize(Path::new("/../a")), Path::new("/a"));
+        // A relative run folder is not an empty prefix that holds everything.
+        assert!(!is_inside(Path::new("/etc/passwd"), Path::new(".")));
+        assert!(is_inside(Path::new("./results/a.md"), Path::new(".")));
     }
 
     #[test]

@@ -287,6 +287,13 @@ pub fn escape_keep_lines(text: &str) -> Cow<'_, str> {
     escape_with(text, true)
 }
 
+/// A control character that has no place in a rendered document: NUL and
+/// the other C0 controls (ESC among them) but tab and newline, DEL, and the
+/// C1 controls. Markdown and HTML output drop them.
+pub fn is_stray_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\n' | '\t')
+}
+
 fn escape_with(text: &str, keep_lines: bool) -> Cow<'_, str> {
     let bad = |c: char| c.is_control() && !(keep_lines && c == '\n');
     if !text.chars().any(bad) {

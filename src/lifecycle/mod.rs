@@ -15,7 +15,7 @@
 
 mod clock;
 mod event;
-mod process;
+pub(crate) mod process;
 mod reap;
 mod sidecar;
 mod status;
