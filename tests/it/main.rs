@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod hostile;
+mod hostile_exec;
 mod launcher;
 mod lifecycle;
 mod prompts;
