@@ -1,8 +1,8 @@
 //! Integration tests: hostile input and hostile filesystems (issue 13).
 //! One test per reproduced failure, through the real binary, each bounded in
 //! wall time: special files, oversized files, symlinks out of the project,
-//! manifest paths out of the run, a reused pid, terminal escapes, and the
-//! stale staging folders and duplicate keys (provider-exec: `hostile_exec.rs`).
+//! manifest paths out of the run, a reused pid, terminal escapes, stale
+//! staging folders and duplicate keys (provider-exec: `hostile_exec.rs`).
 
 use std::fs::{self, File};
 use std::os::unix::fs::symlink;
