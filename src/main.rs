@@ -15,6 +15,8 @@ mod durable;
 mod ending;
 mod exit;
 mod fsread;
+#[cfg(test)]
+mod fuzz;
 mod launch;
 mod lifecycle;
 mod provider_exec;

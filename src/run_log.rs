@@ -206,4 +206,21 @@ mod tests {
         let runs = TaskRuns::read(dir.path()).unwrap();
         assert_eq!(runs.next_sequence(TaskType::ProjectAnalysis), None);
     }
+
+    const LOG: &[u8] = b"{\"runId\":\"error-analysis-001\",\"taskType\":\"error-analysis\",\"sequence\":1,\"createdAt\":\"2026-11-30T10:00:01.000Z\"}\n{\"runId\":\"x\",\"task";
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Whatever a log holds, reading it neither panics nor stalls, and
+        /// the next sequence is computed.
+        #[test]
+        fn any_log_parses(input in crate::fuzz::damaged(LOG), noise in crate::fuzz::bytes()) {
+            for bytes in [&input, &noise] {
+                let logged = crate::fuzz::bounded(|| parse(bytes));
+                let runs = TaskRuns { logged, folders: HashSet::new() };
+                let _ = runs.next_sequence(TaskType::ErrorAnalysis);
+            }
+        }
+    }
 }

@@ -216,7 +216,7 @@ fn last_seq(file: &mut File, path: &Path) -> Result<(u64, bool)> {
 
 /// The `seq` of the last parseable line in `bytes`. When `partial_head`, the
 /// first line may be cut by the tail read and is skipped.
-fn newest_seq(bytes: &[u8], partial_head: bool) -> Option<u64> {
+pub(super) fn newest_seq(bytes: &[u8], partial_head: bool) -> Option<u64> {
     let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     if partial_head && !lines.is_empty() {
         lines.remove(0);

@@ -16,6 +16,8 @@
 mod clock;
 mod event;
 pub(crate) mod process;
+#[cfg(test)]
+mod proptests;
 mod reap;
 mod sidecar;
 mod status;
@@ -106,11 +108,17 @@ impl Run {
                 source,
             },
         )?;
+        Run::parse(dir, &bytes)
+    }
+
+    /// A run manifest's bytes, for the run in `dir`.
+    pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
+        let path = dir.join("run-manifest.json");
         // Typed, not a `Value`: only these fields are kept, the rest of the
         // manifest is skipped without being allocated (a project board
         // reads a thousand of them).
         let manifest: ManifestWire =
-            serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+            serde_json::from_slice(bytes).map_err(|source| Error::Json {
                 path: path.clone(),
                 source,
             })?;

@@ -113,13 +113,18 @@ pub fn read_with(
         }
     };
     let bytes = fsread::read_opened(file, path, fsread::Kind::Sidecar)?;
+    parse(path, &bytes).map(Some)
+}
+
+/// A sidecar's bytes, read from `path`.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Sidecar, Error> {
     // The typed read skips unknown fields without allocating them; it is
     // the common case on a board of thousands of sidecars.
-    if let Ok(wire) = serde_json::from_slice::<Wire>(&bytes) {
-        return Ok(Some(Sidecar::from_wire(path, wire)));
+    if let Ok(wire) = serde_json::from_slice::<Wire>(bytes) {
+        return Ok(Sidecar::from_wire(path, wire));
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(raw)) => Ok(Some(Sidecar::from_map(path, &raw))),
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(raw)) => Ok(Sidecar::from_map(path, &raw)),
         _ => Err(Error::Malformed {
             path: path.to_path_buf(),
         }),

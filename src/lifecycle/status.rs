@@ -715,7 +715,7 @@ fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus<'_>> {
 /// When the lead last recorded dispatching each worker: the `ts` of the
 /// latest `worker-dispatched` lead event per `dispatchName` field. A missing
 /// or unreadable log is simply no information.
-fn dispatch_times(events: &Path) -> HashMap<String, i64> {
+pub(super) fn dispatch_times(events: &Path) -> HashMap<String, i64> {
     let mut times = HashMap::new();
     let Ok(bytes) = fsread::read_no_follow(events, fsread::Kind::Events) else {
         return times;

@@ -15,6 +15,8 @@
 mod html;
 mod markdown;
 mod model;
+#[cfg(test)]
+mod proptests;
 mod strict_json;
 mod validate;
 
