@@ -215,7 +215,7 @@ mod tests {
         /// Whatever a log holds, reading it neither panics nor stalls, and
         /// the next sequence is computed.
         #[test]
-        fn any_log_parses(input in crate::fuzz::damaged(LOG), noise in crate::fuzz::bytes()) {
+        fn proptest_any_log_parses(input in crate::fuzz::damaged(LOG), noise in crate::fuzz::bytes()) {
             for bytes in [&input, &noise] {
                 let logged = crate::fuzz::bounded(|| parse(bytes));
                 let runs = TaskRuns { logged, folders: HashSet::new() };

@@ -220,7 +220,7 @@ impl AssignmentWire {
 /// Every candidate run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`,
 /// sorted by path so output is stable. Each level's folders are listed in
 /// parallel: a large project has a thousand task folders to list.
-pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
+pub fn run_dirs(project_root: &Path) -> Result<Vec<PathBuf>, crate::confine::Error> {
     let subdirs = |dir: &PathBuf| -> Vec<PathBuf> {
         let Ok(entries) = fs::read_dir(dir) else {
             return Vec::new();
@@ -231,15 +231,11 @@ pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
             .map(|e| e.path())
             .collect()
     };
-    // Symlinked folders are never followed (see `confine`): a link at any
-    // level is skipped, so neither the board nor the reaper leaves the
-    // project.
-    let Ok(okstra) = crate::confine::okstra_dir(project_root) else {
-        return Vec::new();
-    };
-    if crate::confine::check_no_links(&okstra, Path::new("tasks")).is_err() {
-        return Vec::new();
-    }
+    // Symlinked folders are never followed (see `confine`): a symlinked
+    // `.okstra` or `tasks` is an error, a link further down is skipped, so
+    // the board never leaves the project.
+    let okstra = crate::confine::okstra_dir(project_root)?;
+    crate::confine::check_no_links(&okstra, Path::new("tasks"))?;
     let mut level = vec![okstra.join("tasks")];
     // project-id / task-group / task-id / run
     for _ in 0..4 {
@@ -248,7 +244,7 @@ pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
     // Folders without a manifest are filtered when loading (one open
     // instead of a stat and an open per run).
     level.sort();
-    level
+    Ok(level)
 }
 
 /// Below this many items per thread, threads cost more than they save.

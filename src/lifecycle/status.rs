@@ -779,7 +779,7 @@ fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
     let root = super::project_root(args.project_root.as_deref())?;
     // Manifests load in parallel too: on a large project they are a third
     // of the reading.
-    let loaded = par_map(&super::run_dirs(&root), |dir| Run::load(dir));
+    let loaded = par_map(&super::run_dirs(&root)?, |dir| Run::load(dir));
     let mut runs = Vec::with_capacity(loaded.len());
     for result in loaded {
         match result {

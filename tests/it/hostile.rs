@@ -359,7 +359,7 @@ fn a_symlinked_okstra_or_task_folder_is_refused_and_nothing_is_written_outside()
 }
 
 #[test]
-fn the_reaper_does_not_follow_a_symlinked_okstra_to_a_process() {
+fn reap_and_status_refuse_a_symlinked_okstra_and_stop_nothing() {
     let project = Project::new();
     let other = Project::new();
     let run = other.render();
@@ -382,6 +382,13 @@ fn the_reaper_does_not_follow_a_symlinked_okstra_to_a_process() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("is a symlink"), "{}", out.stderr);
     assert!(group.is_running());
+    let out = outcome(
+        okstra()
+            .args(["status", "--project-root"])
+            .arg(project.root()),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("is a symlink"), "{}", out.stderr);
 }
 
 // --------------------------------------------- 4. manifest paths outside
