@@ -86,7 +86,8 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
             Ok(Some(side)) => actions.extend(plan(&side, &table)),
             Ok(None) => {}
             Err(err) => {
-                let _ = writeln!(io::stderr(), "warning: {err:#}");
+                let message = crate::fsread::escape(&format!("{err:#}")).into_owned();
+                let _ = writeln!(io::stderr(), "warning: {message}");
             }
         }
     }
@@ -108,7 +109,11 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         writeln!(out)?;
     } else {
         for action in &actions {
-            writeln!(out, "{}", describe(action, args.execute))?;
+            writeln!(
+                out,
+                "{}",
+                crate::fsread::escape(&describe(action, args.execute))
+            )?;
         }
     }
     out.flush()?;

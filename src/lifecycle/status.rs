@@ -787,7 +787,8 @@ fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
             // Not a run folder (no manifest): not worth a warning.
             Err(super::Error::NotARun { source, .. }) if source.is_not_found() => {}
             Err(err) => {
-                let _ = writeln!(io::stderr(), "warning: skipping a run: {err}");
+                let message = fsread::escape(&format!("{err:#}")).into_owned();
+                let _ = writeln!(io::stderr(), "warning: skipping a run: {message}");
             }
         }
     }
