@@ -219,10 +219,10 @@ fn read_sized(mut file: File, size: u64, path: &Path, kind: Kind) -> Result<Vec<
     }
     // One byte past the size, so an unchanged file ends in one short read.
     // `fstat` says 0 for some files that still hold bytes: read in chunks.
-    let first = usize::try_from(size)
-        .unwrap_or(usize::MAX)
-        .saturating_add(1)
-        .max(CHUNK);
+    let first = match usize::try_from(size) {
+        Ok(0) | Err(_) => CHUNK,
+        Ok(size) => size.saturating_add(1),
+    };
     let mut bytes = Vec::new();
     let mut want = first;
     loop {

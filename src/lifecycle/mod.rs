@@ -134,13 +134,11 @@ impl Run {
         let resolve = |recorded: String, what: &str| {
             let path =
                 crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir);
-            match crate::confine::inside(&path, dir, what) {
-                Ok(path) => path,
-                Err(err) => {
-                    outside.borrow_mut().get_or_insert(err);
-                    path
-                }
-            }
+            // The first refusal fails the load below; the path is not used.
+            crate::confine::inside(path, dir, what).unwrap_or_else(|err| {
+                outside.borrow_mut().get_or_insert(err);
+                PathBuf::new()
+            })
         };
         let lead_events_path = manifest.lead_events_path.map_or_else(
             || dir.join("state/lead-events.jsonl"),
