@@ -21,8 +21,9 @@
 //!
 //! A wrapper killed with SIGKILL cannot stop anything itself. The CLI gets a
 //! parent-death signal; the rest of its group is stopped by the guardian
-//! (`guardian.rs`): a forked process that blocks on a pipe from us and
-//! SIGKILLs the group when the pipe closes without our "done" byte.
+//! (`guardian.rs`): a process forked once the CLI has run for 20 ms, that
+//! blocks on a pipe from us and SIGKILLs the group when the pipe closes
+//! without our "done" byte.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -45,7 +46,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep, timeout};
 
-use super::guardian::Guardian;
+use super::guardian::{self, Guardian};
 use super::provider::Stdin;
 use super::status::{self, Reason, Stage, Status, TerminatedBy};
 use super::watchdog::{Activity, Watchdog};
@@ -69,19 +70,11 @@ const CHUNK: usize = 64 * 1024;
 
 /// Run the supervisor to completion; returns our exit code.
 pub fn run(ready: Ready) -> u8 {
-    // Before any thread or runtime exists: the guardian is forked.
-    let guardian = Guardian::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
     match runtime {
-        Ok(runtime) => {
-            let code = runtime.block_on(supervise(ready, guardian.as_ref()));
-            if let Some(guardian) = guardian {
-                guardian.release();
-            }
-            code
-        }
+        Ok(runtime) => runtime.block_on(supervise(ready)),
         Err(err) => {
             eprintln!("{PROGRAM}: error: failed to start the async runtime: {err}");
             exit::EXEC_OS_ERROR
@@ -121,7 +114,7 @@ struct CopyReport {
     problems: Vec<String>,
 }
 
-async fn supervise(ready: Ready, guardian: Option<&Guardian>) -> u8 {
+async fn supervise(ready: Ready) -> u8 {
     let started = Instant::now();
     let inv = &ready.invocation;
     let plan = &ready.plan;
@@ -264,9 +257,6 @@ async fn supervise(ready: Ready, guardian: Option<&Guardian>) -> u8 {
             Some(error),
         );
     };
-    if let Some(guardian) = guardian {
-        guardian.watch(group);
-    }
     status.child_pid = u32::try_from(group.as_raw()).ok();
     status.pgid = Some(group.as_raw());
     if let Err(err) = write_status(&status, &sidecar) {
@@ -296,8 +286,9 @@ async fn supervise(ready: Ready, guardian: Option<&Guardian>) -> u8 {
     }
 
     let watchdog = Watchdog::new(inv.idle_timeout_secs.map(Duration::from_secs), activity);
+    let mut guardian = None;
     let (exit_status, outcome) = tokio::select! {
-        waited = child.wait() => (waited, Outcome::Exited),
+        waited = wait_guarded(&mut child, group, &mut guardian) => (waited, Outcome::Exited),
         idle = watchdog.expired() => {
             // Recorded at the moment of the decision, not after the kill.
             status.timeout = Some(true);
@@ -318,7 +309,11 @@ async fn supervise(ready: Ready, guardian: Option<&Guardian>) -> u8 {
         }
     };
 
-    let drained = stop_leftovers(group, &mut report_rx, guardian.map(Guardian::pid)).await;
+    let drained = stop_leftovers(group, &mut report_rx, guardian.as_ref().map(Guardian::pid)).await;
+    // Leftovers are stopped: the guardian has nothing left to do.
+    if let Some(guardian) = guardian {
+        guardian.release();
+    }
     status.output_bytes = Some(copied.load(Ordering::Relaxed));
     match drained {
         Some(report) => {
@@ -355,6 +350,21 @@ async fn supervise(ready: Ready, guardian: Option<&Guardian>) -> u8 {
             None,
         ),
     }
+}
+
+/// Wait for the CLI; if it is still running after [`guardian::START_AFTER`],
+/// start the guardian for its group (see `guardian.rs`) and keep waiting.
+async fn wait_guarded(
+    child: &mut Child,
+    group: Pid,
+    guardian: &mut Option<Guardian>,
+) -> io::Result<ExitStatus> {
+    tokio::select! {
+        waited = child.wait() => return waited,
+        () = sleep(guardian::START_AFTER) => {}
+    }
+    *guardian = Guardian::start(group);
+    child.wait().await
 }
 
 /// Why the supervision loop ended.

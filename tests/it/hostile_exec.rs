@@ -141,6 +141,12 @@ fn a_sigkilled_wrapper_takes_the_whole_cli_group_down() {
     let mut child = exec.spawn(&[]);
     let grandchild = exec.grandchild();
     let _cleanup = KillOnDrop(grandchild);
+    // The guardian is started once the CLI has run for a moment: it is the
+    // wrapper's second child.
+    let wrapper = child.id();
+    wait_for(LIMIT, "the guardian to start", || {
+        (children(wrapper).len() >= 2).then_some(())
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     wait_for(
@@ -148,6 +154,22 @@ fn a_sigkilled_wrapper_takes_the_whole_cli_group_down() {
         "the grandchild to be stopped by the guardian",
         || is_gone(grandchild).then_some(()),
     );
+}
+
+/// The children of process `pid` (all its threads'), from `/proc`.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 /// Kill `pid` on drop (a failing test leaves no `sleep 300`).
