@@ -29,6 +29,7 @@ use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
 use crate::template;
+use crate::{confine, fsread};
 
 /// The final-report schema version new runs are written against.
 pub const REPORT_SCHEMA: &str = "final-report-v2.0.schema.json";
@@ -252,8 +253,12 @@ pub fn prepare() {
 
 /// Render, validate and atomically place a new run. Returns its paths.
 pub fn render_run(settings: &Settings) -> Result<RunPaths> {
-    let okstra_dir = settings.project_root.join(".okstra");
-    let task_dir = okstra_dir.join(settings.task_key.relative_dir());
+    // A symlinked `.okstra` or task folder would carry the run out of the
+    // project: refused (checked again under the lock).
+    let okstra_dir = confine::okstra_dir(&settings.project_root)?;
+    let task_relative = settings.task_key.relative_dir();
+    confine::check_no_links(&okstra_dir, &task_relative)?;
+    let task_dir = okstra_dir.join(&task_relative);
     // Milliseconds, so runs created in the same second still order by time.
     let created_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     // The wrapper providers' CLIs as PATH and the doctor's cache know them
@@ -287,6 +292,9 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
         .with_context(|| format!("cannot open `{}` to lock it", okstra_dir.display()))?;
     let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
         .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", okstra_dir.display()))?;
+    confine::okstra_dir(&settings.project_root)?;
+    confine::check_no_links(&okstra_dir, &task_relative)?;
+    remove_stale_staging(&okstra_dir);
     let sequence = next_sequence(&task_dir, settings.task_type)?;
     if sequence != provisional {
         (run_id, files) = render(sequence)?;
@@ -351,9 +359,40 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     })
 }
 
+/// A staging folder older than this was left by a render that was killed
+/// (a render takes well under a second; ten minutes leaves a wide margin
+/// for a slow disk).
+const STALE_STAGING: std::time::Duration = std::time::Duration::from_mins(10);
+
+/// Remove `.staging-*` folders a killed render left in `okstra_dir`. The
+/// caller holds the `.okstra/` lock, so no live render's folder is older
+/// than [`STALE_STAGING`]. Best effort: a folder that cannot be removed
+/// now is tried again next time.
+fn remove_stale_staging(okstra_dir: &Path) {
+    let Ok(entries) = fs::read_dir(okstra_dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().starts_with(".staging-")
+            && entry.file_type().is_ok_and(|kind| kind.is_dir())
+            && entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .is_ok_and(|modified| {
+                    now.duration_since(modified)
+                        .is_ok_and(|age| age > STALE_STAGING)
+                });
+        if stale {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// The next unused sequence number for `task_type` in `task_dir`.
 fn next_sequence(task_dir: &Path, task_type: TaskType) -> Result<u32> {
     run_log::TaskRuns::read(task_dir)
+        .context("cannot read the task's run log")?
         .next_sequence(task_type)
         .context("run sequence numbers are exhausted for this task key")
 }
@@ -616,7 +655,7 @@ fn reverify_dispatches(
 fn continuation_bytes(continuation: &Continuation) -> Result<Vec<u8>> {
     match continuation {
         Continuation::ClarificationResponse(path) | Continuation::ApprovedPlan(path) => {
-            fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))
+            Ok(fsread::read(path, fsread::Kind::Brief)?)
         }
         Continuation::ClarificationAnswers(text) => Ok(text.clone().into_bytes()),
         Continuation::None | Continuation::ResumeClarification => Ok(Vec::new()),

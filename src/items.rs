@@ -10,16 +10,10 @@
 //! `path:line` references, backticked commands and quoted output.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-
-/// Largest result file read whole; a worker result is a few kilobytes, so
-/// anything past this is not a result (or is hostile) and is cut.
-pub const MAX_RESULT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// One item of a worker's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -162,23 +156,13 @@ pub fn counts(text: &str) -> HashMap<String, u32> {
 
 /// Read a worker's result file, refusing what is not a regular file
 /// (a FIFO would block, a device never ends, a symlink may point anywhere)
-/// and cutting it at [`MAX_RESULT_BYTES`]. Invalid UTF-8 is replaced, not
-/// refused.
+/// or is larger than the result limit (`fsread::Kind::Result`). Invalid
+/// UTF-8 is replaced, not refused.
 pub fn read_result(path: &Path) -> io::Result<String> {
-    // O_NONBLOCK: opening a FIFO with no writer must not hang us.
-    // O_NOFOLLOW: a result that is a symlink fails to open (ELOOP).
-    let file = File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file",
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_RESULT_BYTES).read_to_end(&mut bytes)?;
+    // Through the one bounded reader: no FIFO blocks us, no symlink is
+    // followed, and a file past the result limit is refused, not cut.
+    let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Result)
+        .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, format!("{err:#}")))?;
     Ok(match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),

@@ -350,9 +350,8 @@ impl Lead<'_> {
             .manifest
             .assignment(REPORT_WRITER)
             .context("the report writer was rostered a moment ago")?;
-        let original =
-            crate::manifest::read_regular(&writer.paths.prompt_path, 16 * 1024 * 1024)
-                .with_context(|| format!("cannot read `{}`", writer.paths.prompt_path.display()))?;
+        let original = crate::fsread::read(&writer.paths.prompt_path, crate::fsread::Kind::Result)
+            .with_context(|| format!("cannot read `{}`", writer.paths.prompt_path.display()))?;
         let data = self.dir().join("report/data.json");
         let mut prompt = String::from_utf8_lossy(&original).into_owned();
         prompt.push_str("\n\n## Repair: your report failed validation\n\n");
@@ -400,7 +399,7 @@ impl Lead<'_> {
 
 /// The verdict token of a valid report, for the last lead event.
 fn report_verdict(data: &Path) -> Option<String> {
-    let bytes = crate::manifest::read_regular(data, 64 * 1024 * 1024).ok()?;
+    let bytes = crate::fsread::read(data, crate::fsread::Kind::Report).ok()?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     value
         .pointer("/finalVerdict/verdictToken")?

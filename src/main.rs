@@ -11,6 +11,7 @@ mod bundle;
 mod catalog;
 mod cli;
 mod cli_docs;
+mod confine;
 mod converge;
 mod coverage;
 mod dispatch;
@@ -18,6 +19,9 @@ mod doctor;
 mod durable;
 mod ending;
 mod exit;
+mod fsread;
+#[cfg(test)]
+mod fuzz;
 mod install;
 mod items;
 mod launch;
@@ -92,10 +96,25 @@ fn main() -> ExitCode {
     }
 }
 
-/// Print an error chain once: `error: outer: cause: root`.
+/// Print an error chain once: `error: outer: cause: root`. Values echoed
+/// from files and arguments may hold control characters: they are escaped,
+/// so the message stays one line (only the errors that list several items,
+/// one a line, keep their line breaks).
 fn print_error(err: &anyhow::Error) {
+    let mut line = String::from("error: ");
+    for (index, cause) in err.chain().enumerate() {
+        if index > 0 {
+            line.push_str(": ");
+        }
+        let text = cause.to_string();
+        if cause.is::<schema::Error>() || cause.is::<template::Error>() {
+            line.push_str(&fsread::escape_keep_lines(&text));
+        } else {
+            line.push_str(&fsread::escape(&text));
+        }
+    }
     let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "error: {err:#}");
+    let _ = writeln!(stderr, "{line}");
 }
 
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).

@@ -16,8 +16,6 @@ use crate::run_paths::reroot;
 
 /// The file name of a run's manifest, inside the run folder.
 pub const FILE_NAME: &str = "run-manifest.json";
-/// Largest manifest we read: a roster of a dozen workers is a few KiB.
-const MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -25,10 +23,14 @@ pub enum Error {
     Read {
         dir: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::fsread::Error,
     },
-    #[error("run manifest `{}` is larger than {MAX_BYTES} bytes", .path.display())]
-    TooLarge { path: PathBuf },
+    #[error("run manifest `{}` names a path outside its run", .path.display())]
+    Outside {
+        path: PathBuf,
+        #[source]
+        source: crate::confine::Error,
+    },
     #[error("run manifest `{}` is not a valid run manifest", .path.display())]
     Json {
         path: PathBuf,
@@ -55,31 +57,38 @@ impl RunManifest {
     /// Read `<dir>/run-manifest.json` and re-root its paths under `dir`.
     pub fn load(dir: &Path) -> Result<RunManifest, Error> {
         let path = dir.join(FILE_NAME);
-        let bytes = read_regular(&path, MAX_BYTES).map_err(|source| match source.kind() {
-            std::io::ErrorKind::FileTooLarge => Error::TooLarge { path: path.clone() },
-            _ => Error::Read {
+        let bytes = crate::fsread::read_no_follow(&path, crate::fsread::Kind::Manifest).map_err(
+            |source| Error::Read {
                 dir: dir.to_path_buf(),
                 source,
             },
-        })?;
+        )?;
         let mut manifest: RunManifest =
             serde_json::from_slice(&bytes).map_err(|source| Error::Json {
                 path: path.clone(),
                 source,
             })?;
         let recorded = manifest.run_dir.clone();
-        let fix = |path: &mut PathBuf| {
-            *path = reroot(std::mem::take(path), Some(&recorded), dir);
+        // Re-rooted for a moved run, then confined to it: the engine writes
+        // Result Paths, so a crafted manifest must steer no write outside.
+        let fix = |path: &mut PathBuf, what: &str| -> Result<(), Error> {
+            let rerooted = reroot(std::mem::take(path), Some(&recorded), dir);
+            *path =
+                crate::confine::inside(rerooted, dir, what).map_err(|source| Error::Outside {
+                    path: dir.join(FILE_NAME),
+                    source,
+                })?;
+            Ok(())
         };
-        fix(&mut manifest.team_state_path);
-        fix(&mut manifest.lead_events_path);
+        fix(&mut manifest.team_state_path, "`teamStatePath`")?;
+        fix(&mut manifest.lead_events_path, "`leadEventsPath`")?;
         for assignment in &mut manifest.assignments {
             let paths = &mut assignment.paths;
-            fix(&mut paths.prompt_path);
-            fix(&mut paths.result_path);
-            fix(&mut paths.worker_results_path);
-            fix(&mut paths.error_path);
-            fix(&mut paths.heartbeat_path);
+            fix(&mut paths.prompt_path, "`promptPath`")?;
+            fix(&mut paths.result_path, "`resultPath`")?;
+            fix(&mut paths.worker_results_path, "`workerResultsPath`")?;
+            fix(&mut paths.error_path, "`errorPath`")?;
+            fix(&mut paths.heartbeat_path, "`heartbeatPath`")?;
         }
         manifest.run_dir = dir.to_path_buf();
         Ok(manifest)
@@ -89,38 +98,4 @@ impl RunManifest {
     pub fn assignment(&self, worker_id: &str) -> Option<&Assignment> {
         self.assignments.iter().find(|a| a.worker_id == worker_id)
     }
-}
-
-/// Read a regular file of at most `limit` bytes. A FIFO, device or folder is
-/// refused without blocking (opened non-blocking, checked with `fstat`).
-pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    if meta.len() > limit {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::FileTooLarge,
-            format!("{} bytes, more than the {limit}-byte limit", meta.len()),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::FileTooLarge,
-            format!("more than the {limit}-byte limit"),
-        ));
-    }
-    Ok(bytes)
 }

@@ -14,13 +14,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalog::TaskType;
 use crate::run_log::TaskRuns;
 use crate::settings::TaskKey;
+use crate::{confine, fsread};
 
 /// A run folder of a task key.
 #[derive(Debug, Clone)]
@@ -50,9 +51,11 @@ struct RunHead {
 }
 
 /// Every run of `key` under `project_root`, oldest first.
-pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
-    let task_dir = project_root.join(".okstra").join(key.relative_dir());
-    let task = TaskRuns::read(&task_dir);
+pub fn runs(project_root: &Path, key: &TaskKey) -> Result<Vec<RunRef>> {
+    let okstra_dir = confine::okstra_dir(project_root)?;
+    confine::check_no_links(&okstra_dir, &key.relative_dir())?;
+    let task_dir = okstra_dir.join(key.relative_dir());
+    let task = TaskRuns::read(&task_dir).context("cannot read the task's run log")?;
     let mut logged = HashSet::new();
     let mut runs: Vec<RunRef> = Vec::with_capacity(task.folders.len());
     for (line, entry) in task.logged.iter().enumerate() {
@@ -77,7 +80,8 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
         let dir = task_dir.join(name);
         let path = dir.join("run-manifest.json");
         // Only the head is deserialised; the roster and paths are skipped.
-        let Some(head) = fs::read(&path)
+        // Unreadable (missing, special, oversized) is not a run.
+        let Some(head) = fsread::read_no_follow(&path, fsread::Kind::Manifest)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<RunHead>(&bytes).ok())
         else {
@@ -95,7 +99,7 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Vec<RunRef> {
         });
     }
     runs.sort_by(|a, b| (&a.created_at, &a.order).cmp(&(&b.created_at, &b.order)));
-    runs
+    Ok(runs)
 }
 
 /// The latest run in `history` (oldest first) whose task type satisfies
@@ -113,8 +117,13 @@ pub fn latest(history: &[RunRef], wanted: impl Fn(TaskType) -> bool) -> Option<&
 pub fn next_phase(history: &[RunRef]) -> Result<Option<TaskType>> {
     for run in history.iter().rev() {
         let data = run.dir.join("report").join("data.json");
-        let Ok(bytes) = fs::read(&data) else {
-            continue;
+        let bytes = match fsread::read(&data, fsread::Kind::Report) {
+            Ok(bytes) => bytes,
+            Err(err) if err.is_not_found() => continue,
+            Err(err) => {
+                return Err(anyhow::Error::new(err)
+                    .context("cannot read the next phase from the latest finished run"));
+            }
         };
         let Ok(report) = serde_json::from_slice::<Value>(&bytes) else {
             bail!(

@@ -20,12 +20,13 @@
 use std::collections::HashSet;
 use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::TaskType;
-use crate::durable;
+use crate::{durable, fsread};
 
 /// The log's file name, inside the task folder.
 pub const FILE_NAME: &str = "runs.jsonl";
@@ -53,10 +54,12 @@ pub struct TaskRuns {
 
 impl TaskRuns {
     /// Read the log and list the folder; a missing task folder is empty.
-    pub fn read(task_dir: &Path) -> TaskRuns {
+    /// A log that is not a regular file, or is over the limit for an event
+    /// log, is an error: reading it as empty could reuse a number.
+    pub fn read(task_dir: &Path) -> Result<TaskRuns, fsread::Error> {
         let mut runs = TaskRuns::default();
         let Ok(entries) = std::fs::read_dir(task_dir) else {
-            return runs;
+            return Ok(runs);
         };
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|kind| kind.is_dir())
@@ -65,13 +68,12 @@ impl TaskRuns {
                 runs.folders.insert(name);
             }
         }
-        if let Ok(bytes) = std::fs::read(task_dir.join(FILE_NAME)) {
-            runs.logged = bytes
-                .split(|byte| *byte == b'\n')
-                .filter_map(|line| serde_json::from_slice(line).ok())
-                .collect();
+        if let Some(bytes) =
+            fsread::read_no_follow_if_exists(&task_dir.join(FILE_NAME), fsread::Kind::Events)?
+        {
+            runs.logged = parse(&bytes);
         }
-        runs
+        Ok(runs)
     }
 
     /// The next sequence number for `task_type`: one past the highest it
@@ -91,16 +93,28 @@ impl TaskRuns {
     }
 }
 
+/// The readable lines of a log; anything else (a torn line, garbage) is
+/// skipped.
+pub fn parse(bytes: &[u8]) -> Vec<Entry> {
+    bytes
+        .split(|byte| *byte == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect()
+}
+
 /// Append `entry` to the log in `task_dir` and flush it (and, when this
 /// creates the log, the folder entry too). The caller holds the `.okstra/`
 /// lock, so appends never interleave.
 pub fn append(task_dir: &Path, entry: &Entry) -> io::Result<()> {
     let path = task_dir.join(FILE_NAME);
+    // Never follow a link out of the task folder, never block on a FIFO.
     let mut file = OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path)?;
+    fsread::check_regular(&file, &path).map_err(io::Error::other)?;
     let mut line = Vec::with_capacity(128);
     // A crash mid-append can leave a line without its newline; start ours
     // on a fresh line so only the torn one is lost.
@@ -145,7 +159,10 @@ mod tests {
         let second = entry(TaskType::Implementation, 1);
         append(dir.path(), &first).unwrap();
         append(dir.path(), &second).unwrap();
-        assert_eq!(TaskRuns::read(dir.path()).logged, vec![first, second]);
+        assert_eq!(
+            TaskRuns::read(dir.path()).unwrap().logged,
+            vec![first, second]
+        );
     }
 
     #[test]
@@ -161,13 +178,16 @@ mod tests {
             .unwrap();
         let third = entry(TaskType::ErrorAnalysis, 3);
         append(dir.path(), &third).unwrap();
-        assert_eq!(TaskRuns::read(dir.path()).logged, vec![first, third]);
+        assert_eq!(
+            TaskRuns::read(dir.path()).unwrap().logged,
+            vec![first, third]
+        );
     }
 
     #[test]
     fn the_next_sequence_is_past_both_the_log_and_the_folders() {
         let dir = tempfile::tempdir().unwrap();
-        let runs = TaskRuns::read(&dir.path().join("missing"));
+        let runs = TaskRuns::read(&dir.path().join("missing")).unwrap();
         assert_eq!(runs.next_sequence(TaskType::ErrorAnalysis), Some(1));
 
         // Logged up to 4 (folder deleted since), a folder 6 that was copied
@@ -177,13 +197,30 @@ mod tests {
         for name in ["error-analysis-006", "error-analysis-x", "notes"] {
             fs::create_dir(dir.path().join(name)).unwrap();
         }
-        let runs = TaskRuns::read(dir.path());
+        let runs = TaskRuns::read(dir.path()).unwrap();
         assert_eq!(runs.next_sequence(TaskType::ErrorAnalysis), Some(7));
         assert_eq!(runs.next_sequence(TaskType::Implementation), Some(10));
         assert_eq!(runs.next_sequence(TaskType::ProjectAnalysis), Some(1));
 
         append(dir.path(), &entry(TaskType::ProjectAnalysis, u32::MAX)).unwrap();
-        let runs = TaskRuns::read(dir.path());
+        let runs = TaskRuns::read(dir.path()).unwrap();
         assert_eq!(runs.next_sequence(TaskType::ProjectAnalysis), None);
+    }
+
+    const LOG: &[u8] = b"{\"runId\":\"error-analysis-001\",\"taskType\":\"error-analysis\",\"sequence\":1,\"createdAt\":\"2026-11-30T10:00:01.000Z\"}\n{\"runId\":\"x\",\"task";
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Whatever a log holds, reading it neither panics nor stalls, and
+        /// the next sequence is computed.
+        #[test]
+        fn proptest_any_log_parses(input in crate::fuzz::damaged(LOG), noise in crate::fuzz::bytes()) {
+            for bytes in [&input, &noise] {
+                let logged = crate::fuzz::bounded(|| parse(bytes));
+                let runs = TaskRuns { logged, folders: HashSet::new() };
+                let _ = runs.next_sequence(TaskType::ErrorAnalysis);
+            }
+        }
     }
 }

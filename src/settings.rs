@@ -6,7 +6,6 @@
 //! terminal (unless `--yes`), and are a usage error without one.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -19,6 +18,7 @@ use crate::catalog::{
     TaskType, WorkCategory, one_of,
 };
 use crate::cli::LaunchArgs;
+use crate::fsread;
 
 /// Names a task-key part may take: it can never leave `.okstra/`.
 static SLUG: LazyLock<Regex> =
@@ -360,7 +360,7 @@ pub fn resolve_with(
     // The run this one continues, from one read of the task's history:
     // clarification answers continue the latest phase that asks questions,
     // an approved plan the latest planning run, anything else the latest run.
-    let history = crate::resume::runs(&project_root, &task_key);
+    let history = crate::resume::runs(&project_root, &task_key)?;
     let previous = match &continuation {
         Continuation::ClarificationResponse(_)
         | Continuation::ResumeClarification
@@ -627,16 +627,23 @@ fn absolute(cwd: &Path, path: &Path) -> PathBuf {
 /// Read a UTF-8 text file that must exist and hold more than whitespace.
 fn read_nonempty(flag: &str, path: &Path) -> Result<String> {
     let shown = path.display();
-    let bytes = match fs::read(path) {
+    let bytes = match fsread::read(path, fsread::Kind::Brief) {
         Ok(bytes) => bytes,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+        Err(err) if err.is_not_found() => {
             bail!(
                 "invalid value `{shown}` for `{flag}`: no such file; expected a readable, non-empty file"
             )
         }
-        Err(err) => bail!(
-            "invalid value `{shown}` for `{flag}`: cannot read it ({err}); expected a readable, non-empty file"
-        ),
+        Err(err @ (fsread::Error::NotRegular { .. } | fsread::Error::TooLarge { .. })) => {
+            bail!("invalid value `{shown}` for `{flag}`: {err}")
+        }
+        Err(err) => {
+            let cause = std::error::Error::source(&err)
+                .map_or_else(|| err.to_string(), ToString::to_string);
+            bail!(
+                "invalid value `{shown}` for `{flag}`: cannot read it ({cause}); expected a readable, non-empty file"
+            )
+        }
     };
     let Ok(text) = String::from_utf8(bytes) else {
         bail!(
@@ -653,6 +660,8 @@ fn read_nonempty(flag: &str, path: &Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     struct NoAsk;

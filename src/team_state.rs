@@ -20,15 +20,12 @@ use serde_json::Value;
 use crate::catalog::{Provider, Role, Runner};
 use crate::durable;
 use crate::ending::Ending;
-use crate::manifest::read_regular;
 use crate::schema;
 
 /// The team state's schema.
 const SCHEMA: &str = "team-state.schema.json";
 /// The lock every writer holds while it changes the team state.
 const LOCK_FILE: &str = ".team-state.lock";
-/// Largest team state we read (a few hundred dispatch records with log tails).
-const MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One attempt of one dispatch (`dispatches[]`), persisted before it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,7 +125,7 @@ pub fn read_raw(path: &Path) -> Result<Value> {
 }
 
 fn read_value(path: &Path) -> Result<Value> {
-    let bytes = read_regular(path, MAX_BYTES)
+    let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Manifest)
         .with_context(|| format!("cannot read the team state `{}`", path.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("the team state `{}` is not valid JSON", path.display()))

@@ -161,7 +161,7 @@ fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
     if since.is_some_and(|start| modified + 1 < start) {
         return None;
     }
-    crate::manifest::read_regular(path, 64 * 1024 * 1024).ok()
+    crate::fsread::read_no_follow(path, crate::fsread::Kind::Report).ok()
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -176,7 +176,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The sha256 of the prompt file, when it can be read.
 pub fn prompt_sha256(prompt: &Path) -> Option<String> {
-    crate::manifest::read_regular(prompt, 16 * 1024 * 1024)
+    crate::fsread::read(prompt, crate::fsread::Kind::Result)
         .ok()
         .map(|bytes| sha256_hex(&bytes))
 }

@@ -202,9 +202,9 @@ fn fix_pass(
     }) {
         bail!("the Executor already had its one fix pass in this run");
     }
-    let defects = crate::manifest::read_regular(fix, 1024 * 1024)
+    let defects = crate::fsread::read(fix, crate::fsread::Kind::Brief)
         .with_context(|| format!("cannot read the fix request `{}`", fix.display()))?;
-    let original = crate::manifest::read_regular(&executor.paths.prompt_path, 16 * 1024 * 1024)
+    let original = crate::fsread::read(&executor.paths.prompt_path, crate::fsread::Kind::Result)
         .with_context(|| format!("cannot read `{}`", executor.paths.prompt_path.display()))?;
     let mut prompt = String::from_utf8_lossy(&original).into_owned();
     prompt.push_str(

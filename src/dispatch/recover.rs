@@ -67,19 +67,10 @@ pub fn read_log(provider: Provider, log: &Path) -> Transcript {
     parse(provider, file.take(MAX_LOG_BYTES))
 }
 
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    Ok(file)
+/// A log opened through the one bounded reader's checks (no FIFO, no
+/// symlink); it is then streamed, at most [`MAX_LOG_BYTES`] of it.
+fn open_regular(path: &Path) -> Result<std::fs::File, crate::fsread::Error> {
+    crate::fsread::open(path, crate::fsread::Follow::No).map(|(file, _)| file)
 }
 
 /// Parse a stream in `provider`'s format.

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use crate::assign::{Assignment, DispatchPaths};
 use crate::catalog::{Provider, Role, Runner};
 use crate::ending::Ending;
-use crate::manifest::{RunManifest, read_regular};
+use crate::manifest::RunManifest;
 use crate::team_state::TeamState;
 
 /// `--kind`.
@@ -281,8 +281,9 @@ pub fn round_plan_path(run_dir: &Path, round: u32) -> PathBuf {
 
 /// The reviewers of round `round` not yet dispatched.
 fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec<Planned>> {
-    let path = round_plan_path(&manifest.run_dir, round);
-    let bytes = read_regular(&path, 16 * 1024 * 1024).with_context(|| {
+    let plan_path = round_plan_path(&manifest.run_dir, round);
+    let path = &plan_path;
+    let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Manifest).with_context(|| {
         format!(
             "cannot read the round plan `{}`; run `okstra converge plan {} --round {round}` first",
             path.display(),
@@ -306,16 +307,21 @@ fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec
         if state.latest(&reviewer.dispatch_name).is_some() {
             continue;
         }
-        let reroot = |p: PathBuf| crate::run_paths::reroot(p, None, &manifest.run_dir);
+        // A plan is a file anyone can edit: its paths must stay in the run.
+        let inside = |p: PathBuf, what: &str| {
+            let path = crate::run_paths::reroot(p, None, &manifest.run_dir);
+            crate::confine::inside(path, &manifest.run_dir, what)
+                .with_context(|| format!("the round plan `{}` is not usable", plan_path.display()))
+        };
         let mut next = from_assignment(assignment, &format!("reverify-r{round}"), 1);
         next.dispatch_name = reviewer.dispatch_name;
         next.prompt_sha256 = reviewer.prompt_sha256;
         next.paths = DispatchPaths {
-            prompt_path: reroot(reviewer.prompt_path),
-            result_path: reroot(reviewer.result_path),
-            worker_results_path: reroot(reviewer.worker_results_path),
-            error_path: reroot(reviewer.error_path),
-            heartbeat_path: reroot(reviewer.heartbeat_path),
+            prompt_path: inside(reviewer.prompt_path, "`promptPath`")?,
+            result_path: inside(reviewer.result_path, "`resultPath`")?,
+            worker_results_path: inside(reviewer.worker_results_path, "`workerResultsPath`")?,
+            error_path: inside(reviewer.error_path, "`errorPath`")?,
+            heartbeat_path: inside(reviewer.heartbeat_path, "`heartbeatPath`")?,
         };
         planned.push(next);
     }

@@ -218,7 +218,8 @@ fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<
     record.detail = Some(detail.into());
     record.recovered_from = has_result.then(|| "file".to_owned());
     if has_result
-        && let Ok(bytes) = crate::manifest::read_regular(&record.result_path, 64 * 1024 * 1024)
+        && let Ok(bytes) =
+            crate::fsread::read_no_follow(&record.result_path, crate::fsread::Kind::Report)
     {
         record.result_sha256 = Some(attempt::sha256_hex(&bytes));
     }
@@ -272,7 +273,7 @@ fn non_empty(path: &Path) -> bool {
 
 /// Whether the heartbeat file's last line has `"phase": "complete"`.
 fn heartbeat_complete(path: &Path) -> bool {
-    let Ok(bytes) = crate::manifest::read_regular(path, 16 * 1024 * 1024) else {
+    let Ok(bytes) = crate::fsread::read_no_follow(path, crate::fsread::Kind::Events) else {
         return false;
     };
     String::from_utf8_lossy(&bytes)

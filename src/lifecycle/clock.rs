@@ -37,7 +37,13 @@ pub fn rfc3339(unix: i64) -> String {
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
     let text = text.trim();
     // humantime only knows `Z`; fold a numeric offset in ourselves.
-    let (base, offset_secs) = match text.len().checked_sub(6).map(|at| text.split_at(at)) {
+    // Six bytes from the end may fall inside a character (found by the
+    // property tests: a heartbeat `ts` is anyone's text).
+    let (base, offset_secs) = match text
+        .len()
+        .checked_sub(6)
+        .and_then(|at| text.split_at_checked(at))
+    {
         Some((base, offset))
             if (offset.starts_with('+') || offset.starts_with('-'))
                 && offset.as_bytes().get(3) == Some(&b':') =>
@@ -83,6 +89,7 @@ mod tests {
         assert_eq!(parse_rfc3339("yesterday"), None);
         assert_eq!(parse_rfc3339(""), None);
         assert_eq!(parse_rfc3339("2026-13-01T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339("2026-11-30T10:0\u{fffd}:00Z"), None);
     }
 
     #[test]

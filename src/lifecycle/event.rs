@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -23,6 +24,7 @@ use super::{Run, clock};
 use crate::cli::EventArgs;
 use crate::exit::ExitStatus;
 use crate::schema;
+use crate::{confine, fsread};
 
 /// Version of the lead-event line format.
 const EVENT_VERSION: u32 = 1;
@@ -129,13 +131,17 @@ fn append_fields(line: &mut String, fields: &BTreeMap<String, String>) -> fmt::R
 
 /// Append the event under the lock; returns its sequence number.
 pub fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Result<u64> {
-    let path = &run.lead_events_path;
+    // Inside the run, through no symlink, never a FIFO: a crafted manifest
+    // or a planted link steers no append out of the run.
+    let path = &confine::inside_no_links(&run.lead_events_path, &run.dir, "`leadEventsPath`")?;
     let file = OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .with_context(|| format!("cannot open lead events log `{}`", path.display()))?;
+    fsread::check_regular(&file, path)?;
     let mut log = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| {
         anyhow::Error::new(errno)
             .context(format!("cannot lock lead events log `{}`", path.display()))
@@ -184,6 +190,16 @@ fn last_seq(file: &mut File, path: &Path) -> Result<(u64, bool)> {
         return Ok((seq, torn));
     }
     if start > 0 {
+        let limit = fsread::Kind::Events.limit();
+        if len > limit {
+            return Err(fsread::Error::TooLarge {
+                path: path.to_path_buf(),
+                size: len,
+                limit,
+                noun: fsread::Kind::Events.noun(),
+            }
+            .into());
+        }
         let mut whole = Vec::new();
         file.seek(SeekFrom::Start(0)).with_context(read_err)?;
         file.read_to_end(&mut whole).with_context(read_err)?;
@@ -200,7 +216,7 @@ fn last_seq(file: &mut File, path: &Path) -> Result<(u64, bool)> {
 
 /// The `seq` of the last parseable line in `bytes`. When `partial_head`, the
 /// first line may be cut by the tail read and is skipped.
-fn newest_seq(bytes: &[u8], partial_head: bool) -> Option<u64> {
+pub(super) fn newest_seq(bytes: &[u8], partial_head: bool) -> Option<u64> {
     let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     if partial_head && !lines.is_empty() {
         lines.remove(0);

@@ -16,7 +16,9 @@
 pub mod clock;
 mod dispatch_rows;
 mod event;
-pub mod process;
+pub(crate) mod process;
+#[cfg(test)]
+mod proptests;
 mod reap;
 pub mod sidecar;
 mod status;
@@ -30,9 +32,6 @@ pub use event::{append as append_event, event_command};
 pub use reap::reap_command;
 pub use status::status_command;
 
-/// The folder, under a project root, that holds every okstra run.
-const OKSTRA_DIR: &str = ".okstra";
-
 /// Why a run folder could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -40,7 +39,13 @@ pub enum Error {
     NotARun {
         dir: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::fsread::Error,
+    },
+    #[error("run manifest `{}` is refused", .path.display())]
+    Outside {
+        path: PathBuf,
+        #[source]
+        source: crate::confine::Error,
     },
     #[error("run manifest `{}` cannot be read as a run manifest", .path.display())]
     Json {
@@ -100,15 +105,23 @@ impl Run {
     /// Read `<dir>/run-manifest.json`.
     pub fn load(dir: &Path) -> Result<Run, Error> {
         let path = dir.join("run-manifest.json");
-        let bytes = sidecar::read_small(&path).map_err(|source| Error::NotARun {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::fsread::read_no_follow(&path, crate::fsread::Kind::Manifest).map_err(
+            |source| Error::NotARun {
+                dir: dir.to_path_buf(),
+                source,
+            },
+        )?;
+        Run::parse(dir, &bytes)
+    }
+
+    /// A run manifest's bytes, for the run in `dir`.
+    pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
+        let path = dir.join("run-manifest.json");
         // Typed, not a `Value`: only these fields are kept, the rest of the
         // manifest is skipped without being allocated (a project board
         // reads a thousand of them).
         let manifest: ManifestWire =
-            serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+            serde_json::from_slice(bytes).map_err(|source| Error::Json {
                 path: path.clone(),
                 source,
             })?;
@@ -116,14 +129,24 @@ impl Run {
             path: path.clone(),
             field: "runId",
         })?;
-        // Paths follow the run folder if it was moved or copied.
+        // Paths follow the run folder if it was moved or copied, and must
+        // then lie inside it (a crafted manifest steers no read or write
+        // out of the run).
         let recorded_dir = manifest.run_dir.map(PathBuf::from);
-        let resolve = |recorded: String| {
-            crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir)
+        let outside = std::cell::RefCell::new(None);
+        let resolve = |recorded: String, what: &str| {
+            let path =
+                crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir);
+            // The first refusal fails the load below; the path is not used.
+            crate::confine::inside(path, dir, what).unwrap_or_else(|err| {
+                outside.borrow_mut().get_or_insert(err);
+                PathBuf::new()
+            })
         };
-        let lead_events_path = manifest
-            .lead_events_path
-            .map_or_else(|| dir.join("state/lead-events.jsonl"), resolve);
+        let lead_events_path = manifest.lead_events_path.map_or_else(
+            || dir.join("state/lead-events.jsonl"),
+            |recorded| resolve(recorded, "`leadEventsPath`"),
+        );
         let assignments = manifest
             .assignments
             .ok_or_else(|| Error::Missing {
@@ -133,7 +156,12 @@ impl Run {
             .into_iter()
             .filter_map(|a| a.into_assignment(&resolve))
             .collect();
-        let team_state_path = manifest.team_state_path.map(resolve);
+        let team_state_path = manifest
+            .team_state_path
+            .map(|recorded| resolve(recorded, "`teamStatePath`"));
+        if let Some(source) = outside.into_inner() {
+            return Err(Error::Outside { path, source });
+        }
         Ok(Run {
             dir: dir.to_path_buf(),
             recorded_dir,
@@ -178,8 +206,8 @@ struct AssignmentWire {
 
 impl AssignmentWire {
     /// An assignment without a dispatch name or prompt path cannot be shown.
-    fn into_assignment(self, resolve: &impl Fn(String) -> PathBuf) -> Option<Assignment> {
-        let path = |p: Option<String>| p.map(resolve);
+    fn into_assignment(self, resolve: &impl Fn(String, &str) -> PathBuf) -> Option<Assignment> {
+        let path = |p: Option<String>, what: &str| p.map(|p| resolve(p, what));
         Some(Assignment {
             dispatch_name: self.dispatch_name?,
             worker_id: self.worker_id.unwrap_or_default(),
@@ -187,10 +215,10 @@ impl AssignmentWire {
             provider: self.provider.unwrap_or_default(),
             model: self.model_execution_value.unwrap_or_default(),
             runner: self.runner.unwrap_or_default(),
-            prompt_path: path(self.prompt_path)?,
-            result_path: path(self.result_path),
-            worker_results_path: path(self.worker_results_path),
-            heartbeat_path: path(self.heartbeat_path),
+            prompt_path: path(self.prompt_path, "`promptPath`")?,
+            result_path: path(self.result_path, "`resultPath`"),
+            worker_results_path: path(self.worker_results_path, "`workerResultsPath`"),
+            heartbeat_path: path(self.heartbeat_path, "`heartbeatPath`"),
         })
     }
 }
@@ -198,7 +226,7 @@ impl AssignmentWire {
 /// Every candidate run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`,
 /// sorted by path so output is stable. Each level's folders are listed in
 /// parallel: a large project has a thousand task folders to list.
-pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
+pub fn run_dirs(project_root: &Path) -> Result<Vec<PathBuf>, crate::confine::Error> {
     let subdirs = |dir: &PathBuf| -> Vec<PathBuf> {
         let Ok(entries) = fs::read_dir(dir) else {
             return Vec::new();
@@ -209,7 +237,12 @@ pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
             .map(|e| e.path())
             .collect()
     };
-    let mut level = vec![project_root.join(OKSTRA_DIR).join("tasks")];
+    // Symlinked folders are never followed (see `confine`): a symlinked
+    // `.okstra` or `tasks` is an error, a link further down is skipped, so
+    // the board never leaves the project.
+    let okstra = crate::confine::okstra_dir(project_root)?;
+    crate::confine::check_no_links(&okstra, Path::new("tasks"))?;
+    let mut level = vec![okstra.join("tasks")];
     // project-id / task-group / task-id / run
     for _ in 0..4 {
         level = par_map(&level, subdirs).into_iter().flatten().collect();
@@ -217,7 +250,7 @@ pub fn run_dirs(project_root: &Path) -> Vec<PathBuf> {
     // Folders without a manifest are filtered when loading (one open
     // instead of a stat and an open per run).
     level.sort();
-    level
+    Ok(level)
 }
 
 /// Below this many items per thread, threads cost more than they save.

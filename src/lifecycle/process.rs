@@ -15,6 +15,11 @@
 //!   the group id cannot have been handed out again while those members hold
 //!   it, and they started after `started_ts`.
 //!
+//! A start time that fits is not enough for a live leader: a pid reused
+//! within the window would pass. So the leader's command must also be the
+//! one the sidecar's `argv` recorded ([`command_matches`]); a sidecar with
+//! no `argv` cannot prove anything and its group is never called ours.
+//!
 //! Zombies count as gone: they hold no resources and cannot be stopped.
 //! Without `/proc` (not Linux) only `kill(pid, 0)` is available and no
 //! group is ever called ours.
@@ -160,8 +165,71 @@ pub enum Group {
     Foreign(String),
 }
 
-/// Identify group `pgid` of a sidecar that recorded `started_ts`.
-pub fn identify_group(table: &ProcTable, pgid: i32, started_ts: i64) -> Group {
+/// Longest `comm` Linux keeps (`TASK_COMM_LEN` − 1).
+const COMM_LEN: usize = 15;
+/// Most bytes of `/proc/<pid>/cmdline` read (Linux caps argv far higher, but
+/// a recorded argv is a CLI's flags, never a document).
+const CMDLINE_LIMIT: u64 = 256 * 1024;
+
+/// The last path component of a program name.
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// Whether `cmdline` (the leader's argv, from `/proc`) and `comm` describe the
+/// command recorded as `argv`. Accepted: the same argv; the recorded
+/// arguments at the end with the program's name before them (a script run
+/// by its interpreter, a program found on `PATH`); or the program's name as
+/// `comm` or first word (a CLI that retitled itself, as node CLIs do).
+pub fn command_matches(argv: &[String], cmdline: &[String], comm: &str) -> bool {
+    let Some((program, recorded_args)) = argv.split_first() else {
+        return false;
+    };
+    let name = base_name(program);
+    if name.is_empty() || cmdline.is_empty() {
+        return false;
+    }
+    if cmdline == argv {
+        return true;
+    }
+    if cmdline.len() > recorded_args.len() {
+        let (head, tail) = cmdline.split_at(cmdline.len() - recorded_args.len());
+        if tail == recorded_args && head.iter().any(|word| base_name(word) == name) {
+            return true;
+        }
+    }
+    let short: String = name.chars().take(COMM_LEN).collect();
+    (comm == short && name.len() <= COMM_LEN * 4) || base_name(&cmdline[0]) == name
+}
+
+/// `/proc/<pid>/cmdline` split at NULs, and `/proc/<pid>/comm`.
+fn proc_command(pid: i32) -> Option<(Vec<String>, String)> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    fs::File::open(format!("/proc/{pid}/cmdline"))
+        .ok()?
+        .take(CMDLINE_LIMIT)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.last() == Some(&0) {
+        bytes.pop();
+    }
+    let cmdline = bytes
+        .split(|b| *b == 0)
+        .map(|word| String::from_utf8_lossy(word).into_owned())
+        .collect();
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some((cmdline, comm.trim_end_matches('\n').to_owned()))
+}
+
+/// Identify group `pgid` of a sidecar that recorded `started_ts` and the
+/// CLI's `argv` (`None` when the sidecar has none).
+pub fn identify_group(
+    table: &ProcTable,
+    pgid: i32,
+    started_ts: i64,
+    argv: Option<&[String]>,
+) -> Group {
     let members = table.members(pgid);
     if members.is_empty() {
         return Group::Gone;
@@ -171,7 +239,24 @@ pub fn identify_group(table: &ProcTable, pgid: i32, started_ts: i64) -> Group {
         let earliest = started_ts - CLOCK_SLACK_SECS;
         let latest = started_ts + SPAWN_WINDOW_SECS;
         if (earliest..=latest).contains(&leader.start_unix) {
-            return Group::Ours(pids);
+            let Some(argv) = argv.filter(|argv| !argv.is_empty()) else {
+                return Group::Foreign(format!(
+                    "the sidecar records no `argv` to check group leader {pgid} against"
+                ));
+            };
+            return match proc_command(pgid) {
+                Some((cmdline, comm)) if command_matches(argv, &cmdline, &comm) => {
+                    Group::Ours(pids)
+                }
+                Some((cmdline, _)) => Group::Foreign(format!(
+                    "group leader {pgid} runs `{}`, not the recorded `{}`",
+                    crate::fsread::escape(&cmdline.join(" ")),
+                    crate::fsread::escape(&argv.join(" "))
+                )),
+                None => {
+                    Group::Foreign(format!("the command of group leader {pgid} cannot be read"))
+                }
+            };
         }
         return Group::Foreign(format!(
             "group leader {pgid} started at {} but the sidecar started at {started_ts}",
@@ -275,17 +360,45 @@ mod tests {
         let table = ProcTable {
             processes: vec![ProcInfo { pgrp: pid, ..info }],
         };
+        let (cmdline, _) = proc_command(pid).unwrap();
         assert_eq!(
-            identify_group(&table, pid, info.start_unix),
+            identify_group(&table, pid, info.start_unix, Some(&cmdline)),
             Group::Ours(vec![pid])
         );
         assert!(matches!(
-            identify_group(&table, pid, info.start_unix - 3600),
+            identify_group(&table, pid, info.start_unix - 3600, Some(&cmdline)),
+            Group::Foreign(_)
+        ));
+        assert!(matches!(
+            identify_group(&table, pid, info.start_unix, None),
+            Group::Foreign(_)
+        ));
+        let other = vec!["codex".to_owned(), "exec".to_owned()];
+        assert!(matches!(
+            identify_group(&table, pid, info.start_unix, Some(&other)),
             Group::Foreign(_)
         ));
         assert_eq!(
-            identify_group(&table, pid + 1, info.start_unix),
+            identify_group(&table, pid + 1, info.start_unix, None),
             Group::Gone
         );
+    }
+
+    #[test]
+    fn commands_match_through_interpreters_paths_and_retitling() {
+        let words = |text: &str| -> Vec<String> { text.split(' ').map(str::to_owned).collect() };
+        let argv = words("/usr/bin/codex exec --json -");
+        assert!(command_matches(&argv, &argv, "codex"));
+        let script = words("/bin/sh /usr/bin/codex exec --json -");
+        assert!(command_matches(&argv, &script, "sh"));
+        assert!(command_matches(&argv, &words("codex"), "codex"));
+        assert!(!command_matches(&argv, &words("sleep 300"), "sleep"));
+        assert!(!command_matches(
+            &argv,
+            &words("/bin/sh -c exec --json -"),
+            "sh"
+        ));
+        assert!(!command_matches(&[], &argv, "codex"));
+        assert!(!command_matches(&argv, &[], "codex"));
     }
 }

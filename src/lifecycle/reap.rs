@@ -23,10 +23,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::clock;
 use super::process::{self, Group, ProcTable, Stopped};
 use super::sidecar::{self, Sidecar, Stage};
-use super::{OKSTRA_DIR, clock};
 use crate::cli::ReapArgs;
+use crate::confine;
 use crate::exit::ExitStatus;
 
 /// Version of the `--json` document.
@@ -75,14 +76,18 @@ struct Report<'a> {
 
 pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
     let root = super::project_root(args.project_root.as_deref())?;
+    // A symlinked `.okstra` would lead the reaper to processes recorded
+    // outside the project: refused, never followed.
+    let okstra_dir = confine::okstra_dir(&root)?;
     let table = ProcTable::scan();
     let mut actions = Vec::new();
-    for path in find_sidecars(&root.join(OKSTRA_DIR)) {
+    for path in find_sidecars(&okstra_dir) {
         match sidecar::read(&path) {
             Ok(Some(side)) => actions.extend(plan(&side, &table)),
             Ok(None) => {}
             Err(err) => {
-                let _ = writeln!(io::stderr(), "warning: {err:#}");
+                let message = crate::fsread::escape(&format!("{err:#}")).into_owned();
+                let _ = writeln!(io::stderr(), "warning: {message}");
             }
         }
     }
@@ -104,7 +109,11 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         writeln!(out)?;
     } else {
         for action in &actions {
-            writeln!(out, "{}", describe(action, args.execute))?;
+            writeln!(
+                out,
+                "{}",
+                crate::fsread::escape(&describe(action, args.execute))
+            )?;
         }
     }
     out.flush()?;
@@ -112,7 +121,7 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         let _ = writeln!(
             io::stderr(),
             "okstra: nothing to reap under `{}`",
-            root.join(OKSTRA_DIR).display()
+            okstra_dir.display()
         );
     } else if !args.execute && !actions.is_empty() {
         let _ = writeln!(
@@ -167,7 +176,8 @@ fn plan(side: &Sidecar, table: &ProcTable) -> Option<Action> {
         return None;
     }
     let group = side.pgid.map_or(Group::Gone, |pgid| {
-        process::identify_group(table, pgid, started)
+        let argv = side.recorded_argv();
+        process::identify_group(table, pgid, started, argv.as_deref())
     });
     let (action, pids, reason) = match group {
         Group::Ours(pids) => (

@@ -7,24 +7,25 @@
 //! JSON object is reported, never fatal.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::durable;
-
-/// Suffix provider-exec appends to the prompt path.
+use crate::{durable, fsread};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot read sidecar `{}`", .path.display())]
-    Read {
+    #[error("cannot open sidecar `{}`", .path.display())]
+    Open {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
+    #[error(transparent)]
+    Read(#[from] fsread::Error),
     #[error("sidecar `{}` is not a JSON object", .path.display())]
     Malformed { path: PathBuf },
     #[error("sidecar `{}` did not keep the reaper's record when read back", .path.display())]
@@ -84,63 +85,46 @@ struct Wire {
     log_path: Option<String>,
 }
 
-/// Read a whole small file with plain `read` calls. `fs::read` and
-/// `read_to_end` first ask the file's size (`statx` and `lseek`); a board
-/// reads thousands of small files and those probes were a third of its
-/// system calls.
-pub fn read_small(path: &Path) -> io::Result<Vec<u8>> {
-    read_to_vec(File::open(path)?)
-}
-
-/// [`read_small`] for a file already opened.
-pub fn read_to_vec(mut file: File) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    let mut chunk = [0_u8; 8192];
-    loop {
-        match file.read(&mut chunk) {
-            Ok(0) => return Ok(bytes),
-            Ok(n) => {
-                bytes.extend_from_slice(&chunk[..n]);
-                // A short read of a regular file means end of file (both
-                // callers read files replaced atomically, never appended
-                // to); skip the extra call that would only say so.
-                if n < chunk.len() {
-                    return Ok(bytes);
-                }
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(err),
-        }
-    }
-}
-
-/// Read a sidecar; `Ok(None)` when there is none.
+/// Read a sidecar; `Ok(None)` when there is none. A symlink is not
+/// followed: provider-exec writes sidecars by rename, never as links.
 pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
-    read_with(path, |path| File::open(path))
+    read_with(path, |path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(fsread::OPEN_FLAGS | libc::O_NOFOLLOW)
+            .open(path)
+    })
 }
 
-/// [`read`], opening `path` with `open` (e.g. relative to an open folder).
+/// [`read`], opening `path` with `open` (e.g. relative to an open folder,
+/// with [`fsread::OPEN_FLAGS`]); bounded and refused unless a regular file.
 pub fn read_with(
     path: &Path,
     open: impl FnOnce(&Path) -> io::Result<File>,
 ) -> Result<Option<Sidecar>, Error> {
-    let bytes = match open(path).and_then(read_to_vec) {
-        Ok(bytes) => bytes,
+    let file = match open(path) {
+        Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
-            return Err(Error::Read {
+            return Err(Error::Open {
                 path: path.to_path_buf(),
                 source,
             });
         }
     };
+    let bytes = fsread::read_opened(file, path, fsread::Kind::Sidecar)?;
+    parse(path, &bytes).map(Some)
+}
+
+/// A sidecar's bytes, read from `path`.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Sidecar, Error> {
     // The typed read skips unknown fields without allocating them; it is
     // the common case on a board of thousands of sidecars.
-    if let Ok(wire) = serde_json::from_slice::<Wire>(&bytes) {
-        return Ok(Some(Sidecar::from_wire(path, wire)));
+    if let Ok(wire) = serde_json::from_slice::<Wire>(bytes) {
+        return Ok(Sidecar::from_wire(path, wire));
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(raw)) => Ok(Some(Sidecar::from_map(path, &raw))),
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(raw)) => Ok(Sidecar::from_map(path, &raw)),
         _ => Err(Error::Malformed {
             path: path.to_path_buf(),
         }),
@@ -149,10 +133,7 @@ pub fn read_with(
 
 /// The whole sidecar object, for a rewrite that keeps what we do not know.
 fn read_raw(path: &Path) -> Result<Map<String, Value>, Error> {
-    let bytes = read_small(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = fsread::read_no_follow(path, fsread::Kind::Sidecar)?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(raw)) => Ok(raw),
         _ => Err(Error::Malformed {
@@ -211,6 +192,17 @@ impl Sidecar {
             reason: text("reason"),
             log_path: text("log_path").map(PathBuf::from),
         }
+    }
+
+    /// The CLI's `argv` as provider-exec recorded it (read again from the
+    /// file: only the reaper needs it, the board never pays for it).
+    pub fn recorded_argv(&self) -> Option<Vec<String>> {
+        let raw = read_raw(&self.path).ok()?;
+        raw.get("argv")?
+            .as_array()?
+            .iter()
+            .map(|word| word.as_str().map(str::to_owned))
+            .collect()
     }
 
     /// Record that the reaper finished this sidecar for a dead wrapper:
@@ -272,17 +264,6 @@ mod tests {
     use std::fs;
 
     use super::*;
-
-    #[test]
-    fn read_small_reads_files_larger_than_one_chunk() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big");
-        let bytes: Vec<u8> = (0..20_000_u32).map(|i| (i % 251) as u8).collect();
-        fs::write(&path, &bytes).unwrap();
-        assert_eq!(read_small(&path).unwrap(), bytes);
-        fs::write(&path, b"").unwrap();
-        assert!(read_small(&path).unwrap().is_empty());
-    }
 
     #[test]
     fn reading_is_defensive_and_marking_keeps_unknown_fields() {

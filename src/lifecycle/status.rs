@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fmt::{self, Write as _};
 use std::fs::{self, File};
-use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{self, IsTerminal, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,7 @@ use super::sidecar::{self, Sidecar, Stage};
 use super::{Assignment, Run, clock, par_map, process};
 use crate::cli::StatusArgs;
 use crate::exit::ExitStatus;
+use crate::fsread;
 use crate::provider_exec::status as exec_status;
 use crate::team_state::DispatchRecord;
 
@@ -306,7 +307,7 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
     if let Some(blocker) = &beat.blocker {
         return verdict(
             State::Blocked,
-            format!("heartbeat blocker: {blocker}").into(),
+            format!("heartbeat blocker: {}", fsread::escape(blocker)).into(),
         );
     }
     match last_activity {
@@ -433,7 +434,8 @@ impl<'a> RunFiles<'a> {
     fn open(&self, path: &Path) -> io::Result<File> {
         match self.inside(path) {
             Some((fd, relative)) => {
-                let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+                // Never block on a FIFO; readers then refuse it (`fsread`).
+                let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
                 Ok(File::from(rustix::fs::openat(
                     fd,
                     relative,
@@ -441,7 +443,7 @@ impl<'a> RunFiles<'a> {
                     Mode::empty(),
                 )?))
             }
-            None => File::open(path),
+            None => fsread::open_raw(path),
         }
     }
 
@@ -560,9 +562,10 @@ fn gather(
     }
     if let Some(path) = &assignment.heartbeat_path
         && files.is_file(path)
-        && let Ok(text) = files.open(path).and_then(io::read_to_string)
+        && let Ok(file) = files.open(path)
+        && let Ok(bytes) = fsread::read_opened(file, path, fsread::Kind::Sidecar)
     {
-        evidence.heartbeat = parse_heartbeat(&text, now);
+        evidence.heartbeat = parse_heartbeat(&String::from_utf8_lossy(&bytes), now);
         evidence.heartbeat_mtime = files.mtime(path);
     }
     // A finished wrapper's activity is its `ended_ts`; only a live one's
@@ -701,7 +704,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
             attention.push(Attention {
                 dispatch_name: worker.dispatch_name,
                 state: worker.state,
-                reason: Cow::Owned(format!("heartbeat blocker: {blocker}")),
+                reason: Cow::Owned(format!("heartbeat blocker: {}", fsread::escape(blocker))),
             });
         }
         for anomaly in &worker.anomalies {
@@ -710,7 +713,8 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
                 state: worker.state,
                 reason: Cow::Owned(format!(
                     "{}: `{}` not trusted",
-                    anomaly.kind, anomaly.observed
+                    anomaly.kind,
+                    fsread::escape(&anomaly.observed)
                 )),
             });
         }
@@ -738,9 +742,9 @@ fn boards(runs: &[Run], now: i64, tail: Option<usize>) -> Vec<RunStatus<'_>> {
 /// When the lead last recorded dispatching each worker: the `ts` of the
 /// latest `worker-dispatched` lead event per `dispatchName` field. A missing
 /// or unreadable log is simply no information.
-fn dispatch_times(events: &Path) -> HashMap<String, i64> {
+pub(super) fn dispatch_times(events: &Path) -> HashMap<String, i64> {
     let mut times = HashMap::new();
-    let Ok(bytes) = sidecar::read_small(events) else {
+    let Ok(bytes) = fsread::read_no_follow(events, fsread::Kind::Events) else {
         return times;
     };
     for line in bytes.split(|b| *b == b'\n') {
@@ -777,21 +781,16 @@ struct DispatchFields {
 
 /// The last `lines` lines of a log, lossily decoded; empty when unreadable.
 fn log_tail(path: &Path, lines: usize) -> Vec<String> {
-    let Ok(mut file) = File::open(path) else {
-        return Vec::new();
-    };
-    let len = file.metadata().map_or(0, |m| m.len());
     let want = (lines as u64)
         .saturating_mul(TAIL_BYTES_PER_LINE)
         .max(TAIL_BYTES_MIN);
-    let start = len.saturating_sub(want);
-    let mut bytes = Vec::new();
-    if file.seek(SeekFrom::Start(start)).is_err() || file.read_to_end(&mut bytes).is_err() {
+    // From the end, never blocking on a FIFO, never following a link.
+    let Ok((bytes, cut)) = fsread::read_tail(path, want, fsread::Follow::No) else {
         return Vec::new();
-    }
+    };
     let text = String::from_utf8_lossy(&bytes);
     let mut all: Vec<&str> = text.lines().collect();
-    if start > 0 && !all.is_empty() {
+    if cut && !all.is_empty() {
         all.remove(0); // cut by the seek
     }
     let skip = all.len().saturating_sub(lines);
@@ -807,16 +806,16 @@ fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
     let root = super::project_root(args.project_root.as_deref())?;
     // Manifests load in parallel too: on a large project they are a third
     // of the reading.
-    let loaded = par_map(&super::run_dirs(&root), |dir| Run::load(dir));
+    let loaded = par_map(&super::run_dirs(&root)?, |dir| Run::load(dir));
     let mut runs = Vec::with_capacity(loaded.len());
     for result in loaded {
         match result {
             Ok(run) => runs.push(run),
             // Not a run folder (no manifest): not worth a warning.
-            Err(super::Error::NotARun { source, .. })
-                if source.kind() == io::ErrorKind::NotFound => {}
+            Err(super::Error::NotARun { source, .. }) if source.is_not_found() => {}
             Err(err) => {
-                let _ = writeln!(io::stderr(), "warning: skipping a run: {err}");
+                let message = fsread::escape(&format!("{err:#}")).into_owned();
+                let _ = writeln!(io::stderr(), "warning: skipping a run: {message}");
             }
         }
     }
@@ -913,7 +912,8 @@ fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
 fn render(board: &[RunStatus<'_>], now: i64, summary: bool) -> String {
     let mut text = String::new();
     render_into(&mut text, board, now, summary).expect("writing to a String cannot fail");
-    text
+    // Names and reasons come from files: no terminal escape gets through.
+    fsread::escape_keep_lines(&text).into_owned()
 }
 
 fn render_into(text: &mut String, board: &[RunStatus<'_>], now: i64, summary: bool) -> fmt::Result {
@@ -1011,12 +1011,13 @@ fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
         if let Some(summary) = &worker.summary {
             writeln!(
                 text,
-                "      {}: {summary}",
-                worker.phase.as_deref().unwrap_or("heartbeat")
+                "      {}: {}",
+                fsread::escape(worker.phase.as_deref().unwrap_or("heartbeat")),
+                fsread::escape(summary)
             )?;
         }
         for tail_line in worker.log_tail.iter().flatten() {
-            writeln!(text, "      | {tail_line}")?;
+            writeln!(text, "      | {}", fsread::escape(tail_line))?;
         }
     }
     writeln!(
@@ -1059,6 +1060,7 @@ fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     const NOW: i64 = 1_800_000_000;
 

@@ -69,6 +69,8 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // NUL, ESC and the other controls are dropped: HTML forbids them.
+            other if crate::fsread::is_stray_control(other) && other != '\r' => {}
             other => out.push(other),
         }
     }

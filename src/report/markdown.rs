@@ -34,6 +34,8 @@ pub fn render(report: &Report) -> String {
     } else {
         render_v2(report, &mut out);
     }
+    // Model text may carry NUL or terminal escapes; none reach the file.
+    out.retain(|c| !crate::fsread::is_stray_control(c));
     out
 }
 

@@ -15,6 +15,9 @@
 mod html;
 mod markdown;
 mod model;
+#[cfg(test)]
+mod proptests;
+mod strict_json;
 mod validate;
 
 use std::fs;
@@ -31,6 +34,7 @@ use crate::durable::write_atomic;
 use crate::exit::ExitStatus;
 use crate::run_paths;
 use crate::schema;
+use crate::{confine, fsread};
 
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
 
@@ -246,7 +250,7 @@ fn load(target: &Path, index_results: bool) -> Result<Loaded> {
         if manifest.is_file() {
             let (data_path, run) = read_manifest(&manifest, target)?;
             (data_path, Some(run))
-        } else if target.join("data.json").is_file() {
+        } else if target.join("data.json").exists() {
             let data_path = target.join("data.json");
             let run = find_run(&data_path)?;
             (data_path, run)
@@ -257,7 +261,8 @@ fn load(target: &Path, index_results: bool) -> Result<Loaded> {
                 target.display()
             );
         }
-    } else if target.is_file() {
+    } else if target.exists() {
+        // Not necessarily a regular file: the read below says what it is.
         (target.to_path_buf(), find_run(target)?)
     } else {
         bail!("`{}` does not exist", target.display());
@@ -266,10 +271,13 @@ fn load(target: &Path, index_results: bool) -> Result<Loaded> {
         .as_ref()
         .filter(|_| index_results)
         .map(PendingIndexes::start);
-    let text = fs::read_to_string(&data_path)
+    // Bounded (a report over the limit is refused before parsing), strict
+    // (a duplicated key is an error) and within a memory budget.
+    let bytes = fsread::read(&data_path, fsread::Kind::Report)
         .with_context(|| format!("cannot read report `{}`", data_path.display()))?;
-    let value: Value = serde_json::from_str(&text)
+    let value = strict_json::from_slice(&bytes)
         .with_context(|| format!("report `{}` is not valid JSON", data_path.display()))?;
+    drop(bytes);
     let schema_version = match value.get("schemaVersion") {
         Some(Value::String(version)) if version == "1.0" || version == "2.0" => version.clone(),
         Some(other) => bail!(
@@ -306,15 +314,21 @@ fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
 
 /// Read the parts of a run manifest the report checks need.
 fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
-    let text = fs::read_to_string(path)
+    let bytes = fsread::read_no_follow(path, fsread::Kind::Manifest)
         .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
-    let manifest: Value = serde_json::from_str(&text)
+    let manifest: Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
     let recorded_root = manifest
         .get("runDir")
         .and_then(Value::as_str)
         .map(Path::new);
-    let resolve = |recorded: &str| run_paths::reroot(recorded.into(), recorded_root, run_dir);
+    // Re-rooted, then confined to the run: a crafted manifest steers no
+    // read (a worker result) or write (the rendered report) out of it.
+    let resolve = |recorded: &str, what: &str| -> Result<PathBuf> {
+        let resolved = run_paths::reroot(recorded.into(), recorded_root, run_dir);
+        confine::inside_no_links(&resolved, run_dir, what)
+            .with_context(|| format!("run manifest `{}` is refused", path.display()))
+    };
     let Some(assignments) = manifest.get("assignments").and_then(Value::as_array) else {
         bail!(
             "run manifest `{}` has no `assignments` list",
@@ -338,13 +352,19 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
             worker_id: field("workerId")?.to_owned(),
             role: field("role")?.to_owned(),
             provider: field("provider")?.to_owned(),
-            result_path: resolve(field("resultPath")?),
+            result_path: resolve(
+                field("resultPath")?,
+                &format!("`assignments[{index}].resultPath`"),
+            )?,
         });
     }
     let data_path = manifest
         .pointer("/finalReport/dataPath")
         .and_then(Value::as_str)
-        .map_or_else(|| run_dir.join(DEFAULT_DATA_PATH), resolve);
+        .map_or_else(
+            || Ok(run_dir.join(DEFAULT_DATA_PATH)),
+            |recorded| resolve(recorded, "`finalReport.dataPath`"),
+        )?;
     let run = RunFacts {
         run_dir: run_dir.to_path_buf(),
         roster,

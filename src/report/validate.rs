@@ -7,7 +7,6 @@
 //! indexed once, on its own thread, while data.json is parsed and checked.
 
 use std::collections::HashMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::thread::{self, JoinHandle};
 
@@ -15,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::converge::FinalClass;
+use crate::fsread;
 use crate::items;
 
 /// Rule name of a schema violation (every other rule is an invariant).
@@ -423,12 +423,24 @@ fn source_items(
 }
 
 fn index_file(path: &Path) -> Indexed {
-    match fs::read(path) {
+    // Bounded, never a FIFO, never through a link (the path was confined to
+    // the run when the manifest was read).
+    match fsread::read_no_follow(path, fsread::Kind::Result) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => Indexed::Items(items::counts(&text)),
             Err(err) => Indexed::Items(items::counts(&String::from_utf8_lossy(err.as_bytes()))),
         },
-        Err(err) => Indexed::Unreadable(err.to_string().to_lowercase()),
+        Err(err) => Indexed::Unreadable(unreadable(&err)),
+    }
+}
+
+/// Why a result file could not be read, as one lowercase phrase.
+fn unreadable(err: &fsread::Error) -> String {
+    match err {
+        fsread::Error::Open { source, .. } | fsread::Error::Read { source, .. } => {
+            source.to_string().to_lowercase()
+        }
+        other => crate::fsread::escape(&other.to_string()).into_owned(),
     }
 }
 

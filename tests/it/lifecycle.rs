@@ -328,6 +328,7 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
         &codex,
         &json!({"schemaVersion": 1, "wrapper": "okstra-codex-exec", "role": "analyser",
                 "pid": dead_pid(), "pgid": orphan.pid(), "started_ts": started,
+                "argv": ["sh", "-c", "sleep 300; exit 0"],
                 "log_path": path_of(&codex, "promptPath").with_extension("log"),
                 "stage": "started"}),
     );
@@ -428,11 +429,12 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let codex = assignment(&run, "codex-worker");
     let started = unix_now() - 1;
     // An ignored signal stays ignored across exec, so `sleep` ignores it too.
-    let mut stubborn = Group::spawn("trap '' TERM; while :; do sleep 1; done");
+    let script = "trap '' TERM; while :; do sleep 1; done";
+    let mut stubborn = Group::spawn(script);
     write_sidecar(
         &codex,
         &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": stubborn.pid(),
-                "started_ts": started, "stage": "started"}),
+                "started_ts": started, "argv": ["sh", "-c", script], "stage": "started"}),
     );
     let report = reap_execute(project.root());
     assert_eq!(report["actions"][0]["outcome"], "killed", "{report}");

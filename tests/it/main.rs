@@ -4,6 +4,8 @@
 mod converge;
 mod dispatch;
 mod doctor;
+mod hostile;
+mod hostile_exec;
 mod install;
 mod launcher;
 mod lifecycle;

@@ -1,0 +1,402 @@
+//! Bounded reads of every file okstra takes as input, and the one function
+//! that makes text from files safe to print.
+//!
+//! Any file okstra reads may be hostile or unlucky: a FIFO (a plain `open`
+//! blocks until a writer comes), a link to `/dev/zero` (endless), a huge or
+//! sparse file (memory), a symlink out of the project. So every input is
+//! opened with `O_NONBLOCK` (a FIFO opens at once and is then refused),
+//! `fstat`ed once, refused unless it is a regular file, and read only up to
+//! a limit that depends on what the file is ([`Kind`]). The size check comes
+//! before any byte is read; the read itself stops one byte past the limit, so
+//! a file that grows while read is refused too.
+//!
+//! Cost: one `fstat` on top of open/read/close. A small file is read with one
+//! `read` call (the buffer is sized from `fstat`, and a short read of a
+//! regular file is its end), which keeps the status board, which reads
+//! thousands of sidecars, as fast as before.
+//!
+//! Not here: which paths may be read (confinement lives with the callers,
+//! see `confine`), and writing (`durable`).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// What a file is, which sets how much of it okstra will read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `--task-brief` and continuation inputs (clarification answers, plans).
+    Brief,
+    /// A worker's Result Path or worker-results file.
+    Result,
+    /// `run-manifest.json` and other manifests okstra wrote.
+    Manifest,
+    /// A provider-exec status sidecar or a heartbeat file.
+    Sidecar,
+    /// `lead-events.jsonl` and the task folder's `runs.jsonl`.
+    Events,
+    /// A final report's `data.json`.
+    Report,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl Kind {
+    /// The most bytes okstra reads of a file of this kind (README "Hostile
+    /// files" lists them).
+    pub const fn limit(self) -> u64 {
+        match self {
+            // A brief is a prompt: far below a model's context window.
+            Kind::Brief => 4 * MIB,
+            Kind::Result => 16 * MIB,
+            Kind::Manifest => 8 * MIB,
+            // A sidecar or heartbeat is a few hundred bytes.
+            Kind::Sidecar => MIB,
+            Kind::Events => 64 * MIB,
+            // `validate` parses it into a tree about 5× its size.
+            Kind::Report => 32 * MIB,
+        }
+    }
+
+    /// The noun used in messages.
+    pub const fn noun(self) -> &'static str {
+        match self {
+            Kind::Brief => "brief",
+            Kind::Result => "worker result",
+            Kind::Manifest => "manifest",
+            Kind::Sidecar => "status sidecar",
+            Kind::Events => "event log",
+            Kind::Report => "report",
+        }
+    }
+}
+
+/// Whether the last component of a path may be a symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    Yes,
+    /// `O_NOFOLLOW`: a symlink is refused (`ELOOP`).
+    No,
+}
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot open `{}`", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("`{}` is {what}, not a regular file", .path.display())]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error(
+        "`{}` is {size} bytes, over the {limit}-byte limit for a {noun}",
+        .path.display()
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+        noun: &'static str,
+    },
+    #[error("cannot read `{}`", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// The file does not exist (the only failure many readers tolerate).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Open { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+/// Flags for callers that open a file themselves (e.g. `openat` relative to
+/// a folder handle) before handing it to [`read_opened`]: never block on a
+/// FIFO.
+pub const OPEN_FLAGS: i32 = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+
+/// Open `path` with [`OPEN_FLAGS`], unchecked: for callers that go on to
+/// [`read_opened`] (or [`check_regular`]).
+pub fn open_raw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(OPEN_FLAGS)
+        .open(path)
+}
+
+/// Open `path` for reading without blocking, and check it is a regular file.
+/// Returns the file and its size.
+pub fn open(path: &Path, follow: Follow) -> Result<(File, u64), Error> {
+    let mut flags = libc::O_NONBLOCK;
+    if follow == Follow::No {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let size = check_regular(&file, path)?;
+    Ok((file, size))
+}
+
+/// `fstat` an open file: its size when it is a regular file.
+pub fn check_regular(file: &File, path: &Path) -> Result<u64, Error> {
+    let meta = file.metadata().map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(meta.len());
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    Err(Error::NotRegular {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
+/// Read a whole file of `kind`, following a symlinked last component.
+pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>, Error> {
+    let (file, size) = open(path, Follow::Yes)?;
+    read_sized(file, size, path, kind)
+}
+
+/// [`read`], refusing a symlink as the last component.
+pub fn read_no_follow(path: &Path, kind: Kind) -> Result<Vec<u8>, Error> {
+    let (file, size) = open(path, Follow::No)?;
+    read_sized(file, size, path, kind)
+}
+
+/// [`read_no_follow`], `Ok(None)` when the file does not exist.
+pub fn read_no_follow_if_exists(path: &Path, kind: Kind) -> Result<Option<Vec<u8>>, Error> {
+    match read_no_follow(path, kind) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err) if err.is_not_found() => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// Read a file the caller opened (with [`OPEN_FLAGS`]); `path` is for
+/// messages only.
+pub fn read_opened(file: File, path: &Path, kind: Kind) -> Result<Vec<u8>, Error> {
+    let size = check_regular(&file, path)?;
+    read_sized(file, size, path, kind)
+}
+
+fn read_sized(mut file: File, size: u64, path: &Path, kind: Kind) -> Result<Vec<u8>, Error> {
+    let limit = kind.limit();
+    let too_large = |size| Error::TooLarge {
+        path: path.to_path_buf(),
+        size,
+        limit,
+        noun: kind.noun(),
+    };
+    if size > limit {
+        return Err(too_large(size));
+    }
+    // One byte past the size, so an unchanged file ends in one short read.
+    // `fstat` says 0 for some files that still hold bytes: read in chunks.
+    let first = match usize::try_from(size) {
+        Ok(0) | Err(_) => CHUNK,
+        Ok(size) => size.saturating_add(1),
+    };
+    let mut bytes = Vec::new();
+    let mut want = first;
+    loop {
+        let start = bytes.len();
+        bytes.resize(start + want, 0);
+        let read = loop {
+            match file.read(&mut bytes[start..]) {
+                Ok(n) => break n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(Error::Read {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+            }
+        };
+        bytes.truncate(start + read);
+        if bytes.len() as u64 > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        // A short read of a regular file is its end.
+        if read < want {
+            return Ok(bytes);
+        }
+        let room = usize::try_from(limit + 1 - bytes.len() as u64).unwrap_or(usize::MAX);
+        want = CHUNK.max(bytes.len() / 2).min(room);
+    }
+}
+
+/// Read size when `fstat` gives no useful size, and the least first read.
+const CHUNK: usize = 8192;
+
+/// The last `max_bytes` bytes of a file that may be large (a log), and
+/// whether the start was cut. No size limit: only the end is read.
+pub fn read_tail(path: &Path, max_bytes: u64, follow: Follow) -> Result<(Vec<u8>, bool), Error> {
+    let (mut file, size) = open(path, follow)?;
+    let start = size.saturating_sub(max_bytes);
+    let read_err = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    file.seek(SeekFrom::Start(start)).map_err(read_err)?;
+    let mut bytes = Vec::new();
+    // `take`: a file appended to while we read still ends.
+    file.take(max_bytes)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    Ok((bytes, start > 0))
+}
+
+/// `text` with every control character escaped (C0, DEL, C1; newlines and
+/// tabs too), so text from a file prints as one inert line: no terminal
+/// escape sequence, no forged second line. Borrowed when nothing changes.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    escape_with(text, false)
+}
+
+/// [`escape`], keeping line breaks (for text that is several lines by
+/// design, such as a list of schema violations).
+pub fn escape_keep_lines(text: &str) -> Cow<'_, str> {
+    escape_with(text, true)
+}
+
+/// A control character that has no place in a rendered document: NUL and
+/// the other C0 controls (ESC among them) but tab and newline, DEL, and the
+/// C1 controls. Markdown and HTML output drop them.
+pub fn is_stray_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\n' | '\t')
+}
+
+fn escape_with(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() && !(keep_lines && c == '\n');
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            push_escaped(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    use fmt::Write as _;
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{1b}' => out.push_str("\\e"),
+        other => {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(other));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn reads_whole_files_within_the_limit_in_any_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        for len in [0_u32, 1, 8191, 8192, 8193, 20_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            fs::write(&path, &bytes).unwrap();
+            assert_eq!(read(&path, Kind::Sidecar).unwrap(), bytes, "{len}");
+        }
+    }
+
+    #[test]
+    fn refuses_special_files_oversize_files_and_links_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(matches!(
+            read(&fifo, Kind::Brief),
+            Err(Error::NotRegular { what: "a FIFO", .. })
+        ));
+        assert!(matches!(
+            read(Path::new("/dev/zero"), Kind::Brief),
+            Err(Error::NotRegular { .. })
+        ));
+        let big = dir.path().join("big");
+        let file = File::create(&big).unwrap();
+        file.set_len(Kind::Sidecar.limit() + 1).unwrap();
+        let err = read(&big, Kind::Sidecar).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{}` is 1048577 bytes, over the 1048576-byte limit for a status sidecar",
+                big.display()
+            )
+        );
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&big, &link).unwrap();
+        assert!(read_no_follow(&link, Kind::Events).is_err());
+        assert!(read(&link, Kind::Events).is_ok());
+        assert!(
+            read_no_follow_if_exists(&dir.path().join("none"), Kind::Events)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn tails_read_only_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(
+            read_tail(&path, 4, Follow::No).unwrap(),
+            (b"6789".to_vec(), true)
+        );
+        assert_eq!(
+            read_tail(&path, 40, Follow::No).unwrap(),
+            (b"0123456789".to_vec(), false)
+        );
+    }
+
+    #[test]
+    fn escaping_leaves_one_inert_line() {
+        assert!(matches!(escape("plain é"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape("a\u{1b}]0;x\u{7}b\nerror: forged\u{0}\u{9b}"),
+            "a\\e]0;x\\u{7}b\\nerror: forged\\u{0}\\u{9b}"
+        );
+        assert_eq!(escape_keep_lines("a\nb\u{1b}"), "a\nb\\e");
+    }
+}
