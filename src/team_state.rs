@@ -180,11 +180,23 @@ pub enum Change<'a> {
 /// Apply `changes` to the team state at `path` under its lock, validate the
 /// result against the schema, and replace the file. Returns the new state.
 pub fn update(path: &Path, changes: &[Change<'_>]) -> Result<TeamState> {
+    let value = modify(path, |value| {
+        for change in changes {
+            apply(value, change)?;
+        }
+        Ok(())
+    })?;
+    Ok(parse(&value))
+}
+
+/// The one read-modify-write of the team state: under its lock, `change`
+/// edits the raw JSON, the result is checked against the schema and
+/// replaces the file atomically; nothing is written when either fails.
+/// `okstra usage` writes its ledger through this too.
+pub fn modify(path: &Path, change: impl FnOnce(&mut Value) -> Result<()>) -> Result<Value> {
     let _lock = lock(path)?;
     let mut value = read_value(path)?;
-    for change in changes {
-        apply(&mut value, change)?;
-    }
+    change(&mut value)?;
     schema::check(
         SCHEMA,
         &value,
@@ -194,7 +206,7 @@ pub fn update(path: &Path, changes: &[Change<'_>]) -> Result<TeamState> {
     bytes.push(b'\n');
     durable::write_atomic(path, &bytes)
         .with_context(|| format!("cannot write the team state `{}`", path.display()))?;
-    Ok(parse(&value))
+    Ok(value)
 }
 
 fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {

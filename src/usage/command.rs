@@ -10,17 +10,12 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
 
 use super::ledger::{self, Computed, RunInfo};
 use super::price::Prices;
 use super::tally::Record;
 use crate::cli::UsageArgs;
 use crate::exit::ExitStatus;
-use crate::{durable, schema};
-
-/// Largest team state read.
-const MAX_TEAM_STATE: u64 = 64 << 20;
 
 pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
     let computed = record(&args.run_dir)?;
@@ -47,25 +42,14 @@ pub fn record(run_dir: &std::path::Path) -> Result<Computed> {
     let env = |name: &str| std::env::var(name).ok();
     let prices = Prices::load(&env)?;
     let info = RunInfo::load(run_dir)?;
-    let path = &info.team_state_path;
-    let lock = ledger::lock_team_state(&info.run.dir)?;
-    let bytes = super::lines::read_small(path, MAX_TEAM_STATE)
-        .with_context(|| format!("cannot read team state `{}`", path.display()))?;
-    let mut state: Value = serde_json::from_slice(&bytes)
-        .with_context(|| format!("team state `{}` is not valid JSON", path.display()))?;
-    let computed = ledger::compute(&info, &state, &prices, &env);
-    ledger::apply(&mut state, &computed)?;
-    schema::check(
-        "team-state.schema.json",
-        &state,
-        "the team state with usage",
-    )?;
-    let mut out = serde_json::to_vec_pretty(&state).context("cannot serialise the team state")?;
-    out.push(b'\n');
-    durable::write_atomic(path, &out)
-        .with_context(|| format!("cannot write team state `{}`", path.display()))?;
-    drop(lock);
-    Ok(computed)
+    let mut computed = None;
+    crate::team_state::modify(&info.team_state_path, |state| {
+        let ledger = ledger::compute(&info, state, &prices, &env);
+        ledger::apply(state, &ledger)?;
+        computed = Some(ledger);
+        Ok(())
+    })?;
+    computed.context("the usage ledger was computed under the lock")
 }
 
 /// The human table: one row per attempt, worker, provider, the lead, total.

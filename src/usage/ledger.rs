@@ -13,11 +13,9 @@
 //! else it is `unavailable`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -27,26 +25,6 @@ use super::tally::{Record, Tally};
 use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
 use crate::catalog::Provider;
 use crate::lifecycle::Run;
-
-/// The lock every writer of the team state holds around read-modify-write
-/// (`okstra usage` here, the dispatch engine too).
-pub const TEAM_STATE_LOCK: &str = "state/.team-state.lock";
-
-/// Take the exclusive team-state lock of the run in `run_dir`; released
-/// when the returned value is dropped.
-pub fn lock_team_state(run_dir: &Path) -> Result<Flock<File>> {
-    let path = run_dir.join(TEAM_STATE_LOCK);
-    let file = File::options()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| format!("cannot open team state lock `{}`", path.display()))?;
-    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| {
-        anyhow::Error::new(errno)
-            .context(format!("cannot lock team state lock `{}`", path.display()))
-    })
-}
 
 /// How complete the whole summary is (the report schema's `source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -56,11 +56,6 @@ use serde::{Deserialize, Serialize};
 pub use budget::{Budget, Totals, recorded_totals};
 pub use command::{record as record_usage, usage_command};
 pub use follow::Follow;
-#[expect(
-    unused_imports,
-    reason = "API for the dispatch engine and `okstra status`, wired next"
-)]
-pub use ledger::{TEAM_STATE_LOCK, lock_team_state};
 pub use price::Prices;
 pub use stream::from_log;
 #[cfg_attr(
