@@ -161,8 +161,15 @@ pub fn counts(text: &str) -> HashMap<String, u32> {
 pub fn read_result(path: &Path) -> io::Result<String> {
     // Through the one bounded reader: no FIFO blocks us, no symlink is
     // followed, and a file past the result limit is refused, not cut.
-    let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Result)
-        .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, format!("{err:#}")))?;
+    let bytes =
+        crate::fsread::read_no_follow(path, crate::fsread::Kind::Result).map_err(|err| {
+            let kind = if err.is_not_found() {
+                io::ErrorKind::NotFound
+            } else {
+                io::ErrorKind::InvalidInput
+            };
+            io::Error::new(kind, format!("{err:#}"))
+        })?;
     Ok(match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
@@ -422,6 +429,13 @@ mod tests {
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert!(read_result(&fifo).is_err());
+        assert_eq!(
+            read_result(&dir.path().join("missing.md"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound,
+            "a missing result is told apart (convergence treats it as not done)"
+        );
         assert!(read_result(dir.path()).is_err());
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
