@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::cli::{ReportArgs, ValidateArgs};
 use crate::converge;
-use crate::durable::write_atomic;
+use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
 use crate::run_paths;
 use crate::schema;
@@ -151,9 +151,9 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
         .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
     let markdown_path = out_dir.join(MARKDOWN_NAME);
     let html_path = out_dir.join(HTML_NAME);
-    write_atomic(&markdown_path, markdown::render(&report).as_bytes())
+    write_atomic_public(&markdown_path, markdown::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
-    write_atomic(&html_path, html::render(&report).as_bytes())
+    write_atomic_public(&html_path, html::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", html_path.display()))?;
     let mut stdout = io::stdout().lock();
     if args.json {

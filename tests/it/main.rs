@@ -1,10 +1,10 @@
 //! One integration-test binary that drives the real `okstra` executable.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod converge;
 mod dispatch;
 mod doctor;
 mod install;
-mod converge;
 mod launcher;
 mod lifecycle;
 mod prompts;

@@ -508,6 +508,20 @@ fn rendering_is_deterministic() {
 }
 
 #[test]
+fn derived_reports_are_readable_by_everyone() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, out) = render(&fixture("v2-valid"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for file in ["final-report.md", "final-report.html"] {
+        let mode = fs::metadata(dir.path().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644, "{file}");
+    }
+}
+
+#[test]
 fn html_is_self_contained_and_responsive() {
     let (dir, out) = render(&fixture("v2-valid"));
     assert_eq!(out.code, 0, "{}", out.stderr);
