@@ -130,6 +130,10 @@ pub enum Command {
     Usage(UsageArgs),
     /// List every item of the run's completed analysers.
     Items(ItemsArgs),
+    /// Parse command lines (a JSON array of argv arrays on stdin) without
+    /// running them; for the bundle's contract test.
+    #[command(name = "__check-args", hide = true)]
+    CheckArgs,
     /// Phase 5.5 convergence: plan a round, record its verdicts, classify
     ///
     /// Examples:

@@ -78,6 +78,7 @@ fn main() -> ExitCode {
         Some(Command::Usage(args)) => usage::usage_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
         Some(Command::Converge(args)) => converge::converge_command(&args),
+        Some(Command::CheckArgs) => cli_docs::check_args_command(),
     };
     match outcome {
         Ok(status) => status.into(),
