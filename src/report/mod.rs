@@ -377,7 +377,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn v1_and_v2_schemas_differ_only_in_version_and_header_values() {
+    fn v1_and_v2_schemas_differ_only_in_version_header_and_verdict_tokens() {
         let load =
             |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
         let mut v1 = load("final-report-v1.0.schema.json");
@@ -403,6 +403,16 @@ mod tests {
             root["$defs"]["Header"]["properties"]["reportOwner"] = Value::Null;
             root["$defs"]["Header"]["properties"]["reportAuthor"] = Value::Null;
         }
+        // v2 closes each task type's verdict tokens; v1 reports keep any token.
+        let root = v2.as_object_mut().unwrap();
+        assert!(root.remove("allOf").is_some());
+        assert!(
+            root["$defs"]
+                .as_object_mut()
+                .unwrap()
+                .remove("VerdictTokens")
+                .is_some()
+        );
         assert_eq!(v1, v2);
     }
 }

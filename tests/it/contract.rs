@@ -131,7 +131,9 @@ impl Bundle {
 }
 
 /// The closed lists every bundle must state (so deleting one fails).
-const REQUIRED_LISTS: [&str; 4] = [
+const REQUIRED_LISTS: [&str; 6] = [
+    "verdict tokens",
+    "directions",
     "ending classes",
     "report statuses",
     "convergence classes",
@@ -252,6 +254,9 @@ fn the_checker_catches_a_broken_template() {
     let convergence = "instruction-set/convergence.md";
     let problems = problems_after(&bundle, convergence, "| `contested` |", "| `disputed` |");
     assert_reported(&problems, "convergence classes");
+    let profile = "instruction-set/profile.md";
+    let problems = problems_after(&bundle, profile, "`HEALTHY-WITH-GAPS`", "`MOSTLY-FINE`");
+    assert_reported(&problems, "verdict tokens");
     // A dispatch through a wrapper that may not be on PATH.
     let problems = problems_after(
         &bundle,

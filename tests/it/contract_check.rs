@@ -333,10 +333,22 @@ impl Checker {
                 );
             }
             if let Some(rest) = line.strip_prefix(VERDICT_TOKENS_LINE) {
+                let (tokens, directions) = rest
+                    .split_once(" the same `direction` (")
+                    .unwrap_or((rest, ""));
+                let tokens: BTreeSet<String> = backticked(tokens)
+                    .into_iter()
+                    .filter(|token| token.chars().all(|c| c.is_ascii_uppercase() || c == '-'))
+                    .collect();
                 compare(
                     "verdict tokens",
-                    backticked(rest),
+                    tokens,
                     verdict_tokens(report, &self.task_type),
+                );
+                compare(
+                    "directions",
+                    backticked(directions),
+                    enum_of(&report["$defs"]["Direction"]),
                 );
             }
         }
