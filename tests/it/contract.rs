@@ -235,21 +235,21 @@ fn the_checker_catches_a_broken_template() {
     );
     assert_reported(&problems, "unrecognized subcommand 'clasify'");
     // A misspelled field, dotted or single.
-    let profile = "instruction-set/common-contract.md";
+    let common = "instruction-set/common-contract.md";
     let problems = problems_after(
         &bundle,
-        profile,
+        common,
         "`verdictCard.verdictToken`",
         "`verdictCard.verdictTokn`",
     );
     assert_reported(&problems, "field `verdictCard.verdictTokn` is in no schema");
-    let problems = problems_after(&bundle, profile, "`usageSummary`", "`usageSumary`");
+    let problems = problems_after(&bundle, common, "`usageSummary`", "`usageSumary`");
     assert_reported(&problems, "field `usageSumary` is in no schema");
     // A path into the run folder that nothing writes.
     let problems = problems_after(&bundle, lead, "report/data.json", "report/dta.json");
     assert_reported(&problems, "report/dta.json` is not in the bundle");
     // A closed list that drifted from its enum.
-    let problems = problems_after(&bundle, lead, "| `budget` |", "| `over-budget` |");
+    let problems = problems_after(&bundle, common, "| `budget` |", "| `over-budget` |");
     assert_reported(&problems, "ending classes");
     let convergence = "instruction-set/convergence.md";
     let problems = problems_after(&bundle, convergence, "| `contested` |", "| `disputed` |");
@@ -261,8 +261,8 @@ fn the_checker_catches_a_broken_template() {
     let problems = problems_after(
         &bundle,
         lead,
-        "## 4. Dispatch",
-        "Run `okstra-claude-exec /p opus prompt.md`.\n\n## 4. Dispatch",
+        "## 3. Dispatch",
+        "Run `okstra-claude-exec /p opus prompt.md`.\n\n## 3. Dispatch",
     );
     assert_reported(&problems, "calls a wrapper");
 }
@@ -299,5 +299,53 @@ fn command_lines_expand_placeholders_options_and_alternatives() {
     assert_eq!(
         command_variants("event /r <kind> [--field key=value …]", "/r"),
         [["event", "/r", "initial", "--field", "key=value"]]
+    );
+}
+
+/// Bytes a lead must read before its first dispatch: the handoff and the
+/// documents it lists under "Read now" (lazy delivery), or the handoff up
+/// to "Read when you reach it" (eager delivery: the documents are inside).
+fn mandatory_reading(bundle: &Bundle) -> usize {
+    let handoff = bundle.read("handoff.md");
+    if let Some((before, _)) = handoff.split_once("\n# Read when you reach it") {
+        return before.len();
+    }
+    let (_, now) = handoff
+        .split_once("\n## Read now\n")
+        .expect("a lazy handoff has a `Read now` list");
+    let now = now.split("\n## ").next().unwrap_or_default();
+    let documents: usize = now
+        .lines()
+        .filter_map(|line| line.split('`').nth(1))
+        .map(|path| {
+            fs::metadata(path)
+                .unwrap_or_else(|err| panic!("`{path}`: {err}"))
+                .len()
+        })
+        .map(|len| usize::try_from(len).unwrap())
+        .sum();
+    handoff.len() + documents
+}
+
+/// The reading budget before the first dispatch (issue 14, item 7).
+const READING_BUDGET: usize = 30_000;
+
+#[test]
+fn the_default_rosters_mandatory_reading_fits_the_budget() {
+    let mut over = Vec::new();
+    for task_type in TASK_TYPES {
+        for runtime in ["claude-code", "codex", "antigravity", "external"] {
+            let bundle = Bundle::render(task_type, runtime, ROSTERS[0]);
+            let bytes = mandatory_reading(&bundle);
+            eprintln!("mandatory reading {task_type} × {runtime}: {bytes} bytes");
+            if bytes > READING_BUDGET {
+                over.push(format!("{} reads {bytes} bytes", bundle.label));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {READING_BUDGET} bytes:\n{}",
+        over.join("\n")
     );
 }

@@ -585,9 +585,9 @@ fn claude_code_passes_family_tokens_to_native_workers_and_dispatches_wrappers_th
 }
 
 #[test]
-fn the_lead_contract_lists_every_ending_with_its_report_status() {
+fn the_report_rules_list_every_ending_with_its_report_status() {
     let bundle = Bundle::standard("project-analysis", "external");
-    let contract = bundle.read("instruction-set/lead-contract.md");
+    let contract = bundle.read("instruction-set/common-contract.md");
     for (ending, status, reason) in [
         ("completed", "completed", "—"),
         ("empty-output", "failed", "`empty-output`"),
