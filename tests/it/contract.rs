@@ -248,6 +248,13 @@ fn the_checker_catches_a_broken_template() {
     // A path into the run folder that nothing writes.
     let problems = problems_after(&bundle, lead, "report/data.json", "report/dta.json");
     assert_reported(&problems, "report/dta.json` is not in the bundle");
+    let problems = problems_after(
+        &bundle,
+        lead,
+        "`state/lead-events.jsonl`",
+        "`state/lead-event.jsonl`",
+    );
+    assert_reported(&problems, "state/lead-event.jsonl` is not in the bundle");
     // A closed list that drifted from its enum.
     let problems = problems_after(&bundle, common, "| `budget` |", "| `over-budget` |");
     assert_reported(&problems, "ending classes");

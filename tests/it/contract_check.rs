@@ -196,43 +196,64 @@ impl Checker {
                 .strip_prefix(&self.run_dir)
                 .unwrap()
                 .trim_start_matches('/');
-            // `prompts/*-reverify-r<N>.md`, `prompts/<dispatch name>.md`:
-            // sample values for the wildcard and the placeholders.
-            let relative = PLACEHOLDER
-                .replace_all(
-                    &relative.replace('*', &self.sample_dispatch),
-                    |caps: &regex::Captures| {
-                        if &caps[0] == "<N>" {
-                            "1".to_owned()
-                        } else {
-                            self.sample_dispatch.clone()
-                        }
-                    },
-                )
-                .into_owned();
-            let path = &format!("{}/{relative}", self.run_dir);
-            if relative.is_empty()
-                || self.files.contains(&relative)
-                || self.worker_paths.contains(path)
-                || relative.starts_with("results/")
-                    && self
-                        .worker_paths
-                        .iter()
-                        .any(|worker| reverify_of(worker, path))
-            {
-                continue;
+            self.check_run_path(doc, relative, found.as_str(), all_text, problems);
+        }
+        // Paths relative to the run folder (`state/lead-events.jsonl`).
+        for span in code_spans(text) {
+            if RELATIVE_RUN_PATH.is_match(&span) {
+                self.check_run_path(doc, &span, &span, all_text, problems);
             }
-            let written_by_lead = all_text.contains(&format!("write `{}`", found.as_str()));
-            match producer(&relative) {
-                _ if written_by_lead => {}
-                Some(command) if all_text.contains(command) => {}
-                Some(command) => problems.push(format!(
-                    "{doc}: `{path}` is produced by `{command}`, which the bundle never names"
-                )),
-                None => problems.push(format!(
-                    "{doc}: `{path}` is not in the bundle and nothing produces it"
-                )),
-            }
+        }
+    }
+
+    /// One run path, relative to the run folder, as `written` in the text.
+    fn check_run_path(
+        &self,
+        doc: &str,
+        relative: &str,
+        written: &str,
+        all_text: &str,
+        problems: &mut Vec<String>,
+    ) {
+        // `prompts/*-reverify-r<N>.md`, `prompts/<dispatch name>.md`:
+        // sample values for the wildcard and the placeholders.
+        let relative = PLACEHOLDER
+            .replace_all(
+                &relative.replace('*', &self.sample_dispatch),
+                |caps: &regex::Captures| {
+                    if &caps[0] == "<N>" {
+                        "1".to_owned()
+                    } else {
+                        self.sample_dispatch.clone()
+                    }
+                },
+            )
+            .into_owned();
+        let path = &format!("{}/{relative}", self.run_dir);
+        if relative.is_empty()
+            || self.files.contains(&relative)
+            || self.worker_paths.contains(path)
+            || relative.starts_with("results/")
+                && self
+                    .worker_paths
+                    .iter()
+                    .any(|worker| reverify_of(worker, path))
+        {
+            return;
+        }
+        // A file the bundle itself tells someone to write.
+        let written_by_lead = [written, relative.as_str(), path.as_str()]
+            .iter()
+            .any(|form| all_text.contains(&format!("write `{form}`")));
+        match producer(&relative) {
+            _ if written_by_lead => {}
+            Some(command) if all_text.contains(command) => {}
+            Some(command) => problems.push(format!(
+                "{doc}: `{path}` is produced by `{command}`, which the bundle never names"
+            )),
+            None => problems.push(format!(
+                "{doc}: `{path}` is not in the bundle and nothing produces it"
+            )),
         }
     }
 
@@ -375,6 +396,10 @@ static RUN_FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
         r"^(data\.json|final-report\.(md|html)|[a-z-]+[.-]schema\.json|[a-z-]+-manifest\.json|team-state[a-z0-9-]*\.json|lead-events\.jsonl|convergence-ledger\.json|round-plan[a-z0-9<>-]*\.json|[a-z-]+\.status\.json|report-inputs\.json|ending-status\.json)$",
     )
     .unwrap()
+});
+/// A path relative to the run folder: one of its folders, then a name.
+static RELATIVE_RUN_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(state|results|report|prompts|instruction-set|inputs)/[^\s`]*$").unwrap()
 });
 /// A file name, not a field path (`data.json`, `clippy.toml`).
 static FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
