@@ -325,9 +325,10 @@ fn each_profile_carries_its_roster_and_its_own_rules() {
         assert!(profile.starts_with(&format!("# Phase profile: `{task_type}`")));
         for assignment in bundle.manifest()["assignments"].as_array().unwrap() {
             let name = assignment["dispatchName"].as_str().unwrap();
+            let model = assignment["modelExecutionValue"].as_str().unwrap();
             assert!(
-                profile.contains(&format!("| `{name}` |")),
-                "{task_type}: roster row for {name} missing"
+                profile.contains(&format!("`{name}` (")) && profile.contains(&format!("`{model}`")),
+                "{task_type}: roster entry for {name} missing"
             );
         }
         for phrase in phrases {
