@@ -121,6 +121,55 @@ impl Bundle {
         docs
     }
 
+    /// Give every analyser (or verifier) a completed dispatch and a result
+    /// with two items, then run `okstra converge plan --round 1`, so the
+    /// round's reverify prompts exist and are checked like the rest.
+    fn plan_round_one(&self) {
+        let manifest: Value = serde_json::from_str(&self.read("run-manifest.json")).unwrap();
+        let state_path = PathBuf::from(manifest["teamStatePath"].as_str().unwrap());
+        let mut state: Value =
+            serde_json::from_str(&fs::read_to_string(&state_path).unwrap()).unwrap();
+        for assignment in manifest["assignments"].as_array().unwrap() {
+            if !["analyser", "verifier"].contains(&assignment["role"].as_str().unwrap()) {
+                continue;
+            }
+            let worker = assignment["workerId"].as_str().unwrap();
+            let result = format!(
+                "# {worker}\n\n## 1. Findings\n\n| ID | Finding | Evidence |\n|---|---|---|\n\
+                 | F-001 | the total ignores discounts | `src/cart.rs:88` |\n\
+                 | F-002 | the cache key ignores the locale | `src/cache.rs:12` |\n"
+            );
+            fs::write(assignment["resultPath"].as_str().unwrap(), result).unwrap();
+            state["dispatches"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({
+                    "dispatchName": assignment["dispatchName"],
+                    "dispatchKind": "initial",
+                    "workerId": worker,
+                    "provider": assignment["provider"],
+                    "promptPath": assignment["promptPath"],
+                    "resultPath": assignment["resultPath"],
+                    "workerResultsPath": assignment["workerResultsPath"],
+                    "errorPath": assignment["errorPath"],
+                    "ending": "completed",
+                }));
+        }
+        fs::write(&state_path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+        let output = crate::support::okstra()
+            .args(["converge", "plan"])
+            .arg(&self.run_dir)
+            .args(["--round", "1"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "converge plan failed for {}:\n{}",
+            self.label,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
     fn read(&self, relative: &str) -> String {
         fs::read_to_string(self.run_dir.join(relative)).unwrap()
     }
@@ -145,12 +194,23 @@ fn check_runtime(runtime: &str) {
     for task_type in TASK_TYPES {
         for roster in ROSTERS {
             let bundle = Bundle::render(task_type, runtime, roster);
+            let manifest: Value = serde_json::from_str(&bundle.read("run-manifest.json")).unwrap();
+            let convergence = manifest["convergence"]["enabled"] == true;
+            if convergence {
+                bundle.plan_round_one();
+                assert!(
+                    bundle
+                        .documents()
+                        .iter()
+                        .any(|(name, _)| name.contains("-reverify-r1.md")),
+                    "no reverify prompt for {}",
+                    bundle.label
+                );
+            }
             let mut checker = bundle.checker();
             for problem in checker.check(&bundle.documents()) {
                 failures.push(format!("[{}] {problem}", bundle.label));
             }
-            let manifest: Value = serde_json::from_str(&bundle.read("run-manifest.json")).unwrap();
-            let convergence = manifest["convergence"]["enabled"] == true;
             for list in REQUIRED_LISTS {
                 let needed = convergence || !list.contains("convergence") && list != "stop reasons";
                 if needed && !checker.lists_seen.contains(list) {

@@ -233,7 +233,7 @@ impl Checker {
         if relative.is_empty()
             || self.files.contains(&relative)
             || self.worker_paths.contains(path)
-            || relative.starts_with("results/")
+            || (relative.starts_with("results/") || relative.starts_with("state/heartbeats/"))
                 && self
                     .worker_paths
                     .iter()
