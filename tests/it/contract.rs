@@ -21,6 +21,8 @@
 
 #[path = "contract_check.rs"]
 mod check;
+#[path = "contract_schema.rs"]
+mod schema_walk;
 
 use std::collections::BTreeSet;
 use std::fs;
