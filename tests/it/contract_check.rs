@@ -153,13 +153,27 @@ impl Checker {
             return;
         }
         let segments = path_segments(span);
-        let found = self.schemas.values().any(|schema| {
-            let mut nodes = Vec::new();
-            all_nodes(schema, &mut nodes, 0);
-            nodes
+        // A dotted path that starts at a schema's top level
+        // (`verdictCard.verdictToken`) must resolve from that top level;
+        // any other (`failure.reason`) from some object of some schema.
+        let rooted: Vec<&Value> = self
+            .schemas
+            .values()
+            .filter(|schema| segments.len() > 1 && schema["properties"].get(&segments[0]).is_some())
+            .collect();
+        let found = if rooted.is_empty() {
+            self.schemas.values().any(|schema| {
+                let mut nodes = Vec::new();
+                all_nodes(schema, &mut nodes, 0);
+                nodes
+                    .iter()
+                    .any(|node| !resolve(schema, node, &segments).is_empty())
+            })
+        } else {
+            rooted
                 .iter()
-                .any(|node| !resolve(schema, node, &segments).is_empty())
-        });
+                .any(|schema| !resolve(schema, schema, &segments).is_empty())
+        };
         if !found {
             problems.push(format!("{doc}: field `{span}` is in no schema"));
         }
