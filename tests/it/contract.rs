@@ -64,7 +64,14 @@ struct Bundle {
 impl Bundle {
     fn render(task_type: &str, runtime: &str, roster: &[&str]) -> Bundle {
         let project = tempfile::tempdir().unwrap();
-        let root = project.path().canonicalize().unwrap();
+        // A project root as long as a real one (`/home/<user>/src/<name>`),
+        // so the reading budget holds for the paths users have.
+        let root = project
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("home-user-src-shop-service");
+        fs::create_dir(&root).unwrap();
         let brief = root.join("brief.md");
         fs::write(
             &brief,
