@@ -132,6 +132,14 @@ impl Checker {
                         "{name}: `{span}` calls a wrapper that may not be on PATH"
                     ));
                 }
+                if let Some(flag) = FLAG.captures(span)
+                    && !CLI_FLAGS.contains(&flag[1])
+                {
+                    problems.push(format!(
+                        "{name}: `{span}`: okstra has no flag `{}`",
+                        &flag[1]
+                    ));
+                }
                 self.check_field_path(name, span, &mut problems);
                 self.check_file_name(name, span, &all_text, &mut problems);
             }
@@ -411,6 +419,51 @@ static RUN_FILE_NAME: LazyLock<Regex> = LazyLock::new(|| {
         r"^(data\.json|final-report\.(md|html)|[a-z-]+[.-]schema\.json|[a-z-]+-manifest\.json|team-state[a-z0-9-]*\.json|lead-events\.jsonl|convergence-ledger\.json|round-plan[a-z0-9<>-]*\.json|[a-z-]+\.status\.json|report-inputs\.json|ending-status\.json)$",
     )
     .unwrap()
+});
+/// A flag given on its own (`--kind reverify-r<N>`, `--detach`).
+static FLAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(--[a-z][a-z-]*)").unwrap());
+/// Every long flag of every okstra (sub)command, from their `--help`.
+static CLI_FLAGS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
+    let help = |args: &[&str]| -> String {
+        let output = std::process::Command::new(okstra_path())
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let top = help(&[]);
+    let mut texts = vec![top.clone()];
+    let commands = top
+        .split("Commands:")
+        .nth(1)
+        .unwrap_or_default()
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix("  ")?.split_whitespace().next());
+    for command in commands {
+        let text = help(&[command]);
+        if let Some(list) = text.split("Commands:").nth(1) {
+            for sub in list
+                .lines()
+                .filter_map(|line| line.strip_prefix("  ")?.split_whitespace().next())
+            {
+                texts.push(help(&[command, sub]));
+            }
+        }
+        texts.push(text);
+    }
+    let flag = Regex::new(r"--[a-z][a-z-]*").unwrap();
+    texts
+        .iter()
+        .flat_map(|text| {
+            flag.find_iter(text)
+                .map(|found| found.as_str().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 });
 /// A path relative to the run folder: one of its folders, then a name.
 static RELATIVE_RUN_PATH: LazyLock<Regex> = LazyLock::new(|| {
