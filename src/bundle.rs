@@ -218,6 +218,34 @@ const STAGED_DIRS: &[&str] = &[
     "instruction-set",
 ];
 
+/// The schemas a lead or worker writes against, shipped in `instruction-set/`
+/// so the bundle is self-contained: (key in the run manifest's
+/// `instructionSet`, embedded schema, output file).
+const SHIPPED_SCHEMAS: &[(&str, &str, &str)] = &[
+    (
+        "finalReportSchema",
+        REPORT_SCHEMA,
+        "final-report-schema.json",
+    ),
+    (
+        "teamStateSchema",
+        TEAM_STATE_SCHEMA,
+        "team-state-schema.json",
+    ),
+    (
+        "roundPlanSchema",
+        "round-plan.schema.json",
+        "round-plan-schema.json",
+    ),
+    (
+        "convergenceLedgerSchema",
+        "convergence-ledger.schema.json",
+        "convergence-ledger-schema.json",
+    ),
+];
+/// The ending → report status mapping, shipped as data beside the schemas.
+const ENDING_STATUS_FILE: &str = "ending-status.json";
+
 /// One rendered instruction-set document: (key, output file, template).
 const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
     (
@@ -425,9 +453,12 @@ fn render_files(
         .collect();
     instruction_set.insert("profile", run_dir.join("instruction-set/profile.md"));
     instruction_set.insert("adapter", run_dir.join("instruction-set/adapter.md"));
+    for (key, _, file) in SHIPPED_SCHEMAS {
+        instruction_set.insert(key, run_dir.join("instruction-set").join(file));
+    }
     instruction_set.insert(
-        "finalReportSchema",
-        run_dir.join("instruction-set/final-report-schema.json"),
+        "endingStatus",
+        run_dir.join("instruction-set").join(ENDING_STATUS_FILE),
     );
     if implementation {
         instruction_set.insert(
@@ -566,10 +597,20 @@ fn render_files(
         .map(|(path, bytes)| (path.to_string_lossy().into_owned(), sha256_hex(bytes)))
         .collect();
 
-    let report_schema = schema::text(REPORT_SCHEMA)?;
+    for (_, schema_name, file) in SHIPPED_SCHEMAS {
+        files.push((
+            PathBuf::from("instruction-set").join(file),
+            schema::text(schema_name)?.as_bytes().to_vec(),
+        ));
+    }
+    let mut ending_status = serde_json::to_vec_pretty(&json!({
+        "description": "How each ending class of a dispatch attempt (`okstra await`, the team state's `dispatches[].ending`) maps to the final report's worker coverage: `terminalStatus` and `failure.reason`.",
+        "endings": ending_views(),
+    }))?;
+    ending_status.push(b'\n');
     files.push((
-        PathBuf::from("instruction-set/final-report-schema.json"),
-        report_schema.as_bytes().to_vec(),
+        PathBuf::from("instruction-set").join(ENDING_STATUS_FILE),
+        ending_status,
     ));
     files.push((
         PathBuf::from("inputs/task-brief.md"),

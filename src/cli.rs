@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueHint};
 
-/// Multi-provider, cross-verified AI work on a code base.
+/// Multi-provider, cross-verified AI work on a code base
 ///
 /// okstra prepares a run for one question about a project (a task-keyed bundle
 /// of rendered prompts and validated manifests), then starts the lead session
@@ -35,6 +35,7 @@ use clap::{Args, Parser, Subcommand, ValueHint};
 #[derive(Debug, Parser)]
 #[command(
     name = "okstra",
+    verbatim_doc_comment,
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
@@ -75,7 +76,7 @@ pub enum Command {
     Status(StatusArgs),
     /// Find and stop worker process groups whose wrapper died.
     Reap(ReapArgs),
-    /// Start a run's wrapper workers, recover their results, classify every ending.
+    /// Start a run's wrapper workers, recover their results, classify every ending
     ///
     /// Selects the run's `cli-wrapper` dispatches of one kind, records each
     /// attempt in the team state before it starts, runs them concurrently
@@ -86,18 +87,39 @@ pub enum Command {
     ///   okstra dispatch .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
     ///   okstra dispatch <run-dir> --kind reverify-r1 --detach
     ///   okstra dispatch <run-dir> --workers report-writer --json
+    #[command(verbatim_doc_comment)]
     Dispatch(DispatchArgs),
-    /// Wait until every selected dispatch of a run has ended, then summarise.
+    /// Wait until every selected dispatch of a run has ended, then summarise
     ///
     /// Exit 0 when all completed, 1 when any did not (or --timeout passed).
     ///
     /// Examples:
     ///   okstra await <run-dir>
     ///   okstra await <run-dir> --kind reverify-r1 --timeout 30m --json
+    #[command(verbatim_doc_comment)]
     Await(AwaitArgs),
-    /// Put the wrappers on PATH and okstra into Claude Code, Codex or Antigravity.
+    /// Put the wrappers on PATH and okstra into Claude Code, Codex or Antigravity
+    ///
+    /// Without a host flag only the `okstra-<provider>-exec` links are made.
+    /// Everything written is recorded in `$XDG_STATE_HOME/okstra/install.json`
+    /// (default `~/.local/state/okstra/install.json`) so `--uninstall` removes
+    /// exactly that. Running it twice changes nothing the second time.
+    ///
+    /// Examples:
+    ///   okstra install --claude-code
+    ///   okstra install --bin-dir ~/.local/bin --codex --dry-run
+    ///   okstra install --uninstall
+    #[command(verbatim_doc_comment)]
     Install(InstallArgs),
-    /// Check each provider CLI: installed, the right program, credentials, a headless probe.
+    /// Check each provider CLI: installed, the right program, credentials, a headless probe
+    ///
+    /// Exit code: 0 when every provider of the default roster (claude, codex) —
+    /// or every provider named with --provider — is ready, 1 otherwise.
+    ///
+    /// Examples:
+    ///   okstra doctor
+    ///   okstra doctor --probe --provider grok
+    #[command(verbatim_doc_comment)]
     Doctor(DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
@@ -126,7 +148,17 @@ pub enum Command {
     /// Writes `state/report-inputs.json` (workerCoverage from the dispatch
     /// records, usageSummary from `okstra usage`) and prints it.
     Coverage(CoverageArgs),
-    /// Phase 5.5 convergence: plan a round, record its verdicts, classify.
+    /// Parse command lines (a JSON array of argv arrays on stdin) without
+    /// running them; for the bundle's contract test.
+    #[command(name = "__check-args", hide = true)]
+    CheckArgs,
+    /// Phase 5.5 convergence: plan a round, record its verdicts, classify
+    ///
+    /// Examples:
+    ///   okstra converge plan .okstra/tasks/p/g/t/project-analysis-001 --round 1
+    ///   okstra converge record .okstra/tasks/p/g/t/project-analysis-001 --round 1
+    ///   okstra converge classify .okstra/tasks/p/g/t/project-analysis-001 --json
+    #[command(verbatim_doc_comment)]
     Converge(ConvergeArgs),
 }
 
@@ -483,17 +515,7 @@ pub struct ReapArgs {
     pub json: bool,
 }
 
-/// `okstra install`.
-///
-/// Without a host flag only the `okstra-<provider>-exec` links are made.
-/// Everything written is recorded in `$XDG_STATE_HOME/okstra/install.json`
-/// (default `~/.local/state/okstra/install.json`) so `--uninstall` removes
-/// exactly that. Running it twice changes nothing the second time.
-///
-/// Examples:
-///   okstra install --claude-code
-///   okstra install --bin-dir ~/.local/bin --codex --dry-run
-///   okstra install --uninstall
+/// `okstra install` (its help text is on the `Command` variant).
 #[derive(Debug, Args)]
 #[expect(
     clippy::struct_excessive_bools,
@@ -528,14 +550,7 @@ pub struct InstallArgs {
     pub uninstall: bool,
 }
 
-/// `okstra doctor`.
-///
-/// Exit code: 0 when every provider of the default roster (claude, codex) —
-/// or every provider named with --provider — is ready, 1 otherwise.
-///
-/// Examples:
-///   okstra doctor
-///   okstra doctor --probe --provider grok
+/// `okstra doctor` (its help text is on the `Command` variant).
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print one JSON object instead of the table.
@@ -613,12 +628,7 @@ pub struct ItemsArgs {
     pub json: bool,
 }
 
-/// `okstra converge`.
-///
-/// Examples:
-///   okstra converge plan .okstra/tasks/p/g/t/project-analysis-001 --round 1
-///   okstra converge record .okstra/tasks/p/g/t/project-analysis-001 --round 1
-///   okstra converge classify .okstra/tasks/p/g/t/project-analysis-001 --json
+/// `okstra converge` (its help text is on the `Command` variant).
 #[derive(Debug, Args)]
 pub struct ConvergeArgs {
     #[command(subcommand)]

@@ -6,21 +6,39 @@
 //! the destination, and the folder is fsynced so the rename itself survives a
 //! crash.
 
-use std::fs::File;
+use std::fs::{File, Permissions};
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Replace `path` with `bytes` atomically and durably.
+/// Mode of files written for people to read and share (the derived reports):
+/// what a plain `File::create` gives under the usual umask 022.
+const PUBLIC_MODE: u32 = 0o644;
+
+/// Replace `path` with `bytes` atomically and durably. The file is private
+/// (mode 0600, the temp file's): state and records are for okstra.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, None)
+}
+
+/// [`write_atomic`] for a file people read (a final report): mode 0644.
+pub fn write_atomic_public(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, Some(Permissions::from_mode(PUBLIC_MODE)))
+}
+
+fn write_atomic_with(path: &Path, bytes: &[u8], mode: Option<Permissions>) -> io::Result<()> {
     let dir = parent_dir(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(
-            ".{}.",
-            path.file_name()
-                .map_or_else(|| "okstra".into(), |name| name.to_string_lossy())
-        ))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let mut builder = tempfile::Builder::new();
+    let prefix = format!(
+        ".{}.",
+        path.file_name()
+            .map_or_else(|| "okstra".into(), |name| name.to_string_lossy())
+    );
+    let mut tmp = builder.prefix(&prefix).suffix(".tmp").tempfile_in(dir)?;
+    if let Some(mode) = mode {
+        // fchmod, not the open mode: the umask must not make a report private.
+        tmp.as_file().set_permissions(mode)?;
+    }
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|err| err.error)?;
@@ -128,6 +146,18 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"two");
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn public_files_are_0644_and_private_ones_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let public = dir.path().join("final-report.md");
+        let private = dir.path().join("state.json");
+        write_atomic_public(&public, b"report").unwrap();
+        write_atomic(&private, b"{}").unwrap();
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&public), 0o644);
+        assert_eq!(mode(&private), 0o600);
     }
 
     #[test]

@@ -86,6 +86,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => lead::run_command(&args),
         Some(Command::Coverage(args)) => coverage::coverage_command(&args),
         Some(Command::Converge(args)) => converge::converge_command(&args),
+        Some(Command::CheckArgs) => cli_docs::check_args_command(),
     };
     match outcome {
         Ok(status) => status.into(),

@@ -67,6 +67,14 @@ pub fn alias(arg0: &Path) -> Option<Provider> {
     reason = "the entry point's signature is shared with `main.rs`"
 )]
 pub fn main(fixed: Option<Provider>, args: Vec<OsString>) -> ExitCode {
+    if is_help_request(fixed, &args) {
+        // Help is not a usage error: print it on stdout and succeed.
+        let mut stdout = io::stdout().lock();
+        return match io::Write::write_all(&mut stdout, help(fixed).as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(exit::EXEC_USAGE),
+        };
+    }
     match preflight(fixed, &args) {
         Ok(ready) => ExitCode::from(supervise::run(ready)),
         Err(err) => {
@@ -150,6 +158,49 @@ fn usage(fixed: Option<Provider>) -> String {
     );
     format!(
         "{head} <project-root> <model> <prompt-path> [worktree-path] [role] [idle-timeout-seconds]"
+    )
+}
+
+/// `-h` or `--help` alone (after the provider, for `okstra provider-exec`).
+fn is_help_request(fixed: Option<Provider>, args: &[OsString]) -> bool {
+    let is_help = |arg: &OsString| arg == "-h" || arg == "--help";
+    match (fixed, args) {
+        (_, [only]) => is_help(only),
+        (None, [_, second]) => is_help(second),
+        _ => false,
+    }
+}
+
+/// The wrapper's help text: its positional contract and exit codes.
+fn help(fixed: Option<Provider>) -> String {
+    format!(
+        "Run one provider CLI headless under okstra's supervisor.
+
+Usage: {usage}
+
+Arguments:
+  <provider>               {providers} (fixed by the name `okstra-<provider>-exec`)
+  <project-root>           the folder the CLI runs in
+  <model>                  the exact model value passed to the CLI
+  <prompt-path>            the prompt file; the log and status sidecar are written beside it
+  [worktree-path]          run in this folder instead of the project root
+  [role]                   the worker's role (default `{DEFAULT_ROLE}`; `executor` and `verifier` get {LONG_IDLE_SECS} s)
+  [idle-timeout-seconds]   stop the CLI after this long without output (default {DEFAULT_IDLE_SECS})
+
+Exit codes: the CLI's own code; {timed_out} idle timeout; 128+N stopped by signal N;
+{usage_code} usage or unknown provider; {root} project root; {model} model; {prompt} prompt;
+{worktree} worktree; {timeout} idle timeout argument; {not_found} the CLI is not on PATH.
+",
+        usage = usage(fixed),
+        providers = catalog::one_of(Provider::ALL),
+        timed_out = exit::TIMED_OUT,
+        usage_code = exit::EXEC_USAGE,
+        root = exit::EXEC_PROJECT_ROOT,
+        model = exit::EXEC_MODEL,
+        prompt = exit::EXEC_PROMPT,
+        worktree = exit::EXEC_WORKTREE,
+        timeout = exit::EXEC_TIMEOUT_ARG,
+        not_found = exit::NOT_FOUND,
     )
 }
 

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::cli::{ReportArgs, ValidateArgs};
 use crate::converge;
-use crate::durable::write_atomic;
+use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
 use crate::run_paths;
 use crate::schema;
@@ -181,9 +181,9 @@ fn write_outputs(loaded: Loaded, out_dir: Option<&Path>) -> Result<(PathBuf, Pat
         .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
     let markdown_path = out_dir.join(MARKDOWN_NAME);
     let html_path = out_dir.join(HTML_NAME);
-    write_atomic(&markdown_path, markdown::render(&report).as_bytes())
+    write_atomic_public(&markdown_path, markdown::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
-    write_atomic(&html_path, html::render(&report).as_bytes())
+    write_atomic_public(&html_path, html::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", html_path.display()))?;
     Ok((markdown_path, html_path))
 }
@@ -415,7 +415,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn v1_and_v2_schemas_differ_only_in_version_and_header_values() {
+    fn v1_and_v2_schemas_differ_only_in_version_header_and_verdict_tokens() {
         let load =
             |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
         let mut v1 = load("final-report-v1.0.schema.json");
@@ -441,6 +441,16 @@ mod tests {
             root["$defs"]["Header"]["properties"]["reportOwner"] = Value::Null;
             root["$defs"]["Header"]["properties"]["reportAuthor"] = Value::Null;
         }
+        // v2 closes each task type's verdict tokens; v1 reports keep any token.
+        let root = v2.as_object_mut().unwrap();
+        assert!(root.remove("allOf").is_some());
+        assert!(
+            root["$defs"]
+                .as_object_mut()
+                .unwrap()
+                .remove("VerdictTokens")
+                .is_some()
+        );
         assert_eq!(v1, v2);
     }
 }

@@ -112,6 +112,19 @@ fn version_and_help_explain_flags_and_defaults() {
     ] {
         assert!(text.contains(needle), "help lacks {needle:?}:\n{text}");
     }
+    // The examples keep their lines: each continuation ends its own line.
+    assert!(
+        text.contains("Examples:\n  okstra --render-only --yes --task-type project-analysis \\\n"),
+        "examples are garbled:\n{text}"
+    );
+    for command in ["dispatch", "install", "doctor", "converge"] {
+        let help = okstra().args([command, "--help"]).assert().success();
+        let text = String::from_utf8(help.get_output().stdout.clone()).unwrap();
+        assert!(
+            text.contains(&format!("Examples:\n  okstra {command}")),
+            "`okstra {command} --help` examples are garbled:\n{text}"
+        );
+    }
 }
 
 #[test]

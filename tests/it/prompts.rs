@@ -325,9 +325,10 @@ fn each_profile_carries_its_roster_and_its_own_rules() {
         assert!(profile.starts_with(&format!("# Phase profile: `{task_type}`")));
         for assignment in bundle.manifest()["assignments"].as_array().unwrap() {
             let name = assignment["dispatchName"].as_str().unwrap();
+            let model = assignment["modelExecutionValue"].as_str().unwrap();
             assert!(
-                profile.contains(&format!("| `{name}` |")),
-                "{task_type}: roster row for {name} missing"
+                profile.contains(&format!("`{name}` (")) && profile.contains(&format!("`{model}`")),
+                "{task_type}: roster entry for {name} missing"
             );
         }
         for phrase in phrases {
@@ -585,9 +586,9 @@ fn claude_code_passes_family_tokens_to_native_workers_and_dispatches_wrappers_th
 }
 
 #[test]
-fn the_lead_contract_lists_every_ending_with_its_report_status() {
+fn the_report_rules_list_every_ending_with_its_report_status() {
     let bundle = Bundle::standard("project-analysis", "external");
-    let contract = bundle.read("instruction-set/lead-contract.md");
+    let contract = bundle.read("instruction-set/common-contract.md");
     for (ending, status, reason) in [
         ("completed", "completed", "—"),
         ("empty-output", "failed", "`empty-output`"),

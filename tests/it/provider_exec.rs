@@ -710,6 +710,34 @@ fn usage_errors_exit_64() {
 }
 
 #[test]
+fn help_prints_the_contract_and_exits_0() {
+    let world = World::empty();
+    let link = world.path("okstra-kimi-exec");
+    symlink(okstra_path(), &link).unwrap();
+    let wrapper = "okstra provider-exec <provider>";
+    let fixed = "okstra-kimi-exec <project-root>";
+    let runs: [(PathBuf, &[&str], &str); 5] = [
+        (okstra_path(), &["provider-exec", "--help"], wrapper),
+        (okstra_path(), &["provider-exec", "-h"], wrapper),
+        (
+            okstra_path(),
+            &["provider-exec", "codex", "--help"],
+            wrapper,
+        ),
+        (link.clone(), &["--help"], fixed),
+        (link.clone(), &["-h"], fixed),
+    ];
+    for (program, args, usage) in runs {
+        let run = Command::new(program).args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert_eq!(run.status.code(), Some(0), "{stdout}");
+        assert!(stdout.contains(usage), "`{usage}` not in {stdout}");
+        assert!(stdout.contains("124 idle timeout"), "{stdout}");
+        assert_eq!(run.stderr, b"");
+    }
+}
+
+#[test]
 fn a_bad_project_root_exits_65() {
     let world = World::new("claude", "record.sh");
     let mut args = world.args("claude", &[]);

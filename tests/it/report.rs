@@ -171,7 +171,7 @@ fn verdict_card_must_byte_match_the_final_verdict() {
             (
                 "/verdictCard/verdictToken",
                 "verdict-card",
-                "`ROOT-CAUSE-FOUND-` but `finalVerdict.verdictToken` is `ROOT-CAUSE-FOUND`",
+                "`LIKELY-ROOT-CAUSE` but `finalVerdict.verdictToken` is `ROOT-CAUSE-FOUND`",
             ),
         ],
     );
@@ -508,6 +508,20 @@ fn rendering_is_deterministic() {
 }
 
 #[test]
+fn derived_reports_are_readable_by_everyone() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, out) = render(&fixture("v2-valid"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for file in ["final-report.md", "final-report.html"] {
+        let mode = fs::metadata(dir.path().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644, "{file}");
+    }
+}
+
+#[test]
 fn html_is_self_contained_and_responsive() {
     let (dir, out) = render(&fixture("v2-valid"));
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -711,4 +725,28 @@ fn schema_only_skips_the_invariants() {
     ]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stdout.lines().count(), 6);
+}
+
+#[test]
+fn a_verdict_token_outside_the_task_types_list_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("v2-valid"), dir.path());
+    let data_path = dir.path().join("report/data.json");
+    let mut data: Value = serde_json::from_str(&fs::read_to_string(&data_path).unwrap()).unwrap();
+    // A project-analysis token in an error-analysis report, in both places.
+    data["finalVerdict"]["verdictToken"] = "HEALTHY-WITH-GAPS".into();
+    data["verdictCard"]["verdictToken"] = "HEALTHY-WITH-GAPS".into();
+    fs::write(&data_path, serde_json::to_string_pretty(&data).unwrap()).unwrap();
+    let out = validate(dir.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("/finalVerdict/verdictToken"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("/verdictCard/verdictToken"),
+        "{}",
+        out.stdout
+    );
 }

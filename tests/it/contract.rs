@@ -1,0 +1,427 @@
+//! The bundle tells the truth: every instruction a lead or worker reads
+//! agrees with the binary and the schemas.
+//!
+//! Every task type × lead runtime is rendered by the real binary, and every
+//! rendered document (handoff, instruction set, worker prompts) is checked:
+//! - every `okstra …` command line it gives parses against the real CLI
+//!   (`okstra __check-args` runs clap's parser on it and nothing else),
+//!   placeholders filled with sample values, optional parts expanded and
+//!   each alternative of `a|b` tried;
+//! - every JSON field path it names (`verdictCard.verdictToken`,
+//!   `dispatches[].usage`, `usageSummary`) exists in the schemas the bundle
+//!   ships, and every JSON example it shows validates against its schema;
+//! - every run-folder path it points to exists in the bundle, or is
+//!   produced by a command (or worker) the bundle names;
+//! - every closed list it states (ending classes, report statuses, verdict
+//!   tokens, convergence classes and stop reasons) equals the schema's enum.
+//!
+//! The checker is a plain function over (file name, text) pairs, so the
+//! tests at the bottom run it on deliberately broken copies of a rendered
+//! document and assert that it reports each break.
+
+#[path = "contract_check.rs"]
+mod check;
+#[path = "contract_schema.rs"]
+mod schema_walk;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use check::{Checker, command_variants};
+
+const TASK_TYPES: [&str; 7] = [
+    "requirements-discovery",
+    "error-analysis",
+    "implementation-planning",
+    "project-analysis",
+    "feature-analysis",
+    "change-impact-analysis",
+    "implementation",
+];
+
+/// Rosters rendered for each combination: the default, and a full one with
+/// three analysers (convergence on) and a critic.
+const ROSTERS: [&[&str]; 2] = [
+    &[],
+    &[
+        "--workers",
+        "claude,codex,kimi,report-writer",
+        "--critic",
+        "kimi",
+    ],
+];
+
+/// A rendered run in its own temporary project.
+struct Bundle {
+    _project: tempfile::TempDir,
+    run_dir: PathBuf,
+    label: String,
+}
+
+impl Bundle {
+    fn render(task_type: &str, runtime: &str, roster: &[&str]) -> Bundle {
+        let project = tempfile::tempdir().unwrap();
+        // A project root as long as a real one (`/home/<user>/src/<name>`),
+        // so the reading budget holds for the paths users have.
+        let root = project
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("home-user-src-shop-service");
+        fs::create_dir(&root).unwrap();
+        let brief = root.join("brief.md");
+        fs::write(
+            &brief,
+            "# Checkout is slow\n\nWhy is the cart total slow?\n",
+        )
+        .unwrap();
+        let output = crate::support::okstra()
+            .args(["--render-only", "--yes", "--task-type", task_type])
+            .args([
+                "--project-id",
+                "demo",
+                "--task-group",
+                "shop",
+                "--task-id",
+                "t1",
+            ])
+            .arg("--project-root")
+            .arg(&root)
+            .arg("--task-brief")
+            .arg(&brief)
+            .args(["--lead-runtime", runtime])
+            .args(roster)
+            .output()
+            .unwrap();
+        let label = format!("{task_type} × {runtime} {roster:?}");
+        assert!(
+            output.status.success(),
+            "render failed for {label}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let handoff = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+        let run_dir = handoff.parent().unwrap().to_path_buf();
+        Bundle {
+            _project: project,
+            run_dir,
+            label,
+        }
+    }
+
+    /// Every rendered Markdown document, relative to the run folder.
+    fn documents(&self) -> Vec<(String, String)> {
+        let mut docs = vec![("handoff.md".to_owned(), self.read("handoff.md"))];
+        for dir in ["instruction-set", "prompts"] {
+            let mut names: Vec<String> = fs::read_dir(self.run_dir.join(dir))
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+                .filter(|name| Path::new(name).extension().is_some_and(|ext| ext == "md"))
+                .collect();
+            names.sort();
+            for name in names {
+                let relative = format!("{dir}/{name}");
+                let text = self.read(&relative);
+                docs.push((relative, text));
+            }
+        }
+        docs
+    }
+
+    /// Give every analyser (or verifier) a completed dispatch and a result
+    /// with two items, then run `okstra converge plan --round 1`, so the
+    /// round's reverify prompts exist and are checked like the rest.
+    fn plan_round_one(&self) {
+        let manifest: Value = serde_json::from_str(&self.read("run-manifest.json")).unwrap();
+        let state_path = PathBuf::from(manifest["teamStatePath"].as_str().unwrap());
+        let mut state: Value =
+            serde_json::from_str(&fs::read_to_string(&state_path).unwrap()).unwrap();
+        for assignment in manifest["assignments"].as_array().unwrap() {
+            if !["analyser", "verifier"].contains(&assignment["role"].as_str().unwrap()) {
+                continue;
+            }
+            let worker = assignment["workerId"].as_str().unwrap();
+            let result = format!(
+                "# {worker}\n\n## 1. Findings\n\n| ID | Finding | Evidence |\n|---|---|---|\n\
+                 | F-001 | the total ignores discounts | `src/cart.rs:88` |\n\
+                 | F-002 | the cache key ignores the locale | `src/cache.rs:12` |\n"
+            );
+            fs::write(assignment["resultPath"].as_str().unwrap(), result).unwrap();
+            state["dispatches"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({
+                    "dispatchName": assignment["dispatchName"],
+                    "dispatchKind": "initial",
+                    "workerId": worker,
+                    "provider": assignment["provider"],
+                    "promptPath": assignment["promptPath"],
+                    "resultPath": assignment["resultPath"],
+                    "workerResultsPath": assignment["workerResultsPath"],
+                    "errorPath": assignment["errorPath"],
+                    "ending": "completed",
+                }));
+        }
+        fs::write(&state_path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+        let output = crate::support::okstra()
+            .args(["converge", "plan"])
+            .arg(&self.run_dir)
+            .args(["--round", "1"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "converge plan failed for {}:\n{}",
+            self.label,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn read(&self, relative: &str) -> String {
+        fs::read_to_string(self.run_dir.join(relative)).unwrap()
+    }
+
+    fn checker(&self) -> Checker {
+        Checker::new(&self.run_dir)
+    }
+}
+
+/// The closed lists every bundle must state (so deleting one fails).
+const REQUIRED_LISTS: [&str; 6] = [
+    "verdict tokens",
+    "directions",
+    "ending classes",
+    "report statuses",
+    "convergence classes",
+    "stop reasons",
+];
+
+fn check_runtime(runtime: &str) {
+    let mut failures = Vec::new();
+    for task_type in TASK_TYPES {
+        for roster in ROSTERS {
+            let bundle = Bundle::render(task_type, runtime, roster);
+            let manifest: Value = serde_json::from_str(&bundle.read("run-manifest.json")).unwrap();
+            let convergence = manifest["convergence"]["enabled"] == true;
+            if convergence {
+                bundle.plan_round_one();
+                assert!(
+                    bundle
+                        .documents()
+                        .iter()
+                        .any(|(name, _)| name.contains("-reverify-r1.md")),
+                    "no reverify prompt for {}",
+                    bundle.label
+                );
+            }
+            let mut checker = bundle.checker();
+            for problem in checker.check(&bundle.documents()) {
+                failures.push(format!("[{}] {problem}", bundle.label));
+            }
+            for list in REQUIRED_LISTS {
+                let needed = convergence || !list.contains("convergence") && list != "stop reasons";
+                if needed && !checker.lists_seen.contains(list) {
+                    failures.push(format!("[{}] the bundle states no {list}", bundle.label));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn claude_code_bundles_agree_with_the_binary_and_the_schemas() {
+    check_runtime("claude-code");
+}
+
+#[test]
+fn codex_bundles_agree_with_the_binary_and_the_schemas() {
+    check_runtime("codex");
+}
+
+#[test]
+fn antigravity_bundles_agree_with_the_binary_and_the_schemas() {
+    check_runtime("antigravity");
+}
+
+#[test]
+fn external_bundles_agree_with_the_binary_and_the_schemas() {
+    check_runtime("external");
+}
+
+/// Run the checker on a copy of the bundle's documents where `file` has
+/// `from` replaced by `to`; return the problems the change added.
+fn problems_after(bundle: &Bundle, file: &str, from: &str, to: &str) -> Vec<String> {
+    let docs = bundle.documents();
+    let before: BTreeSet<String> = bundle.checker().check(&docs).into_iter().collect();
+    let mutated: Vec<(String, String)> = docs
+        .into_iter()
+        .map(|(name, text)| {
+            if name == file {
+                assert!(text.contains(from), "`{from}` is not in {file}");
+                let text = text.replace(from, to);
+                (name, text)
+            } else {
+                (name, text)
+            }
+        })
+        .collect();
+    bundle
+        .checker()
+        .check(&mutated)
+        .into_iter()
+        .filter(|problem| !before.contains(problem))
+        .collect()
+}
+
+#[track_caller]
+fn assert_reported(problems: &[String], needle: &str) {
+    assert!(
+        problems.iter().any(|problem| problem.contains(needle)),
+        "no problem mentions `{needle}`: {problems:#?}"
+    );
+}
+
+#[test]
+fn the_checker_catches_a_broken_template() {
+    let bundle = Bundle::render("project-analysis", "claude-code", ROSTERS[1]);
+    let lead = "instruction-set/lead-contract.md";
+    // A renamed flag and a subcommand that does not exist.
+    let problems = problems_after(&bundle, lead, " --round ", " --rnd ");
+    assert_reported(&problems, "unexpected argument '--rnd'");
+    let problems = problems_after(
+        &bundle,
+        lead,
+        "okstra converge classify",
+        "okstra converge clasify",
+    );
+    assert_reported(&problems, "unrecognized subcommand 'clasify'");
+    // A misspelled field, dotted or single.
+    let common = "instruction-set/common-contract.md";
+    let problems = problems_after(
+        &bundle,
+        common,
+        "`verdictCard.verdictToken`",
+        "`verdictCard.verdictTokn`",
+    );
+    assert_reported(&problems, "field `verdictCard.verdictTokn` is in no schema");
+    let problems = problems_after(&bundle, common, "`usageSummary`", "`usageSumary`");
+    assert_reported(&problems, "field `usageSumary` is in no schema");
+    // A path into the run folder that nothing writes.
+    let problems = problems_after(&bundle, lead, "report/data.json", "report/dta.json");
+    assert_reported(&problems, "report/dta.json` is not in the bundle");
+    let problems = problems_after(
+        &bundle,
+        lead,
+        "`state/lead-events.jsonl`",
+        "`state/lead-event.jsonl`",
+    );
+    assert_reported(&problems, "state/lead-event.jsonl` is not in the bundle");
+    // A closed list that drifted from its enum.
+    let problems = problems_after(&bundle, common, "| `budget` |", "| `over-budget` |");
+    assert_reported(&problems, "ending classes");
+    let convergence = "instruction-set/convergence.md";
+    let problems = problems_after(&bundle, convergence, "| `contested` |", "| `disputed` |");
+    assert_reported(&problems, "convergence classes");
+    let profile = "instruction-set/profile.md";
+    let problems = problems_after(&bundle, profile, "`HEALTHY-WITH-GAPS`", "`MOSTLY-FINE`");
+    assert_reported(&problems, "verdict tokens");
+    // A dispatch through a wrapper that may not be on PATH.
+    let problems = problems_after(
+        &bundle,
+        lead,
+        "## 3. Dispatch",
+        "Run `okstra-claude-exec /p opus prompt.md`.\n\n## 3. Dispatch",
+    );
+    assert_reported(&problems, "calls a wrapper");
+}
+
+#[test]
+fn command_lines_expand_placeholders_options_and_alternatives() {
+    let variants = command_variants(
+        "dispatch <run-dir> [--kind initial|critic] [--workers ID,…] [--json]",
+        "/r",
+    );
+    assert_eq!(
+        variants,
+        [
+            [
+                "dispatch",
+                "/r",
+                "--kind",
+                "initial",
+                "--workers",
+                "claude",
+                "--json"
+            ],
+            [
+                "dispatch",
+                "/r",
+                "--kind",
+                "critic",
+                "--workers",
+                "claude",
+                "--json"
+            ],
+        ]
+    );
+    assert_eq!(
+        command_variants("event /r <kind> [--field key=value …]", "/r"),
+        [["event", "/r", "initial", "--field", "key=value"]]
+    );
+}
+
+/// Bytes a lead must read before its first dispatch: the handoff and the
+/// documents it lists under "Read now" (lazy delivery), or the handoff up
+/// to "Read when you reach it" (eager delivery: the documents are inside).
+fn mandatory_reading(bundle: &Bundle) -> usize {
+    let handoff = bundle.read("handoff.md");
+    if let Some((before, _)) = handoff.split_once("\n# Read when you reach it") {
+        return before.len();
+    }
+    let (_, now) = handoff
+        .split_once("\n## Read now\n")
+        .expect("a lazy handoff has a `Read now` list");
+    let now = now.split("\n## ").next().unwrap_or_default();
+    let documents: usize = now
+        .lines()
+        .filter_map(|line| line.split('`').nth(1))
+        .map(|path| {
+            fs::metadata(path)
+                .unwrap_or_else(|err| panic!("`{path}`: {err}"))
+                .len()
+        })
+        .map(|len| usize::try_from(len).unwrap())
+        .sum();
+    handoff.len() + documents
+}
+
+/// The reading budget before the first dispatch (issue 14, item 7).
+const READING_BUDGET: usize = 30_000;
+
+#[test]
+fn the_default_rosters_mandatory_reading_fits_the_budget() {
+    let mut over = Vec::new();
+    for task_type in TASK_TYPES {
+        for runtime in ["claude-code", "codex", "antigravity", "external"] {
+            let bundle = Bundle::render(task_type, runtime, ROSTERS[0]);
+            let bytes = mandatory_reading(&bundle);
+            eprintln!("mandatory reading {task_type} × {runtime}: {bytes} bytes");
+            if bytes > READING_BUDGET {
+                over.push(format!("{} reads {bytes} bytes", bundle.label));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {READING_BUDGET} bytes:\n{}",
+        over.join("\n")
+    );
+}
