@@ -47,18 +47,27 @@ pub struct Worktree {
     project: PathBuf,
     /// Holds the folder the worktree lives in; removed after git lets go.
     dir: tempfile::TempDir,
+    /// The project's place inside its repository (`git rev-parse
+    /// --show-prefix`): a project in a subfolder of a repository runs in
+    /// the same subfolder of the worktree.
+    prefix: PathBuf,
 }
 
 impl Worktree {
-    /// The folder the CLI runs in.
-    pub fn path(&self) -> PathBuf {
+    /// The worktree's root.
+    fn root(&self) -> PathBuf {
         self.dir.path().join("tree")
+    }
+
+    /// The folder the CLI runs in: the project's copy inside the worktree.
+    pub fn path(&self) -> PathBuf {
+        self.root().join(&self.prefix)
     }
 }
 
 impl Drop for Worktree {
     fn drop(&mut self) {
-        let tree = self.path();
+        let tree = self.root();
         let _ = git(&self.project)
             .args(["worktree", "remove", "--force"])
             .arg(&tree)
@@ -80,6 +89,14 @@ pub fn worktree(project: &Path) -> Result<Worktree, String> {
             project.display()
         ));
     }
+    let prefix = git(project)
+        .args(["rev-parse", "--show-prefix"])
+        .stdout(Stdio::piped())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .unwrap_or_default();
     let dir = tempfile::Builder::new()
         .prefix("okstra-readonly-")
         .tempdir()
@@ -87,10 +104,11 @@ pub fn worktree(project: &Path) -> Result<Worktree, String> {
     let worktree = Worktree {
         project: project.to_path_buf(),
         dir,
+        prefix,
     };
     let added = git(project)
         .args(["worktree", "add", "--detach", "--quiet"])
-        .arg(worktree.path())
+        .arg(worktree.root())
         .arg("HEAD")
         .status();
     match added {
@@ -160,5 +178,18 @@ mod tests {
             std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
             "committed\n"
         );
+        // A project in a subfolder of its repository runs in that subfolder.
+        std::fs::create_dir(project.path().join("svc")).unwrap();
+        std::fs::write(project.path().join("svc/b.txt"), "sub\n").unwrap();
+        run(&["add", "svc/b.txt"]);
+        run(&["commit", "-q", "-m", "two"]);
+        let tree = worktree(&project.path().join("svc")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("b.txt")).unwrap(),
+            "sub\n"
+        );
+        let root = tree.root();
+        drop(tree);
+        assert!(!root.exists());
     }
 }
