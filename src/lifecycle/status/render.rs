@@ -1,0 +1,163 @@
+//! The text board: aligned columns, counts, attention and dispatch lines.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use super::board::RunStatus;
+use crate::fsread;
+use crate::lifecycle::{clock, par_map};
+
+/// The text board.
+pub(super) fn render(board: &[RunStatus<'_>], now: i64, summary: bool) -> String {
+    let mut text = String::new();
+    render_into(&mut text, board, now, summary).expect("writing to a String cannot fail");
+    // Names and reasons come from files: no terminal escape gets through.
+    fsread::escape_keep_lines(&text).into_owned()
+}
+
+pub(super) fn render_into(
+    text: &mut String,
+    board: &[RunStatus<'_>],
+    now: i64,
+    summary: bool,
+) -> fmt::Result {
+    // Runs are drawn independently, so a large board is drawn in parallel.
+    for part in par_map(board, |run| {
+        let mut part = String::new();
+        render_run(&mut part, run, now).map(|()| part)
+    }) {
+        text.push_str(&part?);
+    }
+    if summary {
+        let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut workers = 0;
+        for run in board {
+            for (state, count) in &run.counts {
+                *totals.entry(state).or_insert(0) += count;
+                workers += count;
+            }
+        }
+        let attention: usize = board.iter().map(|r| r.attention.len()).sum();
+        writeln!(
+            text,
+            "{} runs, {workers} workers{}; {attention} need attention",
+            board.len(),
+            counts_text(&totals)
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn counts_text(counts: &BTreeMap<&str, usize>) -> String {
+    if counts.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    format!(": {}", parts.join(", "))
+}
+
+pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
+    writeln!(
+        text,
+        "{} {} ({})  {}",
+        run.task_key,
+        run.run_id,
+        run.task_type,
+        run.run_dir.display()
+    )?;
+    let header = [
+        "DISPATCH", "PROVIDER", "MODEL", "RUNNER", "STATE", "EXIT", "ELAPSED", "ACTIVITY",
+    ]
+    .map(Cow::Borrowed);
+    let rows: Vec<[Cow<'_, str>; 8]> = run
+        .workers
+        .iter()
+        .map(|w| {
+            [
+                Cow::Borrowed(w.dispatch_name),
+                Cow::Borrowed(w.provider),
+                Cow::Borrowed(w.model),
+                Cow::Borrowed(w.runner),
+                Cow::Borrowed(w.state.as_str()),
+                w.exit_code
+                    .map_or(Cow::Borrowed("-"), |c| Cow::Owned(c.to_string())),
+                w.elapsed_seconds.map_or(Cow::Borrowed("-"), |secs| {
+                    Cow::Owned(clock::short_duration(secs))
+                }),
+                w.last_activity_ts.map_or(Cow::Borrowed("-"), |at| {
+                    Cow::Owned(format!("{} ago", clock::short_duration(now - at)))
+                }),
+            ]
+        })
+        .collect();
+    let mut widths = [0; 8];
+    for row in rows.iter().chain([&header]) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    // Cells padded to their column and two spaces apart; no trailing blanks.
+    let line = |text: &mut String, cells: &[Cow<'_, str>; 8]| {
+        text.push_str("  ");
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if index > 0 {
+                text.push_str("  ");
+            }
+            text.push_str(cell);
+            text.extend(std::iter::repeat_n(' ', width - cell.chars().count()));
+        }
+        text.truncate(text.trim_end().len());
+        text.push('\n');
+    };
+    line(text, &header);
+    for (row, worker) in rows.iter().zip(&run.workers) {
+        line(text, row);
+        if let Some(summary) = &worker.summary {
+            writeln!(
+                text,
+                "      {}: {}",
+                fsread::escape(worker.phase.as_deref().unwrap_or("heartbeat")),
+                fsread::escape(summary)
+            )?;
+        }
+        for tail_line in worker.log_tail.iter().flatten() {
+            writeln!(text, "      | {}", fsread::escape(tail_line))?;
+        }
+    }
+    writeln!(
+        text,
+        "  {} workers{}",
+        run.workers.len(),
+        counts_text(&run.counts)
+    )?;
+    for item in &run.attention {
+        writeln!(
+            text,
+            "  attention: {} {}: {}",
+            item.dispatch_name,
+            item.state.as_str(),
+            item.reason
+        )?;
+    }
+    for row in &run.dispatches {
+        let usage = row
+            .usage
+            .as_ref()
+            .and_then(|value| serde_json::from_value::<crate::usage::Record>(value.clone()).ok())
+            .map_or_else(String::new, |record| format!(" [{}]", record.short()));
+        writeln!(
+            text,
+            "  dispatch: {} {} attempt {} {}{usage}{}",
+            row.dispatch_name,
+            row.kind,
+            row.attempt,
+            row.state,
+            row.detail.as_deref().map_or_else(String::new, |d| format!(
+                ": {}",
+                crate::dispatch::printable(d)
+            ))
+        )?;
+    }
+    Ok(())
+}
