@@ -1,0 +1,207 @@
+//! Unit tests of settings resolution: flags over environment over catalog,
+//! and every refusal before anything is written.
+
+use std::fs;
+
+use super::*;
+
+struct NoAsk;
+impl Ask for NoAsk {
+    fn ask(&mut self, question: &str) -> Result<String> {
+        panic!("asked `{question}` while prompting is off")
+    }
+}
+
+fn base(dir: &Path) -> LaunchArgs {
+    fs::write(dir.join("brief.md"), "Why is it slow?\n").unwrap();
+    LaunchArgs {
+        yes: true,
+        task_type: Some("project-analysis".into()),
+        project_id: Some("demo".into()),
+        task_group: Some("g".into()),
+        task_id: Some("t".into()),
+        task_brief: Some("brief.md".into()),
+        ..LaunchArgs::default()
+    }
+}
+
+type Change = Box<dyn Fn(&mut LaunchArgs)>;
+
+fn resolve_env(args: &LaunchArgs, dir: &Path, vars: &[(&str, &str)]) -> Result<Settings> {
+    let vars: BTreeMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let lookup = move |name: &str| vars.get(name).cloned();
+    resolve_with(args, &lookup, dir, false, &mut NoAsk)
+}
+
+#[test]
+fn flags_beat_env_and_env_beats_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    let env = [
+        ("OKSTRA_DEFAULT_CODEX_MODEL", "gpt-env"),
+        ("OKSTRA_DEFAULT_CLAUDE_MODEL", "sonnet"),
+    ];
+    let settings = resolve_env(&args, dir.path(), &env).unwrap();
+    assert_eq!(
+        settings.models.worker(Provider::Codex, Role::Analyser),
+        "gpt-env"
+    );
+    assert_eq!(
+        settings.models.worker(Provider::Claude, Role::Analyser),
+        "sonnet"
+    );
+    args.codex_model = Some("gpt-flag".into());
+    let settings = resolve_env(&args, dir.path(), &env).unwrap();
+    assert_eq!(
+        settings.models.worker(Provider::Codex, Role::Analyser),
+        "gpt-flag"
+    );
+    assert_eq!(
+        settings.models.worker(Provider::Grok, Role::Critic),
+        "grok-4.5"
+    );
+}
+
+#[test]
+fn refusals_name_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Change, &str)> = vec![
+        (
+            Box::new(|a| a.workers = Some("claude,claude".into())),
+            "`claude` is listed twice",
+        ),
+        (
+            Box::new(|a| a.workers = Some("claude,gemini".into())),
+            "unknown worker `gemini`",
+        ),
+        (
+            Box::new(|a| a.report_writer_provider = Some("grok".into())),
+            "`grok` for `--report-writer-provider`: expected claude|codex",
+        ),
+        (
+            Box::new(|a| a.executor = Some("kimi".into())),
+            "`kimi` for `--executor`",
+        ),
+        (
+            Box::new(|a| a.critic = Some("nobody".into())),
+            "`nobody` for `--critic`",
+        ),
+        (
+            Box::new(|a| a.critic = Some("grok".into())),
+            "`--critic grok` names a provider that is not on",
+        ),
+        (
+            Box::new(|a| a.fix_cycle = Some("maybe".into())),
+            "`maybe` for `--fix-cycle`",
+        ),
+        (
+            Box::new(|a| a.worker_model = Some("grok".into())),
+            "invalid entry `grok`",
+        ),
+        (
+            Box::new(|a| a.worker_model = Some("gemini=x".into())),
+            "unknown provider `gemini`",
+        ),
+        (
+            Box::new(|a| a.project_id = Some("../x".into())),
+            "`../x` for `--project-id`",
+        ),
+        (
+            Box::new(|a| a.task_id = Some(String::new())),
+            "`` for `--task-id`",
+        ),
+        (
+            Box::new(|a| a.task_group = Some("a".repeat(129))),
+            "for `--task-group`",
+        ),
+        (
+            Box::new(|a| a.task_type = Some("audit".into())),
+            "`audit` for `--task-type`",
+        ),
+        (
+            Box::new(|a| {
+                a.lead_runtime = Some("codex".into());
+                a.lead_provider = Some("claude".into());
+            }),
+            "contradicts",
+        ),
+        (
+            Box::new(|a| {
+                a.resume_clarification = true;
+                a.approved_plan = Some("p.md".into());
+            }),
+            "cannot be combined",
+        ),
+        (
+            Box::new(|a| a.task_brief = Some("nope.md".into())),
+            "no such file",
+        ),
+    ];
+    for (change, expected) in cases {
+        let mut args = base(dir.path());
+        change(&mut args);
+        let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
+        assert!(
+            err.contains(expected),
+            "{err:?} should contain {expected:?}"
+        );
+        assert!(!err.contains('\n'), "{err:?} should be one line");
+    }
+}
+
+#[test]
+fn env_executor_is_validated_and_flag_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    let err = resolve_env(&args, dir.path(), &[("OKSTRA_DEFAULT_EXECUTOR", "grok")]).unwrap_err();
+    assert!(err.to_string().contains("OKSTRA_DEFAULT_EXECUTOR"));
+    args.executor = Some("codex".into());
+    let settings = resolve_env(&args, dir.path(), &[("OKSTRA_DEFAULT_EXECUTOR", "grok")]).unwrap();
+    assert_eq!(settings.executor, Provider::Codex);
+}
+
+#[test]
+fn task_key_joined_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.project_id = None;
+    args.task_group = None;
+    args.task_id = None;
+    args.task_key = Some("p/g/t".into());
+    let settings = resolve_env(&args, dir.path(), &[]).unwrap();
+    assert_eq!(settings.task_key.joined(), "p/g/t");
+    args.task_key = Some("p/../t".into());
+    assert!(resolve_env(&args, dir.path(), &[]).is_err());
+    args.task_key = Some("/abs/g/t".into());
+    assert!(resolve_env(&args, dir.path(), &[]).is_err());
+}
+
+#[test]
+fn unmappable_native_claude_model_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.claude_model = Some("gpt-5".into());
+    let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("`gpt-5`") && err.contains("family token"),
+        "{err}"
+    );
+    args.lead_runtime = Some("codex".into());
+    assert!(resolve_env(&args, dir.path(), &[]).is_ok());
+}
+
+#[test]
+fn missing_argument_without_terminal_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.yes = false;
+    args.task_id = None;
+    let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("`--task-id`") && err.contains("no terminal"),
+        "{err}"
+    );
+}
