@@ -122,6 +122,21 @@ impl World {
 /// Kills the child's whole group when dropped.
 struct Guard(Child);
 
+impl Guard {
+    /// Send `signal` to the dispatcher itself (not its group).
+    fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(i32::try_from(self.0.id()).unwrap()), signal).unwrap();
+    }
+
+    /// Its exit code, once it has exited (bounded wait).
+    fn exit_code(&mut self) -> Option<i32> {
+        wait_for(LIMIT, "the dispatcher to stop", || {
+            self.0.try_wait().unwrap()
+        })
+        .code()
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         let pgid = Pid::from_raw(i32::try_from(self.0.id()).unwrap());
@@ -364,15 +379,8 @@ fn sigint_stops_every_worker_and_records_every_ending() {
             .collect();
         (pids.len() == 2).then_some(pids)
     });
-    kill(
-        Pid::from_raw(i32::try_from(dispatcher.0.id()).unwrap()),
-        Signal::SIGINT,
-    )
-    .unwrap();
-    let status = wait_for(LIMIT, "the dispatcher to stop", || {
-        dispatcher.0.try_wait().unwrap()
-    });
-    assert_eq!(status.code(), Some(130));
+    dispatcher.signal(Signal::SIGINT);
+    assert_eq!(dispatcher.exit_code(), Some(130));
     for pid in children {
         let gone = kill(Pid::from_raw(pid), None).is_err()
             || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
@@ -401,15 +409,8 @@ fn a_closed_memory_gate_holds_the_start_back_and_says_so() {
     );
     assert!(records(&run)[0]["startedAt"].is_null());
     assert!(!run.join("prompts/claude-worker.md.status.json").exists());
-    kill(
-        Pid::from_raw(i32::try_from(dispatcher.0.id()).unwrap()),
-        Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = wait_for(LIMIT, "the dispatcher to stop", || {
-        dispatcher.0.try_wait().unwrap()
-    });
-    assert_eq!(status.code(), Some(143));
+    dispatcher.signal(Signal::SIGTERM);
+    assert_eq!(dispatcher.exit_code(), Some(143));
     assert_eq!(records(&run)[0]["ending"], "cancelled");
 }
 
