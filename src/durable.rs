@@ -4,7 +4,8 @@
 //! A temp file with a unique name is created in the destination's own folder
 //! (same filesystem, so the rename is atomic), written, fsynced, renamed over
 //! the destination, and the folder is fsynced so the rename itself survives a
-//! crash.
+//! crash. JSONL logs are appended to, never replaced: [`append_line`] is
+//! the one appender (locked, torn-line repair, one write, fsync).
 
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
@@ -77,6 +78,54 @@ pub fn write_atomic_all(files: &[(PathBuf, &[u8])]) -> io::Result<()> {
         }
     }
     dirs.into_iter().try_for_each(sync_dir)
+}
+
+/// Append one line to the JSONL log at `path` and make it durable.
+///
+/// The log is opened without following a symlink or blocking on a FIFO
+/// (anything but a regular file is refused) and held under an exclusive
+/// `flock`, so concurrent writers append whole lines in turn. `line` gets
+/// the open log first (to read its tail, e.g. for the next sequence
+/// number) and returns the line without its newline. A crash mid-append
+/// can leave the last line without its newline: ours then starts on a
+/// fresh line, so only the torn one is lost. The line goes out in one
+/// `O_APPEND` write and is fsynced before the lock is released; a new log's
+/// folder is fsynced too.
+pub fn append_line<E: From<io::Error>>(
+    path: &Path,
+    line: impl FnOnce(&mut File) -> Result<Vec<u8>, E>,
+) -> Result<(), E> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    crate::fsread::check_regular(&file, path).map_err(io::Error::other)?;
+    let mut log = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io::Error::from(errno))?;
+    let mut bytes = line(&mut log)?;
+    let len = log.metadata()?.len();
+    let mut out = Vec::with_capacity(bytes.len() + 2);
+    if len > 0 {
+        let mut last = [0_u8];
+        log.seek(SeekFrom::Start(len - 1))?;
+        log.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            out.push(b'\n');
+        }
+    }
+    out.append(&mut bytes);
+    out.push(b'\n');
+    log.write_all(&out)?;
+    log.sync_data()?;
+    if len == 0 {
+        sync_dir(parent_dir(path))?;
+    }
+    Ok(())
 }
 
 /// fsync a directory so that entries created or renamed in it are durable.

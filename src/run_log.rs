@@ -18,9 +18,7 @@
 //! starts on a fresh line.
 
 use std::collections::HashSet;
-use std::fs::OpenOptions;
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -106,35 +104,9 @@ pub fn parse(bytes: &[u8]) -> Vec<Entry> {
 /// creates the log, the folder entry too). The caller holds the `.okstra/`
 /// lock, so appends never interleave.
 pub fn append(task_dir: &Path, entry: &Entry) -> io::Result<()> {
-    let path = task_dir.join(FILE_NAME);
-    // Never follow a link out of the task folder, never block on a FIFO.
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)?;
-    fsread::check_regular(&file, &path).map_err(io::Error::other)?;
-    let mut line = Vec::with_capacity(128);
-    // A crash mid-append can leave a line without its newline; start ours
-    // on a fresh line so only the torn one is lost.
-    let len = file.metadata()?.len();
-    if len > 0 {
-        let mut last = [0_u8];
-        file.seek(SeekFrom::Start(len - 1))?;
-        file.read_exact(&mut last)?;
-        if last[0] != b'\n' {
-            line.push(b'\n');
-        }
-    }
-    serde_json::to_writer(&mut line, entry)?;
-    line.push(b'\n');
-    file.write_all(&line)?;
-    file.sync_all()?;
-    if len == 0 {
-        durable::sync_dir(task_dir)?;
-    }
-    Ok(())
+    durable::append_line(&task_dir.join(FILE_NAME), |_| {
+        serde_json::to_vec(entry).map_err(io::Error::from)
+    })
 }
 
 #[cfg(test)]
@@ -170,12 +142,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = entry(TaskType::ErrorAnalysis, 1);
         append(dir.path(), &first).unwrap();
-        let mut log = OpenOptions::new()
+        let mut log = std::fs::OpenOptions::new()
             .append(true)
             .open(dir.path().join(FILE_NAME))
             .unwrap();
-        log.write_all(br#"{"runId":"error-analysis-002","task"#)
-            .unwrap();
+        std::io::Write::write_all(&mut log, br#"{"runId":"error-analysis-002","task"#).unwrap();
         let third = entry(TaskType::ErrorAnalysis, 3);
         append(dir.path(), &third).unwrap();
         assert_eq!(

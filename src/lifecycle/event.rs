@@ -10,13 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -134,60 +132,40 @@ pub fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Resul
     // Inside the run, through no symlink, never a FIFO: a crafted manifest
     // or a planted link steers no append out of the run.
     let path = &confine::inside_no_links(&run.lead_events_path, &run.dir, "`leadEventsPath`")?;
-    let file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .with_context(|| format!("cannot open lead events log `{}`", path.display()))?;
-    fsread::check_regular(&file, path)?;
-    let mut log = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| {
-        anyhow::Error::new(errno)
-            .context(format!("cannot lock lead events log `{}`", path.display()))
-    })?;
-    let (last, torn) = last_seq(&mut log, path)?;
-    let seq = last + 1;
-    let event = Event {
-        schema_version: EVENT_VERSION,
-        seq,
-        ts: clock::rfc3339_now(),
-        kind,
-        run_id: &run.run_id,
-        fields,
-    };
-    let value = serde_json::to_value(&event).context("cannot serialise the lead event")?;
-    schema::check("lead-event.schema.json", &value, "the lead event")?;
-    let mut line = Vec::with_capacity(256);
-    if torn {
-        line.push(b'\n');
-    }
-    serde_json::to_writer(&mut line, &value).context("cannot serialise the lead event")?;
-    line.push(b'\n');
-    // One write of the whole line with O_APPEND, then fsync before unlocking
-    // so the next writer's read sees it.
-    log.write_all(&line)
-        .and_then(|()| log.sync_data())
-        .with_context(|| format!("cannot append to lead events log `{}`", path.display()))?;
-    drop(log);
+    let mut seq = 0;
+    // Under the log's lock: read the last number, write the next one.
+    crate::durable::append_line(path, |log| -> Result<Vec<u8>> {
+        let last = last_seq(log, path)?;
+        seq = last + 1;
+        let event = Event {
+            schema_version: EVENT_VERSION,
+            seq,
+            ts: clock::rfc3339_now(),
+            kind,
+            run_id: &run.run_id,
+            fields,
+        };
+        let value = serde_json::to_value(&event).context("cannot serialise the lead event")?;
+        schema::check("lead-event.schema.json", &value, "the lead event")?;
+        serde_json::to_vec(&value).context("cannot serialise the lead event")
+    })
+    .with_context(|| format!("cannot append to lead events log `{}`", path.display()))?;
     Ok(seq)
 }
 
-/// The last sequence number in the log (0 when empty), and whether the log
-/// ends in a torn line (no final newline).
-fn last_seq(file: &mut File, path: &Path) -> Result<(u64, bool)> {
+/// The last sequence number in the log (0 when empty).
+fn last_seq(file: &mut File, path: &Path) -> Result<u64> {
     let read_err = || format!("cannot read lead events log `{}`", path.display());
     let len = file.metadata().with_context(read_err)?.len();
     if len == 0 {
-        return Ok((0, false));
+        return Ok(0);
     }
     let start = len.saturating_sub(TAIL_BYTES);
     let mut tail = Vec::new();
     file.seek(SeekFrom::Start(start)).with_context(read_err)?;
     file.read_to_end(&mut tail).with_context(read_err)?;
-    let torn = tail.last() != Some(&b'\n');
     if let Some(seq) = newest_seq(&tail, start > 0) {
-        return Ok((seq, torn));
+        return Ok(seq);
     }
     if start > 0 {
         let limit = fsread::Kind::Events.limit();
@@ -204,7 +182,7 @@ fn last_seq(file: &mut File, path: &Path) -> Result<(u64, bool)> {
         file.seek(SeekFrom::Start(0)).with_context(read_err)?;
         file.read_to_end(&mut whole).with_context(read_err)?;
         if let Some(seq) = newest_seq(&whole, false) {
-            return Ok((seq, torn));
+            return Ok(seq);
         }
     }
     // Lines exist but none parses: refuse to guess a number.
