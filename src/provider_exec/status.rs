@@ -11,7 +11,6 @@ use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -186,11 +185,10 @@ pub fn attempt_paths(prompt_path: &Path, attempt: u32) -> (PathBuf, PathBuf) {
     (PathBuf::from(sidecar_name), PathBuf::from(log_name))
 }
 
-/// Seconds since the Unix epoch.
+/// Seconds since the Unix epoch, from okstra's one clock; the sidecar's
+/// `*_ts` fields are unsigned (0 for a clock before 1970).
 pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
+    u64::try_from(crate::lifecycle::clock::unix_now()).unwrap_or(0)
 }
 
 impl Status {
