@@ -29,13 +29,14 @@ use super::sidecar::{self, Sidecar, Stage};
 use crate::cli::ReapArgs;
 use crate::confine;
 use crate::exit::ExitStatus;
+use crate::provider_exec::status::Reason;
 
 /// Version of the `--json` document.
 const REAP_VERSION: u32 = 1;
 /// `reason` written for a stopped orphan group.
-const REASON_STOPPED: &str = "orphaned-group-stopped";
+const REASON_STOPPED: Reason = Reason::OrphanedGroupStopped;
 /// `reason` written when there was nothing left to stop.
-const REASON_LOST: &str = "wrapper-lost";
+const REASON_LOST: Reason = Reason::WrapperLost;
 
 /// What the reaper does about one sidecar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::provider_exec::status::{Reason, TerminatedBy};
 use crate::{durable, fsread};
 
 #[derive(Debug, thiserror::Error)]
@@ -209,11 +210,11 @@ impl Sidecar {
     /// `stage: exited`, `terminated_by: reaper`, `reason`, `ended_ts`,
     /// written atomically. The file is read again so every field it holds
     /// now, known to us or not, is kept.
-    pub fn mark_reaped(&self, reason: &str, ended_ts: i64, killed: bool) -> Result<(), Error> {
+    pub fn mark_reaped(&self, reason: Reason, ended_ts: i64, killed: bool) -> Result<(), Error> {
         let mut raw = read_raw(&self.path)?;
         raw.insert("stage".into(), "exited".into());
-        raw.insert("terminated_by".into(), "reaper".into());
-        raw.insert("reason".into(), reason.into());
+        raw.insert("terminated_by".into(), TerminatedBy::Reaper.as_str().into());
+        raw.insert("reason".into(), reason.as_str().into());
         raw.insert("ended_ts".into(), ended_ts.into());
         if let Some(started) = self.started_ts {
             let millis = (ended_ts - started).max(0).saturating_mul(1000);
@@ -224,7 +225,7 @@ impl Sidecar {
         // that was already gone the code is unknown.
         let stopped_by = if killed {
             Some(nix::sys::signal::Signal::SIGKILL)
-        } else if reason == "orphaned-group-stopped" {
+        } else if reason == Reason::OrphanedGroupStopped {
             Some(nix::sys::signal::Signal::SIGTERM)
         } else {
             None
@@ -247,7 +248,7 @@ impl Sidecar {
         // Read it back: a rename onto a file someone else just replaced
         // must not go unnoticed.
         let back = read_raw(&self.path)?;
-        if back.get("terminated_by").and_then(Value::as_str) == Some("reaper")
+        if back.get("terminated_by").and_then(Value::as_str) == Some(TerminatedBy::Reaper.as_str())
             && back.get("stage").and_then(Value::as_str) == Some("exited")
         {
             Ok(())
@@ -293,7 +294,9 @@ mod tests {
         .unwrap();
         assert_eq!(sidecar.pid, None);
         assert_eq!(sidecar.pgid, Some(77));
-        sidecar.mark_reaped("wrapper-lost", 160, false).unwrap();
+        sidecar
+            .mark_reaped(Reason::WrapperLost, 160, false)
+            .unwrap();
         let after: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(after["stage"], "exited");
         assert_eq!(after["terminated_by"], "reaper");
@@ -309,9 +312,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.md.status.json");
         for (reason, killed, code) in [
-            ("wrapper-lost", false, Value::Null),
-            ("orphaned-group-stopped", false, Value::from(143)),
-            ("orphaned-group-stopped", true, Value::from(137)),
+            (Reason::WrapperLost, false, Value::Null),
+            (Reason::OrphanedGroupStopped, false, Value::from(143)),
+            (Reason::OrphanedGroupStopped, true, Value::from(137)),
         ] {
             fs::write(
                 &path,
@@ -321,9 +324,9 @@ mod tests {
             let sidecar = read(&path).unwrap().unwrap();
             sidecar.mark_reaped(reason, 160, killed).unwrap();
             let after: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-            assert_eq!(after["exit_code"], code, "{reason}");
+            assert_eq!(after["exit_code"], code, "{}", reason.as_str());
             let problems = crate::schema::violations("status.schema.json", &after).unwrap();
-            assert!(problems.0.is_empty(), "{reason}: {problems}");
+            assert!(problems.0.is_empty(), "{}: {problems}", reason.as_str());
         }
     }
 }

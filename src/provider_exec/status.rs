@@ -46,14 +46,68 @@ pub enum Reason {
     LogUnavailable,
     /// The wrapper could not set up supervision (e.g. no pipe); exit code 71.
     WrapperError,
+    /// Written by `okstra reap`: the wrapper died and the reaper stopped
+    /// its leftover group.
+    OrphanedGroupStopped,
+    /// Written by `okstra reap`: the wrapper died and nothing of its group
+    /// was left to stop.
+    WrapperLost,
 }
 
-/// Who stopped the CLI, in the reference's words.
+impl Reason {
+    #[cfg(test)]
+    pub const ALL: &'static [Reason] = &[
+        Reason::Exited,
+        Reason::IdleTimeout,
+        Reason::Signal,
+        Reason::SpawnFailed,
+        Reason::LogUnavailable,
+        Reason::WrapperError,
+        Reason::OrphanedGroupStopped,
+        Reason::WrapperLost,
+    ];
+
+    /// The wire word (what serde writes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Exited => "exited",
+            Reason::IdleTimeout => "idle-timeout",
+            Reason::Signal => "signal",
+            Reason::SpawnFailed => "spawn-failed",
+            Reason::LogUnavailable => "log-unavailable",
+            Reason::WrapperError => "wrapper-error",
+            Reason::OrphanedGroupStopped => "orphaned-group-stopped",
+            Reason::WrapperLost => "wrapper-lost",
+        }
+    }
+}
+
+/// Who stopped the CLI, in the reference's words (`reaper`: `okstra reap`
+/// closed the sidecar of a wrapper that died).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TerminatedBy {
     IdleWatchdog,
     Signal,
+    Reaper,
+}
+
+impl TerminatedBy {
+    #[cfg(test)]
+    pub const ALL: &'static [TerminatedBy] = &[
+        TerminatedBy::IdleWatchdog,
+        TerminatedBy::Signal,
+        TerminatedBy::Reaper,
+    ];
+
+    /// The wire word (what serde writes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminatedBy::IdleWatchdog => "idle-watchdog",
+            TerminatedBy::Signal => "signal",
+            TerminatedBy::Reaper => "reaper",
+        }
+    }
 }
 
 /// The sidecar record. Optional fields are omitted until known.
@@ -223,6 +277,36 @@ mod tests {
             argv: vec!["grok".into()],
             idle_timeout_seconds: 600,
             ..Status::default()
+        }
+    }
+
+    #[test]
+    fn the_schema_lists_exactly_these_reasons_and_stoppers() {
+        let schema: serde_json::Value =
+            serde_json::from_str(schema::text("status.schema.json").unwrap()).unwrap();
+        let words = |key: &str| -> Vec<String> {
+            schema["properties"][key]["enum"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect()
+        };
+        let reasons: Vec<String> = Reason::ALL.iter().map(|r| r.as_str().to_owned()).collect();
+        assert_eq!(words("reason"), reasons);
+        let stoppers: Vec<String> = TerminatedBy::ALL
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect();
+        assert_eq!(words("terminated_by"), stoppers);
+        for reason in Reason::ALL {
+            assert_eq!(
+                serde_json::to_value(reason).unwrap(),
+                json!(reason.as_str())
+            );
+        }
+        for by in TerminatedBy::ALL {
+            assert_eq!(serde_json::to_value(by).unwrap(), json!(by.as_str()));
         }
     }
 

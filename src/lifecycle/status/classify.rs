@@ -11,6 +11,7 @@ use super::{COMPLETE_PHASE, FUTURE_SKEW_SECS, STALE_SECS};
 use crate::fsread;
 use crate::lifecycle::clock;
 use crate::lifecycle::sidecar::{Sidecar, Stage};
+use crate::provider_exec::status::{Reason, TerminatedBy};
 
 /// A worker's state. Terminal states never change again on their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -201,13 +202,16 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
             let code = side
                 .exit_code
                 .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
-            return if by == Some("reaper") {
-                let why = side.reason.as_deref().unwrap_or("wrapper-lost");
+            return if by == Some(TerminatedBy::Reaper.as_str()) {
+                let why = side
+                    .reason
+                    .as_deref()
+                    .unwrap_or(Reason::WrapperLost.as_str());
                 verdict(
                     State::Lost,
                     format!("finished by `okstra reap` ({why})").into(),
                 )
-            } else if side.timeout || by == Some("idle-watchdog") {
+            } else if side.timeout || by == Some(TerminatedBy::IdleWatchdog.as_str()) {
                 verdict(
                     State::IdleKilled,
                     format!("idle watchdog stopped it ({code})").into(),
