@@ -174,14 +174,12 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
                 entry.worker_id,
                 entry.provider.as_str(),
                 entry.role.as_str(),
-                serde_json::to_value(entry.terminal_status)?
-                    .as_str()
-                    .unwrap_or("?"),
+                entry.terminal_status.as_str(),
                 entry.items_reported,
                 entry.failure.as_ref().map_or_else(String::new, |f| format!(
                     "  {}: {}",
                     f.reason,
-                    crate::dispatch::printable(&f.detail)
+                    crate::fsread::escape(&f.detail)
                 ))
             )?;
         }

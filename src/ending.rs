@@ -134,8 +134,8 @@ pub enum ReportStatus {
     Cancelled,
 }
 
-#[cfg(test)]
 impl ReportStatus {
+    #[cfg(test)]
     pub const ALL: &'static [ReportStatus] = &[
         ReportStatus::Completed,
         ReportStatus::Failed,

@@ -137,8 +137,8 @@ impl Lead<'_> {
         if let Err(err) = lifecycle::append_event(&self.events, kind, &fields) {
             eprintln!("warning: cannot record lead event `{kind}`: {err:#}");
         }
-        let shown: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        eprintln!("PROGRESS: {kind} {}", shown.join(" "));
+        // The same line `okstra event` prints, on stderr: stdout is the report's paths.
+        eprintln!("{}", lifecycle::progress_line(kind, &fields));
     }
 
     /// Run one batch with the run's engine flags.

@@ -462,7 +462,7 @@ fn dry_run(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> 
                     w.dispatch_name,
                     w.kind,
                     w.attempt,
-                    printable(why)
+                    crate::fsread::escape(why)
                 )?,
             }
         }
@@ -542,18 +542,4 @@ fn ignore_hangup() {
     )]
     // SAFETY: SIG_IGN runs no code in signal context.
     let _ = unsafe { signal(Signal::SIGHUP, SigHandler::SigIgn) };
-}
-
-/// `text` with control characters shown as escapes, on one line: file and
-/// CLI text must never reach a terminal raw.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }

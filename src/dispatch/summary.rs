@@ -95,7 +95,7 @@ pub fn print_summary(rows: &[Row], json: bool) -> Result<()> {
             if row.ending == Some(Ending::Completed) {
                 row.result_path.display().to_string()
             } else {
-                crate::dispatch::printable(row.detail.as_deref().unwrap_or("-"))
+                crate::fsread::escape(row.detail.as_deref().unwrap_or("-")).into_owned()
             }
         )?;
     }

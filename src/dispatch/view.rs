@@ -44,12 +44,12 @@ impl View {
             record.dispatch_name,
             outcome.ending,
             outcome.seconds,
-            crate::dispatch::printable(&outcome.detail)
+            crate::fsread::escape(&outcome.detail)
         ));
     }
 
     pub fn note(&mut self, text: &str) {
-        self.line(&format!("okstra: {}", crate::dispatch::printable(text)));
+        self.line(&format!("okstra: {}", crate::fsread::escape(text)));
     }
 
     /// Redraw the live board (a no-op on a pipe).
@@ -66,11 +66,11 @@ impl View {
                 row.started.elapsed().as_secs(),
                 bytes,
                 row.usage.as_deref().unwrap_or("-"),
-                crate::dispatch::printable(&last)
+                crate::fsread::escape(&last)
             ));
         }
         for (name, why) in queued {
-            lines.push(format!("  {name:<28} {}", crate::dispatch::printable(why)));
+            lines.push(format!("  {name:<28} {}", crate::fsread::escape(why)));
         }
         let mut err = std::io::stderr().lock();
         self.clear(&mut err);

@@ -43,6 +43,7 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
         .map(super::split_workers)
         .transpose()?;
     let deadline = args.timeout.map(|limit| Instant::now() + limit);
+    let prices = crate::usage::Prices::load(&|name| std::env::var(name).ok())?;
     // Native workers of the first batch (or the named ones) are awaited by
     // their files: the host dispatched them, okstra has no record.
     let native: Vec<Planned> = if kind.is_none_or(|k| k == Kind::Initial) {
@@ -73,7 +74,7 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
         }
         let mut pending = 0;
         for record in &mut selected {
-            if record.ending.is_none() && !settle(&manifest, record)? {
+            if record.ending.is_none() && !settle(&manifest, record, &prices)? {
                 pending += 1;
             }
         }
@@ -134,7 +135,11 @@ pub fn latest_attempts(records: &[DispatchRecord]) -> Vec<DispatchRecord> {
 
 /// Finish `record` when nobody else will: its dispatcher is gone and its
 /// wrapper has ended (or never started). Returns whether it has ended.
-fn settle(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
+fn settle(
+    manifest: &RunManifest,
+    record: &mut DispatchRecord,
+    prices: &crate::usage::Prices,
+) -> Result<bool> {
     if record.runner == Some(Runner::NativeSession) {
         return settle_native(manifest, record);
     }
@@ -178,14 +183,12 @@ fn settle(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
     let assignment_name = manifest
         .assignment(&record.worker_id)
         .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
-    let env = |name: &str| std::env::var(name).ok();
-    let prices = crate::usage::Prices::load(&env)?;
     let (done, _) = attempt::finish(
         &manifest.team_state_path,
         record.clone(),
         &assignment_name,
         &ended,
-        &prices,
+        prices,
     )?;
     *record = done;
     Ok(true)

@@ -29,11 +29,14 @@ pub struct DispatchRow {
 
 /// The usage of an attempt still running, read from its log so far.
 fn live_usage(record: &DispatchRecord) -> Option<serde_json::Value> {
+    // Loaded once per process: a project board may show many running attempts.
+    static PRICES: std::sync::OnceLock<Option<crate::usage::Prices>> = std::sync::OnceLock::new();
     let provider = record.provider?;
     let log = record.log_path.as_deref()?;
-    let env = |name: &str| std::env::var(name).ok();
-    let prices = crate::usage::Prices::load(&env).ok()?;
-    let usage = crate::usage::from_log(provider, record.model.as_deref(), log).priced(&prices);
+    let prices = PRICES
+        .get_or_init(|| crate::usage::Prices::load(&|name| std::env::var(name).ok()).ok())
+        .as_ref()?;
+    let usage = crate::usage::from_log(provider, record.model.as_deref(), log).priced(prices);
     serde_json::to_value(usage).ok()
 }
 

@@ -108,7 +108,7 @@ fn parse_fields(raw: &[String]) -> Result<BTreeMap<String, String>> {
 
 /// `PROGRESS: <kind> key=value …`; values with spaces or quotes are quoted
 /// as JSON strings so the line splits unambiguously.
-fn progress_line(kind: &str, fields: &BTreeMap<String, String>) -> String {
+pub fn progress_line(kind: &str, fields: &BTreeMap<String, String>) -> String {
     let mut line = format!("PROGRESS: {kind}");
     append_fields(&mut line, fields).expect("writing to a String cannot fail");
     line

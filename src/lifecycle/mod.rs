@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use event::{append as append_event, event_command};
+pub use event::{append as append_event, event_command, progress_line};
 pub use reap::reap_command;
 pub use status::status_command;
 

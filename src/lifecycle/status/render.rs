@@ -153,10 +153,9 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
             row.kind,
             row.attempt,
             row.state,
-            row.detail.as_deref().map_or_else(String::new, |d| format!(
-                ": {}",
-                crate::dispatch::printable(d)
-            ))
+            row.detail
+                .as_deref()
+                .map_or_else(String::new, |d| format!(": {}", crate::fsread::escape(d)))
         )?;
     }
     Ok(())
