@@ -17,15 +17,18 @@
 //! that exits at once should not pay; a CLI has no grandchildren that
 //! early). It leads a process group of its own, so a signal to the
 //! wrapper's group (a terminal's Ctrl-C, `kill -9 -<pgid>`) does not take it
-//! down too, and it closes stdin, stdout and stderr so it never holds the
-//! wrapper's output open.
+//! down too, and it closes every descriptor but its pipe, so it never holds
+//! the wrapper's output or a CLI's stdin open.
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, IntoRawFd, OwnedFd};
 
+use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::unistd::{Pid, pipe2};
+use nix::libc;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::{ForkResult, Pid, fork, pipe2, read, setpgid};
 
 use super::PROGRAM;
 
@@ -96,61 +99,88 @@ impl Guardian {
     reason = "the guardian is a forked child (no exec, nothing loaded twice) that may only make raw system calls"
 )]
 fn fork_guardian(read_end: OwnedFd, write_end: OwnedFd) -> io::Result<(Pid, OwnedFd)> {
-    // SAFETY: other threads may exist (the copy thread), so the child may
-    // only make async-signal-safe calls until it exits: it does. It closes
-    // descriptors, reads a pipe, signals a group and `_exit`s, all as raw
-    // system calls through rustix (no allocation, no lock, no `errno`).
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => {
-            drop(write_end);
-            // SAFETY: the child's own copy of the fd table: closing
-            // stdin, stdout and stderr there keeps the guardian from
-            // holding the wrapper's output open.
+    // SAFETY: other threads may exist (the copy and prompt threads), so the
+    // child may only make async-signal-safe calls until it exits: it does.
+    // It moves its pipe to fd 0, closes every other descriptor, reads the
+    // pipe, signals a group and `_exit`s: plain system calls, no allocation,
+    // no lock.
+    match unsafe { fork() } {
+        Err(err) => Err(err.into()),
+        Ok(ForkResult::Child) => {
+            let pipe = read_end.into_raw_fd();
+            // SAFETY: the child's own copy of the fd table. Everything but
+            // the guardian's pipe is closed: stdout and stderr (so it never
+            // holds the wrapper's output open), and every pipe the wrapper
+            // had open at the fork, above all the write end of a CLI's stdin
+            // that the prompt thread is still filling, whose copy here would
+            // keep the CLI from ever seeing EOF.
             unsafe {
-                for fd in 0..=2 {
-                    rustix::io::close(fd);
+                if pipe == 0 || libc::dup2(pipe, 0) == 0 {
+                    close_from(1);
+                    guard(BorrowedFd::borrow_raw(0));
                 }
+                // Ends the forked child without running the parent's exit
+                // handlers or flushing its buffers a second time.
+                libc::_exit(0)
             }
-            guard(read_end.as_fd());
-            // SAFETY: ends the forked child without running the parent's
-            // exit handlers or flushing its buffers a second time.
-            unsafe { libc::_exit(0) }
         }
-        child => {
+        Ok(ForkResult::Parent { child }) => {
             drop(read_end);
-            Ok((Pid::from_raw(child), write_end))
+            Ok((child, write_end))
+        }
+    }
+}
+
+/// Close every descriptor from `first` up: `close_range` where the kernel
+/// has it (5.9+), else one `close` per possible descriptor.
+#[expect(unsafe_code, reason = "raw system calls in the forked guardian")]
+fn close_from(first: libc::c_int) {
+    // SAFETY: plain system calls on the child's own fd table.
+    unsafe {
+        if libc::close_range(first.unsigned_abs(), libc::c_uint::MAX, 0) == 0 {
+            return;
+        }
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            libc::c_int::try_from(limit.rlim_cur.min(1 << 16)).unwrap_or(1 << 16)
+        } else {
+            1024
+        };
+        for fd in first..top {
+            libc::close(fd);
         }
     }
 }
 
 /// The guardian's whole life: wait for the group id, then for "done" or EOF.
-/// Only rustix calls (raw system calls, no `errno`), as a forked child of a
-/// threaded process must.
+/// Only plain system calls, as a forked child of a threaded process must.
 fn guard(pipe: BorrowedFd<'_>) {
-    let _ = rustix::process::setpgid(None, None);
+    let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
     let mut id = [0_u8; 4];
     let mut got = 0;
     while got < id.len() {
-        match rustix::io::read(pipe, &mut id[got..]) {
+        match read(pipe, &mut id[got..]) {
             Ok(0) => return, // the wrapper ended before it had a group
             Ok(n) => got += n,
-            Err(rustix::io::Errno::INTR) => {}
+            Err(Errno::EINTR) => {}
             Err(_) => return,
         }
     }
-    let group = rustix::process::Pid::from_raw(i32::from_ne_bytes(id));
+    let group = i32::from_ne_bytes(id);
     let mut byte = [0_u8; 1];
     loop {
-        match rustix::io::read(pipe, &mut byte) {
+        match read(pipe, &mut byte) {
             Ok(0) => break,
             Ok(_) if byte[0] == DONE => return,
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Ok(_) | Err(Errno::EINTR) => {}
             Err(_) => break,
         }
     }
     // EOF (or a broken pipe): the wrapper is gone.
-    if let Some(group) = group.filter(|group| group.as_raw_nonzero().get() > 1) {
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    if group > 1 {
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
 }

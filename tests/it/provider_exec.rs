@@ -529,6 +529,23 @@ fn sighup_to_the_wrapper_stops_the_group() {
 
 // ------------------------------------------------------------------ prompts
 
+/// The guardian is forked while the prompt thread is still filling the CLI's
+/// stdin: its copy of that pipe's write end (or of any other) would keep the
+/// CLI from ever seeing EOF, and the run would hang.
+#[test]
+fn a_cli_that_reads_its_prompt_late_still_gets_eof() {
+    let world = World::new("claude", "late-reader.sh");
+    let prompt = vec![b'p'; 1024 * 1024];
+    fs::write(world.prompt(), &prompt).unwrap();
+    let run = world.run(&world.args("claude", &["", "verifier"]));
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert!(
+        world.recorded("stdin") == prompt,
+        "stdin differs from the prompt"
+    );
+    assert_eq!(world.status()["reason"], "exited");
+}
+
 #[test]
 fn a_one_mib_prompt_reaches_a_stdin_cli_byte_for_byte() {
     let world = World::new("claude", "record.sh");
