@@ -21,6 +21,7 @@
 //!   exactly (CRLF, invalid UTF-8 and NUL included), argv-only providers get
 //!   a pointer to the file, so no prompt is refused for its content.
 
+mod copy;
 mod guardian;
 mod provider;
 pub mod status;

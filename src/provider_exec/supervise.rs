@@ -26,8 +26,7 @@
 //! without our "done" byte.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
+use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +45,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep, timeout};
 
+use super::copy::{CopyReport, copy_output};
 use super::guardian::{self, Guardian};
 use super::provider::Stdin;
 use super::status::{self, Reason, Stage, Status, TerminatedBy};
@@ -63,11 +63,6 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// usually dies on SIGTERM at once), then doubling up to the longest.
 const LEFTOVER_POLL_FIRST: Duration = Duration::from_millis(2);
 const LEFTOVER_POLL_LONGEST: Duration = Duration::from_millis(50);
-/// Read size of the copy loop: one default pipe's worth. (A 1 MiB pipe with
-/// 256 KiB reads measured slower here: more cache misses, same syscall count
-/// bound by the producer's writes.)
-const CHUNK: usize = 64 * 1024;
-
 /// Run the supervisor to completion; returns our exit code.
 pub fn run(ready: Ready) -> u8 {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -105,13 +100,6 @@ impl Signals {
             _ = self.hup.recv() => Signal::SIGHUP,
         }
     }
-}
-
-/// What the copy thread saw.
-#[derive(Debug, Default)]
-struct CopyReport {
-    stdout_closed: bool,
-    problems: Vec<String>,
 }
 
 async fn supervise(ready: Ready) -> u8 {
@@ -419,62 +407,6 @@ fn feed_prompt(mut prompt: File, mut writer: io::PipeWriter) {
     if let Err(err) = spawned {
         eprintln!("{PROGRAM}: error: cannot start the prompt feeder: {err}");
     }
-}
-
-/// Copy the CLI's output to the log, then to our stdout, until EOF. The log
-/// is written first so it stays complete when our reader is slow or gone; a
-/// closed stdout (EPIPE: Rust ignores SIGPIPE) only stops the stdout copy.
-fn copy_output(
-    mut pipe: io::PipeReader,
-    log: File,
-    activity: &Activity,
-    copied: &AtomicU64,
-) -> CopyReport {
-    let mut report = CopyReport::default();
-    let mut log = Some(log);
-    // A duplicate of fd 1 as a `File`: unbuffered writes, no line scanning.
-    let mut stdout = match io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => Some(File::from(fd)),
-        Err(err) => {
-            report.problems.push(format!("cannot use stdout: {err}"));
-            None
-        }
-    };
-    let mut buf = vec![0_u8; CHUNK];
-    loop {
-        let n = match pipe.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => {
-                report
-                    .problems
-                    .push(format!("cannot read the CLI's output: {err}"));
-                break;
-            }
-        };
-        activity.touch();
-        let chunk = &buf[..n];
-        if let Some(file) = log.as_mut()
-            && let Err(err) = file.write_all(chunk)
-        {
-            eprintln!("{PROGRAM}: error: log write failed, output continues on stdout: {err}");
-            report.problems.push(format!("log write failed: {err}"));
-            log = None;
-        }
-        if let Some(out) = stdout.as_mut()
-            && let Err(err) = out.write_all(chunk)
-        {
-            if err.kind() == io::ErrorKind::BrokenPipe {
-                report.stdout_closed = true;
-            } else {
-                report.problems.push(format!("stdout write failed: {err}"));
-            }
-            stdout = None;
-        }
-        copied.fetch_add(n as u64, Ordering::Relaxed);
-    }
-    report
 }
 
 /// Stop the group: `first` now, SIGKILL after [`GRACE`] (or at once on a
