@@ -35,6 +35,7 @@ mod run_log;
 mod run_paths;
 mod schema;
 mod settings;
+mod slug;
 mod team_state;
 mod template;
 mod usage;

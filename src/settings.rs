@@ -18,11 +18,7 @@ use crate::catalog::{
     TaskType, WorkCategory, one_of,
 };
 use crate::cli::LaunchArgs;
-use crate::fsread;
-
-/// Names a task-key part may take: it can never leave `.okstra/`.
-static SLUG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new("^[a-z0-9][a-z0-9._-]{0,127}$").expect("the pattern is valid"));
+use crate::{fsread, slug};
 
 /// Model execution values go into argv and file names: no blanks or controls.
 static MODEL: LazyLock<Regex> = LazyLock::new(|| {
@@ -592,12 +588,14 @@ fn check_model(source: &str, model: &str) -> Result<String> {
     }
 }
 
+/// Task-key parts and related tasks are slugs, so they never leave `.okstra/`.
 fn check_slug(flag: &str, value: &str) -> Result<String> {
-    if SLUG.is_match(value) {
+    if slug::is_slug(value) {
         Ok(value.to_owned())
     } else {
         bail!(
-            "invalid value `{value}` for `{flag}`: expected a safe slug matching ^[a-z0-9][a-z0-9._-]{{0,127}}$"
+            "invalid value `{value}` for `{flag}`: expected a safe slug matching {}",
+            slug::PATTERN
         )
     }
 }
