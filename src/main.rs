@@ -36,6 +36,7 @@ mod run_paths;
 mod schema;
 mod settings;
 mod slug;
+mod task_key;
 mod team_state;
 mod template;
 mod usage;

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::catalog::TaskType;
 use crate::run_log::TaskRuns;
-use crate::settings::TaskKey;
+use crate::task_key::TaskKey;
 use crate::{confine, fsread};
 
 /// A run folder of a task key.
