@@ -4,15 +4,21 @@
 //! here, before anything is written: a bad value produces one line naming the
 //! value and what is accepted. Missing required arguments are asked for on a
 //! terminal (unless `--yes`), and are a usage error without one.
+//!
+//! Resolution is a list of steps (`resolve_with`). The task's history comes
+//! from `resume` (settings reads it; `resume` never imports settings), and
+//! `--resume-clarification`'s answers are asked for last, through `ask`, so
+//! the `Settings` returned is final: nothing patches it afterwards.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
 use regex::Regex;
 
+use crate::ask::{Ask, Terminal};
 use crate::catalog::{
     self, EXECUTOR_PROVIDERS, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS, Role,
     TaskType, WorkCategory, one_of,
@@ -37,8 +43,6 @@ pub enum Continuation {
     None,
     /// Answers to an earlier run's clarification questions (a file).
     ClarificationResponse(PathBuf),
-    /// `--resume-clarification` before the answers were asked for.
-    ResumeClarification,
     /// Answers typed on the terminal for `--resume-clarification`.
     ClarificationAnswers(String),
     /// An approved plan that an implementation run carries out (a file).
@@ -102,30 +106,13 @@ impl Models {
 /// missing required values when prompting is allowed.
 pub fn resolve(args: &LaunchArgs, env: EnvLookup<'_>, cwd: &Path) -> Result<Settings> {
     let interactive = !args.yes && io::stdin().is_terminal();
-    resolve_with(args, env, cwd, interactive, &mut TerminalAsker)
-}
-
-/// Something that can ask the user for a missing value.
-pub trait Ask {
-    fn ask(&mut self, question: &str) -> Result<String>;
-}
-
-struct TerminalAsker;
-
-impl Ask for TerminalAsker {
-    fn ask(&mut self, question: &str) -> Result<String> {
-        let mut stderr = io::stderr();
-        write!(stderr, "{question}: ")?;
-        stderr.flush()?;
-        let mut line = String::new();
-        io::stdin().lock().read_line(&mut line)?;
-        Ok(line.trim().to_owned())
-    }
+    resolve_with(args, env, cwd, interactive, &mut Terminal)
 }
 
 /// Resolution in steps, in the order their refusals are checked: closed sets
 /// and shapes first (cheap, independent of the filesystem), then where files
-/// go, then what the task's history decides, then the inputs.
+/// go, then what the task's history decides, then the inputs, and only then
+/// the clarification answers, if asked for.
 pub fn resolve_with(
     args: &LaunchArgs,
     env: EnvLookup<'_>,
@@ -164,6 +151,7 @@ pub fn resolve_with(
         &models,
         &report_writer_model,
     )?;
+    let continuation = continuation(request, previous, prompt.asker)?;
 
     Ok(Settings {
         task_type,
@@ -184,7 +172,7 @@ pub fn resolve_with(
         directive,
         fix_cycle,
         plan_verification: !args.no_plan_verification,
-        continuation: continuation(request),
+        continuation,
         previous_run: previous.map(|run| run.dir.clone()),
         render_only: args.render_only,
         json: args.json,
@@ -573,14 +561,28 @@ fn check_native_claude(
     Ok(())
 }
 
-/// The continuation the run records.
-fn continuation(request: Request) -> Continuation {
-    match request {
+/// The continuation the run records. `--resume-clarification` asks for its
+/// answers here, last, once every flag has been checked.
+fn continuation(
+    request: Request,
+    previous: Option<&RunRef>,
+    asker: &mut dyn Ask,
+) -> Result<Continuation> {
+    Ok(match request {
         Request::Fresh => Continuation::None,
         Request::ClarificationFile(path) => Continuation::ClarificationResponse(path),
-        Request::ClarificationOnTerminal => Continuation::ResumeClarification,
         Request::ApprovedPlan(path) => Continuation::ApprovedPlan(path),
-    }
+        Request::ClarificationOnTerminal => {
+            let Some(previous) = previous else {
+                bail!("`--resume-clarification` found no earlier run to continue");
+            };
+            let answers = asker.answers(&previous.dir)?;
+            if answers.trim().is_empty() {
+                bail!("no answers were given; nothing to continue with");
+            }
+            Continuation::ClarificationAnswers(answers)
+        }
+    })
 }
 
 fn parse_value<T: std::str::FromStr<Err = String>>(flag: &str, raw: &str) -> Result<T> {
