@@ -1,9 +1,10 @@
 //! Asking the person at the terminal for what the flags left out: a missing
 //! required value, or the answers `--resume-clarification` continues with.
 //!
-//! Settings resolution asks through the [`Ask`] trait, so it stays one pure
-//! step from flags to `Settings` and its tests script the answers; only
-//! [`Terminal`] touches stdin and stderr.
+//! Settings resolution asks through [`Prompt`], which also words the usage
+//! error when it may not ask (`--yes`, no terminal). Behind it the [`Ask`]
+//! trait lets tests script the answers; only [`Terminal`] touches stdin and
+//! stderr.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -18,6 +19,37 @@ pub trait Ask {
     /// The answers to the questions of the earlier run `previous`, as typed
     /// (possibly blank: the caller decides what that means).
     fn answers(&mut self, previous: &Path) -> Result<String>;
+}
+
+/// How resolution asks: through an [`Ask`] when it may, and otherwise a
+/// usage error that says why it could not.
+pub struct Prompt<'a> {
+    /// `--yes`: never ask.
+    pub yes: bool,
+    /// Missing values may be asked for (a terminal, and not `--yes`).
+    pub interactive: bool,
+    pub asker: &'a mut dyn Ask,
+}
+
+impl Prompt<'_> {
+    /// `value`, else the answer to a question about `--{flag}`.
+    pub fn required(&mut self, flag: &str, value: Option<String>) -> Result<String> {
+        match value {
+            Some(value) => Ok(value),
+            None if self.interactive => self.asker.ask(&format!("{flag} (required)")),
+            None if self.yes => {
+                bail!("missing required argument `--{flag}` (`--yes` never prompts)")
+            }
+            None => bail!(
+                "missing required argument `--{flag}` (no terminal to ask on; pass it on the command line)"
+            ),
+        }
+    }
+
+    /// The answers to the questions of the earlier run `previous`.
+    pub fn answers(&mut self, previous: &Path) -> Result<String> {
+        self.asker.answers(previous)
+    }
 }
 
 /// Asks on the terminal: questions on stderr, answers from stdin.

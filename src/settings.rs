@@ -18,7 +18,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result, bail};
 use regex::Regex;
 
-use crate::ask::{Ask, Terminal};
+use crate::ask::{Ask, Prompt, Terminal};
 use crate::catalog::{
     self, EXECUTOR_PROVIDERS, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS, Role,
     TaskType, WorkCategory, one_of,
@@ -128,7 +128,9 @@ pub fn resolve_with(
     let lead_runtime = lead_runtime(args)?;
     let workers = workers(args, env)?;
     let fix_cycle = fix_cycle(args)?;
-    let work_category = (args.work_category.as_deref())
+    let work_category = args
+        .work_category
+        .as_deref()
         .map(|raw| parse_value::<WorkCategory>("--work-category", raw))
         .transpose()?;
     let models = resolve_models(args, env)?;
@@ -151,7 +153,7 @@ pub fn resolve_with(
         &models,
         &report_writer_model,
     )?;
-    let continuation = continuation(request, previous, prompt.asker)?;
+    let continuation = continuation(request, previous, &mut prompt)?;
 
     Ok(Settings {
         task_type,
@@ -161,7 +163,8 @@ pub fn resolve_with(
         brief_text,
         lead_runtime,
         lead_model,
-        report_writer: (workers.report_writer_rostered)
+        report_writer: workers
+            .report_writer_rostered
             .then_some((workers.report_writer_provider, report_writer_model)),
         analysers: workers.analysers,
         executor: workers.executor,
@@ -177,29 +180,6 @@ pub fn resolve_with(
         render_only: args.render_only,
         json: args.json,
     })
-}
-
-/// Asks for a missing required value, or says why it cannot.
-struct Prompt<'a> {
-    yes: bool,
-    interactive: bool,
-    asker: &'a mut dyn Ask,
-}
-
-impl Prompt<'_> {
-    /// `value`, else the answer to a question about `--{flag}`.
-    fn required(&mut self, flag: &str, value: Option<String>) -> Result<String> {
-        match value {
-            Some(value) => Ok(value),
-            None if self.interactive => self.asker.ask(&format!("{flag} (required)")),
-            None if self.yes => {
-                bail!("missing required argument `--{flag}` (`--yes` never prompts)")
-            }
-            None => bail!(
-                "missing required argument `--{flag}` (no terminal to ask on; pass it on the command line)"
-            ),
-        }
-    }
 }
 
 /// `--lead-runtime` (by default `claude-code`, or `external` with
@@ -517,7 +497,9 @@ fn task_type(
 fn task_brief(args: &LaunchArgs, cwd: &Path, prompt: &mut Prompt<'_>) -> Result<(PathBuf, String)> {
     let task_brief = prompt.required(
         "task-brief",
-        (args.task_brief.as_ref()).map(|p| p.to_string_lossy().into_owned()),
+        args.task_brief
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned()),
     )?;
     let task_brief = absolute(cwd, Path::new(&task_brief));
     let brief_text = read_nonempty("--task-brief", &task_brief)?;
@@ -566,7 +548,7 @@ fn check_native_claude(
 fn continuation(
     request: Request,
     previous: Option<&RunRef>,
-    asker: &mut dyn Ask,
+    prompt: &mut Prompt<'_>,
 ) -> Result<Continuation> {
     Ok(match request {
         Request::Fresh => Continuation::None,
@@ -576,7 +558,7 @@ fn continuation(
             let Some(previous) = previous else {
                 bail!("`--resume-clarification` found no earlier run to continue");
             };
-            let answers = asker.answers(&previous.dir)?;
+            let answers = prompt.answers(&previous.dir)?;
             if answers.trim().is_empty() {
                 bail!("no answers were given; nothing to continue with");
             }
