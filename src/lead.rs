@@ -101,7 +101,6 @@ fn render(args: &RunArgs) -> Result<PathBuf> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = crate::settings::resolve(&launch, &env, &cwd)?;
-    let settings = crate::resume::with_clarification(settings)?;
     let paths = crate::bundle::render_run(&settings)?;
     eprintln!(
         "okstra: rendered headless run `{}`",

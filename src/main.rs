@@ -6,6 +6,7 @@
 //! because their positional contract and exit codes come from the reference
 //! wrapper.
 
+mod ask;
 mod assign;
 mod bundle;
 mod catalog;
@@ -35,6 +36,8 @@ mod run_log;
 mod run_paths;
 mod schema;
 mod settings;
+mod slug;
+mod task_key;
 mod team_state;
 mod template;
 mod usage;
@@ -124,7 +127,6 @@ fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = settings::resolve(args, &env, &cwd)?;
-    let settings = resume::with_clarification(settings)?;
     let paths = bundle::render_run(&settings)?;
 
     let mut stdout = std::io::stdout().lock();

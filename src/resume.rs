@@ -8,6 +8,9 @@
 //! by their manifest's `createdAt`; equal ones by the log's order, which is
 //! the order they were made in (for unlogged runs, when the manifest was
 //! written). A run counts only while its folder has a run manifest.
+//!
+//! Settings resolution reads the history through this module; it only reads
+//! the disk and imports nothing from `settings`.
 
 use std::collections::HashSet;
 use std::fs;
@@ -20,7 +23,7 @@ use serde_json::Value;
 
 use crate::catalog::TaskType;
 use crate::run_log::TaskRuns;
-use crate::settings::TaskKey;
+use crate::task_key::TaskKey;
 use crate::{confine, fsread};
 
 /// A run folder of a task key.
@@ -143,47 +146,4 @@ pub fn next_phase(history: &[RunRef]) -> Result<Option<TaskType>> {
         };
     }
     Ok(None)
-}
-
-/// Turn `--resume-clarification` into a clarification response: show which
-/// run is being continued and read the answers from the terminal (ended by a
-/// line with a single `.` or end of input). Other settings pass through.
-pub fn with_clarification(
-    mut settings: crate::settings::Settings,
-) -> Result<crate::settings::Settings> {
-    use std::io::{BufRead, IsTerminal, Write};
-
-    if settings.continuation != crate::settings::Continuation::ResumeClarification {
-        return Ok(settings);
-    }
-    let Some(previous) = settings.previous_run.as_deref() else {
-        bail!("`--resume-clarification` found no earlier run to continue");
-    };
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        bail!(
-            "`--resume-clarification` asks for the answers on a terminal and none is attached; write them to a file and pass `--clarification-response <file>`"
-        );
-    }
-    let mut stderr = std::io::stderr();
-    writeln!(
-        stderr,
-        "Continuing `{}`. Its questions are in its report (`{}`).\nType your answers; end with a line holding a single `.`:",
-        previous.display(),
-        previous.join("report").display()
-    )?;
-    let mut answers = String::new();
-    for line in stdin.lock().lines() {
-        let line = line?;
-        if line.trim() == "." {
-            break;
-        }
-        answers.push_str(&line);
-        answers.push('\n');
-    }
-    if answers.trim().is_empty() {
-        bail!("no answers were given; nothing to continue with");
-    }
-    settings.continuation = crate::settings::Continuation::ClarificationAnswers(answers);
-    Ok(settings)
 }

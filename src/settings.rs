@@ -4,25 +4,29 @@
 //! here, before anything is written: a bad value produces one line naming the
 //! value and what is accepted. Missing required arguments are asked for on a
 //! terminal (unless `--yes`), and are a usage error without one.
+//!
+//! Resolution is a list of steps (`resolve_with`). The task's history comes
+//! from `resume` (settings reads it; `resume` never imports settings), and
+//! `--resume-clarification`'s answers are asked for last, through `ask`, so
+//! the `Settings` returned is final: nothing patches it afterwards.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
 use regex::Regex;
 
+use crate::ask::{Ask, Prompt, Terminal};
 use crate::catalog::{
     self, EXECUTOR_PROVIDERS, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS, Role,
     TaskType, WorkCategory, one_of,
 };
 use crate::cli::LaunchArgs;
-use crate::fsread;
-
-/// Names a task-key part may take: it can never leave `.okstra/`.
-static SLUG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new("^[a-z0-9][a-z0-9._-]{0,127}$").expect("the pattern is valid"));
+use crate::resume::RunRef;
+use crate::task_key::TaskKey;
+use crate::{fsread, slug};
 
 /// Model execution values go into argv and file names: no blanks or controls.
 static MODEL: LazyLock<Regex> = LazyLock::new(|| {
@@ -32,29 +36,6 @@ static MODEL: LazyLock<Regex> = LazyLock::new(|| {
 /// Where environment defaults come from (the real environment, or a map in tests).
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-/// The three parts of a task key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskKey {
-    pub project_id: String,
-    pub task_group: String,
-    pub task_id: String,
-}
-
-impl TaskKey {
-    /// The joined form used by `--task-key` and in manifests.
-    pub fn joined(&self) -> String {
-        format!("{}/{}/{}", self.project_id, self.task_group, self.task_id)
-    }
-
-    /// The task's folder relative to `.okstra/`.
-    pub fn relative_dir(&self) -> PathBuf {
-        Path::new("tasks")
-            .join(&self.project_id)
-            .join(&self.task_group)
-            .join(&self.task_id)
-    }
-}
-
 /// How this run continues an earlier one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Continuation {
@@ -62,8 +43,6 @@ pub enum Continuation {
     None,
     /// Answers to an earlier run's clarification questions (a file).
     ClarificationResponse(PathBuf),
-    /// `--resume-clarification` before the answers were asked for.
-    ResumeClarification,
     /// Answers typed on the terminal for `--resume-clarification`.
     ClarificationAnswers(String),
     /// An approved plan that an implementation run carries out (a file).
@@ -123,31 +102,17 @@ impl Models {
     }
 }
 
-/// Resolve and validate the launcher's arguments. `ask` is used for missing
-/// required values when prompting is allowed.
+/// Resolve and validate the launcher's arguments, asking on the terminal for
+/// missing required values when prompting is allowed.
 pub fn resolve(args: &LaunchArgs, env: EnvLookup<'_>, cwd: &Path) -> Result<Settings> {
     let interactive = !args.yes && io::stdin().is_terminal();
-    resolve_with(args, env, cwd, interactive, &mut TerminalAsker)
+    resolve_with(args, env, cwd, interactive, &mut Terminal)
 }
 
-/// Something that can ask the user for a missing value.
-pub trait Ask {
-    fn ask(&mut self, question: &str) -> Result<String>;
-}
-
-struct TerminalAsker;
-
-impl Ask for TerminalAsker {
-    fn ask(&mut self, question: &str) -> Result<String> {
-        let mut stderr = io::stderr();
-        write!(stderr, "{question}: ")?;
-        stderr.flush()?;
-        let mut line = String::new();
-        io::stdin().lock().read_line(&mut line)?;
-        Ok(line.trim().to_owned())
-    }
-}
-
+/// Resolution in steps, in the order their refusals are checked: closed sets
+/// and shapes first (cheap, independent of the filesystem), then where files
+/// go, then what the task's history decides, then the inputs, and only then
+/// the clarification answers, if asked for.
 pub fn resolve_with(
     args: &LaunchArgs,
     env: EnvLookup<'_>,
@@ -155,27 +120,76 @@ pub fn resolve_with(
     interactive: bool,
     asker: &mut dyn Ask,
 ) -> Result<Settings> {
-    let mut missing = |flag: &str, value: Option<String>| -> Result<String> {
-        match value {
-            Some(value) => Ok(value),
-            None if interactive => asker.ask(&format!("{flag} (required)")),
-            None if args.yes => {
-                bail!("missing required argument `--{flag}` (`--yes` never prompts)")
-            }
-            None => bail!(
-                "missing required argument `--{flag}` (no terminal to ask on; pass it on the command line)"
-            ),
-        }
+    let mut prompt = Prompt {
+        yes: args.yes,
+        interactive,
+        asker,
     };
+    let lead_runtime = lead_runtime(args)?;
+    let workers = workers(args, env)?;
+    let fix_cycle = fix_cycle(args)?;
+    let work_category = args
+        .work_category
+        .as_deref()
+        .map(|raw| parse_value::<WorkCategory>("--work-category", raw))
+        .transpose()?;
+    let models = resolve_models(args, env)?;
+    let report_writer_model = report_writer_model(args, env, workers.report_writer_provider)?;
+    let lead_model = lead_model(args, env, lead_runtime)?;
+    let related_tasks = related_tasks(args)?;
+    let directive = directive(args)?;
+    let request = continuation_request(args, cwd)?;
 
-    // Closed sets and shapes first: cheap, and independent of the filesystem.
-    let lead_runtime =
-        parse_or_env::<LeadRuntime>("--lead-runtime", args.lead_runtime.as_deref(), None, env)?
-            .unwrap_or(if args.headless {
-                LeadRuntime::External
-            } else {
-                LeadRuntime::ClaudeCode
-            });
+    let project_root = project_root(args, cwd)?;
+    let task_key = task_key(args, &mut prompt)?;
+    let history = crate::resume::runs(&project_root, &task_key)?;
+    let previous = previous_run(&history, &request, &task_key)?;
+    let task_type = task_type(args, &request, previous, &history, &mut prompt)?;
+    let (task_brief, brief_text) = task_brief(args, cwd, &mut prompt)?;
+    check_native_claude(
+        lead_runtime,
+        task_type,
+        &workers,
+        &models,
+        &report_writer_model,
+    )?;
+    let continuation = continuation(request, previous, &mut prompt)?;
+
+    Ok(Settings {
+        task_type,
+        task_key,
+        project_root,
+        task_brief,
+        brief_text,
+        lead_runtime,
+        lead_model,
+        report_writer: workers
+            .report_writer_rostered
+            .then_some((workers.report_writer_provider, report_writer_model)),
+        analysers: workers.analysers,
+        executor: workers.executor,
+        critic: workers.critic,
+        models,
+        related_tasks,
+        work_category,
+        directive,
+        fix_cycle,
+        plan_verification: !args.no_plan_verification,
+        continuation,
+        previous_run: previous.map(|run| run.dir.clone()),
+        render_only: args.render_only,
+        json: args.json,
+    })
+}
+
+/// `--lead-runtime` (by default `claude-code`, or `external` with
+/// `--headless`), checked against `--headless` and `--lead-provider`.
+fn lead_runtime(args: &LaunchArgs) -> Result<LeadRuntime> {
+    let lead_runtime = match args.lead_runtime.as_deref() {
+        Some(raw) => parse_value::<LeadRuntime>("--lead-runtime", raw)?,
+        None if args.headless => LeadRuntime::External,
+        None => LeadRuntime::ClaudeCode,
+    };
     if args.headless && lead_runtime != LeadRuntime::External {
         bail!(
             "`--headless` runs every worker through okstra's wrapper and needs no host: it cannot be combined with `--lead-runtime {lead_runtime}` (use `external` or leave it out)"
@@ -193,106 +207,164 @@ pub fn resolve_with(
             );
         }
     }
+    Ok(lead_runtime)
+}
 
+/// Who works on the run, before models are chosen.
+struct Workers {
+    /// Analyser providers in roster order.
+    analysers: Vec<Provider>,
+    /// Whether `report-writer` is in `--workers`.
+    report_writer_rostered: bool,
+    report_writer_provider: Provider,
+    executor: Provider,
+    critic: Option<Provider>,
+}
+
+/// `--workers`, `--report-writer-provider`, `--executor` and `--critic`.
+fn workers(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Workers> {
     let (analysers, report_writer_rostered) =
         parse_workers(args.workers.as_deref().unwrap_or(catalog::DEFAULT_WORKERS))?;
-
-    let report_writer_provider = match args.report_writer_provider.as_deref() {
+    let report_writer_provider = report_writer_provider(args)?;
+    let executor = match flag_or_env(
+        "--executor",
+        args.executor.as_deref(),
+        "OKSTRA_DEFAULT_EXECUTOR",
+        env,
+    ) {
+        Some((source, raw)) => parse_executor(source, &raw)?,
         None => Provider::Claude,
-        Some(raw) => {
-            let provider = parse_value::<Provider>("--report-writer-provider", raw)
-                .ok()
-                .filter(|p| REPORT_WRITER_PROVIDERS.contains(p));
-            provider.with_context(|| {
-                format!(
-                    "invalid value `{raw}` for `--report-writer-provider`: expected {}",
-                    one_of(REPORT_WRITER_PROVIDERS)
-                )
-            })?
-        }
     };
+    let critic = critic(args, &analysers)?;
+    Ok(Workers {
+        analysers,
+        report_writer_rostered,
+        report_writer_provider,
+        executor,
+        critic,
+    })
+}
 
-    let executor = match args.executor.as_deref() {
-        Some(raw) => parse_executor("--executor", raw)?,
-        None => match env("OKSTRA_DEFAULT_EXECUTOR").filter(|v| !v.is_empty()) {
-            Some(raw) => parse_executor("OKSTRA_DEFAULT_EXECUTOR", &raw)?,
-            None => Provider::Claude,
-        },
+fn report_writer_provider(args: &LaunchArgs) -> Result<Provider> {
+    let Some(raw) = args.report_writer_provider.as_deref() else {
+        return Ok(Provider::Claude);
     };
+    parse_value::<Provider>("--report-writer-provider", raw)
+        .ok()
+        .filter(|p| REPORT_WRITER_PROVIDERS.contains(p))
+        .with_context(|| {
+            format!(
+                "invalid value `{raw}` for `--report-writer-provider`: expected {}",
+                one_of(REPORT_WRITER_PROVIDERS)
+            )
+        })
+}
 
-    let critic = match args.critic.as_deref() {
-        None | Some("off") => None,
-        Some(raw) => {
-            let provider = parse_value::<Provider>("--critic", raw).map_err(|_| {
-                anyhow::anyhow!(
-                    "invalid value `{raw}` for `--critic`: expected off|{}",
-                    one_of(Provider::ALL)
-                )
-            })?;
-            if !analysers.contains(&provider) {
-                bail!(
-                    "`--critic {provider}` names a provider that is not on this run's roster ({}); add it to `--workers` or choose off|{}",
-                    analysers
-                        .iter()
-                        .map(|p| p.as_str())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    one_of(&analysers)
-                );
-            }
-            Some(provider)
-        }
+/// `--critic`: off, or one of the rostered analysers.
+fn critic(args: &LaunchArgs, analysers: &[Provider]) -> Result<Option<Provider>> {
+    let raw = match args.critic.as_deref() {
+        None | Some("off") => return Ok(None),
+        Some(raw) => raw,
     };
+    let provider = parse_value::<Provider>("--critic", raw).map_err(|_| {
+        anyhow::anyhow!(
+            "invalid value `{raw}` for `--critic`: expected off|{}",
+            one_of(Provider::ALL)
+        )
+    })?;
+    if !analysers.contains(&provider) {
+        bail!(
+            "`--critic {provider}` names a provider that is not on this run's roster ({}); add it to `--workers` or choose off|{}",
+            analysers
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            one_of(analysers)
+        );
+    }
+    Ok(Some(provider))
+}
 
-    let fix_cycle = match args.fix_cycle.as_deref() {
-        None | Some("yes") => true,
-        Some("no") => false,
+fn fix_cycle(args: &LaunchArgs) -> Result<bool> {
+    match args.fix_cycle.as_deref() {
+        None | Some("yes") => Ok(true),
+        Some("no") => Ok(false),
         Some(raw) => bail!("invalid value `{raw}` for `--fix-cycle`: expected yes|no"),
-    };
+    }
+}
 
-    let work_category = args
-        .work_category
-        .as_deref()
-        .map(|raw| parse_value::<WorkCategory>("--work-category", raw))
-        .transpose()?;
+/// The report writer's model: flag, environment, then the provider's default.
+fn report_writer_model(
+    args: &LaunchArgs,
+    env: EnvLookup<'_>,
+    provider: Provider,
+) -> Result<String> {
+    match flag_or_env(
+        "--report-writer-model",
+        args.report_writer_model.as_deref(),
+        "OKSTRA_DEFAULT_REPORT_WRITER_MODEL",
+        env,
+    ) {
+        Some((source, model)) => check_model(source, &model),
+        None => Ok(provider.default_model(Role::ReportWriter).to_owned()),
+    }
+}
 
-    let models = resolve_models(args, env)?;
-    let report_writer_model = match &args.report_writer_model {
-        Some(model) => check_model("--report-writer-model", model)?,
-        None => match env("OKSTRA_DEFAULT_REPORT_WRITER_MODEL").filter(|v| !v.is_empty()) {
-            Some(model) => check_model("OKSTRA_DEFAULT_REPORT_WRITER_MODEL", &model)?,
-            None => report_writer_provider
-                .default_model(Role::ReportWriter)
-                .to_owned(),
-        },
-    };
-    let lead_model = match &args.lead_model {
-        Some(model) => Some(check_model("--lead-model", model)?),
-        None => match env("OKSTRA_DEFAULT_LEAD_MODEL").filter(|v| !v.is_empty()) {
-            Some(model) => Some(check_model("OKSTRA_DEFAULT_LEAD_MODEL", &model)?),
-            None => lead_runtime
-                .host_provider()
-                .map(|p| p.default_lead_model().to_owned()),
-        },
-    };
+/// The lead's model: flag, environment, then the host's default (none for
+/// the `external` runtime).
+fn lead_model(
+    args: &LaunchArgs,
+    env: EnvLookup<'_>,
+    lead_runtime: LeadRuntime,
+) -> Result<Option<String>> {
+    match flag_or_env(
+        "--lead-model",
+        args.lead_model.as_deref(),
+        "OKSTRA_DEFAULT_LEAD_MODEL",
+        env,
+    ) {
+        Some((source, model)) => check_model(source, &model).map(Some),
+        None => Ok(lead_runtime
+            .host_provider()
+            .map(|p| p.default_lead_model().to_owned())),
+    }
+}
 
-    let related_tasks = match args.related_tasks.as_deref() {
-        None => Vec::new(),
+fn related_tasks(args: &LaunchArgs) -> Result<Vec<String>> {
+    match args.related_tasks.as_deref() {
+        None => Ok(Vec::new()),
         Some(raw) => raw
             .split(',')
             .map(|part| check_slug("--related-tasks", part.trim()))
-            .collect::<Result<_>>()?,
-    };
+            .collect(),
+    }
+}
 
-    let directive = match args.directive.as_deref() {
+fn directive(args: &LaunchArgs) -> Result<Option<String>> {
+    match args.directive.as_deref() {
         Some(text) if text.trim().is_empty() => {
             bail!("invalid value `` for `--directive`: expected non-empty text")
         }
-        Some(text) => Some(text.to_owned()),
-        None => None,
-    };
+        Some(text) => Ok(Some(text.to_owned())),
+        None => Ok(None),
+    }
+}
 
-    let continuation = match (
+/// What the flags ask this run to continue, before the earlier run is found.
+enum Request {
+    Fresh,
+    /// `--clarification-response <file>`.
+    ClarificationFile(PathBuf),
+    /// `--resume-clarification`: the answers are asked for.
+    ClarificationOnTerminal,
+    /// `--approved-plan <file>`.
+    ApprovedPlan(PathBuf),
+}
+
+/// The continuation flags: at most one, its file readable and non-empty.
+fn continuation_request(args: &LaunchArgs, cwd: &Path) -> Result<Request> {
+    match (
         args.resume_clarification,
         &args.clarification_response,
         &args.approved_plan,
@@ -303,22 +375,25 @@ pub fn resolve_with(
         (true, _, Some(_)) => bail!(
             "`--resume-clarification` cannot be combined with `--approved-plan`: it continues a clarification, not a plan"
         ),
-        (true, None, None) => Continuation::ResumeClarification,
+        (true, None, None) => Ok(Request::ClarificationOnTerminal),
         (false, Some(_), Some(_)) => bail!(
             "`--clarification-response` and `--approved-plan` cannot be combined: a run continues one earlier run"
         ),
         (false, Some(path), None) => {
             read_nonempty("--clarification-response", &cwd.join(path))?;
-            Continuation::ClarificationResponse(absolute(cwd, path))
+            Ok(Request::ClarificationFile(absolute(cwd, path)))
         }
         (false, None, Some(path)) => {
             read_nonempty("--approved-plan", &cwd.join(path))?;
-            Continuation::ApprovedPlan(absolute(cwd, path))
+            Ok(Request::ApprovedPlan(absolute(cwd, path)))
         }
-        (false, None, None) => Continuation::None,
-    };
+        (false, None, None) => Ok(Request::Fresh),
+    }
+}
 
-    // The project root and the task key decide where files go.
+/// `--project-root` (else the current directory): an existing directory,
+/// canonical.
+fn project_root(args: &LaunchArgs, cwd: &Path) -> Result<PathBuf> {
     let project_root = match &args.project_root {
         Some(path) => absolute(cwd, path),
         None => cwd.to_path_buf(),
@@ -329,84 +404,98 @@ pub fn resolve_with(
             project_root.display()
         );
     }
-    let project_root = project_root.canonicalize().with_context(|| {
+    project_root.canonicalize().with_context(|| {
         format!(
             "cannot resolve `--project-root` `{}`",
             project_root.display()
         )
-    })?;
+    })
+}
 
-    let task_key = if let Some(joined) = &args.task_key {
+/// `--task-key`, or `--project-id`, `--task-group` and `--task-id`.
+fn task_key(args: &LaunchArgs, prompt: &mut Prompt<'_>) -> Result<TaskKey> {
+    if let Some(joined) = &args.task_key {
         if args.project_id.is_some() || args.task_group.is_some() || args.task_id.is_some() {
             bail!(
                 "`--task-key` cannot be combined with `--project-id`, `--task-group` or `--task-id`: give one form"
             );
         }
-        parse_task_key(joined)?
-    } else {
-        let project_id = missing("project-id", args.project_id.clone())?;
-        let project_id = check_slug("--project-id", &project_id)?;
-        let task_group = missing("task-group", args.task_group.clone())?;
-        let task_group = check_slug("--task-group", &task_group)?;
-        let task_id = missing("task-id", args.task_id.clone())?;
-        let task_id = check_slug("--task-id", &task_id)?;
-        TaskKey {
-            project_id,
-            task_group,
-            task_id,
-        }
-    };
+        return parse_task_key(joined);
+    }
+    let project_id = prompt.required("project-id", args.project_id.clone())?;
+    let project_id = check_slug("--project-id", &project_id)?;
+    let task_group = prompt.required("task-group", args.task_group.clone())?;
+    let task_group = check_slug("--task-group", &task_group)?;
+    let task_id = prompt.required("task-id", args.task_id.clone())?;
+    let task_id = check_slug("--task-id", &task_id)?;
+    Ok(TaskKey {
+        project_id,
+        task_group,
+        task_id,
+    })
+}
 
-    // The run this one continues, from one read of the task's history:
-    // clarification answers continue the latest phase that asks questions,
-    // an approved plan the latest planning run, anything else the latest run.
-    let history = crate::resume::runs(&project_root, &task_key)?;
-    let previous = match &continuation {
-        Continuation::ClarificationResponse(_)
-        | Continuation::ResumeClarification
-        | Continuation::ClarificationAnswers(_) => Some(
-            crate::resume::latest(&history, TaskType::takes_clarification).with_context(|| {
+/// The run this one continues, from the task's history (oldest first):
+/// clarification answers continue the latest phase that asks questions, an
+/// approved plan the latest planning run, anything else the latest run.
+fn previous_run<'h>(
+    history: &'h [RunRef],
+    request: &Request,
+    task_key: &TaskKey,
+) -> Result<Option<&'h RunRef>> {
+    Ok(match request {
+        Request::ClarificationFile(_) | Request::ClarificationOnTerminal => Some(
+            crate::resume::latest(history, TaskType::takes_clarification).with_context(|| {
                 format!(
                     "task key `{}` has no requirements-discovery or error-analysis run to continue; start one first",
                     task_key.joined()
                 )
             })?,
         ),
-        Continuation::ApprovedPlan(_) => {
-            crate::resume::latest(&history, |t| t == TaskType::ImplementationPlanning)
+        Request::ApprovedPlan(_) => {
+            crate::resume::latest(history, |t| t == TaskType::ImplementationPlanning)
         }
-        Continuation::None => crate::resume::latest(&history, |_| true),
-    };
+        Request::Fresh => crate::resume::latest(history, |_| true),
+    })
+}
 
-    // Without --task-type, what the run continues decides: an approved plan
-    // is carried out by `implementation`; clarification answers continue the
-    // phase that asked; otherwise the last finished run's recommendation.
-    let task_type = match (args.task_type.as_deref(), &continuation, previous) {
-        (Some(raw), _, _) => parse_value::<TaskType>("--task-type", raw)?,
-        (None, Continuation::ApprovedPlan(_), _) => TaskType::Implementation,
-        (None, Continuation::None, _) => {
-            if let Some(task_type) = crate::resume::next_phase(&history)? {
+/// `--task-type`; without it, what the run continues decides: an approved
+/// plan is carried out by `implementation`, clarification answers continue
+/// the phase that asked, otherwise the last finished run's recommendation.
+fn task_type(
+    args: &LaunchArgs,
+    request: &Request,
+    previous: Option<&RunRef>,
+    history: &[RunRef],
+    prompt: &mut Prompt<'_>,
+) -> Result<TaskType> {
+    let task_type = match (args.task_type.as_deref(), request) {
+        (Some(raw), _) => parse_value::<TaskType>("--task-type", raw)?,
+        (None, Request::ApprovedPlan(_)) => TaskType::Implementation,
+        (None, Request::Fresh) => {
+            if let Some(task_type) = crate::resume::next_phase(history)? {
                 task_type
             } else {
-                let raw = missing("task-type", None)?;
+                let raw = prompt.required("task-type", None)?;
                 parse_value::<TaskType>("--task-type", &raw)?
             }
         }
-        // Clarification answers: `previous` was found above or refused.
-        (None, _, previous) => previous
+        // Clarification answers: `previous` was found or refused already.
+        (None, _) => previous
             .map(|run| run.task_type)
             .context("clarification answers need the run that asked; pass `--task-type`")?,
     };
-    let previous_run = previous.map(|run| run.dir.clone());
-    if matches!(continuation, Continuation::ApprovedPlan(_))
-        && task_type != TaskType::Implementation
-    {
+    if matches!(request, Request::ApprovedPlan(_)) && task_type != TaskType::Implementation {
         bail!(
             "`--approved-plan` is carried out by an implementation run, not `--task-type {task_type}`: drop `--task-type` or pass `--task-type implementation`"
         );
     }
+    Ok(task_type)
+}
 
-    let task_brief = missing(
+/// `--task-brief`: its absolute path and its text.
+fn task_brief(args: &LaunchArgs, cwd: &Path, prompt: &mut Prompt<'_>) -> Result<(PathBuf, String)> {
+    let task_brief = prompt.required(
         "task-brief",
         args.task_brief
             .as_ref()
@@ -414,56 +503,67 @@ pub fn resolve_with(
     )?;
     let task_brief = absolute(cwd, Path::new(&task_brief));
     let brief_text = read_nonempty("--task-brief", &task_brief)?;
+    Ok((task_brief, brief_text))
+}
 
-    // Native Claude sessions take a family token; an unmappable value is a
-    // pre-dispatch error, so refuse it now rather than at dispatch.
-    if lead_runtime.host_provider() == Some(Provider::Claude) {
-        let mut native: Vec<(String, String)> = Vec::new();
-        if analysers.contains(&Provider::Claude)
-            || critic == Some(Provider::Claude)
-            || (task_type == TaskType::Implementation && executor == Provider::Claude)
-        {
-            native.push((
-                "claude worker".into(),
-                models.worker(Provider::Claude, Role::Analyser),
-            ));
-        }
-        if report_writer_rostered && report_writer_provider == Provider::Claude {
-            native.push(("report writer".into(), report_writer_model.clone()));
-        }
-        for (what, model) in native {
-            if catalog::claude_family_token(&model).is_none() {
-                bail!(
-                    "model `{model}` for the {what} has no Claude family token for a native claude-code session: expected a value naming {}",
-                    catalog::CLAUDE_FAMILY_TOKENS.join("|")
-                );
-            }
+/// Native Claude sessions take a family token; an unmappable value is a
+/// pre-dispatch error, so refuse it now rather than at dispatch.
+fn check_native_claude(
+    lead_runtime: LeadRuntime,
+    task_type: TaskType,
+    workers: &Workers,
+    models: &Models,
+    report_writer_model: &str,
+) -> Result<()> {
+    if lead_runtime.host_provider() != Some(Provider::Claude) {
+        return Ok(());
+    }
+    let claude = Some(Provider::Claude);
+    let mut native: Vec<(&str, String)> = Vec::new();
+    if workers.analysers.contains(&Provider::Claude)
+        || workers.critic == claude
+        || (task_type == TaskType::Implementation && workers.executor == Provider::Claude)
+    {
+        native.push((
+            "claude worker",
+            models.worker(Provider::Claude, Role::Analyser),
+        ));
+    }
+    if workers.report_writer_rostered && workers.report_writer_provider == Provider::Claude {
+        native.push(("report writer", report_writer_model.to_owned()));
+    }
+    for (what, model) in native {
+        if catalog::claude_family_token(&model).is_none() {
+            bail!(
+                "model `{model}` for the {what} has no Claude family token for a native claude-code session: expected a value naming {}",
+                catalog::CLAUDE_FAMILY_TOKENS.join("|")
+            );
         }
     }
+    Ok(())
+}
 
-    Ok(Settings {
-        task_type,
-        task_key,
-        project_root,
-        task_brief,
-        brief_text,
-        lead_runtime,
-        lead_model,
-        analysers,
-        report_writer: report_writer_rostered
-            .then_some((report_writer_provider, report_writer_model)),
-        executor,
-        critic,
-        models,
-        related_tasks,
-        work_category,
-        directive,
-        fix_cycle,
-        plan_verification: !args.no_plan_verification,
-        continuation,
-        previous_run,
-        render_only: args.render_only,
-        json: args.json,
+/// The continuation the run records. `--resume-clarification` asks for its
+/// answers here, last, once every flag has been checked.
+fn continuation(
+    request: Request,
+    previous: Option<&RunRef>,
+    prompt: &mut Prompt<'_>,
+) -> Result<Continuation> {
+    Ok(match request {
+        Request::Fresh => Continuation::None,
+        Request::ClarificationFile(path) => Continuation::ClarificationResponse(path),
+        Request::ApprovedPlan(path) => Continuation::ApprovedPlan(path),
+        Request::ClarificationOnTerminal => {
+            let Some(previous) = previous else {
+                bail!("`--resume-clarification` found no earlier run to continue");
+            };
+            let answers = prompt.answers(&previous.dir)?;
+            if answers.trim().is_empty() {
+                bail!("no answers were given; nothing to continue with");
+            }
+            Continuation::ClarificationAnswers(answers)
+        }
     })
 }
 
@@ -473,18 +573,19 @@ fn parse_value<T: std::str::FromStr<Err = String>>(flag: &str, raw: &str) -> Res
     })
 }
 
-fn parse_or_env<T: std::str::FromStr<Err = String>>(
-    flag: &str,
+/// A flag's value, else a non-empty environment variable's, each with the
+/// name a message should give for it.
+fn flag_or_env<'n>(
+    flag: &'n str,
     raw: Option<&str>,
-    env_name: Option<&str>,
+    env_name: &'n str,
     env: EnvLookup<'_>,
-) -> Result<Option<T>> {
-    if let Some(raw) = raw {
-        return parse_value(flag, raw).map(Some);
-    }
-    match env_name.and_then(env).filter(|v| !v.is_empty()) {
-        Some(raw) => parse_value(env_name.unwrap_or(flag), &raw).map(Some),
-        None => Ok(None),
+) -> Option<(&'n str, String)> {
+    match raw {
+        Some(raw) => Some((flag, raw.to_owned())),
+        None => env(env_name)
+            .filter(|v| !v.is_empty())
+            .map(|value| (env_name, value)),
     }
 }
 
@@ -533,6 +634,8 @@ fn parse_workers(raw: &str) -> Result<(Vec<Provider>, bool)> {
     Ok((analysers, report_writer))
 }
 
+/// Worker models: per-provider flags and `--worker-model` pairs, then each
+/// provider's environment default.
 fn resolve_models(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Models> {
     let mut models = Models::default();
     for (provider, flag, value) in [
@@ -549,28 +652,7 @@ fn resolve_models(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Models> {
         }
     }
     if let Some(raw) = args.worker_model.as_deref() {
-        for pair in raw.split(',') {
-            let Some((name, model)) = pair.split_once('=') else {
-                bail!(
-                    "invalid entry `{pair}` in `--worker-model`: expected provider=model pairs separated by commas, e.g. grok=grok-4.5,kimi=kimi-k3"
-                );
-            };
-            let provider = name.trim().parse::<Provider>().map_err(|accepted| {
-                anyhow::anyhow!(
-                    "unknown provider `{}` in `--worker-model`: expected one of {accepted}",
-                    name.trim()
-                )
-            })?;
-            let model = check_model("--worker-model", model.trim())?;
-            if let Some(previous) = models.explicit.get(&provider)
-                && *previous != model
-            {
-                bail!(
-                    "conflicting models for `{provider}`: `{previous}` and `{model}`; give one model per provider"
-                );
-            }
-            models.explicit.insert(provider, model);
-        }
+        add_worker_models(raw, &mut models.explicit)?;
     }
     for provider in Provider::ALL {
         if let Some(name) = provider.model_env()
@@ -580,6 +662,34 @@ fn resolve_models(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Models> {
         }
     }
     Ok(models)
+}
+
+/// `--worker-model provider=model,…` on top of the per-provider flags; a
+/// provider given two different models is refused.
+fn add_worker_models(raw: &str, explicit: &mut BTreeMap<Provider, String>) -> Result<()> {
+    for pair in raw.split(',') {
+        let Some((name, model)) = pair.split_once('=') else {
+            bail!(
+                "invalid entry `{pair}` in `--worker-model`: expected provider=model pairs separated by commas, e.g. grok=grok-4.5,kimi=kimi-k3"
+            );
+        };
+        let provider = name.trim().parse::<Provider>().map_err(|accepted| {
+            anyhow::anyhow!(
+                "unknown provider `{}` in `--worker-model`: expected one of {accepted}",
+                name.trim()
+            )
+        })?;
+        let model = check_model("--worker-model", model.trim())?;
+        if let Some(previous) = explicit.get(&provider)
+            && *previous != model
+        {
+            bail!(
+                "conflicting models for `{provider}`: `{previous}` and `{model}`; give one model per provider"
+            );
+        }
+        explicit.insert(provider, model);
+    }
+    Ok(())
 }
 
 fn check_model(source: &str, model: &str) -> Result<String> {
@@ -592,12 +702,14 @@ fn check_model(source: &str, model: &str) -> Result<String> {
     }
 }
 
+/// Task-key parts and related tasks are slugs, so they never leave `.okstra/`.
 fn check_slug(flag: &str, value: &str) -> Result<String> {
-    if SLUG.is_match(value) {
+    if slug::is_slug(value) {
         Ok(value.to_owned())
     } else {
         bail!(
-            "invalid value `{value}` for `{flag}`: expected a safe slug matching ^[a-z0-9][a-z0-9._-]{{0,127}}$"
+            "invalid value `{value}` for `{flag}`: expected a safe slug matching {}",
+            slug::PATTERN
         )
     }
 }

@@ -10,6 +10,25 @@ impl Ask for NoAsk {
     fn ask(&mut self, question: &str) -> Result<String> {
         panic!("asked `{question}` while prompting is off")
     }
+    fn answers(&mut self, previous: &Path) -> Result<String> {
+        panic!("asked for answers to `{}`", previous.display())
+    }
+}
+
+/// Types `typed` as the clarification answers and records which run it was
+/// shown.
+struct Answers {
+    typed: &'static str,
+    shown: Option<PathBuf>,
+}
+impl Ask for Answers {
+    fn ask(&mut self, question: &str) -> Result<String> {
+        panic!("asked `{question}` while prompting is off")
+    }
+    fn answers(&mut self, previous: &Path) -> Result<String> {
+        self.shown = Some(previous.to_path_buf());
+        Ok(self.typed.to_owned())
+    }
 }
 
 fn base(dir: &Path) -> LaunchArgs {
@@ -204,4 +223,76 @@ fn missing_argument_without_terminal_is_a_usage_error() {
         err.contains("`--task-id`") && err.contains("no terminal"),
         "{err}"
     );
+}
+
+/// A requirements-discovery run of `demo/g/t`, known only by its manifest.
+fn discovery_run(dir: &Path) -> PathBuf {
+    let run = dir.join(".okstra/tasks/demo/g/t/requirements-discovery-1");
+    fs::create_dir_all(&run).unwrap();
+    fs::write(
+        run.join("run-manifest.json"),
+        r#"{"taskType":"requirements-discovery","createdAt":"2026-01-01T00:00:00Z"}"#,
+    )
+    .unwrap();
+    run.canonicalize().unwrap()
+}
+
+#[test]
+fn resume_clarification_resolves_to_the_typed_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.task_type = None;
+    args.resume_clarification = true;
+    let run = discovery_run(dir.path());
+    let mut asker = Answers {
+        typed: "use postgres\n",
+        shown: None,
+    };
+    let settings = resolve_with(&args, &|_| None, dir.path(), false, &mut asker).unwrap();
+    assert_eq!(
+        settings.continuation,
+        Continuation::ClarificationAnswers("use postgres\n".into())
+    );
+    assert_eq!(settings.task_type, TaskType::RequirementsDiscovery);
+    assert_eq!(settings.previous_run.as_deref(), Some(run.as_path()));
+    assert_eq!(asker.shown, Some(run));
+}
+
+#[test]
+fn resume_clarification_refuses_blank_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.resume_clarification = true;
+    discovery_run(dir.path());
+    let mut asker = Answers {
+        typed: " \n\n",
+        shown: None,
+    };
+    let err = resolve_with(&args, &|_| None, dir.path(), false, &mut asker).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no answers were given; nothing to continue with"
+    );
+}
+
+#[test]
+fn resume_clarification_asks_only_after_every_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.resume_clarification = true;
+    // No earlier run: refused without asking.
+    let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("`demo/g/t` has no requirements-discovery"),
+        "{err}"
+    );
+    // A bad brief or model is refused before the answers are asked for.
+    discovery_run(dir.path());
+    args.claude_model = Some("gpt-5".into());
+    let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
+    assert!(err.contains("family token"), "{err}");
+    args.claude_model = None;
+    args.task_brief = Some("nope.md".into());
+    let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
+    assert!(err.contains("no such file"), "{err}");
 }

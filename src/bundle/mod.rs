@@ -473,7 +473,6 @@ fn render_files(
 
     let (kind, _, input_name) = match &settings.continuation {
         Continuation::None => ("none", None, None),
-        Continuation::ResumeClarification => ("resume-clarification", None, None),
         Continuation::ClarificationResponse(path) => (
             "clarification-response",
             Some(path.clone()),
@@ -703,7 +702,7 @@ fn continuation_bytes(continuation: &Continuation) -> Result<Vec<u8>> {
             Ok(fsread::read(path, fsread::Kind::Brief)?)
         }
         Continuation::ClarificationAnswers(text) => Ok(text.clone().into_bytes()),
-        Continuation::None | Continuation::ResumeClarification => Ok(Vec::new()),
+        Continuation::None => Ok(Vec::new()),
     }
 }
 

@@ -22,7 +22,7 @@ use super::{Run, clock};
 use crate::cli::EventArgs;
 use crate::exit::ExitStatus;
 use crate::schema;
-use crate::{confine, fsread};
+use crate::{confine, fsread, slug};
 
 /// Version of the lead-event line format.
 const EVENT_VERSION: u32 = 1;
@@ -31,8 +31,7 @@ const EVENT_VERSION: u32 = 1;
 const TAIL_BYTES: u64 = 64 * 1024;
 /// Longest field value accepted (a summary, not a document).
 const MAX_VALUE_BYTES: usize = 4096;
-/// Longest kind and field key.
-const MAX_KIND: usize = 128;
+/// Longest field key.
 const MAX_KEY: usize = 64;
 
 /// One line of the lead events log.
@@ -57,16 +56,12 @@ pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// A kind is a slug: `^[a-z0-9][a-z0-9._-]{0,127}$`.
+/// A kind is a slug (`crate::slug`).
 fn check_kind(kind: &str) -> Result<()> {
-    let mut chars = kind.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
-    if !first_ok || !rest_ok || kind.len() > MAX_KIND {
+    if !slug::is_slug(kind) {
         bail!(
-            "invalid event kind `{kind}`: expected a lowercase slug like `phase-start` (a-z, 0-9, `.`, `_`, `-`; at most {MAX_KIND} characters)"
+            "invalid event kind `{kind}`: expected a lowercase slug like `phase-start` (a-z, 0-9, `.`, `_`, `-`; at most {} characters)",
+            slug::MAX_LEN
         );
     }
     Ok(())
