@@ -25,6 +25,7 @@ mod fuzz;
 mod install;
 mod items;
 mod launch;
+mod layout;
 mod lead;
 mod lifecycle;
 mod manifest;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{MANIFEST_VERSION, RenderContext, sha256_hex};
 use crate::assign::Assignment;
+use crate::layout::RunLayout;
 use crate::settings::Settings;
 
 pub(super) fn task_manifest(
@@ -54,8 +55,8 @@ pub(super) fn run_manifest(
         .iter()
         .map(|assignment| {
             let mut value = serde_json::to_value(assignment).expect("assignments always serialize");
-            let relative = format!("prompts/{}.md", assignment.dispatch_name);
-            value["promptSha256"] = json!(prompt_hashes.get(&relative));
+            let relative = RunLayout::relative().prompt(&assignment.dispatch_name);
+            value["promptSha256"] = json!(prompt_hashes.get(relative.to_string_lossy().as_ref()));
             value
         })
         .collect();

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
 use crate::exit::ExitStatus;
 use crate::items::{self, Item};
+use crate::layout::RunLayout;
 use crate::lifecycle::{Assignment, Run};
 
 pub use self::ledger::{FinalClass, Ledger, StopReason};
@@ -366,7 +367,7 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
 /// without a ledger gets one (every item `worker-unique`).
 pub fn classify(run_dir: &Path) -> Result<Classified> {
     let info = RunInfo::load(run_dir)?;
-    let path = ledger::ledger_path(info.dir());
+    let path = RunLayout::of(info.dir()).convergence_ledger();
     let mut ledger = match ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? {
         Some(ledger) => ledger,
         None => fresh_ledger(&info)?,
@@ -485,7 +486,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
             }
             out.flush().context("cannot write to stdout")?;
             drop(out);
-            let path = ledger::plan_path(&plan_args.run_dir, plan.round);
+            let path = RunLayout::of(&plan_args.run_dir).round_plan(plan.round);
             match plan.stopped_because {
                 Some(reason) => eprintln!(
                     "okstra: round {} does not run ({}); wrote `{}`",

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::assign::DispatchPaths;
 use crate::durable;
 use crate::items::{self, Evidence};
+use crate::layout::RunLayout;
 use crate::template;
 
 use super::ledger::{
@@ -43,7 +44,7 @@ const SEED_MASK: u64 = (1 << 53) - 1;
 pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     let info = RunInfo::load(run_dir)?;
     check_round(&info, round)?;
-    let ledger_path = ledger::ledger_path(info.dir());
+    let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
     let ledger: Option<Ledger> = ledger::read(&ledger_path, ledger::LEDGER_SCHEMA)?;
     let recorded = ledger.as_ref().map_or(0, |l| l.rounds_run);
     if recorded + 1 != round {
@@ -147,7 +148,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         Vec::new()
     };
     // Prompts first, the plan that hashes them last, in one durable batch.
-    let plan_path = ledger::plan_path(info.dir(), round);
+    let plan_path = RunLayout::of(info.dir()).round_plan(round);
     let plan_bytes = ledger::to_bytes(&plan_path, ledger::PLAN_SCHEMA, &plan)?;
     let mut files: Vec<(PathBuf, &[u8])> = prompts
         .iter()

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::assign::DispatchPaths;
 use crate::items;
+use crate::layout::RunLayout;
 
 use super::ledger::{
     self, Ledger, LedgerItem, NoAnswer, Plan, Sent, StopReason, Unavailable, Verdict, VerdictEntry,
@@ -87,7 +88,7 @@ struct Row {
 pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
     let info = RunInfo::load(run_dir)?;
     check_round(&info, round)?;
-    let plan_path = ledger::plan_path(info.dir(), round);
+    let plan_path = RunLayout::of(info.dir()).round_plan(round);
     let Some(plan) = ledger::read::<Plan>(&plan_path, ledger::PLAN_SCHEMA)? else {
         bail!(
             "round `{round}` has no plan `{}`; run `okstra converge plan {} --round {round}` first",
@@ -95,7 +96,7 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
             run_dir.display()
         );
     };
-    let ledger_path = ledger::ledger_path(info.dir());
+    let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
     let mut ledger =
         ledger::read::<Ledger>(&ledger_path, ledger::LEDGER_SCHEMA)?.unwrap_or_else(|| Ledger {
             schema_version: ledger::FORMAT_VERSION,

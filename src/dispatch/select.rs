@@ -10,7 +10,7 @@
 //! worker's one retry on its last failed attempt. `reverify-r<N>` takes the
 //! reviewers of `state/round-plan-r<N>.json`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::assign::{Assignment, DispatchPaths};
 use crate::catalog::{Provider, Role, Runner};
 use crate::ending::Ending;
+use crate::layout::RunLayout;
 use crate::manifest::RunManifest;
 use crate::team_state::TeamState;
 
@@ -272,16 +273,9 @@ struct RoundPlan {
     reviewers: Vec<Reviewer>,
 }
 
-/// The path of round `round`'s plan.
-pub fn round_plan_path(run_dir: &Path, round: u32) -> PathBuf {
-    run_dir
-        .join("state")
-        .join(format!("round-plan-r{round}.json"))
-}
-
 /// The reviewers of round `round` not yet dispatched.
 fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec<Planned>> {
-    let plan_path = round_plan_path(&manifest.run_dir, round);
+    let plan_path = RunLayout::of(&manifest.run_dir).round_plan(round);
     let path = &plan_path;
     let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Manifest).with_context(|| {
         format!(

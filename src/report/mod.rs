@@ -32,19 +32,14 @@ use crate::cli::{ReportArgs, ValidateArgs};
 use crate::converge;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
+use crate::layout::{
+    REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, RUN_MANIFEST, RunLayout,
+};
 use crate::run_paths;
 use crate::schema;
 use crate::{confine, fsread};
 
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
-
-/// The run manifest's file name inside a run folder.
-const RUN_MANIFEST: &str = "run-manifest.json";
-/// Where a run keeps its report, relative to the run folder.
-const DEFAULT_DATA_PATH: &str = "report/data.json";
-/// Derived file names, written beside data.json unless `--out-dir` is given.
-const MARKDOWN_NAME: &str = "final-report.md";
-const HTML_NAME: &str = "final-report.html";
 
 /// A report read from disk with whatever its run manifest tells us.
 struct Loaded {
@@ -179,8 +174,8 @@ fn write_outputs(loaded: Loaded, out_dir: Option<&Path>) -> Result<(PathBuf, Pat
     };
     fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
-    let markdown_path = out_dir.join(MARKDOWN_NAME);
-    let html_path = out_dir.join(HTML_NAME);
+    let markdown_path = out_dir.join(REPORT_MARKDOWN_NAME);
+    let html_path = out_dir.join(REPORT_HTML_NAME);
     write_atomic_public(&markdown_path, markdown::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
     write_atomic_public(&html_path, html::render(&report).as_bytes())
@@ -250,14 +245,14 @@ fn load(target: &Path, index_results: bool) -> Result<Loaded> {
         if manifest.is_file() {
             let (data_path, run) = read_manifest(&manifest, target)?;
             (data_path, Some(run))
-        } else if target.join("data.json").exists() {
-            let data_path = target.join("data.json");
+        } else if target.join(REPORT_DATA_NAME).exists() {
+            let data_path = target.join(REPORT_DATA_NAME);
             let run = find_run(&data_path)?;
             (data_path, run)
         } else {
             bail!(
                 "`{}` is neither a run folder (no `{RUN_MANIFEST}`) nor a report folder (no \
-                 `data.json`)",
+                 `{REPORT_DATA_NAME}`)",
                 target.display()
             );
         }
@@ -362,7 +357,7 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         .pointer("/finalReport/dataPath")
         .and_then(Value::as_str)
         .map_or_else(
-            || Ok(run_dir.join(DEFAULT_DATA_PATH)),
+            || Ok(RunLayout::of(run_dir).report_data()),
             |recorded| resolve(recorded, "`finalReport.dataPath`"),
         )?;
     let run = RunFacts {
@@ -391,7 +386,7 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
 
 /// The convergence ledger's final classes, when the run has a ledger.
 fn read_ledger(run_dir: &Path) -> Option<Result<validate::LedgerClasses, String>> {
-    let path = converge::ledger::ledger_path(run_dir);
+    let path = RunLayout::of(run_dir).convergence_ledger();
     match converge::ledger::read::<converge::Ledger>(&path, converge::ledger::LEDGER_SCHEMA) {
         Ok(None) => None,
         Ok(Some(ledger)) => Some(Ok(validate::LedgerClasses {

@@ -387,7 +387,7 @@ fn attempts(
         let usage = if assignment.runner == "native-session" {
             transcripts.native(&assignment.dispatch_name, &assignment.provider)
         } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
-            let log = crate::provider_exec::status::log_path(&assignment.prompt_path);
+            let log = crate::layout::log(&assignment.prompt_path);
             stream::from_log_in(
                 provider,
                 Some(&assignment.model),
