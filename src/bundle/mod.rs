@@ -26,6 +26,7 @@ use crate::catalog::{
 use crate::doctor;
 use crate::durable;
 use crate::layout::{REPORT_SCHEMA_NAME, RunLayout};
+use crate::manifest::Convergence;
 use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
@@ -200,14 +201,6 @@ struct RuntimeView {
     host_provider: Option<&'static str>,
     lead_model: Option<String>,
     interactive_binary: Option<&'static str>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Convergence {
-    enabled: bool,
-    adversarial: bool,
-    effective_max_rounds: u32,
 }
 
 /// Folders of a run (relative to it), created empty when nothing is rendered
@@ -626,8 +619,14 @@ fn render_files(
     files.push((relative.lead_events(), Vec::new()));
 
     let task_manifest = task_manifest(settings, &context, created_at);
-    let mut run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, created_at);
-    run_manifest["providerClis"] = provider_clis.clone();
+    let run_manifest = run_manifest(
+        settings,
+        &context,
+        &roster,
+        &prompt_hashes,
+        provider_clis,
+        created_at,
+    )?;
     let team_state = team_state(settings, &context, &roster, created_at);
     for (path, value, schema_name) in [
         (

@@ -36,16 +36,7 @@ pub use self::ledger::{FinalClass, Ledger, StopReason};
 pub use self::plan::PlanOptions;
 
 /// The run's convergence settings (run manifest `convergence`).
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Settings {
-    #[serde(default)]
-    pub enabled: bool,
-    #[serde(default)]
-    pub adversarial: bool,
-    #[serde(default)]
-    pub effective_max_rounds: u32,
-}
+pub use crate::manifest::Convergence as Settings;
 
 /// A run as convergence sees it: its roster of analysers, whether each
 /// completed, and the dispatch records of the team state.
@@ -63,16 +54,6 @@ pub struct Analyser {
     pub assignment: Assignment,
     /// `Err(ending)` when it did not complete its own work.
     pub completed: Result<(), String>,
-}
-
-/// The manifest fields `lifecycle::Run` does not keep.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestExtra {
-    #[serde(default)]
-    convergence: Settings,
-    team_state_path: Option<String>,
-    task_manifest_path: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -101,23 +82,11 @@ impl RunInfo {
         let run_dir = &fs::canonicalize(run_dir)
             .with_context(|| format!("cannot find run folder `{}`", run_dir.display()))?;
         let run = Run::load(run_dir)?;
-        let manifest_path = run_dir.join("run-manifest.json");
-        let bytes = items::read_result(&manifest_path)
-            .with_context(|| format!("cannot read `{}`", manifest_path.display()))?;
-        let extra: ManifestExtra = serde_json::from_str(&bytes).with_context(|| {
-            format!(
-                "run manifest `{}` cannot be read as a run manifest",
-                manifest_path.display()
-            )
-        })?;
-        let team_state_path = extra.team_state_path.map_or_else(
-            || run_dir.join(format!("state/team-state-{}.json", run.run_id)),
-            |path| run.resolve(Path::new(&path)),
-        );
-        let task_manifest_path = extra.task_manifest_path.map_or_else(
-            || run_dir.join("task-manifest.json"),
-            |path| run.resolve(Path::new(&path)),
-        );
+        let team_state_path = run.team_state();
+        let task_manifest_path = run
+            .task_manifest_path
+            .clone()
+            .unwrap_or_else(|| RunLayout::of(run_dir).task_manifest());
         let dispatches = match items::read_result(&team_state_path) {
             Ok(text) => {
                 serde_json::from_str::<TeamStateWire>(&text)
@@ -136,7 +105,7 @@ impl RunInfo {
             }
         };
         let mut info = RunInfo {
-            settings: extra.convergence,
+            settings: run.convergence,
             task_manifest_path,
             analysers: Vec::new(),
             dispatches,

@@ -35,6 +35,7 @@ use crate::exit::ExitStatus;
 use crate::layout::{
     REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, RUN_MANIFEST, RunLayout,
 };
+use crate::manifest::Record;
 use crate::run_paths;
 use crate::schema;
 use crate::{confine, fsread};
@@ -241,9 +242,8 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
 /// with `index_results`, start indexing the worker results right away.
 fn load(target: &Path, index_results: bool) -> Result<Loaded> {
     let (data_path, run) = if target.is_dir() {
-        let manifest = target.join(RUN_MANIFEST);
-        if manifest.is_file() {
-            let (data_path, run) = read_manifest(&manifest, target)?;
+        if RunLayout::of(target).run_manifest().is_file() {
+            let (data_path, run) = read_manifest(target)?;
             (data_path, Some(run))
         } else if target.join(REPORT_DATA_NAME).exists() {
             let data_path = target.join(REPORT_DATA_NAME);
@@ -298,9 +298,8 @@ fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
     let absolute = fs::canonicalize(data_path)
         .with_context(|| format!("cannot resolve `{}`", data_path.display()))?;
     for dir in absolute.ancestors().skip(1) {
-        let manifest = dir.join(RUN_MANIFEST);
-        if manifest.is_file() {
-            let (_, run) = read_manifest(&manifest, dir)?;
+        if RunLayout::of(dir).run_manifest().is_file() {
+            let (_, run) = read_manifest(dir)?;
             return Ok(Some(run));
         }
     }
@@ -308,15 +307,10 @@ fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
 }
 
 /// Read the parts of a run manifest the report checks need.
-fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
-    let bytes = fsread::read_no_follow(path, fsread::Kind::Manifest)
-        .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
-    let manifest: Value = serde_json::from_slice(&bytes)
-        .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
-    let recorded_root = manifest
-        .get("runDir")
-        .and_then(Value::as_str)
-        .map(Path::new);
+fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
+    let manifest = Record::load(run_dir)?;
+    let path = RunLayout::of(run_dir).run_manifest();
+    let recorded_root = manifest.run_dir.as_deref().map(Path::new);
     // Re-rooted, then confined to the run: a crafted manifest steers no
     // read (a worker result) or write (the rendered report) out of it.
     let resolve = |recorded: &str, what: &str| -> Result<PathBuf> {
@@ -324,7 +318,7 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         confine::inside_no_links(&resolved, run_dir, what)
             .with_context(|| format!("run manifest `{}` is refused", path.display()))
     };
-    let Some(assignments) = manifest.get("assignments").and_then(Value::as_array) else {
+    let Some(assignments) = &manifest.assignments else {
         bail!(
             "run manifest `{}` has no `assignments` list",
             path.display()
@@ -332,53 +326,36 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
     };
     let mut roster = Vec::with_capacity(assignments.len());
     for (index, assignment) in assignments.iter().enumerate() {
-        let field = |name: &str| {
-            assignment
-                .get(name)
-                .and_then(Value::as_str)
-                .with_context(|| {
-                    format!(
-                        "run manifest `{}`: `assignments[{index}].{name}` is missing",
-                        path.display()
-                    )
-                })
+        let field = |value: &Option<String>, name: &str| {
+            value.clone().with_context(|| {
+                format!(
+                    "run manifest `{}`: `assignments[{index}].{name}` is missing",
+                    path.display()
+                )
+            })
         };
         roster.push(Rostered {
-            worker_id: field("workerId")?.to_owned(),
-            role: field("role")?.to_owned(),
-            provider: field("provider")?.to_owned(),
+            worker_id: field(&assignment.worker_id, "workerId")?,
+            role: field(&assignment.role, "role")?,
+            provider: field(&assignment.provider, "provider")?,
             result_path: resolve(
-                field("resultPath")?,
+                &field(&assignment.result_path, "resultPath")?,
                 &format!("`assignments[{index}].resultPath`"),
             )?,
         });
     }
-    let data_path = manifest
-        .pointer("/finalReport/dataPath")
-        .and_then(Value::as_str)
-        .map_or_else(
-            || Ok(RunLayout::of(run_dir).report_data()),
-            |recorded| resolve(recorded, "`finalReport.dataPath`"),
-        )?;
+    let final_report = manifest.final_report.unwrap_or_default();
+    let data_path = final_report.data_path.map_or_else(
+        || Ok(RunLayout::of(run_dir).report_data()),
+        |recorded| resolve(&recorded, "`finalReport.dataPath`"),
+    )?;
     let run = RunFacts {
         run_dir: run_dir.to_path_buf(),
         roster,
-        task_type: manifest
-            .get("taskType")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        schema_version: manifest
-            .pointer("/finalReport/schemaVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        run_id: manifest
-            .get("runId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        task_key: manifest
-            .get("taskKey")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        task_type: manifest.task_type,
+        schema_version: final_report.schema_version,
+        run_id: manifest.run_id,
+        task_key: manifest.task_key,
         ledger: read_ledger(run_dir),
     };
     Ok((data_path, run))

@@ -84,15 +84,6 @@ pub struct Computed {
     pub summary: Summary,
 }
 
-/// The run manifest fields read here besides what `Run` keeps.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestExtra {
-    team_state_path: Option<String>,
-    project_root: Option<String>,
-    lead_runtime: Option<String>,
-}
-
 /// A run as `okstra usage` needs it.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
@@ -102,33 +93,18 @@ pub struct RunInfo {
     pub lead_runtime: Option<String>,
 }
 
-/// Largest run manifest read.
-const MAX_MANIFEST: u64 = 16 << 20;
-
 impl RunInfo {
     /// Load the run in `dir` (its manifest; paths re-rooted like `Run`'s).
     pub fn load(dir: &Path) -> Result<RunInfo> {
         let run = Run::load(dir)?;
-        let path = run.dir.join("run-manifest.json");
-        let bytes = lines::read_small(&path, MAX_MANIFEST)
-            .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
-        let extra: ManifestExtra = serde_json::from_slice(&bytes)
-            .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
-        let team_state_path = extra.team_state_path.map_or_else(
-            || {
-                run.dir
-                    .join(format!("state/team-state-{}.json", run.run_id))
-            },
-            |p| run.resolve(Path::new(&p)),
-        );
-        let project_root = extra
-            .project_root
-            .map_or_else(|| run.dir.clone(), PathBuf::from);
+        let team_state_path = run.team_state();
+        let project_root = run.project_root.clone().unwrap_or_else(|| run.dir.clone());
+        let lead_runtime = run.lead_runtime.clone();
         Ok(RunInfo {
             run,
             team_state_path,
             project_root,
-            lead_runtime: extra.lead_runtime,
+            lead_runtime,
         })
     }
 }
