@@ -21,7 +21,8 @@ use sha2::{Digest, Sha256};
 
 use crate::assign::{self, Assignment, DispatchPaths};
 use crate::catalog::{
-    CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType, WorkCategory,
+    CONVERGENCE_MAX_ROUNDS, Capabilities, DispatchKind, Provider, Role, Runner, TaskType,
+    WorkCategory,
 };
 use crate::doctor;
 use crate::durable;
@@ -659,19 +660,17 @@ fn reverify_dispatches(
     if !convergence.enabled {
         return Vec::new();
     }
-    let reviewers: Vec<&Assignment> = roster
-        .iter()
-        .filter(|a| matches!(a.role, Role::Analyser | Role::Verifier))
-        .collect();
+    let reviewers: Vec<&Assignment> = roster.iter().filter(|a| a.role.reviews()).collect();
     let mut dispatches = Vec::new();
     for round in 1..=convergence.effective_max_rounds {
         for assignment in &reviewers {
-            let dispatch_name = format!("{}-reverify-r{round}", assignment.dispatch_name);
+            let kind = DispatchKind::Reverify(round);
+            let dispatch_name = kind.dispatch_name(&assignment.dispatch_name);
             dispatches.push(ReverifyDispatch {
                 round,
                 worker_id: assignment.worker_id.clone(),
                 base_dispatch_name: assignment.dispatch_name.clone(),
-                dispatch_kind: format!("reverify-r{round}"),
+                dispatch_kind: kind.as_string(),
                 provider: assignment.provider,
                 model_execution_value: assignment.model_execution_value.clone(),
                 host_model: assignment.host_model.clone(),

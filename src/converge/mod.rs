@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::{DispatchKind, Role};
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
+use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::items::{self, Item};
 use crate::layout::RunLayout;
@@ -73,8 +75,6 @@ struct DispatchRecord {
     ending: Option<String>,
 }
 
-const COMPLETED: &str = "completed";
-
 impl RunInfo {
     /// Read the run manifest and team state of `run_dir`.
     pub fn load(run_dir: &Path) -> Result<RunInfo> {
@@ -115,7 +115,7 @@ impl RunInfo {
             .run
             .assignments
             .iter()
-            .filter(|a| a.role == "analyser" || a.role == "verifier")
+            .filter(|a| a.role.parse::<Role>().is_ok_and(Role::reviews))
             .map(|a| Analyser {
                 completed: info.own_work(a),
                 assignment: a.clone(),
@@ -134,10 +134,12 @@ impl RunInfo {
     fn own_work(&self, assignment: &Assignment) -> Result<(), String> {
         let ended = self.latest_ending(|record| {
             record.dispatch_name.as_deref() == Some(&assignment.dispatch_name)
-                && matches!(record.dispatch_kind.as_deref(), Some("initial" | "retry"))
+                && record.dispatch_kind.as_deref().is_some_and(|kind| {
+                    DispatchKind::parse(kind).is_ok_and(DispatchKind::is_own_work)
+                })
         });
         if let Some(ending) = ended
-            && ending != COMPLETED
+            && ending != Ending::Completed.as_str()
         {
             return Err(ending.to_owned());
         }
@@ -145,7 +147,7 @@ impl RunInfo {
             // A Result Path outside the run folder is never read: a
             // manifest may be hostile, and workers write only inside it.
             Some(path) if path.starts_with(&self.run.dir) && has_content(path) => Ok(()),
-            _ => Err("empty-output".to_owned()),
+            _ => Err(Ending::EmptyOutput.as_str().to_owned()),
         }
     }
 
@@ -170,7 +172,7 @@ impl RunInfo {
     /// How a reviewer's reverify attempt ended, when it ended other than
     /// `completed`: `(round, ending)` of its latest failed round.
     fn reverify_failure(&self, assignment: &Assignment) -> Option<(u32, String)> {
-        let prefix = format!("{}-reverify-r", assignment.dispatch_name);
+        let prefix = DispatchKind::reverify_prefix(&assignment.dispatch_name);
         let record = self.dispatches.iter().rev().find(|record| {
             record.ending.is_some()
                 && record
@@ -179,7 +181,7 @@ impl RunInfo {
                     .is_some_and(|name| name.starts_with(&prefix))
         })?;
         let ending = record.ending.as_deref()?;
-        if ending == COMPLETED {
+        if ending == Ending::Completed.as_str() {
             return None;
         }
         let round = record

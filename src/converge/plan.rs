@@ -18,6 +18,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::assign::DispatchPaths;
+use crate::catalog::{DispatchKind, Role};
 use crate::durable;
 use crate::items::{self, Evidence};
 use crate::layout::RunLayout;
@@ -310,7 +311,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         .run
         .assignments
         .iter()
-        .find(|a| a.role == "executor")
+        .find(|a| a.role == Role::Executor.as_str())
         .map(|a| serde_json::json!({ "resultPath": a.result_path }));
     let base = serde_json::json!({
         "task": {
@@ -352,7 +353,8 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         if plan.blind {
             shuffle(&mut batch, splitmix(plan.seed ^ fnv1a(worker)));
         }
-        let dispatch_name = format!("{}-reverify-r{round}", analyser.assignment.dispatch_name);
+        let kind = DispatchKind::Reverify(round);
+        let dispatch_name = kind.dispatch_name(&analyser.assignment.dispatch_name);
         let paths = DispatchPaths::new(info.dir(), &dispatch_name);
         let labels: Vec<Label> = batch
             .iter()
@@ -396,7 +398,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             provider: analyser.assignment.provider.clone(),
             model: analyser.assignment.model.clone(),
             runner: analyser.assignment.runner.clone(),
-            dispatch_kind: format!("reverify-r{round}"),
+            dispatch_kind: kind.as_string(),
             prompt_sha256: sha256_hex(prompt.as_bytes()),
             prompt_path: paths.prompt_path.clone(),
             result_path: paths.result_path,

@@ -23,7 +23,7 @@ use super::price::Prices;
 use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
 use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
-use crate::catalog::Provider;
+use crate::catalog::{Provider, Runner};
 use crate::lifecycle::Run;
 
 /// How complete the whole summary is (the report schema's `source`).
@@ -319,7 +319,7 @@ fn attempts(
         let name = text(dispatch, "dispatchName").unwrap_or_default();
         let provider_name = text(dispatch, "provider").unwrap_or_default();
         let usage = match provider_name.parse::<Provider>() {
-            _ if text(dispatch, "runner").as_deref() == Some("native-session") => {
+            _ if text(dispatch, "runner").as_deref() == Some(Runner::NativeSession.as_str()) => {
                 transcripts.native(&name, &provider_name)
             }
             Ok(provider) => match text(dispatch, "logPath") {
@@ -360,7 +360,7 @@ fn attempts(
         return attempts;
     }
     for assignment in &run.assignments {
-        let usage = if assignment.runner == "native-session" {
+        let usage = if assignment.runner == Runner::NativeSession.as_str() {
             transcripts.native(&assignment.dispatch_name, &assignment.provider)
         } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
             let log = crate::layout::log(&assignment.prompt_path);
