@@ -141,7 +141,7 @@ fn count_items(path: &Path) -> usize {
 pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
     let state = team_state::read(&manifest.team_state_path)?;
     let usage = crate::usage::record_usage(&manifest.run_dir)?;
-    let ledger = manifest.run_dir.join("state/convergence-ledger.json");
+    let ledger = RunLayout::of(&manifest.run_dir).convergence_ledger();
     let inputs = ReportInputs {
         schema_version: 1,
         run_id: manifest.run_id.clone(),

@@ -289,7 +289,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         .as_ref()
         .and_then(|b| b.copy.as_deref())
         .map_or_else(
-            || info.dir().join("inputs/task-brief.md"),
+            || RunLayout::of(info.dir()).task_brief(),
             |copy| info.run.resolve(Path::new(copy)),
         );
     let brief_text = items::read_result(&brief_path)
