@@ -23,7 +23,7 @@ use super::price::Prices;
 use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
 use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
-use crate::catalog::{Provider, Runner};
+use crate::catalog::{LeadRuntime, Provider, Runner};
 use crate::lifecycle::Run;
 
 /// How complete the whole summary is (the report schema's `source`).
@@ -197,12 +197,8 @@ fn host_usage(fields: &BTreeMap<String, String>, provider: &str) -> Usage {
 
 /// The provider hosting a lead runtime, if okstra knows it.
 fn lead_provider(runtime: Option<&str>) -> Option<&'static str> {
-    match runtime? {
-        "claude-code" => Some("claude"),
-        "codex" => Some("codex"),
-        "antigravity" => Some("antigravity"),
-        _ => None,
-    }
+    let runtime: LeadRuntime = runtime?.parse().ok()?;
+    runtime.host_provider().map(Provider::as_str)
 }
 
 /// Compute the ledger of `info`'s run from its `team_state`.
