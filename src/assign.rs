@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, LeadRuntime, Provider, REPORT_WRITER, Role, Runner, TaskType};
+use crate::layout::RunLayout;
 use crate::settings::Settings;
 
 /// One worker of the run.
@@ -51,16 +52,13 @@ pub struct DispatchPaths {
 
 impl DispatchPaths {
     pub fn new(run_dir: &Path, dispatch_name: &str) -> Self {
-        let results = run_dir.join("results");
+        let layout = RunLayout::of(run_dir);
         DispatchPaths {
-            prompt_path: run_dir.join("prompts").join(format!("{dispatch_name}.md")),
-            result_path: results.join(format!("{dispatch_name}.md")),
-            worker_results_path: results.join(format!("{dispatch_name}.worker-results.md")),
-            error_path: results.join(format!("{dispatch_name}.error.md")),
-            heartbeat_path: run_dir
-                .join("state")
-                .join("heartbeats")
-                .join(format!("{dispatch_name}.jsonl")),
+            prompt_path: layout.prompt(dispatch_name),
+            result_path: layout.result(dispatch_name),
+            worker_results_path: layout.worker_results(dispatch_name),
+            error_path: layout.error(dispatch_name),
+            heartbeat_path: layout.heartbeat(dispatch_name),
         }
     }
 }
@@ -154,7 +152,7 @@ fn make(
     let mut paths = DispatchPaths::new(run_dir, &dispatch_name);
     if role == Role::ReportWriter {
         // The report writer's result is the report itself.
-        paths.result_path = run_dir.join("report").join("data.json");
+        paths.result_path = RunLayout::of(run_dir).report_data();
     }
     Assignment {
         worker_id: worker_id.to_owned(),

@@ -125,6 +125,78 @@ closed_set! {
     }
 }
 
+/// The kind of one dispatch (`--kind`, the team state's `dispatchKind`):
+/// a worker's own work, the critic's, a retry, or a convergence round's
+/// reverification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchKind {
+    Initial,
+    Critic,
+    Retry,
+    Reverify(u32),
+}
+
+impl DispatchKind {
+    pub fn parse(text: &str) -> Result<DispatchKind, String> {
+        match text {
+            "initial" => Ok(DispatchKind::Initial),
+            "critic" => Ok(DispatchKind::Critic),
+            "retry" => Ok(DispatchKind::Retry),
+            _ => text
+                .strip_prefix("reverify-r")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|n| *n >= 1 && !text.ends_with("r0"))
+                .map(DispatchKind::Reverify)
+                .ok_or_else(|| {
+                    format!(
+                        "invalid kind `{text}`: expected initial, critic, retry or reverify-r<N>"
+                    )
+                }),
+        }
+    }
+
+    pub fn as_string(self) -> String {
+        match self {
+            DispatchKind::Initial => "initial".into(),
+            DispatchKind::Critic => "critic".into(),
+            DispatchKind::Retry => "retry".into(),
+            DispatchKind::Reverify(round) => format!("reverify-r{round}"),
+        }
+    }
+
+    /// The dispatch name of this kind of dispatch for the worker whose own
+    /// dispatch is `base`: a reverify dispatch gets its own name (and so its
+    /// own prompt and files), every other kind keeps the worker's.
+    pub fn dispatch_name(self, base: &str) -> String {
+        match self {
+            DispatchKind::Reverify(round) => format!("{base}-reverify-r{round}"),
+            DispatchKind::Initial | DispatchKind::Critic | DispatchKind::Retry => base.to_owned(),
+        }
+    }
+
+    /// The start every reverify dispatch name of the worker whose own
+    /// dispatch is `base` shares, whatever its round.
+    pub fn reverify_prefix(base: &str) -> String {
+        format!("{base}-reverify-r")
+    }
+
+    /// The kind a retry of the dispatch `dispatch_name` counts as: the
+    /// reverify round it retries, else `initial`.
+    pub fn retried(dispatch_name: &str) -> String {
+        dispatch_name.rsplit_once("-reverify-").map_or_else(
+            || DispatchKind::Initial.as_string(),
+            |(_, round)| format!("reverify-{round}"),
+        )
+    }
+
+    /// Whether a dispatch of this kind does the worker's own work (its
+    /// first attempt or its retry), as opposed to the critic's or a
+    /// reverification.
+    pub fn is_own_work(self) -> bool {
+        matches!(self, DispatchKind::Initial | DispatchKind::Retry)
+    }
+}
+
 /// The worker id that names the report writer in `--workers`.
 pub const REPORT_WRITER: &str = "report-writer";
 
@@ -191,6 +263,14 @@ impl Provider {
             Provider::Antigravity => Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
             Provider::Grok | Provider::Kimi => None,
         }
+    }
+}
+
+impl Role {
+    /// Whether this role reviews the others' findings in convergence
+    /// (analysers, or verifiers in `implementation`).
+    pub fn reviews(self) -> bool {
+        matches!(self, Role::Analyser | Role::Verifier)
     }
 }
 
@@ -306,6 +386,31 @@ pub fn claude_family_token(model: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dispatch_kinds_name_their_dispatches() {
+        for kind in [
+            DispatchKind::Initial,
+            DispatchKind::Critic,
+            DispatchKind::Retry,
+            DispatchKind::Reverify(2),
+        ] {
+            assert_eq!(DispatchKind::parse(&kind.as_string()), Ok(kind));
+        }
+        let reverify = DispatchKind::Reverify(2).dispatch_name("codex-worker");
+        assert_eq!(reverify, "codex-worker-reverify-r2");
+        assert!(reverify.starts_with(&DispatchKind::reverify_prefix("codex-worker")));
+        assert_eq!(
+            DispatchKind::Retry.dispatch_name("codex-worker"),
+            "codex-worker"
+        );
+        assert_eq!(DispatchKind::retried(&reverify), "reverify-r2");
+        assert_eq!(DispatchKind::retried("codex-worker"), "initial");
+        assert!(DispatchKind::Retry.is_own_work() && DispatchKind::Initial.is_own_work());
+        assert!(!DispatchKind::Critic.is_own_work() && !DispatchKind::Reverify(1).is_own_work());
+        let reviewers: Vec<Role> = Role::ALL.iter().copied().filter(|r| r.reviews()).collect();
+        assert_eq!(reviewers, [Role::Analyser, Role::Verifier]);
+    }
 
     #[test]
     fn closed_sets_round_trip() {

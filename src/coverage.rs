@@ -20,11 +20,10 @@ use crate::catalog::{Provider, Role};
 use crate::cli::CoverageArgs;
 use crate::ending::{Ending, ReportStatus};
 use crate::exit::ExitStatus;
+use crate::layout::RunLayout;
 use crate::manifest::RunManifest;
 use crate::team_state::{self, TeamState};
 
-/// The file `okstra coverage` writes for the report writer.
-pub const REPORT_INPUTS: &str = "state/report-inputs.json";
 /// The report keeps at most this many log lines per failure.
 const MAX_TAIL: usize = 40;
 
@@ -142,7 +141,7 @@ fn count_items(path: &Path) -> usize {
 pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
     let state = team_state::read(&manifest.team_state_path)?;
     let usage = crate::usage::record_usage(&manifest.run_dir)?;
-    let ledger = manifest.run_dir.join("state/convergence-ledger.json");
+    let ledger = RunLayout::of(&manifest.run_dir).convergence_ledger();
     let inputs = ReportInputs {
         schema_version: 1,
         run_id: manifest.run_id.clone(),
@@ -151,7 +150,7 @@ pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
         usage_summary: serde_json::to_value(&usage.summary)?,
         convergence_ledger: ledger.is_file().then_some(ledger),
     };
-    let path = manifest.run_dir.join(REPORT_INPUTS);
+    let path = RunLayout::of(&manifest.run_dir).report_inputs();
     let mut bytes = serde_json::to_vec_pretty(&inputs)?;
     bytes.push(b'\n');
     crate::durable::write_atomic(&path, &bytes)
@@ -185,7 +184,7 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
         }
         eprintln!(
             "okstra: wrote `{}`",
-            manifest.run_dir.join(REPORT_INPUTS).display()
+            RunLayout::of(&manifest.run_dir).report_inputs().display()
         );
     }
     Ok(ExitStatus::Success)

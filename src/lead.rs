@@ -31,6 +31,7 @@ use crate::coverage;
 use crate::dispatch::{self, Batch, Kind, Options};
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
+use crate::layout::RunLayout;
 use crate::lifecycle;
 use crate::manifest::RunManifest;
 use crate::team_state;
@@ -271,7 +272,7 @@ impl Lead<'_> {
         if let Step::Interrupted(signal) = self.batch(Kind::Initial, Some(&writer))? {
             return Ok(Step::Interrupted(signal));
         }
-        let data = self.dir().join("report/data.json");
+        let data = RunLayout::of(self.dir()).report_data();
         let mut attempts = 1;
         let mut rendered = self.try_render(&data);
         if let Err(problems) = &rendered {
@@ -351,7 +352,7 @@ impl Lead<'_> {
             .context("the report writer was rostered a moment ago")?;
         let original = crate::fsread::read(&writer.paths.prompt_path, crate::fsread::Kind::Result)
             .with_context(|| format!("cannot read `{}`", writer.paths.prompt_path.display()))?;
-        let data = self.dir().join("report/data.json");
+        let data = RunLayout::of(self.dir()).report_data();
         let mut prompt = String::from_utf8_lossy(&original).into_owned();
         prompt.push_str("\n\n## Repair: your report failed validation\n\n");
         let _ = write!(

@@ -26,6 +26,7 @@ mod fuzz;
 mod install;
 mod items;
 mod launch;
+mod layout;
 mod lead;
 mod lifecycle;
 mod manifest;

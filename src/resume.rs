@@ -18,10 +18,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::catalog::TaskType;
+use crate::layout::RunLayout;
+use crate::manifest::Record;
 use crate::run_log::TaskRuns;
 use crate::task_key::TaskKey;
 use crate::{confine, fsread};
@@ -43,14 +44,6 @@ enum Order {
     Logged(usize),
     /// When its manifest was written, then its folder name.
     Unlogged(Option<SystemTime>, PathBuf),
-}
-
-/// The run-manifest fields that order and classify an unlogged run.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RunHead {
-    task_type: String,
-    created_at: String,
 }
 
 /// Every run of `key` under `project_root`, oldest first.
@@ -81,22 +74,25 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Result<Vec<RunRef>> {
         .filter(|name| !logged.contains(name.as_str()))
     {
         let dir = task_dir.join(name);
-        let path = dir.join("run-manifest.json");
-        // Only the head is deserialised; the roster and paths are skipped.
-        // Unreadable (missing, special, oversized) is not a run.
-        let Some(head) = fsread::read_no_follow(&path, fsread::Kind::Manifest)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<RunHead>(&bytes).ok())
+        // Unreadable (missing, special, oversized, not a manifest) is not a
+        // run; nor is one without a task type and a creation time.
+        let Ok(Record {
+            task_type: Some(task_type),
+            created_at: Some(created_at),
+            ..
+        }) = Record::load(&dir)
         else {
             continue;
         };
-        let Ok(task_type) = head.task_type.parse() else {
+        let Ok(task_type) = task_type.parse() else {
             continue;
         };
-        let written = fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let written = fs::metadata(RunLayout::of(&dir).run_manifest())
+            .and_then(|m| m.modified())
+            .ok();
         runs.push(RunRef {
             task_type,
-            created_at: head.created_at,
+            created_at,
             order: Order::Unlogged(written, dir.clone()),
             dir,
         });
@@ -112,14 +108,14 @@ pub fn latest(history: &[RunRef], wanted: impl Fn(TaskType) -> bool) -> Option<&
         .iter()
         .rev()
         .filter(|run| wanted(run.task_type))
-        .find(|run| run.dir.join("run-manifest.json").is_file())
+        .find(|run| RunLayout::of(&run.dir).run_manifest().is_file())
 }
 
 /// The task type the latest finished run in `history` recommends next, if
 /// any. A finished run is one with a `report/data.json`.
 pub fn next_phase(history: &[RunRef]) -> Result<Option<TaskType>> {
     for run in history.iter().rev() {
-        let data = run.dir.join("report").join("data.json");
+        let data = RunLayout::of(&run.dir).report_data();
         let bytes = match fsread::read(&data, fsread::Kind::Report) {
             Ok(bytes) => bytes,
             Err(err) if err.is_not_found() => continue,

@@ -20,13 +20,11 @@ use serde_json::Value;
 use crate::catalog::{Provider, Role, Runner};
 use crate::durable;
 use crate::ending::Ending;
+use crate::layout;
 use crate::schema;
 
 /// The team state's schema.
 const SCHEMA: &str = "team-state.schema.json";
-/// The lock every writer holds while it changes the team state.
-const LOCK_FILE: &str = ".team-state.lock";
-
 /// One attempt of one dispatch (`dispatches[]`), persisted before it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -261,7 +259,7 @@ fn worker_mut<'v>(
 /// Take the team state's lock (released when the guard drops).
 fn lock(path: &Path) -> Result<Flock<File>> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let lock_path = dir.join(LOCK_FILE);
+    let lock_path = dir.join(layout::TEAM_STATE_LOCK_NAME);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

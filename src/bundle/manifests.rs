@@ -1,6 +1,7 @@
 //! The three JSON files a render writes besides the prompts: the task
-//! manifest, the run manifest and the initial team state, built from the
-//! resolved settings and the render context (validated by the caller).
+//! manifest, the run manifest (spelt by `manifest::NewRunManifest`) and the
+//! initial team state, built from the resolved settings and the render
+//! context (validated by the caller).
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,8 @@ use serde_json::{Value, json};
 
 use super::{MANIFEST_VERSION, RenderContext, sha256_hex};
 use crate::assign::Assignment;
+use crate::layout::RunLayout;
+use crate::manifest::{NewAssignment, NewCritic, NewFinalReport, NewLead, NewRunManifest};
 use crate::settings::Settings;
 
 pub(super) fn task_manifest(
@@ -43,57 +46,66 @@ pub(super) fn task_manifest(
     })
 }
 
+/// The run manifest, as `manifest::NewRunManifest` spells it.
 pub(super) fn run_manifest(
     settings: &Settings,
     context: &RenderContext<'_>,
     roster: &[Assignment],
     prompt_hashes: &BTreeMap<String, String>,
+    provider_clis: &Value,
     created_at: &str,
-) -> Value {
-    let assignments: Vec<Value> = roster
+) -> serde_json::Result<Value> {
+    let relative = RunLayout::relative();
+    let assignments = roster
         .iter()
-        .map(|assignment| {
-            let mut value = serde_json::to_value(assignment).expect("assignments always serialize");
-            let relative = format!("prompts/{}.md", assignment.dispatch_name);
-            value["promptSha256"] = json!(prompt_hashes.get(&relative));
-            value
+        .map(|assignment| NewAssignment {
+            assignment,
+            prompt_sha256: prompt_hashes
+                .get(
+                    relative
+                        .prompt(&assignment.dispatch_name)
+                        .to_string_lossy()
+                        .as_ref(),
+                )
+                .map(String::as_str),
         })
         .collect();
-    json!({
-        "schemaVersion": MANIFEST_VERSION,
-        "okstraVersion": context.okstra.version,
-        "createdAt": created_at,
-        "runId": context.run.id,
-        "sequence": context.run.sequence,
-        "taskKey": context.task.key,
-        "taskType": settings.task_type,
-        "projectRoot": settings.project_root,
-        "runDir": context.run.dir,
-        "leadRuntime": settings.lead_runtime,
-        "lead": {
-            "provider": context.runtime.host_provider,
-            "model": settings.lead_model,
-            "roleLabel": context.runtime.capabilities.lead_role_label,
-            "capabilities": context.runtime.capabilities,
+    serde_json::to_value(NewRunManifest {
+        schema_version: MANIFEST_VERSION,
+        okstra_version: context.okstra.version,
+        created_at,
+        run_id: &context.run.id,
+        sequence: context.run.sequence,
+        task_key: &context.task.key,
+        task_type: settings.task_type,
+        project_root: &settings.project_root,
+        run_dir: &context.run.dir,
+        lead_runtime: settings.lead_runtime,
+        lead: NewLead {
+            provider: context.runtime.host_provider,
+            model: settings.lead_model.as_deref(),
+            role_label: context.runtime.capabilities.lead_role_label,
+            capabilities: &context.runtime.capabilities,
         },
-        "assignments": assignments,
-        "convergence": context.convergence,
-        "critic": context.critic.map(|critic| json!({
-            "provider": critic.provider,
-            "modelExecutionValue": critic.model_execution_value,
-        })),
-        "leadEventsPath": context.run.lead_events_path,
-        "taskManifestPath": context.run.task_manifest_path,
-        "teamStatePath": context.run.team_state_path,
-        "handoffPromptPath": context.run.handoff_path,
-        "instructionSet": context.run.instruction_set,
-        "finalReport": {
-            "schemaVersion": "2.0",
-            "dataPath": context.run.report_data_path,
-            "schemaPath": context.run.report_schema_path,
+        assignments,
+        convergence: context.convergence,
+        critic: context.critic.map(|critic| NewCritic {
+            provider: critic.provider,
+            model_execution_value: &critic.model_execution_value,
+        }),
+        lead_events_path: &context.run.lead_events_path,
+        task_manifest_path: &context.run.task_manifest_path,
+        team_state_path: &context.run.team_state_path,
+        handoff_prompt_path: &context.run.handoff_path,
+        instruction_set: &context.run.instruction_set,
+        final_report: NewFinalReport {
+            schema_version: "2.0",
+            data_path: &context.run.report_data_path,
+            schema_path: &context.run.report_schema_path,
         },
-        "continues": context.continuation.previous_run,
-        "promptSha256": prompt_hashes,
+        continues: context.continuation.previous_run.as_deref(),
+        prompt_sha256: prompt_hashes,
+        provider_clis,
     })
 }
 

@@ -21,10 +21,13 @@ use sha2::{Digest, Sha256};
 
 use crate::assign::{self, Assignment, DispatchPaths};
 use crate::catalog::{
-    CONVERGENCE_MAX_ROUNDS, Capabilities, Provider, Role, Runner, TaskType, WorkCategory,
+    CONVERGENCE_MAX_ROUNDS, Capabilities, DispatchKind, Provider, Role, Runner, TaskType,
+    WorkCategory,
 };
 use crate::doctor;
 use crate::durable;
+use crate::layout::{REPORT_SCHEMA_NAME, RunLayout};
+use crate::manifest::Convergence;
 use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
@@ -201,36 +204,27 @@ struct RuntimeView {
     interactive_binary: Option<&'static str>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Convergence {
-    enabled: bool,
-    adversarial: bool,
-    effective_max_rounds: u32,
-}
-
 /// Folders of a run (relative to it), created empty when nothing is rendered
 /// into them; `""` is the run folder itself.
-const STAGED_DIRS: &[&str] = &[
-    "",
-    "results",
-    "report",
-    "state",
-    "state/heartbeats",
-    "inputs",
-    "prompts",
-    "instruction-set",
-];
+fn staged_dirs() -> [PathBuf; 8] {
+    let layout = RunLayout::relative();
+    [
+        layout.dir().to_path_buf(),
+        layout.results_dir(),
+        layout.report_dir(),
+        layout.state_dir(),
+        layout.heartbeats_dir(),
+        layout.inputs_dir(),
+        layout.prompts_dir(),
+        layout.instruction_set_dir(),
+    ]
+}
 
 /// The schemas a lead or worker writes against, shipped in `instruction-set/`
 /// so the bundle is self-contained: (key in the run manifest's
 /// `instructionSet`, embedded schema, output file).
 const SHIPPED_SCHEMAS: &[(&str, &str, &str)] = &[
-    (
-        "finalReportSchema",
-        REPORT_SCHEMA,
-        "final-report-schema.json",
-    ),
+    ("finalReportSchema", REPORT_SCHEMA, REPORT_SCHEMA_NAME),
     (
         "teamStateSchema",
         TEAM_STATE_SCHEMA,
@@ -249,6 +243,12 @@ const SHIPPED_SCHEMAS: &[(&str, &str, &str)] = &[
 ];
 /// The ending → report status mapping, shipped as data beside the schemas.
 const ENDING_STATUS_FILE: &str = "ending-status.json";
+/// The task type's profile, rendered into `instruction-set/`.
+const PROFILE_FILE: &str = "profile.md";
+/// The lead runtime's adapter, rendered into `instruction-set/`.
+const ADAPTER_FILE: &str = "adapter.md";
+/// The implementation preflight, rendered into `instruction-set/`.
+const PREFLIGHT_FILE: &str = "coding-conventions-preflight.md";
 
 /// One rendered instruction-set document: (key, output file, template).
 const INSTRUCTION_SET: &[(&str, &str, &str)] = &[
@@ -342,15 +342,16 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
                 okstra_dir.display()
             )
         })?;
-    for dir in STAGED_DIRS.iter().filter(|dir| !dir.is_empty()) {
+    let staged_dirs = staged_dirs();
+    for dir in staged_dirs.iter().filter(|dir| !dir.as_os_str().is_empty()) {
         fs::create_dir_all(staging.path().join(dir))
-            .with_context(|| format!("cannot create `{dir}` in the staging folder"))?;
+            .with_context(|| format!("cannot create `{}` in the staging folder", dir.display()))?;
     }
     let staged: Vec<(PathBuf, &[u8])> = files
         .iter()
         .map(|(relative, bytes)| (staging.path().join(relative), bytes.as_slice()))
         .collect();
-    let dirs: Vec<PathBuf> = STAGED_DIRS
+    let dirs: Vec<PathBuf> = staged_dirs
         .iter()
         .map(|dir| staging.path().join(dir))
         .collect();
@@ -383,10 +384,11 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
         eprintln!("warning: {warning}");
     }
 
+    let layout = RunLayout::of(&run_dir);
     Ok(RunPaths {
-        handoff_prompt: run_dir.join("handoff.md"),
-        run_manifest: run_dir.join("run-manifest.json"),
-        task_manifest: run_dir.join("task-manifest.json"),
+        handoff_prompt: layout.handoff(),
+        run_manifest: layout.run_manifest(),
+        task_manifest: layout.task_manifest(),
         run_dir,
     })
 }
@@ -451,60 +453,59 @@ fn render_files(
     };
     let implementation = settings.task_type == TaskType::Implementation;
 
+    let layout = RunLayout::of(run_dir);
     let mut instruction_set: BTreeMap<&'static str, PathBuf> = INSTRUCTION_SET
         .iter()
-        .map(|(key, file, _)| (*key, run_dir.join("instruction-set").join(file)))
+        .map(|(key, file, _)| (*key, layout.instruction(file)))
         .collect();
-    instruction_set.insert("profile", run_dir.join("instruction-set/profile.md"));
-    instruction_set.insert("adapter", run_dir.join("instruction-set/adapter.md"));
+    instruction_set.insert("profile", layout.instruction(PROFILE_FILE));
+    instruction_set.insert("adapter", layout.instruction(ADAPTER_FILE));
     for (key, _, file) in SHIPPED_SCHEMAS {
-        instruction_set.insert(key, run_dir.join("instruction-set").join(file));
+        instruction_set.insert(key, layout.instruction(file));
     }
-    instruction_set.insert(
-        "endingStatus",
-        run_dir.join("instruction-set").join(ENDING_STATUS_FILE),
-    );
+    instruction_set.insert("endingStatus", layout.instruction(ENDING_STATUS_FILE));
     if implementation {
         instruction_set.insert(
             "codingConventionsPreflight",
-            run_dir.join("instruction-set/coding-conventions-preflight.md"),
+            layout.instruction(PREFLIGHT_FILE),
         );
     }
 
+    let relative = RunLayout::relative();
     let (kind, _, input_name) = match &settings.continuation {
         Continuation::None => ("none", None, None),
         Continuation::ClarificationResponse(path) => (
             "clarification-response",
             Some(path.clone()),
-            Some("inputs/clarification-response.md"),
+            Some(relative.clarification_response()),
         ),
         Continuation::ClarificationAnswers(_) => (
             "resume-clarification",
             None,
-            Some("inputs/clarification-response.md"),
+            Some(relative.clarification_response()),
         ),
         Continuation::ApprovedPlan(path) => (
             "approved-plan",
             Some(path.clone()),
-            Some("inputs/approved-plan.md"),
+            Some(relative.approved_plan()),
         ),
     };
-    let brief_copy = run_dir.join("inputs/task-brief.md");
+    let brief_copy = layout.task_brief();
     let run = RunView {
         id: run_id.to_owned(),
         sequence,
         dir: run_dir.to_path_buf(),
         project_root: settings.project_root.clone(),
-        handoff_path: run_dir.join("handoff.md"),
-        run_manifest_path: run_dir.join("run-manifest.json"),
-        task_manifest_path: run_dir.join("task-manifest.json"),
-        team_state_path: run_dir.join(format!("state/team-state-{run_id}.json")),
-        lead_events_path: run_dir.join("state/lead-events.jsonl"),
-        results_dir: run_dir.join("results"),
-        report_dir: run_dir.join("report"),
-        report_data_path: run_dir.join("report/data.json"),
-        report_schema_path: run_dir.join("instruction-set/final-report-schema.json"),
-        convergence_ledger_path: run_dir.join("state/convergence-ledger.json"),
+        handoff_path: layout.handoff(),
+        run_manifest_path: layout.run_manifest(),
+        task_manifest_path: layout.task_manifest(),
+        team_state_path: layout.team_state(run_id),
+        lead_events_path: layout.lead_events(),
+        results_dir: layout.results_dir(),
+        report_dir: layout.report_dir(),
+        report_data_path: layout.report_data(),
+        report_schema_path: layout.report_schema(),
+        convergence_ledger_path: layout.convergence_ledger(),
         instruction_set,
     };
     let capabilities = settings.lead_runtime.capabilities();
@@ -530,7 +531,7 @@ fn render_files(
         },
         continuation: ContinuationView {
             kind,
-            input_path: input_name.map(|name| run_dir.join(name)),
+            input_path: input_name.as_ref().map(|name| run_dir.join(name)),
             previous_run: settings.previous_run.clone(),
         },
         runtime: RuntimeView {
@@ -556,43 +557,39 @@ fn render_files(
     // worker's own fields in front of it (left-most keys win a merge).
     let base = minijinja::Value::from(Serde(&context));
     let mut files: Vec<RenderedFile> = Vec::new();
-    let mut text = |relative: &str, template_name: &str, context: minijinja::Value| -> Result<()> {
+    let mut text = |path: PathBuf, template_name: &str, context: minijinja::Value| -> Result<()> {
         let rendered = template::render(&env, template_name, context)?;
-        files.push((PathBuf::from(relative), rendered.into_bytes()));
+        files.push((path, rendered.into_bytes()));
         Ok(())
     };
     for (_, file, template_name) in INSTRUCTION_SET {
-        text(
-            &format!("instruction-set/{file}"),
-            template_name,
-            base.clone(),
-        )?;
+        text(relative.instruction(file), template_name, base.clone())?;
     }
     text(
-        "instruction-set/profile.md",
+        relative.instruction(PROFILE_FILE),
         &format!("prompts/profiles/{}.md.j2", settings.task_type),
         base.clone(),
     )?;
     text(
-        "instruction-set/adapter.md",
+        relative.instruction(ADAPTER_FILE),
         &format!("prompts/lead/adapters/{}.md.j2", settings.lead_runtime),
         base.clone(),
     )?;
     if implementation {
         text(
-            "instruction-set/coding-conventions-preflight.md",
+            relative.instruction(PREFLIGHT_FILE),
             "prompts/profiles/_coding-conventions-preflight.md.j2",
             base.clone(),
         )?;
     }
     for assignment in &roster {
         text(
-            &format!("prompts/{}.md", assignment.dispatch_name),
+            relative.prompt(&assignment.dispatch_name),
             "templates/worker-prompt.md.j2",
             minijinja::context! { assignment => Serde(assignment), ..base.clone() },
         )?;
     }
-    text("handoff.md", "templates/handoff.md.j2", base)?;
+    text(relative.handoff(), "templates/handoff.md.j2", base)?;
 
     // Hash every rendered prompt before the manifests that record the hashes.
     let prompt_hashes: BTreeMap<String, String> = files
@@ -602,7 +599,7 @@ fn render_files(
 
     for (_, schema_name, file) in SHIPPED_SCHEMAS {
         files.push((
-            PathBuf::from("instruction-set").join(file),
+            relative.instruction(file),
             schema::text(schema_name)?.as_bytes().to_vec(),
         ));
     }
@@ -611,47 +608,43 @@ fn render_files(
         "endings": ending_views(),
     }))?;
     ending_status.push(b'\n');
+    files.push((relative.instruction(ENDING_STATUS_FILE), ending_status));
     files.push((
-        PathBuf::from("instruction-set").join(ENDING_STATUS_FILE),
-        ending_status,
-    ));
-    files.push((
-        PathBuf::from("inputs/task-brief.md"),
+        relative.task_brief(),
         settings.brief_text.as_bytes().to_vec(),
     ));
     if let Some(name) = input_name {
-        files.push((
-            PathBuf::from(name),
-            continuation_bytes(&settings.continuation)?,
-        ));
+        files.push((name, continuation_bytes(&settings.continuation)?));
     }
-    files.push((PathBuf::from("state/lead-events.jsonl"), Vec::new()));
+    files.push((relative.lead_events(), Vec::new()));
 
     let task_manifest = task_manifest(settings, &context, created_at);
-    let mut run_manifest = run_manifest(settings, &context, &roster, &prompt_hashes, created_at);
-    run_manifest["providerClis"] = provider_clis.clone();
+    let run_manifest = run_manifest(
+        settings,
+        &context,
+        &roster,
+        &prompt_hashes,
+        provider_clis,
+        created_at,
+    )?;
     let team_state = team_state(settings, &context, &roster, created_at);
-    for (relative, value, schema_name) in [
+    for (path, value, schema_name) in [
         (
-            "task-manifest.json".to_owned(),
+            relative.task_manifest(),
             task_manifest,
             TASK_MANIFEST_SCHEMA,
         ),
-        (
-            "run-manifest.json".to_owned(),
-            run_manifest,
-            RUN_MANIFEST_SCHEMA,
-        ),
-        (
-            format!("state/team-state-{run_id}.json"),
-            team_state,
-            TEAM_STATE_SCHEMA,
-        ),
+        (relative.run_manifest(), run_manifest, RUN_MANIFEST_SCHEMA),
+        (relative.team_state(run_id), team_state, TEAM_STATE_SCHEMA),
     ] {
-        schema::check(schema_name, &value, &format!("the rendered `{relative}`"))?;
+        schema::check(
+            schema_name,
+            &value,
+            &format!("the rendered `{}`", path.display()),
+        )?;
         let mut bytes = serde_json::to_vec_pretty(&value)?;
         bytes.push(b'\n');
-        files.push((PathBuf::from(relative), bytes));
+        files.push((path, bytes));
     }
     Ok(files)
 }
@@ -666,28 +659,24 @@ fn reverify_dispatches(
     if !convergence.enabled {
         return Vec::new();
     }
-    let reviewers: Vec<&Assignment> = roster
-        .iter()
-        .filter(|a| matches!(a.role, Role::Analyser | Role::Verifier))
-        .collect();
+    let reviewers: Vec<&Assignment> = roster.iter().filter(|a| a.role.reviews()).collect();
     let mut dispatches = Vec::new();
     for round in 1..=convergence.effective_max_rounds {
         for assignment in &reviewers {
-            let dispatch_name = format!("{}-reverify-r{round}", assignment.dispatch_name);
+            let kind = DispatchKind::Reverify(round);
+            let dispatch_name = kind.dispatch_name(&assignment.dispatch_name);
             dispatches.push(ReverifyDispatch {
                 round,
                 worker_id: assignment.worker_id.clone(),
                 base_dispatch_name: assignment.dispatch_name.clone(),
-                dispatch_kind: format!("reverify-r{round}"),
+                dispatch_kind: kind.as_string(),
                 provider: assignment.provider,
                 model_execution_value: assignment.model_execution_value.clone(),
                 host_model: assignment.host_model.clone(),
                 runner: assignment.runner,
                 wrapper: assignment.wrapper.clone(),
                 paths: DispatchPaths::new(run_dir, &dispatch_name),
-                round_plan_path: run_dir
-                    .join("state")
-                    .join(format!("round-plan-r{round}.json")),
+                round_plan_path: RunLayout::of(run_dir).round_plan(round),
                 dispatch_name,
             });
         }

@@ -297,18 +297,6 @@ pub fn discard<T: Send + 'static>(value: T) {
     let _ = std::thread::Builder::new().spawn(move || drop(value));
 }
 
-/// Where a run keeps its ledger.
-pub fn ledger_path(run_dir: &Path) -> PathBuf {
-    run_dir.join("state").join("convergence-ledger.json")
-}
-
-/// Where a run keeps the plan of round `round`.
-pub fn plan_path(run_dir: &Path, round: u32) -> PathBuf {
-    run_dir
-        .join("state")
-        .join(format!("round-plan-r{round}.json"))
-}
-
 /// Read, schema-check and parse a ledger or plan; `Ok(None)` if absent.
 /// A FIFO, device or symlink in its place is refused, and it is cut at
 /// 64 MiB (which then fails to parse).

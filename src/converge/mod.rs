@@ -26,25 +26,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::{DispatchKind, Role};
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
+use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::items::{self, Item};
+use crate::layout::RunLayout;
 use crate::lifecycle::{Assignment, Run};
 
 pub use self::ledger::{FinalClass, Ledger, StopReason};
 pub use self::plan::PlanOptions;
 
 /// The run's convergence settings (run manifest `convergence`).
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Settings {
-    #[serde(default)]
-    pub enabled: bool,
-    #[serde(default)]
-    pub adversarial: bool,
-    #[serde(default)]
-    pub effective_max_rounds: u32,
-}
+pub use crate::manifest::Convergence as Settings;
 
 /// A run as convergence sees it: its roster of analysers, whether each
 /// completed, and the dispatch records of the team state.
@@ -64,16 +58,6 @@ pub struct Analyser {
     pub completed: Result<(), String>,
 }
 
-/// The manifest fields `lifecycle::Run` does not keep.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestExtra {
-    #[serde(default)]
-    convergence: Settings,
-    team_state_path: Option<String>,
-    task_manifest_path: Option<String>,
-}
-
 #[derive(Deserialize, Default)]
 struct TeamStateWire {
     #[serde(default)]
@@ -91,8 +75,6 @@ struct DispatchRecord {
     ending: Option<String>,
 }
 
-const COMPLETED: &str = "completed";
-
 impl RunInfo {
     /// Read the run manifest and team state of `run_dir`.
     pub fn load(run_dir: &Path) -> Result<RunInfo> {
@@ -100,23 +82,11 @@ impl RunInfo {
         let run_dir = &fs::canonicalize(run_dir)
             .with_context(|| format!("cannot find run folder `{}`", run_dir.display()))?;
         let run = Run::load(run_dir)?;
-        let manifest_path = run_dir.join("run-manifest.json");
-        let bytes = items::read_result(&manifest_path)
-            .with_context(|| format!("cannot read `{}`", manifest_path.display()))?;
-        let extra: ManifestExtra = serde_json::from_str(&bytes).with_context(|| {
-            format!(
-                "run manifest `{}` cannot be read as a run manifest",
-                manifest_path.display()
-            )
-        })?;
-        let team_state_path = extra.team_state_path.map_or_else(
-            || run_dir.join(format!("state/team-state-{}.json", run.run_id)),
-            |path| run.resolve(Path::new(&path)),
-        );
-        let task_manifest_path = extra.task_manifest_path.map_or_else(
-            || run_dir.join("task-manifest.json"),
-            |path| run.resolve(Path::new(&path)),
-        );
+        let team_state_path = run.team_state();
+        let task_manifest_path = run
+            .task_manifest_path
+            .clone()
+            .unwrap_or_else(|| RunLayout::of(run_dir).task_manifest());
         let dispatches = match items::read_result(&team_state_path) {
             Ok(text) => {
                 serde_json::from_str::<TeamStateWire>(&text)
@@ -135,7 +105,7 @@ impl RunInfo {
             }
         };
         let mut info = RunInfo {
-            settings: extra.convergence,
+            settings: run.convergence,
             task_manifest_path,
             analysers: Vec::new(),
             dispatches,
@@ -145,7 +115,7 @@ impl RunInfo {
             .run
             .assignments
             .iter()
-            .filter(|a| a.role == "analyser" || a.role == "verifier")
+            .filter(|a| a.role.parse::<Role>().is_ok_and(Role::reviews))
             .map(|a| Analyser {
                 completed: info.own_work(a),
                 assignment: a.clone(),
@@ -164,10 +134,12 @@ impl RunInfo {
     fn own_work(&self, assignment: &Assignment) -> Result<(), String> {
         let ended = self.latest_ending(|record| {
             record.dispatch_name.as_deref() == Some(&assignment.dispatch_name)
-                && matches!(record.dispatch_kind.as_deref(), Some("initial" | "retry"))
+                && record.dispatch_kind.as_deref().is_some_and(|kind| {
+                    DispatchKind::parse(kind).is_ok_and(DispatchKind::is_own_work)
+                })
         });
         if let Some(ending) = ended
-            && ending != COMPLETED
+            && ending != Ending::Completed.as_str()
         {
             return Err(ending.to_owned());
         }
@@ -175,7 +147,7 @@ impl RunInfo {
             // A Result Path outside the run folder is never read: a
             // manifest may be hostile, and workers write only inside it.
             Some(path) if path.starts_with(&self.run.dir) && has_content(path) => Ok(()),
-            _ => Err("empty-output".to_owned()),
+            _ => Err(Ending::EmptyOutput.as_str().to_owned()),
         }
     }
 
@@ -200,7 +172,7 @@ impl RunInfo {
     /// How a reviewer's reverify attempt ended, when it ended other than
     /// `completed`: `(round, ending)` of its latest failed round.
     fn reverify_failure(&self, assignment: &Assignment) -> Option<(u32, String)> {
-        let prefix = format!("{}-reverify-r", assignment.dispatch_name);
+        let prefix = DispatchKind::reverify_prefix(&assignment.dispatch_name);
         let record = self.dispatches.iter().rev().find(|record| {
             record.ending.is_some()
                 && record
@@ -209,7 +181,7 @@ impl RunInfo {
                     .is_some_and(|name| name.starts_with(&prefix))
         })?;
         let ending = record.ending.as_deref()?;
-        if ending == COMPLETED {
+        if ending == Ending::Completed.as_str() {
             return None;
         }
         let round = record
@@ -366,7 +338,7 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
 /// without a ledger gets one (every item `worker-unique`).
 pub fn classify(run_dir: &Path) -> Result<Classified> {
     let info = RunInfo::load(run_dir)?;
-    let path = ledger::ledger_path(info.dir());
+    let path = RunLayout::of(info.dir()).convergence_ledger();
     let mut ledger = match ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? {
         Some(ledger) => ledger,
         None => fresh_ledger(&info)?,
@@ -485,7 +457,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
             }
             out.flush().context("cannot write to stdout")?;
             drop(out);
-            let path = ledger::plan_path(&plan_args.run_dir, plan.round);
+            let path = RunLayout::of(&plan_args.run_dir).round_plan(plan.round);
             match plan.stopped_because {
                 Some(reason) => eprintln!(
                     "okstra: round {} does not run ({}); wrote `{}`",

@@ -18,8 +18,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::assign::DispatchPaths;
+use crate::catalog::{DispatchKind, Role};
 use crate::durable;
 use crate::items::{self, Evidence};
+use crate::layout::RunLayout;
 use crate::template;
 
 use super::ledger::{
@@ -43,7 +45,7 @@ const SEED_MASK: u64 = (1 << 53) - 1;
 pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     let info = RunInfo::load(run_dir)?;
     check_round(&info, round)?;
-    let ledger_path = ledger::ledger_path(info.dir());
+    let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
     let ledger: Option<Ledger> = ledger::read(&ledger_path, ledger::LEDGER_SCHEMA)?;
     let recorded = ledger.as_ref().map_or(0, |l| l.rounds_run);
     if recorded + 1 != round {
@@ -147,7 +149,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         Vec::new()
     };
     // Prompts first, the plan that hashes them last, in one durable batch.
-    let plan_path = ledger::plan_path(info.dir(), round);
+    let plan_path = RunLayout::of(info.dir()).round_plan(round);
     let plan_bytes = ledger::to_bytes(&plan_path, ledger::PLAN_SCHEMA, &plan)?;
     let mut files: Vec<(PathBuf, &[u8])> = prompts
         .iter()
@@ -287,7 +289,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         .as_ref()
         .and_then(|b| b.copy.as_deref())
         .map_or_else(
-            || info.dir().join("inputs/task-brief.md"),
+            || RunLayout::of(info.dir()).task_brief(),
             |copy| info.run.resolve(Path::new(copy)),
         );
     let brief_text = items::read_result(&brief_path)
@@ -309,7 +311,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         .run
         .assignments
         .iter()
-        .find(|a| a.role == "executor")
+        .find(|a| a.role == Role::Executor.as_str())
         .map(|a| serde_json::json!({ "resultPath": a.result_path }));
     let base = serde_json::json!({
         "task": {
@@ -351,7 +353,8 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         if plan.blind {
             shuffle(&mut batch, splitmix(plan.seed ^ fnv1a(worker)));
         }
-        let dispatch_name = format!("{}-reverify-r{round}", analyser.assignment.dispatch_name);
+        let kind = DispatchKind::Reverify(round);
+        let dispatch_name = kind.dispatch_name(&analyser.assignment.dispatch_name);
         let paths = DispatchPaths::new(info.dir(), &dispatch_name);
         let labels: Vec<Label> = batch
             .iter()
@@ -395,7 +398,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             provider: analyser.assignment.provider.clone(),
             model: analyser.assignment.model.clone(),
             runner: analyser.assignment.runner.clone(),
-            dispatch_kind: format!("reverify-r{round}"),
+            dispatch_kind: kind.as_string(),
             prompt_sha256: sha256_hex(prompt.as_bytes()),
             prompt_path: paths.prompt_path.clone(),
             result_path: paths.result_path,

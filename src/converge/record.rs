@@ -18,12 +18,15 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::assign::DispatchPaths;
+use crate::catalog::DispatchKind;
+use crate::ending::Ending;
 use crate::items;
+use crate::layout::RunLayout;
 
 use super::ledger::{
     self, Ledger, LedgerItem, NoAnswer, Plan, Sent, StopReason, Unavailable, Verdict, VerdictEntry,
 };
-use super::{COMPLETED, RunInfo, apply_rules, check_round, has_content, note_unavailable};
+use super::{RunInfo, apply_rules, check_round, has_content, note_unavailable};
 
 /// The result block markers a read-only CLI prints its result in.
 const RESULT_BEGIN: &str = "=== OKSTRA RESULT BEGIN ===";
@@ -87,7 +90,7 @@ struct Row {
 pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
     let info = RunInfo::load(run_dir)?;
     check_round(&info, round)?;
-    let plan_path = ledger::plan_path(info.dir(), round);
+    let plan_path = RunLayout::of(info.dir()).round_plan(round);
     let Some(plan) = ledger::read::<Plan>(&plan_path, ledger::PLAN_SCHEMA)? else {
         bail!(
             "round `{round}` has no plan `{}`; run `okstra converge plan {} --round {round}` first",
@@ -95,7 +98,7 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
             run_dir.display()
         );
     };
-    let ledger_path = ledger::ledger_path(info.dir());
+    let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
     let mut ledger =
         ledger::read::<Ledger>(&ledger_path, ledger::LEDGER_SCHEMA)?.unwrap_or_else(|| Ledger {
             schema_version: ledger::FORMAT_VERSION,
@@ -163,7 +166,8 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
                 reviewer.worker_id
             );
         };
-        let dispatch_name = format!("{}-reverify-r{round}", analyser.assignment.dispatch_name);
+        let dispatch_name =
+            DispatchKind::Reverify(round).dispatch_name(&analyser.assignment.dispatch_name);
         if reviewer.dispatch_name != dispatch_name {
             bail!(
                 "round plan `{}` gives reviewer `{}` the dispatch name `{}`; this run expects `{dispatch_name}`",
@@ -176,8 +180,8 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         let attempt = info.latest_attempt(&dispatch_name);
         let ending = attempt.and_then(|record| record.ending.as_deref());
         let failed = match ending {
-            Some(ending) if ending != COMPLETED => Some(ending.to_owned()),
-            _ if !has_content(&result_path) => Some("empty-output".to_owned()),
+            Some(ending) if ending != Ending::Completed.as_str() => Some(ending.to_owned()),
+            _ if !has_content(&result_path) => Some(Ending::EmptyOutput.as_str().to_owned()),
             _ => None,
         };
         if let Some(terminal_status) = failed {

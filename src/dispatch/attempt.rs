@@ -9,8 +9,8 @@ use anyhow::Result;
 use sha2::{Digest, Sha256};
 
 use crate::ending::Ending;
+use crate::layout::{self, RunLayout};
 use crate::lifecycle::sidecar;
-use crate::provider_exec::status as exec_status;
 use crate::team_state::{self, Change, DispatchRecord};
 
 use super::classify::{self, Evidence};
@@ -20,7 +20,7 @@ use super::select::Planned;
 /// The record of `planned`, before it starts (`started_at: None` while a
 /// gate holds it back).
 pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecord {
-    let (sidecar, log) = exec_status::attempt_paths(&planned.paths.prompt_path, planned.attempt);
+    let (sidecar, log) = layout::attempt_files(&planned.paths.prompt_path, planned.attempt);
     DispatchRecord {
         dispatch_name: planned.dispatch_name.clone(),
         dispatch_kind: planned.kind.clone(),
@@ -86,12 +86,12 @@ pub fn finish(
     let sidecar_path = record
         .sidecar_path
         .clone()
-        .unwrap_or_else(|| exec_status::attempt_paths(&record.prompt_path, record.attempt).0);
+        .unwrap_or_else(|| layout::attempt_files(&record.prompt_path, record.attempt).0);
     let found = sidecar::read(&sidecar_path).ok().flatten();
     let log_path = record
         .log_path
         .clone()
-        .unwrap_or_else(|| exec_status::attempt_paths(&record.prompt_path, record.attempt).1);
+        .unwrap_or_else(|| layout::attempt_files(&record.prompt_path, record.attempt).1);
     let transcript = recover::read_log(provider, &log_path);
     let started = record
         .started_at
@@ -183,5 +183,5 @@ pub fn prompt_sha256(prompt: &Path) -> Option<String> {
 
 /// The file `okstra dispatch --detach` writes its progress to.
 pub fn detach_log(run_dir: &Path) -> PathBuf {
-    run_dir.join("state").join("dispatch.log")
+    RunLayout::of(run_dir).dispatch_log()
 }

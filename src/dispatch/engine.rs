@@ -30,7 +30,7 @@ use super::attempt::{self, Ended, Outcome};
 use super::classify::QUICK_CRASH_SECS;
 use super::gate::Gates;
 use super::isolate;
-use super::select::Planned;
+use super::select::{Kind, Planned};
 use super::view::View;
 
 /// Everything the loop needs.
@@ -422,7 +422,7 @@ impl Engine {
             Duration::ZERO
         };
         let mut retry = planned.clone();
-        retry.kind = "retry".into();
+        retry.kind = Kind::Retry.as_string();
         retry.attempt = planned.attempt + 1;
         Ok(Some(Queued {
             planned: retry,

@@ -309,7 +309,7 @@ pub fn repair_of(
     Ok(Planned {
         dispatch_name: assignment.dispatch_name.clone(),
         assignment_name: assignment.dispatch_name.clone(),
-        kind: "retry".into(),
+        kind: Kind::Retry.as_string(),
         attempt,
         worker_id: assignment.worker_id.clone(),
         role: assignment.role,

@@ -10,7 +10,7 @@
 //! worker's one retry on its last failed attempt. `reverify-r<N>` takes the
 //! reviewers of `state/round-plan-r<N>.json`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -18,46 +18,12 @@ use serde::Deserialize;
 use crate::assign::{Assignment, DispatchPaths};
 use crate::catalog::{Provider, Role, Runner};
 use crate::ending::Ending;
+use crate::layout::RunLayout;
 use crate::manifest::RunManifest;
 use crate::team_state::TeamState;
 
-/// `--kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Initial,
-    Critic,
-    Retry,
-    Reverify(u32),
-}
-
-impl Kind {
-    pub fn parse(text: &str) -> Result<Kind, String> {
-        match text {
-            "initial" => Ok(Kind::Initial),
-            "critic" => Ok(Kind::Critic),
-            "retry" => Ok(Kind::Retry),
-            _ => text
-                .strip_prefix("reverify-r")
-                .and_then(|n| n.parse::<u32>().ok())
-                .filter(|n| *n >= 1 && !text.ends_with("r0"))
-                .map(Kind::Reverify)
-                .ok_or_else(|| {
-                    format!(
-                        "invalid kind `{text}`: expected initial, critic, retry or reverify-r<N>"
-                    )
-                }),
-        }
-    }
-
-    pub fn as_string(self) -> String {
-        match self {
-            Kind::Initial => "initial".into(),
-            Kind::Critic => "critic".into(),
-            Kind::Retry => "retry".into(),
-            Kind::Reverify(round) => format!("reverify-r{round}"),
-        }
-    }
-}
+/// `--kind`: the catalog's dispatch kinds.
+pub use crate::catalog::DispatchKind as Kind;
 
 /// One dispatch to start: who, with what, and where its files go.
 #[derive(Debug, Clone)]
@@ -115,14 +81,14 @@ pub fn select(
         Kind::Initial => initial(manifest, state, workers)
             .into_iter()
             .filter(|a| named(a))
-            .map(|a| from_assignment(a, "initial", 1))
+            .map(|a| from_assignment(a, Kind::Initial, 1))
             .collect(),
         Kind::Critic => manifest
             .assignments
             .iter()
             .filter(|a| a.role == Role::Critic && named(a))
             .filter(|a| state.latest(&a.dispatch_name).is_none())
-            .map(|a| from_assignment(a, "critic", 1))
+            .map(|a| from_assignment(a, Kind::Critic, 1))
             .collect(),
         Kind::Retry => {
             let Some(retried) = workers else {
@@ -186,11 +152,11 @@ fn initial<'m>(
     phase
 }
 
-fn from_assignment(a: &Assignment, kind: &str, attempt: u32) -> Planned {
+fn from_assignment(a: &Assignment, kind: Kind, attempt: u32) -> Planned {
     Planned {
         dispatch_name: a.dispatch_name.clone(),
         assignment_name: a.dispatch_name.clone(),
-        kind: kind.to_owned(),
+        kind: kind.as_string(),
         attempt,
         worker_id: a.worker_id.clone(),
         role: a.role,
@@ -234,7 +200,7 @@ fn retry_of(assignment: &Assignment, state: &TeamState) -> Result<Planned, Strin
     Ok(Planned {
         dispatch_name: last.dispatch_name.clone(),
         assignment_name: assignment.dispatch_name.clone(),
-        kind: "retry".into(),
+        kind: Kind::Retry.as_string(),
         attempt: last.attempt + 1,
         worker_id: assignment.worker_id.clone(),
         role: assignment.role,
@@ -272,16 +238,9 @@ struct RoundPlan {
     reviewers: Vec<Reviewer>,
 }
 
-/// The path of round `round`'s plan.
-pub fn round_plan_path(run_dir: &Path, round: u32) -> PathBuf {
-    run_dir
-        .join("state")
-        .join(format!("round-plan-r{round}.json"))
-}
-
 /// The reviewers of round `round` not yet dispatched.
 fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec<Planned>> {
-    let plan_path = round_plan_path(&manifest.run_dir, round);
+    let plan_path = RunLayout::of(&manifest.run_dir).round_plan(round);
     let path = &plan_path;
     let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Manifest).with_context(|| {
         format!(
@@ -313,7 +272,7 @@ fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec
             crate::confine::inside(path, &manifest.run_dir, what)
                 .with_context(|| format!("the round plan `{}` is not usable", plan_path.display()))
         };
-        let mut next = from_assignment(assignment, &format!("reverify-r{round}"), 1);
+        let mut next = from_assignment(assignment, Kind::Reverify(round), 1);
         next.dispatch_name = reviewer.dispatch_name;
         next.prompt_sha256 = reviewer.prompt_sha256;
         next.paths = DispatchPaths {

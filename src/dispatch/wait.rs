@@ -111,7 +111,7 @@ fn same_kind(kind: Kind, dispatch_kind: &str, dispatch_name: &str, all: &[Dispat
     if dispatch_kind == wanted {
         return true;
     }
-    dispatch_kind == "retry"
+    dispatch_kind == Kind::Retry.as_string()
         && all.iter().any(|r| {
             r.dispatch_name == dispatch_name && r.attempt == 1 && r.dispatch_kind == wanted
         })

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::catalog::DispatchKind;
 use crate::team_state::DispatchRecord;
 
 /// One dispatch record's row: every attempt okstra dispatch made, initial,
@@ -52,11 +53,8 @@ pub fn dispatch_rows(records: &[DispatchRecord]) -> (Vec<DispatchRow>, BTreeMap<
                 (None, None) => "held".to_owned(),
                 (None, Some(_)) => "running".to_owned(),
             };
-            let kind = if r.dispatch_kind == "retry" {
-                r.dispatch_name.rsplit_once("-reverify-").map_or_else(
-                    || "initial".to_owned(),
-                    |(_, round)| format!("reverify-{round}"),
-                )
+            let kind = if r.dispatch_kind == DispatchKind::Retry.as_string() {
+                DispatchKind::retried(&r.dispatch_name)
             } else {
                 r.dispatch_kind.clone()
             };

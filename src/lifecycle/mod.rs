@@ -2,7 +2,7 @@
 //! status board (`okstra status`), the reaper (`okstra reap`).
 //!
 //! Everything here *reads* what others own: the run manifest (written by the
-//! bundle), status sidecars (written by provider-exec, read defensively since
+//! bundle, read through `manifest::Record`), status sidecars (written by provider-exec, read defensively since
 //! it may be older or newer than us), heartbeat files and Result Paths
 //! (written by workers). The only files written here are the lead events log
 //! (appended under a lock) and, by `reap --execute`, the sidecars of wrappers
@@ -26,38 +26,18 @@ mod status;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use crate::layout::RunLayout;
+use crate::manifest::{Convergence, Record, RecordAssignment};
 
 pub use event::{append as append_event, event_command, progress_line};
 pub use reap::reap_command;
 pub use status::status_command;
 
-/// Why a run folder could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("`{}` is not an okstra run folder: cannot read `run-manifest.json`", .dir.display())]
-    NotARun {
-        dir: PathBuf,
-        #[source]
-        source: crate::fsread::Error,
-    },
-    #[error("run manifest `{}` is refused", .path.display())]
-    Outside {
-        path: PathBuf,
-        #[source]
-        source: crate::confine::Error,
-    },
-    #[error("run manifest `{}` cannot be read as a run manifest", .path.display())]
-    Json {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("run manifest `{}` has no `{field}`", .path.display())]
-    Missing { path: PathBuf, field: &'static str },
-}
+/// Why a run folder could not be read: the run manifest's own errors.
+pub use crate::manifest::Error;
 
-/// The parts of a run manifest the lifecycle commands use.
+/// The run manifest as the lifecycle commands see it: a view over
+/// `manifest::Record`, its paths re-rooted and confined to the run.
 #[derive(Debug, Clone)]
 #[expect(
     clippy::struct_field_names,
@@ -73,6 +53,14 @@ pub struct Run {
     pub lead_events_path: PathBuf,
     /// The team state, whose dispatch records `okstra dispatch` keeps.
     pub team_state_path: Option<PathBuf>,
+    /// The task manifest, re-rooted (not confined: it is only read).
+    pub task_manifest_path: Option<PathBuf>,
+    /// The project root as recorded.
+    pub project_root: Option<PathBuf>,
+    /// The lead runtime as recorded.
+    pub lead_runtime: Option<String>,
+    /// The convergence settings (all off when not recorded).
+    pub convergence: Convergence,
     pub assignments: Vec<Assignment>,
 }
 
@@ -102,29 +90,25 @@ impl Run {
         )
     }
 
+    /// The team state: as recorded, else where the layout puts it.
+    pub fn team_state(&self) -> PathBuf {
+        self.team_state_path
+            .clone()
+            .unwrap_or_else(|| RunLayout::of(&self.dir).team_state(&self.run_id))
+    }
+
     /// Read `<dir>/run-manifest.json`.
     pub fn load(dir: &Path) -> Result<Run, Error> {
-        let path = dir.join("run-manifest.json");
-        let bytes = crate::fsread::read_no_follow(&path, crate::fsread::Kind::Manifest).map_err(
-            |source| Error::NotARun {
-                dir: dir.to_path_buf(),
-                source,
-            },
-        )?;
-        Run::parse(dir, &bytes)
+        Run::parse(dir, &crate::manifest::read(dir)?)
     }
 
     /// A run manifest's bytes, for the run in `dir`.
     pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
-        let path = dir.join("run-manifest.json");
-        // Typed, not a `Value`: only these fields are kept, the rest of the
-        // manifest is skipped without being allocated (a project board
-        // reads a thousand of them).
-        let manifest: ManifestWire =
-            serde_json::from_slice(bytes).map_err(|source| Error::Json {
-                path: path.clone(),
-                source,
-            })?;
+        let path = RunLayout::of(dir).run_manifest();
+        // Typed, not a `Value`: only the record's fields are kept, the rest
+        // of the manifest is skipped without being allocated (a project
+        // board reads a thousand of them).
+        let manifest = Record::parse(dir, bytes)?;
         let run_id = manifest.run_id.ok_or_else(|| Error::Missing {
             path: path.clone(),
             field: "runId",
@@ -144,7 +128,7 @@ impl Run {
             })
         };
         let lead_events_path = manifest.lead_events_path.map_or_else(
-            || dir.join("state/lead-events.jsonl"),
+            || RunLayout::of(dir).lead_events(),
             |recorded| resolve(recorded, "`leadEventsPath`"),
         );
         let assignments = manifest
@@ -154,7 +138,7 @@ impl Run {
                 field: "assignments",
             })?
             .into_iter()
-            .filter_map(|a| a.into_assignment(&resolve))
+            .filter_map(|a| assignment(a, &resolve))
             .collect();
         let team_state_path = manifest
             .team_state_path
@@ -162,6 +146,9 @@ impl Run {
         if let Some(source) = outside.into_inner() {
             return Err(Error::Outside { path, source });
         }
+        let task_manifest_path = manifest.task_manifest_path.map(|recorded| {
+            crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir)
+        });
         Ok(Run {
             dir: dir.to_path_buf(),
             recorded_dir,
@@ -170,57 +157,33 @@ impl Run {
             task_type: manifest.task_type.unwrap_or_default(),
             lead_events_path,
             team_state_path,
+            task_manifest_path,
+            project_root: manifest.project_root.map(PathBuf::from),
+            lead_runtime: manifest.lead_runtime,
+            convergence: manifest.convergence.unwrap_or_default(),
             assignments,
         })
     }
 }
 
-/// The run manifest fields read here, as they are on disk.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestWire {
-    run_id: Option<String>,
-    run_dir: Option<String>,
-    task_key: Option<String>,
-    task_type: Option<String>,
-    lead_events_path: Option<String>,
-    team_state_path: Option<String>,
-    assignments: Option<Vec<AssignmentWire>>,
-}
-
-/// One assignment as it is on disk.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AssignmentWire {
-    dispatch_name: Option<String>,
-    worker_id: Option<String>,
-    role: Option<String>,
-    provider: Option<String>,
-    model_execution_value: Option<String>,
-    runner: Option<String>,
-    prompt_path: Option<String>,
-    result_path: Option<String>,
-    worker_results_path: Option<String>,
-    heartbeat_path: Option<String>,
-}
-
-impl AssignmentWire {
-    /// An assignment without a dispatch name or prompt path cannot be shown.
-    fn into_assignment(self, resolve: &impl Fn(String, &str) -> PathBuf) -> Option<Assignment> {
-        let path = |p: Option<String>, what: &str| p.map(|p| resolve(p, what));
-        Some(Assignment {
-            dispatch_name: self.dispatch_name?,
-            worker_id: self.worker_id.unwrap_or_default(),
-            role: self.role.unwrap_or_default(),
-            provider: self.provider.unwrap_or_default(),
-            model: self.model_execution_value.unwrap_or_default(),
-            runner: self.runner.unwrap_or_default(),
-            prompt_path: path(self.prompt_path, "`promptPath`")?,
-            result_path: path(self.result_path, "`resultPath`"),
-            worker_results_path: path(self.worker_results_path, "`workerResultsPath`"),
-            heartbeat_path: path(self.heartbeat_path, "`heartbeatPath`"),
-        })
-    }
+/// An assignment without a dispatch name or prompt path cannot be shown.
+fn assignment(
+    record: RecordAssignment,
+    resolve: &impl Fn(String, &str) -> PathBuf,
+) -> Option<Assignment> {
+    let path = |p: Option<String>, what: &str| p.map(|p| resolve(p, what));
+    Some(Assignment {
+        dispatch_name: record.dispatch_name?,
+        worker_id: record.worker_id.unwrap_or_default(),
+        role: record.role.unwrap_or_default(),
+        provider: record.provider.unwrap_or_default(),
+        model: record.model_execution_value.unwrap_or_default(),
+        runner: record.runner.unwrap_or_default(),
+        prompt_path: path(record.prompt_path, "`promptPath`")?,
+        result_path: path(record.result_path, "`resultPath`"),
+        worker_results_path: path(record.worker_results_path, "`workerResultsPath`"),
+        heartbeat_path: path(record.heartbeat_path, "`heartbeatPath`"),
+    })
 }
 
 /// Every candidate run folder under `<project_root>/.okstra/tasks/<p>/<g>/<t>/`,

@@ -153,9 +153,10 @@ fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
             if kind.is_dir() {
                 stack.push(path);
             } else if kind.is_file()
-                && entry.file_name().to_str().is_some_and(|name| {
-                    name.ends_with(crate::provider_exec::status::SIDECAR_SUFFIX)
-                })
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(crate::layout::is_sidecar_name)
             {
                 found.push(path);
             }

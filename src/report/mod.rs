@@ -32,19 +32,15 @@ use crate::cli::{ReportArgs, ValidateArgs};
 use crate::converge;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
+use crate::layout::{
+    REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, RUN_MANIFEST, RunLayout,
+};
+use crate::manifest::Record;
 use crate::run_paths;
 use crate::schema;
 use crate::{confine, fsread};
 
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
-
-/// The run manifest's file name inside a run folder.
-const RUN_MANIFEST: &str = "run-manifest.json";
-/// Where a run keeps its report, relative to the run folder.
-const DEFAULT_DATA_PATH: &str = "report/data.json";
-/// Derived file names, written beside data.json unless `--out-dir` is given.
-const MARKDOWN_NAME: &str = "final-report.md";
-const HTML_NAME: &str = "final-report.html";
 
 /// A report read from disk with whatever its run manifest tells us.
 struct Loaded {
@@ -179,8 +175,8 @@ fn write_outputs(loaded: Loaded, out_dir: Option<&Path>) -> Result<(PathBuf, Pat
     };
     fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
-    let markdown_path = out_dir.join(MARKDOWN_NAME);
-    let html_path = out_dir.join(HTML_NAME);
+    let markdown_path = out_dir.join(REPORT_MARKDOWN_NAME);
+    let html_path = out_dir.join(REPORT_HTML_NAME);
     write_atomic_public(&markdown_path, markdown::render(&report).as_bytes())
         .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
     write_atomic_public(&html_path, html::render(&report).as_bytes())
@@ -246,18 +242,17 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
 /// with `index_results`, start indexing the worker results right away.
 fn load(target: &Path, index_results: bool) -> Result<Loaded> {
     let (data_path, run) = if target.is_dir() {
-        let manifest = target.join(RUN_MANIFEST);
-        if manifest.is_file() {
-            let (data_path, run) = read_manifest(&manifest, target)?;
+        if RunLayout::of(target).run_manifest().is_file() {
+            let (data_path, run) = read_manifest(target)?;
             (data_path, Some(run))
-        } else if target.join("data.json").exists() {
-            let data_path = target.join("data.json");
+        } else if target.join(REPORT_DATA_NAME).exists() {
+            let data_path = target.join(REPORT_DATA_NAME);
             let run = find_run(&data_path)?;
             (data_path, run)
         } else {
             bail!(
                 "`{}` is neither a run folder (no `{RUN_MANIFEST}`) nor a report folder (no \
-                 `data.json`)",
+                 `{REPORT_DATA_NAME}`)",
                 target.display()
             );
         }
@@ -303,9 +298,8 @@ fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
     let absolute = fs::canonicalize(data_path)
         .with_context(|| format!("cannot resolve `{}`", data_path.display()))?;
     for dir in absolute.ancestors().skip(1) {
-        let manifest = dir.join(RUN_MANIFEST);
-        if manifest.is_file() {
-            let (_, run) = read_manifest(&manifest, dir)?;
+        if RunLayout::of(dir).run_manifest().is_file() {
+            let (_, run) = read_manifest(dir)?;
             return Ok(Some(run));
         }
     }
@@ -313,15 +307,10 @@ fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
 }
 
 /// Read the parts of a run manifest the report checks need.
-fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
-    let bytes = fsread::read_no_follow(path, fsread::Kind::Manifest)
-        .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
-    let manifest: Value = serde_json::from_slice(&bytes)
-        .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
-    let recorded_root = manifest
-        .get("runDir")
-        .and_then(Value::as_str)
-        .map(Path::new);
+fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
+    let manifest = Record::load(run_dir)?;
+    let path = RunLayout::of(run_dir).run_manifest();
+    let recorded_root = manifest.run_dir.as_deref().map(Path::new);
     // Re-rooted, then confined to the run: a crafted manifest steers no
     // read (a worker result) or write (the rendered report) out of it.
     let resolve = |recorded: &str, what: &str| -> Result<PathBuf> {
@@ -329,7 +318,7 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         confine::inside_no_links(&resolved, run_dir, what)
             .with_context(|| format!("run manifest `{}` is refused", path.display()))
     };
-    let Some(assignments) = manifest.get("assignments").and_then(Value::as_array) else {
+    let Some(assignments) = &manifest.assignments else {
         bail!(
             "run manifest `{}` has no `assignments` list",
             path.display()
@@ -337,53 +326,36 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
     };
     let mut roster = Vec::with_capacity(assignments.len());
     for (index, assignment) in assignments.iter().enumerate() {
-        let field = |name: &str| {
-            assignment
-                .get(name)
-                .and_then(Value::as_str)
-                .with_context(|| {
-                    format!(
-                        "run manifest `{}`: `assignments[{index}].{name}` is missing",
-                        path.display()
-                    )
-                })
+        let field = |value: &Option<String>, name: &str| {
+            value.clone().with_context(|| {
+                format!(
+                    "run manifest `{}`: `assignments[{index}].{name}` is missing",
+                    path.display()
+                )
+            })
         };
         roster.push(Rostered {
-            worker_id: field("workerId")?.to_owned(),
-            role: field("role")?.to_owned(),
-            provider: field("provider")?.to_owned(),
+            worker_id: field(&assignment.worker_id, "workerId")?,
+            role: field(&assignment.role, "role")?,
+            provider: field(&assignment.provider, "provider")?,
             result_path: resolve(
-                field("resultPath")?,
+                &field(&assignment.result_path, "resultPath")?,
                 &format!("`assignments[{index}].resultPath`"),
             )?,
         });
     }
-    let data_path = manifest
-        .pointer("/finalReport/dataPath")
-        .and_then(Value::as_str)
-        .map_or_else(
-            || Ok(run_dir.join(DEFAULT_DATA_PATH)),
-            |recorded| resolve(recorded, "`finalReport.dataPath`"),
-        )?;
+    let final_report = manifest.final_report.unwrap_or_default();
+    let data_path = final_report.data_path.map_or_else(
+        || Ok(RunLayout::of(run_dir).report_data()),
+        |recorded| resolve(&recorded, "`finalReport.dataPath`"),
+    )?;
     let run = RunFacts {
         run_dir: run_dir.to_path_buf(),
         roster,
-        task_type: manifest
-            .get("taskType")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        schema_version: manifest
-            .pointer("/finalReport/schemaVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        run_id: manifest
-            .get("runId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        task_key: manifest
-            .get("taskKey")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        task_type: manifest.task_type,
+        schema_version: final_report.schema_version,
+        run_id: manifest.run_id,
+        task_key: manifest.task_key,
         ledger: read_ledger(run_dir),
     };
     Ok((data_path, run))
@@ -391,7 +363,7 @@ fn read_manifest(path: &Path, run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
 
 /// The convergence ledger's final classes, when the run has a ledger.
 fn read_ledger(run_dir: &Path) -> Option<Result<validate::LedgerClasses, String>> {
-    let path = converge::ledger::ledger_path(run_dir);
+    let path = RunLayout::of(run_dir).convergence_ledger();
     match converge::ledger::read::<converge::Ledger>(&path, converge::ledger::LEDGER_SCHEMA) {
         Ok(None) => None,
         Ok(Some(ledger)) => Some(Ok(validate::LedgerClasses {

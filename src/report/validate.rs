@@ -13,6 +13,7 @@ use std::thread::{self, JoinHandle};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::catalog::Role;
 use crate::converge::FinalClass;
 use crate::fsread;
 use crate::items;
@@ -99,7 +100,9 @@ impl RunFacts {
     /// The workers the report must account for: everyone but the report
     /// writer, which authors the report rather than contributing to it.
     fn contributors(&self) -> impl Iterator<Item = &Rostered> {
-        self.roster.iter().filter(|w| w.role != "report-writer")
+        self.roster
+            .iter()
+            .filter(|w| w.role != Role::ReportWriter.as_str())
     }
 }
 

@@ -23,7 +23,7 @@ use super::price::Prices;
 use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
 use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
-use crate::catalog::Provider;
+use crate::catalog::{LeadRuntime, Provider, Runner};
 use crate::lifecycle::Run;
 
 /// How complete the whole summary is (the report schema's `source`).
@@ -84,15 +84,6 @@ pub struct Computed {
     pub summary: Summary,
 }
 
-/// The run manifest fields read here besides what `Run` keeps.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestExtra {
-    team_state_path: Option<String>,
-    project_root: Option<String>,
-    lead_runtime: Option<String>,
-}
-
 /// A run as `okstra usage` needs it.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
@@ -102,33 +93,18 @@ pub struct RunInfo {
     pub lead_runtime: Option<String>,
 }
 
-/// Largest run manifest read.
-const MAX_MANIFEST: u64 = 16 << 20;
-
 impl RunInfo {
     /// Load the run in `dir` (its manifest; paths re-rooted like `Run`'s).
     pub fn load(dir: &Path) -> Result<RunInfo> {
         let run = Run::load(dir)?;
-        let path = run.dir.join("run-manifest.json");
-        let bytes = lines::read_small(&path, MAX_MANIFEST)
-            .with_context(|| format!("cannot read run manifest `{}`", path.display()))?;
-        let extra: ManifestExtra = serde_json::from_slice(&bytes)
-            .with_context(|| format!("run manifest `{}` is not valid JSON", path.display()))?;
-        let team_state_path = extra.team_state_path.map_or_else(
-            || {
-                run.dir
-                    .join(format!("state/team-state-{}.json", run.run_id))
-            },
-            |p| run.resolve(Path::new(&p)),
-        );
-        let project_root = extra
-            .project_root
-            .map_or_else(|| run.dir.clone(), PathBuf::from);
+        let team_state_path = run.team_state();
+        let project_root = run.project_root.clone().unwrap_or_else(|| run.dir.clone());
+        let lead_runtime = run.lead_runtime.clone();
         Ok(RunInfo {
             run,
             team_state_path,
             project_root,
-            lead_runtime: extra.lead_runtime,
+            lead_runtime,
         })
     }
 }
@@ -221,12 +197,8 @@ fn host_usage(fields: &BTreeMap<String, String>, provider: &str) -> Usage {
 
 /// The provider hosting a lead runtime, if okstra knows it.
 fn lead_provider(runtime: Option<&str>) -> Option<&'static str> {
-    match runtime? {
-        "claude-code" => Some("claude"),
-        "codex" => Some("codex"),
-        "antigravity" => Some("antigravity"),
-        _ => None,
-    }
+    let runtime: LeadRuntime = runtime?.parse().ok()?;
+    runtime.host_provider().map(Provider::as_str)
 }
 
 /// Compute the ledger of `info`'s run from its `team_state`.
@@ -343,7 +315,7 @@ fn attempts(
         let name = text(dispatch, "dispatchName").unwrap_or_default();
         let provider_name = text(dispatch, "provider").unwrap_or_default();
         let usage = match provider_name.parse::<Provider>() {
-            _ if text(dispatch, "runner").as_deref() == Some("native-session") => {
+            _ if text(dispatch, "runner").as_deref() == Some(Runner::NativeSession.as_str()) => {
                 transcripts.native(&name, &provider_name)
             }
             Ok(provider) => match text(dispatch, "logPath") {
@@ -384,10 +356,10 @@ fn attempts(
         return attempts;
     }
     for assignment in &run.assignments {
-        let usage = if assignment.runner == "native-session" {
+        let usage = if assignment.runner == Runner::NativeSession.as_str() {
             transcripts.native(&assignment.dispatch_name, &assignment.provider)
         } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
-            let log = crate::provider_exec::status::log_path(&assignment.prompt_path);
+            let log = crate::layout::log(&assignment.prompt_path);
             stream::from_log_in(
                 provider,
                 Some(&assignment.model),

@@ -35,20 +35,6 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Read a small regular file whole, refusing one larger than `limit` bytes.
-pub fn read_small(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {limit} bytes"),
-        ));
-    }
-    Ok(bytes)
-}
-
 /// What a pass over a file saw besides its lines.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Pass {

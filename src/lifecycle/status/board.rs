@@ -11,10 +11,10 @@ use super::classify::{Anomaly, Evidence, State, classify, parse_heartbeat};
 use super::files::RunFiles;
 use super::{DISPATCH_EVENT, NOT_STARTED_SECS, TAIL_BYTES_MIN, TAIL_BYTES_PER_LINE};
 use crate::fsread;
+use crate::layout;
 use crate::lifecycle::dispatch_rows::{DispatchRow, dispatch_rows};
 use crate::lifecycle::sidecar::{self, Stage};
 use crate::lifecycle::{Assignment, Run, clock, par_map, process};
-use crate::provider_exec::status as exec_status;
 use crate::team_state::DispatchRecord;
 
 /// One worker row.
@@ -89,7 +89,7 @@ pub(super) fn gather(
 ) -> (Evidence, PathBuf, PathBuf) {
     // A retried worker is shown by its latest attempt's own sidecar.
     let sidecar_path = latest.and_then(|r| r.sidecar_path.clone()).map_or_else(
-        || exec_status::sidecar_path(&assignment.prompt_path),
+        || layout::sidecar(&assignment.prompt_path),
         |p| run.resolve(&p),
     );
     let mut evidence = Evidence::default();
@@ -104,7 +104,7 @@ pub(super) fn gather(
         .as_ref()
         .and_then(|s| s.log_path.as_deref())
         .map_or_else(
-            || exec_status::log_path(&assignment.prompt_path),
+            || layout::log(&assignment.prompt_path),
             |recorded| run.resolve(recorded),
         );
     if let Some(side) = &evidence.sidecar

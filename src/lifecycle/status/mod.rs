@@ -82,7 +82,7 @@ pub(super) fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
         match result {
             Ok(run) => runs.push(run),
             // Not a run folder (no manifest): not worth a warning.
-            Err(super::Error::NotARun { source, .. }) if source.is_not_found() => {}
+            Err(err) if err.is_not_found() => {}
             Err(err) => {
                 let message = fsread::escape(&format!("{err:#}")).into_owned();
                 let _ = writeln!(io::stderr(), "warning: skipping a run: {message}");
