@@ -359,6 +359,32 @@ fn two_hundred_mib_reach_stdout_and_the_log_identically() {
     assert_eq!(world.status()["output_bytes"], BYTES);
 }
 
+/// `okstra dispatch` sends a wrapper's stdout to `/dev/null`: the copy to
+/// it is skipped, and the log must still get every byte.
+#[test]
+fn with_stdout_on_dev_null_the_log_still_gets_every_byte() {
+    const BYTES: u64 = 3 * 1024 * 1024 + 17;
+    let world = World::new("codex", "stream.sh");
+    let mut cmd = world.command(
+        &okstra_path(),
+        &prepend("provider-exec", &world.args("codex", &[])),
+    );
+    cmd.env("FAKE_BYTES", BYTES.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(File::create(world.path("stderr")).unwrap());
+    let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let log = fs::read(world.log()).unwrap();
+    assert_eq!(log.len() as u64, BYTES);
+    assert!(log.starts_with(b"okstra provider-exec stream line"));
+    let status = world.status();
+    assert_eq!(status["output_bytes"], BYTES);
+    assert_ne!(
+        status["stdout_closed"], true,
+        "a skipped copy is not a closed stdout"
+    );
+}
+
 #[test]
 fn a_reader_closing_our_stdout_stops_neither_the_child_nor_the_log() {
     let world = World::new("claude", "chatty-long.sh");
