@@ -3,8 +3,10 @@
 //! Templates (`templates/`) and the prompt library (`prompts/`) are compiled
 //! into the binary. Undefined variables are errors (a misspelt name fails the
 //! render instead of rendering empty), trailing newlines are kept, and
-//! auto-escaping is off because we render Markdown and text. A render error
-//! carries the template's name, line and source excerpt.
+//! auto-escaping follows the file extension: `.html` templates (the final
+//! report's page) escape for HTML, everything else (Markdown and text) is
+//! printed as is. A render error carries the template's name, line and source
+//! excerpt.
 
 use include_dir::{Dir, include_dir};
 use minijinja::{Environment, UndefinedBehavior};
@@ -50,7 +52,8 @@ pub fn names() -> Vec<String> {
     out
 }
 
-/// The shared environment: strict, embedded, no auto-escape.
+/// The shared environment: strict, embedded, HTML auto-escape for `.html`
+/// templates only.
 pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -62,7 +65,8 @@ pub fn environment() -> Environment<'static> {
             .build()
             .expect("the default delimiters are a valid syntax"),
     );
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    // `name.html.j2` escapes for HTML; `.md.j2` and the rest do not.
+    env.set_auto_escape_callback(minijinja::default_auto_escape_callback);
     env.set_loader(|name| Ok(source(name).map(str::to_owned)));
     env
 }
