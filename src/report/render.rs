@@ -9,6 +9,8 @@
 //! `.md` template printed values only lose their stray control characters
 //! (model text may carry NUL or terminal escapes; none reach the file).
 
+use std::borrow::Cow;
+
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Value, context};
 
@@ -41,14 +43,18 @@ fn environment() -> Environment<'static> {
     markdown::add_filters(&mut env);
     env.add_filter("paragraphs", paragraphs);
     env.set_formatter(|out, state, value| {
-        let text = value.to_string();
-        let printed = match state.auto_escape() {
+        let text = value
+            .as_str()
+            .map_or_else(|| Cow::Owned(value.to_string()), Cow::Borrowed);
+        match state.auto_escape() {
             // Markup a macro made: its text was escaped when it was printed.
-            AutoEscape::Html if value.is_safe() => text,
-            AutoEscape::Html => html::escape(&text),
-            _ => text.replace(is_stray_control, ""),
-        };
-        out.write_str(&printed).map_err(minijinja::Error::from)
+            AutoEscape::Html if value.is_safe() => out.write_str(&text),
+            AutoEscape::Html => out.write_str(&html::escape(&text)),
+            _ => text
+                .split(is_stray_control)
+                .try_for_each(|piece| out.write_str(piece)),
+        }
+        .map_err(minijinja::Error::from)
     });
     env
 }

@@ -35,6 +35,7 @@ pub struct View<'a> {
     pub usage: Usage<'a>,
 }
 
+/// Who and what the report is about.
 #[derive(Debug, Serialize)]
 pub struct Header<'a> {
     pub title: &'a str,
@@ -49,6 +50,7 @@ pub struct Header<'a> {
     pub lang: &'a str,
 }
 
+/// The final verdict, as both layouts state it.
 #[derive(Debug, Serialize)]
 pub struct Verdict<'a> {
     pub token: &'a str,
@@ -61,6 +63,8 @@ pub struct Verdict<'a> {
     pub statement: &'a str,
 }
 
+/// The verdict card (v1 prints it as a table; v2 and the HTML take its
+/// headline and risks).
 #[derive(Debug, Serialize)]
 pub struct Card<'a> {
     pub token: &'a str,
@@ -70,12 +74,14 @@ pub struct Card<'a> {
     pub key_risks: &'a [String],
 }
 
+/// The summary for the user.
 #[derive(Debug, Serialize)]
 pub struct Summary<'a> {
     pub headline: &'a str,
     pub paragraphs: &'a [String],
 }
 
+/// The task block: narrative, then the task type's fields.
 #[derive(Debug, Serialize)]
 pub struct Task<'a> {
     pub kind: &'a str,
@@ -110,6 +116,7 @@ pub enum FactBody {
     Text { text: String },
 }
 
+/// One `label: value` pair of an object field.
 #[derive(Debug, Serialize)]
 pub struct Field {
     pub label: String,
@@ -124,6 +131,7 @@ pub struct Next<'a> {
     pub steps: Vec<Step<'a>>,
 }
 
+/// One recommended next step.
 #[derive(Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Step<'a> {
@@ -132,6 +140,7 @@ pub enum Step<'a> {
     Done { reason: &'a str },
 }
 
+/// One row where the workers agree.
 #[derive(Debug, Serialize)]
 pub struct Consensus<'a> {
     pub id: &'a str,
@@ -142,6 +151,7 @@ pub struct Consensus<'a> {
     pub sources: &'a [String],
 }
 
+/// One row where the workers differ.
 #[derive(Debug, Serialize)]
 pub struct Difference<'a> {
     pub id: &'a str,
@@ -151,12 +161,14 @@ pub struct Difference<'a> {
     pub sources: &'a [String],
 }
 
+/// One worker's stance on a difference.
 #[derive(Debug, Serialize)]
 pub struct Position<'a> {
     pub worker_id: &'a str,
     pub stance: &'a str,
 }
 
+/// One row of primary evidence.
 #[derive(Debug, Serialize)]
 pub struct Evidence<'a> {
     pub id: &'a str,
@@ -174,6 +186,7 @@ pub struct Workers<'a> {
     pub failures: Vec<Failure<'a>>,
 }
 
+/// One worker's line in the coverage table.
 #[derive(Debug, Serialize)]
 pub struct WorkerRow<'a> {
     pub worker_id: &'a str,
@@ -186,12 +199,14 @@ pub struct WorkerRow<'a> {
     pub reason: Option<&'a str>,
 }
 
+/// A coverage note, with the worker it is about.
 #[derive(Debug, Serialize)]
 pub struct Note<'a> {
     pub worker_id: &'a str,
     pub text: &'a str,
 }
 
+/// A worker that produced nothing: why, and its log's tail.
 #[derive(Debug, Serialize)]
 pub struct Failure<'a> {
     pub worker_id: &'a str,
@@ -208,6 +223,7 @@ pub struct Usage<'a> {
     pub rows: Vec<UsageRow<'a>>,
 }
 
+/// One line of the token table; counts already grouped (`1,234`, `n/a`).
 #[derive(Debug, Serialize)]
 pub struct UsageRow<'a> {
     /// `None` for the lead.
@@ -219,6 +235,8 @@ pub struct UsageRow<'a> {
 }
 
 impl<'a> View<'a> {
+    /// The view of `report`: borrows its text; only the task-type fields and
+    /// token counts are turned into new strings.
     pub fn new(report: &'a Report) -> Self {
         let header = &report.header;
         let verdict = &report.final_verdict;
