@@ -19,8 +19,6 @@ use super::model::{
 /// The whole report as the templates see it (`report` in their context).
 #[derive(Debug, Serialize)]
 pub struct View<'a> {
-    /// Schema v1 keeps the historical Markdown layout.
-    pub v1: bool,
     pub schema_version: &'a str,
     pub header: Header<'a>,
     pub verdict: Verdict<'a>,
@@ -242,7 +240,6 @@ impl<'a> View<'a> {
         let verdict = &report.final_verdict;
         let card = &report.verdict_card;
         View {
-            v1: report.is_v1(),
             schema_version: &report.schema_version,
             header: Header {
                 title: &header.title,
