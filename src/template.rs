@@ -3,11 +3,15 @@
 //! Templates (`templates/`) and the prompt library (`prompts/`) are compiled
 //! into the binary. Undefined variables are errors (a misspelt name fails the
 //! render instead of rendering empty), trailing newlines are kept, and
-//! auto-escaping is off because we render Markdown and text. A render error
-//! carries the template's name, line and source excerpt.
+//! auto-escaping follows the file extension: `.html` templates (the final
+//! report's page) escape for HTML, everything else (Markdown and text) is
+//! printed as is. A render error carries the template's name, line and source
+//! excerpt.
+
+use std::path::Path;
 
 use include_dir::{Dir, include_dir};
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 
 static PROMPTS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/prompts");
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
@@ -50,7 +54,8 @@ pub fn names() -> Vec<String> {
     out
 }
 
-/// The shared environment: strict, embedded, no auto-escape.
+/// The shared environment: strict, embedded, HTML auto-escape for `.html`
+/// templates only.
 pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -62,9 +67,20 @@ pub fn environment() -> Environment<'static> {
             .build()
             .expect("the default delimiters are a valid syntax"),
     );
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_auto_escape_callback(auto_escape);
     env.set_loader(|name| Ok(source(name).map(str::to_owned)));
     env
+}
+
+/// `name.html.j2` (or `.html`) escapes for HTML; `.md.j2` and everything else
+/// is printed as is, so Markdown never picks up `&amp;`.
+fn auto_escape(name: &str) -> AutoEscape {
+    let stem = Path::new(name.strip_suffix(".j2").unwrap_or(name));
+    if stem.extension().is_some_and(|ext| ext == "html") {
+        AutoEscape::Html
+    } else {
+        AutoEscape::None
+    }
 }
 
 /// Render template `name` with `context`.
@@ -83,8 +99,6 @@ pub fn render<C: Into<minijinja::Value>>(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
 
     #[test]
@@ -93,6 +107,20 @@ mod tests {
         env.add_template("t", "hello {{ nobody }}").unwrap();
         let err = render(&env, "t", minijinja::context! {}).unwrap_err();
         assert!(err.to_string().contains("undefined"), "{err}");
+    }
+
+    #[test]
+    fn only_html_templates_are_escaped() {
+        let mut env = environment();
+        for name in ["t.html.j2", "t.html", "t.md.j2", "t.j2", "html.md.j2"] {
+            env.add_template_owned(name, "{{ text }}").unwrap();
+        }
+        let render = |name| render(&env, name, minijinja::context! { text => "a & <b>" }).unwrap();
+        assert_eq!(render("t.html.j2"), "a &amp; &lt;b&gt;");
+        assert_eq!(render("t.html"), "a &amp; &lt;b&gt;");
+        assert_eq!(render("t.md.j2"), "a & <b>");
+        assert_eq!(render("t.j2"), "a & <b>");
+        assert_eq!(render("html.md.j2"), "a & <b>");
     }
 
     #[test]

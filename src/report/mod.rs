@@ -3,9 +3,10 @@
 //! `data.json` is the only authored artifact. Validation runs the schema that
 //! its `schemaVersion` selects (every violation at once, with JSON pointers)
 //! and then the invariants a schema cannot express (`validate.rs`). Rendering
-//! refuses an invalid report, then derives the AI handoff Markdown
-//! (`markdown.rs`) and the human HTML (`html.rs`) from the data, each on its
-//! own, deterministically.
+//! refuses an invalid report, then derives the AI handoff Markdown and the
+//! human HTML from the data, deterministically: `view.rs` builds one view of
+//! it, `render.rs` lays it out with the templates in `templates/report/`
+//! (Markdown filters in `markdown.rs`, the HTML escape in `html.rs`).
 //!
 //! Exit codes: 0 valid / written; 1 the report is invalid (nothing written by
 //! `report`); 2 okstra could not check it (missing file, bad JSON, unknown
@@ -17,8 +18,10 @@ mod markdown;
 mod model;
 #[cfg(test)]
 mod proptests;
+mod render;
 mod strict_json;
 mod validate;
+mod view;
 
 use std::fs;
 use std::io::{self, Write};
@@ -177,9 +180,10 @@ fn write_outputs(loaded: Loaded, out_dir: Option<&Path>) -> Result<(PathBuf, Pat
         .with_context(|| format!("cannot create `{}`", out_dir.display()))?;
     let markdown_path = out_dir.join(REPORT_MARKDOWN_NAME);
     let html_path = out_dir.join(REPORT_HTML_NAME);
-    write_atomic_public(&markdown_path, markdown::render(&report).as_bytes())
+    let (markdown, html) = render::render(&report)?;
+    write_atomic_public(&markdown_path, markdown.as_bytes())
         .with_context(|| format!("cannot write `{}`", markdown_path.display()))?;
-    write_atomic_public(&html_path, html::render(&report).as_bytes())
+    write_atomic_public(&html_path, html.as_bytes())
         .with_context(|| format!("cannot write `{}`", html_path.display()))?;
     Ok((markdown_path, html_path))
 }

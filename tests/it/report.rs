@@ -493,6 +493,22 @@ fn markdown_v1_snapshot() {
 }
 
 #[test]
+fn html_v2_snapshot() {
+    let (dir, out) = render(&fixture("v2-valid"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let html = fs::read_to_string(dir.path().join("final-report.html")).unwrap();
+    insta::assert_snapshot!("report_html_v2", html);
+}
+
+#[test]
+fn html_v1_snapshot() {
+    let (dir, out) = render(&fixture("v1-valid"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let html = fs::read_to_string(dir.path().join("final-report.html")).unwrap();
+    insta::assert_snapshot!("report_html_v1", html);
+}
+
+#[test]
 fn rendering_is_deterministic() {
     for name in ["v1-valid", "v2-valid"] {
         let (first, _) = render(&fixture(name));

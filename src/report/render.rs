@@ -1,0 +1,106 @@
+//! Render a report's Markdown and HTML from the templates in
+//! `templates/report/`.
+//!
+//! The environment is the shared one (`template::environment`: strict,
+//! embedded, auto-escape by file extension) plus what only the report needs:
+//! the Markdown filters, the HTML `paragraphs` filter, and a formatter that
+//! gives printed text its one escape. In a `.html` template every printed
+//! value that is not markup a macro made goes through [`html::escape`]; in a
+//! `.md` template printed values only lose their stray control characters
+//! (model text may carry NUL or terminal escapes; none reach the file).
+
+use std::borrow::Cow;
+
+use minijinja::value::Serde;
+use minijinja::{AutoEscape, Environment, Value, context};
+
+use super::model::Report;
+use super::view::View;
+use super::{html, markdown};
+use crate::fsread::is_stray_control;
+use crate::template;
+
+const MARKDOWN_V1: &str = "templates/report/final-report-v1.md.j2";
+const MARKDOWN_V2: &str = "templates/report/final-report-v2.md.j2";
+const HTML: &str = "templates/report/final-report.html.j2";
+
+/// The report's Markdown and HTML, rendered from one view of `report`.
+pub fn render(report: &Report) -> Result<(String, String), template::Error> {
+    let env = environment();
+    let view = Value::from(Serde(&View::new(report)));
+    let markdown_name = if report.is_v1() {
+        MARKDOWN_V1
+    } else {
+        MARKDOWN_V2
+    };
+    let markdown = template::render(&env, markdown_name, context! { report => view.clone() })?;
+    let html = template::render(&env, HTML, context! { report => view })?;
+    Ok((markdown, html))
+}
+
+fn environment() -> Environment<'static> {
+    let mut env = template::environment();
+    markdown::add_filters(&mut env);
+    env.add_filter("paragraphs", paragraphs);
+    env.set_formatter(|out, state, value| {
+        let text = value
+            .as_str()
+            .map_or_else(|| Cow::Owned(value.to_string()), Cow::Borrowed);
+        match state.auto_escape() {
+            // Markup a macro made: its text was escaped when it was printed.
+            AutoEscape::Html if value.is_safe() => out.write_str(&text),
+            AutoEscape::Html => out.write_str(&html::escape(&text)),
+            _ => text
+                .split(is_stray_control)
+                .try_for_each(|piece| out.write_str(piece)),
+        }
+        .map_err(minijinja::Error::from)
+    });
+    env
+}
+
+/// Text as HTML paragraphs: split at blank lines, each paragraph trimmed and
+/// cut into its lines (the template joins them with `<br>`).
+fn paragraphs(text: &str) -> Vec<Vec<String>> {
+    text.split("\n\n")
+        .map(str::trim)
+        .filter(|paragraph| !paragraph.is_empty())
+        .map(|paragraph| paragraph.split('\n').map(str::to_owned).collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paragraphs_split_at_blank_lines_and_keep_their_lines() {
+        assert_eq!(
+            paragraphs("  one\ntwo \n\n\n\nthree\n\n \n"),
+            vec![
+                vec!["one".to_owned(), "two".to_owned()],
+                vec!["three".to_owned()]
+            ]
+        );
+    }
+
+    #[test]
+    fn html_templates_escape_and_markdown_templates_do_not() {
+        let mut env = environment();
+        env.add_template(
+            "t.html.j2",
+            "{% macro m() %}<b>{% endmacro %}{{ text }}|{{ m() }}",
+        )
+        .unwrap();
+        env.add_template("t.md.j2", "{{ text }}").unwrap();
+        let text = "<a href='x'>\u{0}\u{1b}[1m</a>";
+        assert_eq!(
+            template::render(&env, "t.html.j2", context! { text }).unwrap(),
+            "&lt;a href=&#39;x&#39;&gt;[1m&lt;/a&gt;|<b>"
+        );
+        assert_eq!(
+            template::render(&env, "t.md.j2", context! { text }).unwrap(),
+            "<a href='x'>[1m</a>"
+        );
+    }
+}

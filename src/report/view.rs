@@ -1,0 +1,488 @@
+//! What the report templates print: a serialisable view of a [`Report`].
+//!
+//! Everything decided from the data is decided here: which confidence the
+//! verdict shows, the CSS classes (closed-set values only), token counts as
+//! text, the notes and failures pulled out of the coverage rows, and how each
+//! task-type field is laid out (text, bullets, `label: value` pairs or a table
+//! with `id` first). The templates in `templates/report/` only lay it out;
+//! the strings stay raw, and the Markdown filters or the HTML escape make
+//! them safe to print (see `render.rs`).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::html::class;
+use super::model::{
+    Coverage, DifferenceRow, EvidenceRow, NextStep, Report, TokenUsage, label, tokens,
+};
+
+/// The whole report as the templates see it (`report` in their context).
+#[derive(Debug, Serialize)]
+pub struct View<'a> {
+    pub schema_version: &'a str,
+    pub header: Header<'a>,
+    pub verdict: Verdict<'a>,
+    pub card: Card<'a>,
+    pub summary: Summary<'a>,
+    pub task: Task<'a>,
+    pub next: Next<'a>,
+    pub consensus: Vec<Consensus<'a>>,
+    pub differences: Vec<Difference<'a>>,
+    pub evidence: Vec<Evidence<'a>>,
+    pub coverage: Workers<'a>,
+    pub usage: Usage<'a>,
+}
+
+/// Who and what the report is about.
+#[derive(Debug, Serialize)]
+pub struct Header<'a> {
+    pub title: &'a str,
+    pub task_key: &'a str,
+    pub task_type: &'a str,
+    pub run_id: &'a str,
+    pub report_owner: &'a str,
+    pub report_author: &'a str,
+    pub report_language: Option<&'a str>,
+    /// The HTML `lang` attribute: the report language when it is a plain
+    /// language tag, else `en`.
+    pub lang: &'a str,
+}
+
+/// The final verdict, as both layouts state it.
+#[derive(Debug, Serialize)]
+pub struct Verdict<'a> {
+    pub token: &'a str,
+    pub direction: &'a str,
+    pub direction_class: &'a str,
+    /// The final verdict's confidence, else the card's.
+    pub confidence: &'a str,
+    /// The final verdict's own confidence, when it states one.
+    pub stated_confidence: Option<&'a str>,
+    pub statement: &'a str,
+}
+
+/// The verdict card (v1 prints it as a table; v2 and the HTML take its
+/// headline and risks).
+#[derive(Debug, Serialize)]
+pub struct Card<'a> {
+    pub token: &'a str,
+    pub direction: &'a str,
+    pub headline: &'a str,
+    pub confidence: &'a str,
+    pub key_risks: &'a [String],
+}
+
+/// The summary for the user.
+#[derive(Debug, Serialize)]
+pub struct Summary<'a> {
+    pub headline: &'a str,
+    pub paragraphs: &'a [String],
+}
+
+/// The task block: narrative, then the task type's fields.
+#[derive(Debug, Serialize)]
+pub struct Task<'a> {
+    pub kind: &'a str,
+    pub narrative: &'a str,
+    /// The task type's own fields, in key order.
+    pub facts: Vec<Fact>,
+}
+
+/// One task-type field: its heading and how its value is laid out.
+#[derive(Debug, Serialize)]
+pub struct Fact {
+    pub label: String,
+    pub body: FactBody,
+}
+
+/// A field's value, laid out by its shape.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FactBody {
+    /// An empty list.
+    Empty,
+    /// A list of objects: one column per key (`id` first), one row each.
+    Table {
+        headers: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    /// A list of anything else: one bullet each.
+    List { items: Vec<String> },
+    /// An object: one `label: value` bullet per key.
+    Fields { fields: Vec<Field> },
+    /// A string, number, boolean or null.
+    Text { text: String },
+}
+
+/// One `label: value` pair of an object field.
+#[derive(Debug, Serialize)]
+pub struct Field {
+    pub label: String,
+    pub text: String,
+}
+
+/// Routing and the recommended next steps.
+#[derive(Debug, Serialize)]
+pub struct Next<'a> {
+    pub phase: Option<&'a str>,
+    pub rounds: Option<u64>,
+    pub steps: Vec<Step<'a>>,
+}
+
+/// One recommended next step.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Step<'a> {
+    Phase { phase: &'a str, reason: &'a str },
+    Action { action: &'a str, reason: &'a str },
+    Done { reason: &'a str },
+}
+
+/// One row where the workers agree.
+#[derive(Debug, Serialize)]
+pub struct Consensus<'a> {
+    pub id: &'a str,
+    pub convergence: &'a str,
+    pub convergence_class: &'a str,
+    pub severity: Option<&'a str>,
+    pub finding: &'a str,
+    pub sources: &'a [String],
+}
+
+/// One row where the workers differ.
+#[derive(Debug, Serialize)]
+pub struct Difference<'a> {
+    pub id: &'a str,
+    pub topic: &'a str,
+    pub positions: Vec<Position<'a>>,
+    pub resolution: &'a str,
+    pub sources: &'a [String],
+}
+
+/// One worker's stance on a difference.
+#[derive(Debug, Serialize)]
+pub struct Position<'a> {
+    pub worker_id: &'a str,
+    pub stance: &'a str,
+}
+
+/// One row of primary evidence.
+#[derive(Debug, Serialize)]
+pub struct Evidence<'a> {
+    pub id: &'a str,
+    pub claim: &'a str,
+    pub location: &'a str,
+    pub excerpt: Option<&'a str>,
+    pub sources: &'a [String],
+}
+
+/// Worker coverage: the table, then every note, then every failure.
+#[derive(Debug, Serialize)]
+pub struct Workers<'a> {
+    pub rows: Vec<WorkerRow<'a>>,
+    pub notes: Vec<Note<'a>>,
+    pub failures: Vec<Failure<'a>>,
+}
+
+/// One worker's line in the coverage table.
+#[derive(Debug, Serialize)]
+pub struct WorkerRow<'a> {
+    pub worker_id: &'a str,
+    pub provider: &'a str,
+    pub role: &'a str,
+    pub status: &'a str,
+    pub status_class: &'a str,
+    pub items: u64,
+    /// Why the worker produced nothing, when it did not.
+    pub reason: Option<&'a str>,
+}
+
+/// A coverage note, with the worker it is about.
+#[derive(Debug, Serialize)]
+pub struct Note<'a> {
+    pub worker_id: &'a str,
+    pub text: &'a str,
+}
+
+/// A worker that produced nothing: why, and its log's tail.
+#[derive(Debug, Serialize)]
+pub struct Failure<'a> {
+    pub worker_id: &'a str,
+    pub status: &'a str,
+    pub reason: &'a str,
+    pub detail: &'a str,
+    pub log_tail: &'a [String],
+}
+
+/// Token usage: the lead's row first, then each worker's.
+#[derive(Debug, Serialize)]
+pub struct Usage<'a> {
+    pub source: &'a str,
+    pub rows: Vec<UsageRow<'a>>,
+}
+
+/// One line of the token table; counts already grouped (`1,234`, `n/a`).
+#[derive(Debug, Serialize)]
+pub struct UsageRow<'a> {
+    /// `None` for the lead.
+    pub worker_id: Option<&'a str>,
+    pub provider: &'a str,
+    pub input: String,
+    pub output: String,
+    pub cache_read: String,
+}
+
+impl<'a> View<'a> {
+    /// The view of `report`: borrows its text; only the task-type fields and
+    /// token counts are turned into new strings.
+    pub fn new(report: &'a Report) -> Self {
+        let header = &report.header;
+        let verdict = &report.final_verdict;
+        let card = &report.verdict_card;
+        View {
+            schema_version: &report.schema_version,
+            header: Header {
+                title: &header.title,
+                task_key: &header.task_key,
+                task_type: &header.task_type,
+                run_id: &header.run_id,
+                report_owner: &header.report_owner,
+                report_author: &header.report_author,
+                report_language: header.report_language.as_deref(),
+                lang: header
+                    .report_language
+                    .as_deref()
+                    .filter(|lang| lang.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+                    .unwrap_or("en"),
+            },
+            verdict: Verdict {
+                token: &verdict.verdict_token,
+                direction: &verdict.direction,
+                direction_class: class(&verdict.direction),
+                confidence: verdict.confidence.as_deref().unwrap_or(&card.confidence),
+                stated_confidence: verdict.confidence.as_deref(),
+                statement: &verdict.statement,
+            },
+            card: Card {
+                token: &card.verdict_token,
+                direction: &card.direction,
+                headline: &card.headline,
+                confidence: &card.confidence,
+                key_risks: &card.key_risks,
+            },
+            summary: Summary {
+                headline: &report.human_summary.headline,
+                paragraphs: &report.human_summary.paragraphs,
+            },
+            task: Task {
+                kind: &report.task.kind,
+                narrative: &report.task.user_narrative,
+                facts: report
+                    .task
+                    .facts
+                    .iter()
+                    .map(|(key, value)| Fact {
+                        label: label(key),
+                        body: FactBody::new(value),
+                    })
+                    .collect(),
+            },
+            next: Next {
+                phase: report.workflow.next_recommended_phase.as_deref(),
+                rounds: report.workflow.convergence_rounds,
+                steps: report
+                    .recommended_next_steps
+                    .iter()
+                    .map(Step::new)
+                    .collect(),
+            },
+            consensus: report
+                .consensus
+                .iter()
+                .map(|row| Consensus {
+                    id: &row.id,
+                    convergence: &row.convergence,
+                    convergence_class: class(&row.convergence),
+                    severity: row.severity.as_deref(),
+                    finding: &row.finding,
+                    sources: &row.source_items,
+                })
+                .collect(),
+            differences: report.differences.iter().map(Difference::new).collect(),
+            evidence: report.primary_evidence.iter().map(Evidence::new).collect(),
+            coverage: Workers::new(&report.worker_coverage),
+            usage: Usage {
+                source: &report.usage_summary.source,
+                rows: std::iter::once(UsageRow::new(None, "-", &report.usage_summary.lead))
+                    .chain(report.usage_summary.workers.iter().map(|worker| {
+                        UsageRow::new(Some(&worker.worker_id), &worker.provider, &worker.usage)
+                    }))
+                    .collect(),
+            },
+        }
+    }
+}
+
+impl FactBody {
+    fn new(value: &Value) -> Self {
+        match value {
+            Value::Array(items) if items.is_empty() => FactBody::Empty,
+            Value::Array(items) if items.iter().all(Value::is_object) => {
+                let columns = columns(items);
+                FactBody::Table {
+                    headers: columns.iter().map(|column| label(column)).collect(),
+                    rows: items
+                        .iter()
+                        .map(|item| {
+                            columns
+                                .iter()
+                                .map(|column| scalar(item.get(column.as_str())))
+                                .collect()
+                        })
+                        .collect(),
+                }
+            }
+            Value::Array(items) => FactBody::List {
+                items: items.iter().map(|item| scalar(Some(item))).collect(),
+            },
+            Value::Object(fields) => FactBody::Fields {
+                fields: fields
+                    .iter()
+                    .map(|(key, field)| Field {
+                        label: label(key),
+                        text: scalar(Some(field)),
+                    })
+                    .collect(),
+            },
+            other => FactBody::Text {
+                text: scalar(Some(other)),
+            },
+        }
+    }
+}
+
+impl<'a> Step<'a> {
+    fn new(step: &'a NextStep) -> Self {
+        match step {
+            NextStep::Phase { phase, reason } => Step::Phase { phase, reason },
+            NextStep::Action { action, reason } => Step::Action { action, reason },
+            NextStep::Done { reason } => Step::Done { reason },
+        }
+    }
+}
+
+impl<'a> Difference<'a> {
+    fn new(row: &'a DifferenceRow) -> Self {
+        Difference {
+            id: &row.id,
+            topic: &row.topic,
+            positions: row
+                .positions
+                .iter()
+                .map(|position| Position {
+                    worker_id: &position.worker_id,
+                    stance: &position.stance,
+                })
+                .collect(),
+            resolution: &row.resolution,
+            sources: &row.source_items,
+        }
+    }
+}
+
+impl<'a> Evidence<'a> {
+    fn new(row: &'a EvidenceRow) -> Self {
+        Evidence {
+            id: &row.id,
+            claim: &row.claim,
+            location: &row.location,
+            excerpt: row.excerpt.as_deref(),
+            sources: &row.source_items,
+        }
+    }
+}
+
+impl<'a> Workers<'a> {
+    fn new(entries: &'a [Coverage]) -> Self {
+        Workers {
+            rows: entries
+                .iter()
+                .map(|entry| WorkerRow {
+                    worker_id: &entry.worker_id,
+                    provider: &entry.provider,
+                    role: &entry.role,
+                    status: &entry.terminal_status,
+                    status_class: class(&entry.terminal_status),
+                    items: entry.items_reported,
+                    reason: entry
+                        .failure
+                        .as_ref()
+                        .map(|failure| failure.reason.as_str()),
+                })
+                .collect(),
+            notes: entries
+                .iter()
+                .flat_map(|entry| {
+                    entry.notes.iter().map(|note| Note {
+                        worker_id: &entry.worker_id,
+                        text: note,
+                    })
+                })
+                .collect(),
+            failures: entries
+                .iter()
+                .filter_map(|entry| {
+                    entry.failure.as_ref().map(|failure| Failure {
+                        worker_id: &entry.worker_id,
+                        status: &entry.terminal_status,
+                        reason: &failure.reason,
+                        detail: &failure.detail,
+                        log_tail: &failure.log_tail,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+impl<'a> UsageRow<'a> {
+    fn new(worker_id: Option<&'a str>, provider: &'a str, usage: &TokenUsage) -> Self {
+        UsageRow {
+            worker_id,
+            provider,
+            input: tokens(usage.input_tokens),
+            output: tokens(usage.output_tokens),
+            cache_read: tokens(usage.cache_read_tokens),
+        }
+    }
+}
+
+/// Column names of a list of objects: `id` first, then in key order.
+fn columns(items: &[Value]) -> Vec<String> {
+    let mut columns: Vec<String> = Vec::new();
+    for item in items {
+        if let Value::Object(fields) = item {
+            for key in fields.keys() {
+                if !columns.contains(key) {
+                    columns.push(key.clone());
+                }
+            }
+        }
+    }
+    columns.sort_by_key(|column| (column != "id", column.clone()));
+    columns
+}
+
+/// A value as one line of text: strings as is, lists joined, the rest as JSON.
+fn scalar(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| scalar(Some(item)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(other) => other.to_string(),
+    }
+}
