@@ -7,6 +7,7 @@
 //! crash. JSONL logs are appended to, never replaced: [`append_line`] is
 //! the one appender (locked, torn-line repair, one write, fsync).
 
+use nix::libc;
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;

@@ -18,6 +18,7 @@
 //! Not here: which paths may be read (confinement lives with the callers,
 //! see `confine`), and writing (`durable`).
 
+use nix::libc;
 use std::borrow::Cow;
 use std::fmt;
 use std::fs::{File, OpenOptions};

@@ -8,6 +8,7 @@
 //! by hand or by a host lead: only `items[]` with `itemId`, `owner` and
 //! `verdicts[]` is required, everything else has a default.
 
+use nix::libc;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;

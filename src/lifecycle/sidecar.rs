@@ -6,6 +6,7 @@
 //! verbatim when the reaper rewrites a sidecar, and a sidecar that is not a
 //! JSON object is reported, never fatal.
 
+use nix::libc;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;

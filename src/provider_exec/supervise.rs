@@ -25,6 +25,7 @@
 //! blocks on a pipe from us and SIGKILLs the group when the pipe closes
 //! without our "done" byte.
 
+use nix::libc;
 use std::fs::File;
 use std::io;
 use std::process::{ExitStatus, Stdio};

@@ -6,6 +6,7 @@
 //! (no copy when a line fits), a line longer than [`MAX_LINE`] is skipped
 //! without being kept, and the last line counts even without a newline.
 
+use nix::libc;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;

@@ -1,7 +1,7 @@
 //! One run folder opened once: files read relative to it, each folder listed
 //! once, so a project board of a thousand runs stays cheap.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
@@ -9,7 +9,9 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use nix::dir::{Dir, Type};
+use nix::fcntl::{AtFlags, OFlag, openat};
+use nix::sys::stat::{Mode, fstatat};
 
 use crate::fsread;
 use crate::lifecycle::clock;
@@ -26,20 +28,31 @@ pub(super) struct RunFiles<'a> {
     dir: &'a Path,
     fd: Option<OwnedFd>,
     /// Listed folders and their files; `None` if a folder cannot be listed.
-    folders: Vec<(PathBuf, Option<HashSet<OsString>>)>,
+    folders: Vec<(PathBuf, Option<Listing>)>,
+}
+
+/// A folder's regular files and symlinks, by name.
+pub(super) type Listing = HashMap<OsString, Entry>;
+
+/// What a listed name is: a regular file, or a symlink (to be resolved
+/// when asked, since it may point at a file or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Entry {
+    File,
+    Symlink,
 }
 
 impl<'a> RunFiles<'a> {
     pub(super) fn new(dir: &'a Path) -> RunFiles<'a> {
         // A handle for `*at` calls only; `O_PATH` needs no read permission.
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        const HANDLE: OFlags = OFlags::PATH;
+        const HANDLE: OFlag = OFlag::O_PATH;
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        const HANDLE: OFlags = OFlags::RDONLY;
-        let flags = HANDLE | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        const HANDLE: OFlag = OFlag::O_RDONLY;
+        let flags = HANDLE | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         RunFiles {
             dir,
-            fd: rustix::fs::open(dir, flags, Mode::empty()).ok(),
+            fd: nix::fcntl::open(dir, flags, Mode::empty()).ok(),
             folders: Vec::new(),
         }
     }
@@ -55,13 +68,8 @@ impl<'a> RunFiles<'a> {
         match self.inside(path) {
             Some((fd, relative)) => {
                 // Never block on a FIFO; readers then refuse it (`fsread`).
-                let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
-                Ok(File::from(rustix::fs::openat(
-                    fd,
-                    relative,
-                    flags,
-                    Mode::empty(),
-                )?))
+                let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+                Ok(File::from(openat(fd, relative, flags, Mode::empty())?))
             }
             None => fsread::open_raw(path),
         }
@@ -70,7 +78,7 @@ impl<'a> RunFiles<'a> {
     /// Modification time, Unix seconds.
     pub(super) fn mtime(&self, path: &Path) -> Option<i64> {
         match self.inside(path) {
-            Some((fd, relative)) => rustix::fs::statat(fd, relative, AtFlags::empty())
+            Some((fd, relative)) => fstatat(fd, relative, AtFlags::empty())
                 .ok()
                 .map(|stat| stat.st_mtime),
             None => fs::metadata(path)
@@ -94,36 +102,34 @@ impl<'a> RunFiles<'a> {
                 self.folders.push((parent.to_path_buf(), names));
                 self.folders.len() - 1
             });
-        match &self.folders[index].1 {
-            Some(names) => {
-                names.contains(name) && (!names.contains(&symlink_key(name)) || path.is_file())
-            }
-            None => path.is_file(),
+        match self.folders[index].1.as_ref().map(|names| names.get(name)) {
+            Some(Some(Entry::File)) => true,
+            Some(Some(Entry::Symlink)) | None => path.is_file(),
+            Some(None) => false,
         }
     }
 
-    /// Names of the files (and symlinks) in `dir`; `None` if it cannot be
+    /// The regular files and symlinks in `dir`; `None` if it cannot be
     /// listed.
-    pub(super) fn list_files(&self, dir: &Path) -> Option<HashSet<OsString>> {
-        let mut names = HashSet::new();
+    pub(super) fn list_files(&self, dir: &Path) -> Option<Listing> {
+        let mut names = Listing::new();
         let mut add = |name: OsString, file: bool, symlink: bool| {
             if symlink {
-                names.insert(symlink_key(&name));
-                names.insert(name);
+                names.insert(name, Entry::Symlink);
             } else if file {
-                names.insert(name);
+                names.insert(name, Entry::File);
             }
         };
         if let Some((fd, relative)) = self.inside(dir) {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            let opened = rustix::fs::openat(fd, relative, flags, Mode::empty()).ok()?;
-            for entry in rustix::fs::Dir::new(opened).ok()? {
+            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+            let opened = openat(fd, relative, flags, Mode::empty()).ok()?;
+            for entry in Dir::from_fd(opened).ok()? {
                 let entry = entry.ok()?;
                 let kind = entry.file_type();
                 add(
                     OsStr::from_bytes(entry.file_name().to_bytes()).to_owned(),
-                    kind == FileType::RegularFile,
-                    kind == FileType::Symlink,
+                    kind == Some(Type::File),
+                    kind == Some(Type::Symlink),
                 );
             }
         } else {
@@ -136,11 +142,4 @@ impl<'a> RunFiles<'a> {
         }
         Some(names)
     }
-}
-
-/// Marker entry recording that `name` is a symlink (resolved on demand).
-pub(super) fn symlink_key(name: &OsStr) -> OsString {
-    let mut key = OsString::from("\0symlink:");
-    key.push(name);
-    key
 }
