@@ -7,56 +7,21 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::support::{okstra, okstra_path, repo_root};
+use crate::support::{Project, manifest, okstra, okstra_path, repo_root};
 
-/// A temp project with a brief, and the common required flags.
-struct Project {
-    dir: tempfile::TempDir,
+/// The launcher tests' project: its brief asks why checkout is slow, its
+/// key is `demo/perf/checkout`, a project analysis unless the flags say
+/// otherwise.
+fn launcher_project() -> Project {
+    Project::new()
+        .brief("# Why is checkout slow?\n")
+        .key("demo", "perf", "checkout")
+        .default_flag("--task-type", "project-analysis")
 }
 
-impl Project {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("brief.md"), "# Why is checkout slow?\n").unwrap();
-        Project { dir }
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// `okstra --render-only --yes` with a full task key, plus `extra`.
-    fn render(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
-        let mut cmd = okstra();
-        cmd.current_dir(self.root())
-            .args(["--render-only", "--yes"]);
-        for (flag, value) in [
-            ("--project-id", "demo"),
-            ("--task-group", "perf"),
-            ("--task-id", "checkout"),
-            ("--task-brief", "brief.md"),
-            ("--task-type", "project-analysis"),
-        ] {
-            if !extra.contains(&flag) {
-                cmd.args([flag, value]);
-            }
-        }
-        cmd.args(extra).write_stdin("").assert()
-    }
-
-    fn okstra_dir(&self) -> PathBuf {
-        self.root().join(".okstra")
-    }
-
-    fn run_dir(&self, task_type: &str, sequence: u32) -> PathBuf {
-        self.okstra_dir()
-            .join("tasks/demo/perf/checkout")
-            .join(format!("{task_type}-{sequence:03}"))
-    }
-}
-
-fn manifest(run_dir: &Path) -> Value {
-    serde_json::from_slice(&fs::read(run_dir.join("run-manifest.json")).unwrap()).unwrap()
+/// `okstra --render-only --yes` with a full task key, plus `extra`.
+fn render(project: &Project, extra: &[&str]) -> assert_cmd::assert::Assert {
+    project.render_command(extra).write_stdin("").assert()
 }
 
 /// (dispatchName, role, provider, model, runner) of every assignment.
@@ -129,8 +94,8 @@ fn version_and_help_explain_flags_and_defaults() {
 
 #[test]
 fn render_only_writes_a_complete_validated_bundle() {
-    let project = Project::new();
-    let out = project.render(&[]).success();
+    let project = launcher_project();
+    let out = render(&project, &[]).success();
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let run_dir = project.run_dir("project-analysis", 1);
     let handoff = run_dir.join("handoff.md");
@@ -234,8 +199,8 @@ fn render_only_writes_a_complete_validated_bundle() {
 
 #[test]
 fn json_output_names_the_four_paths() {
-    let project = Project::new();
-    let out = project.render(&["--json"]).success();
+    let project = launcher_project();
+    let out = render(&project, &["--json"]).success();
     let value: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let run_dir = project
         .run_dir("project-analysis", 1)
@@ -311,9 +276,9 @@ fn every_refusal_exits_2_names_the_value_and_writes_nothing() {
         (&["--project-root", "nowhere"], "nowhere"),
     ];
     for (args, expected) in cases {
-        let project = Project::new();
+        let project = launcher_project();
         fs::write(project.root().join("empty.md"), "  \n").unwrap();
-        let out = project.render(args).code(2);
+        let out = render(&project, args).code(2);
         let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
         assert_eq!(
@@ -335,9 +300,9 @@ fn every_refusal_exits_2_names_the_value_and_writes_nothing() {
 
 #[test]
 fn missing_argument_without_terminal_is_a_usage_error() {
-    let project = Project::new();
-    let out = okstra()
-        .current_dir(project.root())
+    let project = launcher_project();
+    let out = project
+        .okstra()
         .args([
             "--render-only",
             "--task-type",
@@ -354,8 +319,8 @@ fn missing_argument_without_terminal_is_a_usage_error() {
         stderr.contains("`--task-id`") && stderr.contains("no terminal"),
         "{stderr}"
     );
-    let out = okstra()
-        .current_dir(project.root())
+    let out = project
+        .okstra()
         .args([
             "--render-only",
             "--yes",
@@ -377,17 +342,19 @@ fn missing_argument_without_terminal_is_a_usage_error() {
 
 #[test]
 fn wide_roster_with_critic_and_worker_model_override() {
-    let project = Project::new();
-    project
-        .render(&[
+    let project = launcher_project();
+    render(
+        &project,
+        &[
             "--workers",
             "claude,codex,grok,kimi,report-writer",
             "--critic",
             "grok",
             "--worker-model",
             "kimi=kimi-k3",
-        ])
-        .success();
+        ],
+    )
+    .success();
     let manifest = manifest(&project.run_dir("project-analysis", 1));
     assert_eq!(
         roster(&manifest),
@@ -452,10 +419,9 @@ fn wide_roster_with_critic_and_worker_model_override() {
 
 #[test]
 fn environment_defaults_and_flags_over_environment() {
-    let project = Project::new();
-    let mut cmd = okstra();
-    cmd.current_dir(project.root())
-        .env("OKSTRA_DEFAULT_CLAUDE_MODEL", "sonnet")
+    let project = launcher_project();
+    let mut cmd = project.okstra();
+    cmd.env("OKSTRA_DEFAULT_CLAUDE_MODEL", "sonnet")
         .env("OKSTRA_DEFAULT_CODEX_MODEL", "gpt-env")
         .env("OKSTRA_DEFAULT_REPORT_WRITER_MODEL", "haiku")
         .env("OKSTRA_DEFAULT_LEAD_MODEL", "opus-lead-env")
@@ -498,8 +464,8 @@ fn environment_defaults_and_flags_over_environment() {
     );
     assert_eq!(manifest["lead"]["model"], "opus-lead-env");
     // A flag beats the environment for the lead and the report writer too.
-    okstra()
-        .current_dir(project.root())
+    project
+        .okstra()
         .env("OKSTRA_DEFAULT_REPORT_WRITER_MODEL", "haiku")
         .env("OKSTRA_DEFAULT_LEAD_MODEL", "opus-lead-env")
         .args(["--render-only", "--yes", "--task-type", "feature-analysis"])
@@ -523,17 +489,19 @@ fn manifest_of(project: &Project, task_type: &str, sequence: u32) -> Value {
 
 #[test]
 fn implementation_rosters_have_one_executor_and_read_only_verifiers() {
-    let project = Project::new();
-    project
-        .render(&[
+    let project = launcher_project();
+    render(
+        &project,
+        &[
             "--task-type",
             "implementation",
             "--executor",
             "codex",
             "--workers",
             "claude,codex,antigravity",
-        ])
-        .success();
+        ],
+    )
+    .success();
     let manifest = manifest_of(&project, "implementation", 1);
     assert_eq!(
         roster(&manifest),
@@ -578,8 +546,8 @@ fn implementation_rosters_have_one_executor_and_read_only_verifiers() {
 
     // The executor comes from OKSTRA_DEFAULT_EXECUTOR when the flag is absent,
     // and is added even when it is not on --workers.
-    okstra()
-        .current_dir(project.root())
+    project
+        .okstra()
         .env("OKSTRA_DEFAULT_EXECUTOR", "antigravity")
         .args(["--render-only", "--yes", "--task-type", "implementation"])
         .args([
@@ -605,11 +573,11 @@ fn implementation_rosters_have_one_executor_and_read_only_verifiers() {
 
 #[test]
 fn concurrent_renders_never_share_a_sequence_number() {
-    let project = Project::new();
+    let project = launcher_project();
     let children: Vec<_> = (0..8)
         .map(|_| {
-            std::process::Command::new(okstra_path())
-                .current_dir(project.root())
+            project
+                .command(okstra_path())
                 .args(["--render-only", "--yes", "--task-type", "error-analysis"])
                 .args([
                     "--task-key",
@@ -646,26 +614,26 @@ fn concurrent_renders_never_share_a_sequence_number() {
 
 #[test]
 fn sequence_numbers_are_never_reused_after_a_run_is_deleted() {
-    let project = Project::new();
-    project.render(&[]).success();
-    project.render(&[]).success();
+    let project = launcher_project();
+    render(&project, &[]).success();
+    render(&project, &[]).success();
     fs::remove_dir_all(project.run_dir("project-analysis", 2)).unwrap();
-    project.render(&[]).success();
+    render(&project, &[]).success();
     assert!(project.run_dir("project-analysis", 3).is_dir());
     assert!(!project.run_dir("project-analysis", 2).exists());
     // Another task type counts on its own.
-    project.render(&["--task-type", "error-analysis"]).success();
+    render(&project, &["--task-type", "error-analysis"]).success();
     assert!(project.run_dir("error-analysis", 1).is_dir());
 }
 
 #[test]
 fn same_inputs_render_the_same_bytes() {
-    let first = Project::new();
-    let second = Project::new();
+    let first = launcher_project();
+    let second = launcher_project();
     // Same absolute project path is needed for byte equality: render twice in
     // one project and compare run 1 with run 2 after masking the run number.
-    first.render(&["--critic", "codex"]).success();
-    first.render(&["--critic", "codex"]).success();
+    render(&first, &["--critic", "codex"]).success();
+    render(&first, &["--critic", "codex"]).success();
     drop(second);
     let one = first.run_dir("project-analysis", 1);
     let two = first.run_dir("project-analysis", 2);
@@ -723,10 +691,10 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_failed_render_leaves_nothing_behind() {
-    let project = Project::new();
+    let project = launcher_project();
     // `.okstra` is a file, so the bundle cannot be created.
     fs::write(project.okstra_dir(), "not a folder").unwrap();
-    let out = project.render(&[]).code(2);
+    let out = render(&project, &[]).code(2);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(stderr.contains(".okstra"), "{stderr}");
     assert_eq!(
@@ -753,12 +721,12 @@ fn launch_replaces_okstra_with_the_lead_cli_in_the_project_root() {
         ("codex", "codex", true),
         ("antigravity", "agy", false),
     ] {
-        let project = Project::new();
+        let project = launcher_project();
         let tools = tempfile::tempdir().unwrap();
         let bin = fake_leads(tools.path());
         let record = tools.path().join("record.txt");
-        let out = okstra()
-            .current_dir(project.root())
+        let out = project
+            .okstra()
             .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
             .env("OKSTRA_TEST_RECORD", &record)
             .args([
@@ -804,10 +772,10 @@ fn launch_replaces_okstra_with_the_lead_cli_in_the_project_root() {
 
 #[test]
 fn a_missing_lead_cli_is_a_clear_error_and_the_bundle_is_kept() {
-    let project = Project::new();
+    let project = launcher_project();
     let empty = tempfile::tempdir().unwrap();
-    let out = okstra()
-        .current_dir(project.root())
+    let out = project
+        .okstra()
         .env("PATH", empty.path())
         .args(["--yes", "--task-type", "project-analysis"])
         .args([
@@ -838,9 +806,9 @@ fn a_missing_lead_cli_is_a_clear_error_and_the_bundle_is_kept() {
 
 #[test]
 fn external_runtime_renders_and_explains_how_to_proceed() {
-    let project = Project::new();
-    let out = okstra()
-        .current_dir(project.root())
+    let project = launcher_project();
+    let out = project
+        .okstra()
         .env("PATH", "/nonexistent")
         .args([
             "--yes",
@@ -867,10 +835,11 @@ fn external_runtime_renders_and_explains_how_to_proceed() {
 
 #[test]
 fn the_bundled_example_renders() {
-    let project = tempfile::tempdir().unwrap();
-    let example = project.path().join("tiny-service");
+    let project = Project::new();
+    let example = project.root().join("tiny-service");
     copy_tree(&repo_root().join("examples/tiny-service"), &example);
-    okstra()
+    project
+        .okstra()
         .args(["--render-only", "--yes", "--task-type", "project-analysis"])
         .args([
             "--project-id",
@@ -914,13 +883,13 @@ fn on_a_terminal_missing_arguments_are_asked_for() {
     let Ok(script) = which_script() else {
         panic!("`script` (util-linux) is needed to give okstra a terminal in this test");
     };
-    let project = Project::new();
+    let project = launcher_project();
     let command = format!(
         "{} --render-only --task-type project-analysis --task-brief brief.md",
         okstra_path().display()
     );
-    let out = std::process::Command::new(script)
-        .current_dir(project.root())
+    let out = project
+        .command(script)
         .args(["-qec", &command, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

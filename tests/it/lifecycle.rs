@@ -7,80 +7,19 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::{okstra, okstra_path, wait_for};
+use crate::support::{
+    Group, Project, manifest, okstra, okstra_path, read_json, unix_now, wait_for,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn unix_now() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    )
-    .unwrap()
-}
-
-/// A temp project with a brief.
-struct Project {
-    dir: tempfile::TempDir,
-}
-
-impl Project {
-    fn new() -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("brief.md"), "# question\nwhy?\n").unwrap();
-        Project { dir }
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// `okstra --render-only` with the task key and extra flags; the run dir.
-    fn launch(&self, extra: &[&str]) -> assert_cmd::assert::Assert {
-        let mut args = vec![
-            "--render-only",
-            "--yes",
-            "--json",
-            "--project-id",
-            "demo",
-            "--task-group",
-            "g",
-            "--task-id",
-            "t",
-            "--task-brief",
-            "brief.md",
-        ];
-        args.extend_from_slice(extra);
-        okstra()
-            .current_dir(self.root())
-            .args(&args)
-            .timeout(LIMIT)
-            .assert()
-    }
-
-    fn render(&self, extra: &[&str]) -> PathBuf {
-        let output = self.launch(extra).success().get_output().stdout.clone();
-        let paths: Value = serde_json::from_slice(&output).unwrap();
-        PathBuf::from(paths["runDir"].as_str().unwrap())
-    }
-}
-
-fn manifest(run: &Path) -> Value {
-    serde_json::from_slice(&fs::read(run.join("run-manifest.json")).unwrap()).unwrap()
-}
 
 /// The assignment with this dispatch name.
 fn assignment(run: &Path, dispatch: &str) -> Value {
@@ -108,10 +47,6 @@ fn write_sidecar(assignment: &Value, value: &Value) {
     fs::write(sidecar_path(assignment), value.to_string()).unwrap();
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
-}
-
 /// Write both Result Paths of an assignment.
 fn write_results(assignment: &Value) {
     for field in ["resultPath", "workerResultsPath"] {
@@ -121,45 +56,19 @@ fn write_results(assignment: &Value) {
     }
 }
 
-/// A process leading its own group, killed (whole group) on drop.
-struct Group {
-    child: Child,
-}
-
-impl Group {
-    fn spawn(script: &str) -> Group {
-        let child = Command::new("sh")
-            .args(["-c", script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        Group { child }
-    }
-
-    fn pid(&self) -> i32 {
-        i32::try_from(self.child.id()).unwrap()
-    }
-
-    fn is_running(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
-
 /// The pid of a process that has exited and been reaped.
 fn dead_pid() -> i32 {
     let mut child = Command::new("true").spawn().unwrap();
     child.wait().unwrap();
     i32::try_from(child.id()).unwrap()
+}
+
+/// `okstra --render-only --json` with the task key and `extra`, whatever happens.
+fn launch(project: &Project, extra: &[&str]) -> assert_cmd::assert::Assert {
+    project
+        .render_command(&[&["--json"], extra].concat())
+        .timeout(LIMIT)
+        .assert()
 }
 
 /// `okstra status <run> --json`, the run's workers by dispatch name.
@@ -321,8 +230,8 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
     let writer = assignment(&run, "report-writer");
 
     let started = unix_now() - 1;
-    let mut orphan = Group::spawn("sleep 300; exit 0");
-    let mut bystander = Group::spawn("sleep 300; exit 0");
+    let mut orphan = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
+    let mut bystander = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
     // Orphan: dead wrapper, live group.
     write_sidecar(
         &codex,
@@ -430,7 +339,7 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let started = unix_now() - 1;
     // An ignored signal stays ignored across exec, so `sleep` ignores it too.
     let script = "trap '' TERM; while :; do sleep 1; done";
-    let mut stubborn = Group::spawn(script);
+    let mut stubborn = Group::spawn(&["sh", "-c", script]);
     write_sidecar(
         &codex,
         &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": stubborn.pid(),
@@ -451,7 +360,7 @@ fn a_recycled_group_id_is_never_signalled() {
     let project = Project::new();
     let run = project.render(&["--task-type", "project-analysis"]);
     let codex = assignment(&run, "codex-worker");
-    let mut stranger = Group::spawn("sleep 300; exit 0");
+    let mut stranger = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
     // The sidecar claims this pgid an hour before the stranger started.
     write_sidecar(
         &codex,
@@ -469,7 +378,7 @@ fn a_silent_worker_is_stale_and_activity_revives_it() {
     let project = Project::new();
     let run = project.render(&["--task-type", "project-analysis"]);
     let codex = assignment(&run, "codex-worker");
-    let wrapper = Group::spawn("sleep 300; exit 0");
+    let wrapper = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
     let log = path_of(&codex, "promptPath").with_extension("log");
     fs::write(&log, "working\nstill working\n").unwrap();
     let old = SystemTime::now() - Duration::from_secs(700);
@@ -607,7 +516,7 @@ fn watch_appends_a_snapshot_per_change_and_ends_when_all_are_terminal() {
     let project = Project::new();
     let run = project.render(&["--task-type", "project-analysis"]);
     let codex = assignment(&run, "codex-worker");
-    let wrapper = Group::spawn("sleep 300; exit 0");
+    let wrapper = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
     let started = unix_now();
     write_sidecar(
         &codex,
@@ -844,7 +753,7 @@ fn next_phase_chains_task_types_and_explicit_flags_win() {
         json!({"workflow": {"nextRecommendedPhase": "lunch"}}).to_string(),
     )
     .unwrap();
-    let assert = project.launch(&[]).code(2);
+    let assert = launch(&project, &[]).code(2);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
         stderr.contains("`lunch`") && stderr.contains("--task-type"),
@@ -856,13 +765,15 @@ fn next_phase_chains_task_types_and_explicit_flags_win() {
 fn clarification_and_plan_continuations_link_the_run_they_continue() {
     let project = Project::new();
     // Nothing to continue yet.
-    let assert = project
-        .launch(&[
+    let assert = launch(
+        &project,
+        &[
             "--task-type",
             "requirements-discovery",
             "--resume-clarification",
-        ])
-        .code(2);
+        ],
+    )
+    .code(2);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("demo/g/t"), "{stderr}");
 
@@ -899,27 +810,31 @@ fn clarification_and_plan_continuations_link_the_run_they_continue() {
     assert_eq!(task["continuation"]["kind"], "approved-plan");
 
     // --resume-clarification asks on a terminal; without one it says how else.
-    let assert = project
-        .launch(&[
+    let assert = launch(
+        &project,
+        &[
             "--task-type",
             "requirements-discovery",
             "--resume-clarification",
-        ])
-        .code(2);
+        ],
+    )
+    .code(2);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("--clarification-response"), "{stderr}");
 
     // Mutually exclusive continuations are refused before anything is written.
     let runs_before = fs::read_dir(discovery.parent().unwrap()).unwrap().count();
-    project
-        .launch(&[
+    launch(
+        &project,
+        &[
             "--task-type",
             "requirements-discovery",
             "--resume-clarification",
             "--approved-plan",
             "plan.md",
-        ])
-        .code(2);
+        ],
+    )
+    .code(2);
     assert_eq!(
         fs::read_dir(discovery.parent().unwrap()).unwrap().count(),
         runs_before
@@ -930,8 +845,8 @@ fn clarification_and_plan_continuations_link_the_run_they_continue() {
 fn task_key_form_resumes_the_same_task() {
     let project = Project::new();
     let first = project.render(&["--task-type", "project-analysis"]);
-    let output = okstra()
-        .current_dir(project.root())
+    let output = project
+        .okstra()
         .args([
             "--render-only",
             "--yes",
@@ -1004,14 +919,16 @@ fn continuations_supply_the_task_type_when_none_is_given() {
     assert_eq!(manifest(&implementing)["taskType"], "implementation");
 
     // ...and by nothing else.
-    let refused = project
-        .launch(&[
+    let refused = launch(
+        &project,
+        &[
             "--approved-plan",
             "plan.md",
             "--task-type",
             "project-analysis",
-        ])
-        .code(2);
+        ],
+    )
+    .code(2);
     let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
     assert!(stderr.contains("--task-type project-analysis"), "{stderr}");
 }
