@@ -17,9 +17,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
-use tempfile::TempDir;
 
-use crate::support::{okstra_path, repo_root, wait_for};
+use crate::support::{Project, okstra_path, repo_root, wait_for};
 
 /// Generous bound for a run that should finish promptly on a loaded machine.
 const QUICK: Duration = Duration::from_secs(30);
@@ -29,10 +28,10 @@ static STATUS_SCHEMA: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
 });
 
-/// One temp world: a `bin/` folder first on `PATH`, a project, a prompt, and
-/// `FAKE_DIR` where fakes record what they saw.
+/// A project (fake CLIs in its `bin/`, first on `PATH`; `FAKE_DIR` where
+/// they record what they saw) with a prompt at `run/task.md` beside it.
 struct World {
-    dir: TempDir,
+    project: Project,
 }
 
 /// A finished wrapper run.
@@ -59,28 +58,22 @@ impl World {
     }
 
     fn empty() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        for sub in ["bin", "project", "fake", "run"] {
-            fs::create_dir(dir.path().join(sub)).unwrap();
-        }
-        fs::write(dir.path().join("run/task.md"), "do the thing\n").unwrap();
-        Self { dir }
+        let project = Project::new();
+        fs::create_dir(project.path("run")).unwrap();
+        fs::write(project.path("run/task.md"), "do the thing\n").unwrap();
+        Self { project }
     }
 
     fn install(&self, binary: &str, script: &str) {
-        let target = repo_root().join("tests/fixtures/providers").join(script);
-        assert!(target.is_file(), "no fixture {script}");
-        symlink(target, self.bin().join(binary)).unwrap();
+        self.project
+            .fake_cli(binary, &format!("providers/{script}"));
     }
 
     fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-    fn bin(&self) -> PathBuf {
-        self.path("bin")
+        self.project.path(rel)
     }
     fn project(&self) -> PathBuf {
-        self.path("project")
+        self.project.root().to_path_buf()
     }
     fn fake(&self) -> PathBuf {
         self.path("fake")
@@ -108,12 +101,8 @@ impl World {
     }
 
     fn command(&self, program: &Path, args: &[OsString]) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env("PATH", format!("{}:/usr/bin:/bin", self.bin().display()))
-            .env("FAKE_DIR", self.fake())
-            .env_remove("CLAUDECODE")
-            .stdin(Stdio::null());
+        let mut cmd = self.project.command(program);
+        cmd.args(args);
         cmd
     }
 

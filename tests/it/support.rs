@@ -236,12 +236,12 @@ impl Project {
         cmd
     }
 
-    /// `okstra --render-only --yes`, each default (task key, `--task-brief
-    /// brief.md`, any [`Project::default_flag`]) unless `extra` names its
-    /// flag, then `extra`.
-    pub fn render_command(&self, extra: &[&str]) -> assert_cmd::Command {
+    /// `okstra <leading>`, each default (task key, `--task-brief brief.md`,
+    /// any [`Project::default_flag`]) unless `extra` names its flag, then
+    /// `extra`: `task_command(&["run"], …)` starts a headless run.
+    pub fn task_command(&self, leading: &[&str], extra: &[&str]) -> assert_cmd::Command {
         let mut cmd = self.okstra();
-        cmd.args(["--render-only", "--yes"]);
+        cmd.args(leading);
         for (flag, value) in &self.defaults {
             if !extra.contains(flag) {
                 cmd.arg(flag).arg(value);
@@ -249,6 +249,12 @@ impl Project {
         }
         cmd.args(extra);
         cmd
+    }
+
+    /// `okstra --render-only --yes` with the defaults and `extra`, as
+    /// [`Project::task_command`].
+    pub fn render_command(&self, extra: &[&str]) -> assert_cmd::Command {
+        self.task_command(&["--render-only", "--yes"], extra)
     }
 
     /// Render with `--json` and `extra`, which must succeed; the run folder.
