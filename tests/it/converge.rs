@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{okstra, repo_root};
+use crate::support::{Project, copy_dir, okstra, repo_root};
 
 /// A rendered project-analysis run in its own temporary project.
 struct RunDir {
-    _project: tempfile::TempDir,
+    _project: Project,
     dir: PathBuf,
     manifest: Value,
 }
@@ -34,34 +34,17 @@ fn run(args: &[&str]) -> Out {
 
 impl RunDir {
     fn render(workers: &str) -> RunDir {
-        let project = tempfile::tempdir().unwrap();
-        let root = project.path().canonicalize().unwrap();
-        let brief = root.join("brief.md");
-        fs::write(&brief, "# Payments\n\nWhy are payments charged twice?\n").unwrap();
-        let out = run(&[
-            "--render-only",
-            "--yes",
+        let project = Project::new()
+            .brief("# Payments\n\nWhy are payments charged twice?\n")
+            .key("p", "g", "t");
+        let dir = project.render(&[
             "--task-type",
             "project-analysis",
-            "--project-id",
-            "p",
-            "--task-group",
-            "g",
-            "--task-id",
-            "t",
-            "--task-brief",
-            brief.to_str().unwrap(),
-            "--project-root",
-            root.to_str().unwrap(),
             "--workers",
             workers,
             "--lead-runtime",
             "external",
-            "--json",
         ]);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let paths: Value = serde_json::from_str(&out.stdout).unwrap();
-        let dir = PathBuf::from(paths["runDir"].as_str().unwrap());
         let manifest: Value =
             serde_json::from_str(&fs::read_to_string(dir.join("run-manifest.json")).unwrap())
                 .unwrap();
@@ -809,19 +792,6 @@ fn a_report_consistent_with_its_ledger_is_valid() {
     assert_eq!(code, 1);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].starts_with("/: [convergence] the run's convergence ledger cannot be used"));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]
