@@ -89,9 +89,9 @@ pub fn repo_root() -> &'static Path {
 /// Layout of its temp folder: the project root `project/` (or another name
 /// with [`Project::in_folder`]) holding `brief.md`; `bin/` with the fake
 /// provider CLIs [`Project::fake_cli`] installs and `fake/` where they
-/// record; `home/` and `cache/` for the child's
-/// `HOME` and `XDG_CACHE_HOME`. Anything else a test writes with
-/// [`Project::path`] sits beside the root, outside the project.
+/// record; `home/` and `cache/` for the child's `HOME` and `XDG_CACHE_HOME`.
+/// Anything else a test writes with [`Project::path`] sits beside the root,
+/// outside the project.
 ///
 /// Every command runs in the root with the task key and brief as defaults
 /// (see [`Project::render_command`]).
