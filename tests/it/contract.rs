@@ -32,6 +32,8 @@ use serde_json::Value;
 
 use check::{Checker, command_variants};
 
+use crate::support::Project;
+
 const TASK_TYPES: [&str; 7] = [
     "requirements-discovery",
     "error-analysis",
@@ -56,44 +58,26 @@ const ROSTERS: [&[&str]; 2] = [
 
 /// A rendered run in its own temporary project.
 struct Bundle {
-    _project: tempfile::TempDir,
+    _project: Project,
     run_dir: PathBuf,
     label: String,
 }
 
 impl Bundle {
     fn render(task_type: &str, runtime: &str, roster: &[&str]) -> Bundle {
-        let project = tempfile::tempdir().unwrap();
         // A project root as long as a real one (`/home/<user>/src/<name>`),
         // so the reading budget holds for the paths users have.
-        let root = project
-            .path()
-            .canonicalize()
-            .unwrap()
-            .join("home-user-src-shop-service");
-        fs::create_dir(&root).unwrap();
-        let brief = root.join("brief.md");
-        fs::write(
-            &brief,
-            "# Checkout is slow\n\nWhy is the cart total slow?\n",
-        )
-        .unwrap();
-        let output = crate::support::okstra()
-            .args(["--render-only", "--yes", "--task-type", task_type])
-            .args([
-                "--project-id",
-                "demo",
-                "--task-group",
-                "shop",
-                "--task-id",
-                "t1",
-            ])
-            .arg("--project-root")
-            .arg(&root)
-            .arg("--task-brief")
-            .arg(&brief)
-            .args(["--lead-runtime", runtime])
-            .args(roster)
+        let project = Project::in_folder("home-user-src-shop-service")
+            .brief("# Checkout is slow\n\nWhy is the cart total slow?\n")
+            .key("demo", "shop", "t1");
+        let output = project
+            .render_command(
+                &[
+                    &["--task-type", task_type, "--lead-runtime", runtime],
+                    roster,
+                ]
+                .concat(),
+            )
             .output()
             .unwrap();
         let label = format!("{task_type} × {runtime} {roster:?}");

@@ -6,143 +6,49 @@
 //! on drop, and every wait is bounded.
 
 use std::fs;
-use std::os::unix::fs::symlink;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{okstra, okstra_path, repo_root, team_state_path, wait_for};
+use crate::support::{Group, Project, okstra, okstra_path, team_state_path, wait_for};
 
 const LIMIT: Duration = Duration::from_mins(1);
 
-/// A project with a brief, a `bin/` of fake CLIs and a `fake/` scratch folder.
-struct World {
-    dir: tempfile::TempDir,
+/// Render a project analysis of `workers` with `runtime` as lead; its folder.
+fn render(project: &Project, workers: &str, runtime: &str) -> PathBuf {
+    project.render(&[
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        workers,
+        "--lead-runtime",
+        runtime,
+    ])
 }
 
-impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        for sub in ["bin", "fake", "project"] {
-            fs::create_dir(dir.path().join(sub)).unwrap();
-        }
-        fs::write(dir.path().join("brief.md"), "# question\nwhy?\n").unwrap();
-        World { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    /// `binary` on PATH runs `tests/fixtures/workers/<script>`.
-    fn install(&self, binary: &str, script: &str) -> &World {
-        let target = repo_root().join("tests/fixtures/workers").join(script);
-        assert!(target.is_file(), "no fixture {script}");
-        symlink(target, self.path("bin").join(binary)).unwrap();
-        self
-    }
-
-    /// Render a run with `workers` and the `external` runtime; its folder.
-    fn render(&self, workers: &str, runtime: &str) -> PathBuf {
-        let output = okstra()
-            .current_dir(self.dir.path())
-            .args([
-                "--render-only",
-                "--yes",
-                "--json",
-                "--task-type",
-                "project-analysis",
-                "--project-id",
-                "demo",
-                "--task-group",
-                "g",
-                "--task-id",
-                "t",
-                "--task-brief",
-                "brief.md",
-                "--project-root",
-                "project",
-                "--workers",
-                workers,
-                "--lead-runtime",
-                runtime,
-            ])
-            .timeout(LIMIT)
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let paths: Value = serde_json::from_slice(&output).unwrap();
-        PathBuf::from(paths["runDir"].as_str().unwrap())
-    }
-
-    fn env(&self, cmd: &mut assert_cmd::Command) {
-        cmd.env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", self.path("bin").display()),
-        )
-        .env("FAKE_DIR", self.path("fake"))
-        .env_remove("FAKE_SLEEP");
-    }
-
-    /// `okstra <args…>` with the fakes on PATH, to completion.
-    fn okstra(&self, args: &[&str]) -> assert_cmd::assert::Assert {
-        let mut cmd = okstra();
-        self.env(&mut cmd);
-        cmd.args(args).timeout(LIMIT).assert()
-    }
-
-    /// `okstra <args…>` started in its own group, not waited for.
-    fn spawn(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Guard {
-        let mut cmd = Command::new(okstra_path());
-        cmd.args(args)
-            .env(
-                "PATH",
-                format!("{}:/usr/bin:/bin", self.path("bin").display()),
-            )
-            .env("FAKE_DIR", self.path("fake"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        for (name, value) in extra_env {
-            cmd.env(name, value);
-        }
-        Guard(cmd.spawn().unwrap())
-    }
+/// `okstra <args…>` with the fakes on PATH, to completion.
+fn okstra_with(project: &Project, args: &[&str]) -> assert_cmd::assert::Assert {
+    project
+        .okstra()
+        .env_remove("FAKE_SLEEP")
+        .args(args)
+        .timeout(LIMIT)
+        .assert()
 }
 
-/// Kills the child's whole group when dropped.
-struct Guard(Child);
-
-impl Guard {
-    /// Send `signal` to the dispatcher itself (not its group).
-    fn signal(&self, signal: Signal) {
-        kill(Pid::from_raw(i32::try_from(self.0.id()).unwrap()), signal).unwrap();
+/// `okstra <args…>` started in its own group, not waited for.
+fn spawn(project: &Project, args: &[&str], extra_env: &[(&str, &str)]) -> Group {
+    let mut cmd = project.command(okstra_path());
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (name, value) in extra_env {
+        cmd.env(name, value);
     }
-
-    /// Its exit code, once it has exited (bounded wait).
-    fn exit_code(&mut self) -> Option<i32> {
-        wait_for(LIMIT, "the dispatcher to stop", || {
-            self.0.try_wait().unwrap()
-        })
-        .code()
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let pgid = Pid::from_raw(i32::try_from(self.0.id()).unwrap());
-        let _ = killpg(pgid, Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
+    Group::start(cmd)
 }
 
 fn team_state(run: &Path) -> Value {
@@ -177,15 +83,19 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn four_wrappers_run_at_once_and_each_result_is_recovered_from_its_stream() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "claude.sh")
-        .install("codex", "codex.sh")
-        .install("agy", "agy.sh")
-        .install("kimi", "kimi.sh");
-    let run = world.render("claude,codex,antigravity,kimi,report-writer", "external");
+        .fake_cli("claude", "workers/claude.sh")
+        .fake_cli("codex", "workers/codex.sh")
+        .fake_cli("agy", "workers/agy.sh")
+        .fake_cli("kimi", "workers/kimi.sh");
+    let run = render(
+        &world,
+        "claude,codex,antigravity,kimi,report-writer",
+        "external",
+    );
     let run_s = run.to_str().unwrap();
-    let assert = world.okstra(&["dispatch", run_s, "--json"]).success();
+    let assert = okstra_with(&world, &["dispatch", run_s, "--json"]).success();
     let summary = stdout_json(&assert);
     assert_eq!(summary["allCompleted"], true);
     let names: Vec<&str> = summary["dispatches"]
@@ -235,20 +145,20 @@ fn four_wrappers_run_at_once_and_each_result_is_recovered_from_its_stream() {
         "completed"
     );
     // A second call has nothing left to start, and await agrees at once.
-    world.okstra(&["dispatch", run_s]).success();
+    okstra_with(&world, &["dispatch", run_s]).success();
     assert_eq!(records.len(), self::records(&run).len());
-    world.okstra(&["await", run_s]).success();
+    okstra_with(&world, &["await", run_s]).success();
 }
 
 #[test]
 fn a_fast_failure_is_retried_once_and_both_attempts_keep_their_files() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "flaky.sh")
-        .install("codex", "codex.sh");
-    let run = world.render("claude,codex,report-writer", "external");
+        .fake_cli("claude", "workers/flaky.sh")
+        .fake_cli("codex", "workers/codex.sh");
+    let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    world.okstra(&["dispatch", run_s]).success();
+    okstra_with(&world, &["dispatch", run_s]).success();
     let records = records(&run);
     let claude: Vec<&Value> = records
         .iter()
@@ -278,21 +188,23 @@ fn a_fast_failure_is_retried_once_and_both_attempts_keep_their_files() {
         1
     );
     // The retry is spent: asking again refuses it.
-    let assert = world
-        .okstra(&["dispatch", run_s, "--kind", "retry", "--workers", "claude"])
-        .success();
+    let assert = okstra_with(
+        &world,
+        &["dispatch", run_s, "--kind", "retry", "--workers", "claude"],
+    )
+    .success();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("its last attempt completed"), "{stderr}");
 }
 
 #[test]
 fn an_auth_failure_is_classified_and_not_retried_and_a_missing_cli_ends_at_once() {
-    let world = World::new();
-    world.install("claude", "auth.sh");
+    let world = Project::new();
+    world.fake_cli("claude", "workers/auth.sh");
     // codex is not installed at all.
-    let run = world.render("claude,codex,report-writer", "external");
+    let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    let assert = world.okstra(&["dispatch", run_s, "--json"]).code(1);
+    let assert = okstra_with(&world, &["dispatch", run_s, "--json"]).code(1);
     let summary = stdout_json(&assert);
     let by_name = |name: &str| {
         summary["dispatches"]
@@ -324,21 +236,23 @@ fn an_auth_failure_is_classified_and_not_retried_and_a_missing_cli_ends_at_once(
             .any(|l| l.as_str().unwrap().contains("Not logged in"))
     );
     // await returns at once with the same verdict.
-    let assert = world.okstra(&["await", run_s, "--json"]).code(1);
+    let assert = okstra_with(&world, &["await", run_s, "--json"]).code(1);
     assert_eq!(stdout_json(&assert)["allCompleted"], false);
 }
 
 #[test]
 fn dry_run_prints_the_argv_and_writes_nothing() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "claude.sh")
-        .install("codex", "codex.sh");
-    let run = world.render("claude,codex,report-writer", "external");
+        .fake_cli("claude", "workers/claude.sh")
+        .fake_cli("codex", "workers/codex.sh");
+    let run = render(&world, "claude,codex,report-writer", "external");
     let before = snapshot(&run);
-    let assert = world
-        .okstra(&["dispatch", run.to_str().unwrap(), "--dry-run", "--json"])
-        .success();
+    let assert = okstra_with(
+        &world,
+        &["dispatch", run.to_str().unwrap(), "--dry-run", "--json"],
+    )
+    .success();
     let planned = stdout_json(&assert)["wouldStart"]
         .as_array()
         .unwrap()
@@ -359,13 +273,13 @@ fn dry_run_prints_the_argv_and_writes_nothing() {
 
 #[test]
 fn sigint_stops_every_worker_and_records_every_ending() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "silent.sh")
-        .install("codex", "silent.sh");
-    let run = world.render("claude,codex,report-writer", "external");
+        .fake_cli("claude", "workers/silent.sh")
+        .fake_cli("codex", "workers/silent.sh");
+    let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    let mut dispatcher = world.spawn(&["dispatch", run_s], &[]);
+    let mut dispatcher = spawn(&world, &["dispatch", run_s], &[]);
     let children: Vec<i32> = wait_for(LIMIT, "both CLIs running", || {
         let pids: Vec<i32> = ["claude-worker", "codex-worker"]
             .iter()
@@ -380,7 +294,7 @@ fn sigint_stops_every_worker_and_records_every_ending() {
         (pids.len() == 2).then_some(pids)
     });
     dispatcher.signal(Signal::SIGINT);
-    assert_eq!(dispatcher.exit_code(), Some(130));
+    assert_eq!(dispatcher.wait(LIMIT).code(), Some(130));
     for pid in children {
         let gone = kill(Pid::from_raw(pid), None).is_err()
             || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
@@ -393,11 +307,15 @@ fn sigint_stops_every_worker_and_records_every_ending() {
 
 #[test]
 fn a_closed_memory_gate_holds_the_start_back_and_says_so() {
-    let world = World::new();
-    world.install("claude", "claude.sh");
-    let run = world.render("claude,report-writer", "external");
+    let world = Project::new();
+    world.fake_cli("claude", "workers/claude.sh");
+    let run = render(&world, "claude,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    let mut dispatcher = world.spawn(&["dispatch", run_s, "--min-free-memory", "1000T"], &[]);
+    let mut dispatcher = spawn(
+        &world,
+        &["dispatch", run_s, "--min-free-memory", "1000T"],
+        &[],
+    );
     let detail = wait_for(LIMIT, "a held record", || {
         records(&run)
             .first()
@@ -410,24 +328,24 @@ fn a_closed_memory_gate_holds_the_start_back_and_says_so() {
     assert!(records(&run)[0]["startedAt"].is_null());
     assert!(!run.join("prompts/claude-worker.md.status.json").exists());
     dispatcher.signal(Signal::SIGTERM);
-    assert_eq!(dispatcher.exit_code(), Some(143));
+    assert_eq!(dispatcher.wait(LIMIT).code(), Some(143));
     assert_eq!(records(&run)[0]["ending"], "cancelled");
 }
 
 #[test]
 fn await_waits_for_native_and_wrapper_workers_alike() {
-    let world = World::new();
-    world.install("codex", "codex.sh");
+    let world = Project::new();
+    world.fake_cli("codex", "workers/codex.sh");
     // On the claude-code runtime the claude worker is a native session.
-    let run = world.render("claude,codex,report-writer", "claude-code");
+    let run = render(&world, "claude,codex,report-writer", "claude-code");
     let run_s = run.to_str().unwrap();
-    let assert = world.okstra(&["dispatch", run_s]).success();
+    let assert = okstra_with(&world, &["dispatch", run_s]).success();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
         stderr.contains("`claude-worker` runs in the host's own session"),
         "{stderr}"
     );
-    let mut waiter = world.spawn(&["await", run_s, "--json"], &[]);
+    let mut waiter = spawn(&world, &["await", run_s, "--json"], &[]);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         waiter.0.try_wait().unwrap().is_none(),
@@ -444,11 +362,11 @@ fn await_waits_for_native_and_wrapper_workers_alike() {
 
 #[test]
 fn await_finishes_a_record_whose_dispatcher_died() {
-    let world = World::new();
-    world.install("claude", "claude.sh");
-    let run = world.render("claude,report-writer", "external");
+    let world = Project::new();
+    world.fake_cli("claude", "workers/claude.sh");
+    let run = render(&world, "claude,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    let mut dispatcher = world.spawn(&["dispatch", run_s], &[("FAKE_SLEEP", "2")]);
+    let mut dispatcher = spawn(&world, &["dispatch", run_s], &[("FAKE_SLEEP", "2")]);
     wait_for(LIMIT, "the attempt to start", || {
         run.join("prompts/claude-worker.md.status.json")
             .exists()
@@ -462,7 +380,7 @@ fn await_finishes_a_record_whose_dispatcher_died() {
     .unwrap();
     let _ = dispatcher.0.wait();
     assert!(records(&run)[0]["ending"].is_null());
-    let assert = world.okstra(&["await", run_s, "--json"]).success();
+    let assert = okstra_with(&world, &["await", run_s, "--json"]).success();
     assert_eq!(stdout_json(&assert)["dispatches"][0]["ending"], "completed");
     assert_eq!(records(&run)[0]["ending"], "completed");
     assert!(run.join("results/claude-worker.md").is_file());
@@ -470,8 +388,8 @@ fn await_finishes_a_record_whose_dispatcher_died() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let world = World::new();
-    let run = world.render("claude,codex,report-writer", "external");
+    let world = Project::new();
+    let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
     for (args, needle) in [
         (
@@ -496,7 +414,7 @@ fn bad_input_is_one_line_and_exit_2() {
             "is not an okstra run folder",
         ),
     ] {
-        let assert = world.okstra(&args).code(2);
+        let assert = okstra_with(&world, &args).code(2);
         let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
@@ -505,13 +423,13 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "flaky.sh")
-        .install("codex", "codex.sh");
-    let run = world.render("claude,codex,report-writer", "external");
+        .fake_cli("claude", "workers/flaky.sh")
+        .fake_cli("codex", "workers/codex.sh");
+    let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    world.okstra(&["dispatch", run_s]).success();
+    okstra_with(&world, &["dispatch", run_s]).success();
     // A round plan as `okstra converge plan` writes it, for one reviewer.
     let prompt = run.join("prompts/codex-worker-reverify-r1.md");
     fs::write(&prompt, "Review item 1.\n").unwrap();
@@ -528,10 +446,8 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
         }],
     });
     fs::write(run.join("state/round-plan-r1.json"), plan.to_string()).unwrap();
-    world
-        .okstra(&["dispatch", run_s, "--kind", "reverify-r1"])
-        .success();
-    let assert = world.okstra(&["status", run_s, "--json"]).success();
+    okstra_with(&world, &["dispatch", run_s, "--kind", "reverify-r1"]).success();
+    let assert = okstra_with(&world, &["status", run_s, "--json"]).success();
     let board = stdout_json(&assert);
     let rows = board["runs"][0]["dispatches"].as_array().unwrap();
     let row = |name: &str| rows.iter().find(|r| r["dispatchName"] == name).unwrap();
@@ -556,7 +472,7 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
             .ends_with("claude-worker.md.attempt-2.status.json")
     );
     assert_eq!(claude["state"], "done");
-    let text = world.okstra(&["status", run_s]).success();
+    let text = okstra_with(&world, &["status", run_s]).success();
     let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
     assert!(
         text.contains("dispatch: codex-worker-reverify-r1 reverify-r1 attempt 1 completed"),
@@ -566,11 +482,11 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
 
 #[test]
 fn status_shows_a_running_workers_usage_live() {
-    let world = World::new();
-    world.install("claude", "metered.sh");
-    let run = world.render("claude,report-writer", "external");
+    let world = Project::new();
+    world.fake_cli("claude", "workers/metered.sh");
+    let run = render(&world, "claude,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    let _dispatcher = world.spawn(&["dispatch", run_s], &[]);
+    let _dispatcher = spawn(&world, &["dispatch", run_s], &[]);
     let usage = wait_for(LIMIT, "live usage in status", || {
         let output = okstra().args(["status", run_s, "--json"]).output().unwrap();
         let board: Value = serde_json::from_slice(&output.stdout).ok()?;
@@ -591,16 +507,17 @@ fn status_shows_a_running_workers_usage_live() {
 
 #[test]
 fn a_spent_budget_starts_no_further_attempt() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "claude.sh")
-        .install("codex", "codex.sh")
-        .install("kimi", "kimi.sh");
-    let run = world.render("claude,codex,kimi,report-writer", "external");
+        .fake_cli("claude", "workers/claude.sh")
+        .fake_cli("codex", "workers/codex.sh")
+        .fake_cli("kimi", "workers/kimi.sh");
+    let run = render(&world, "claude,codex,kimi,report-writer", "external");
     let run_s = run.to_str().unwrap();
     // claude.sh reports 10 input + 5 output tokens: past a 10-token budget.
-    let assert = world
-        .okstra(&[
+    let assert = okstra_with(
+        &world,
+        &[
             "dispatch",
             run_s,
             "--max-parallel",
@@ -608,8 +525,9 @@ fn a_spent_budget_starts_no_further_attempt() {
             "--max-tokens",
             "10",
             "--json",
-        ])
-        .code(1);
+        ],
+    )
+    .code(1);
     let summary = stdout_json(&assert);
     let endings: Vec<(&str, &str)> = summary["dispatches"]
         .as_array()
@@ -650,14 +568,13 @@ fn a_spent_budget_starts_no_further_attempt() {
 
 #[test]
 fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "claude.sh")
-        .install("codex", "codex.sh");
-    let run = world.render("claude,codex,report-writer", "external");
+        .fake_cli("claude", "workers/claude.sh")
+        .fake_cli("codex", "workers/codex.sh");
+    let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
-    let mut cmd = okstra();
-    world.env(&mut cmd);
+    let mut cmd = world.okstra();
     let assert = cmd
         .args(["dispatch", run_s, "--detach", "--json"])
         .env("FAKE_SLEEP", "2")
@@ -673,7 +590,7 @@ fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
         assert_eq!(record["dispatcherPid"], pid);
         assert!(record["ending"].is_null());
     }
-    let assert = world.okstra(&["await", run_s, "--json"]).success();
+    let assert = okstra_with(&world, &["await", run_s, "--json"]).success();
     assert_eq!(stdout_json(&assert)["allCompleted"], true);
     let log = fs::read_to_string(run.join("state/dispatch.log")).unwrap();
     assert!(
@@ -684,40 +601,22 @@ fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
 
 #[test]
 fn the_executors_one_fix_pass_carries_the_defects_in_its_prompt() {
-    let world = World::new();
+    let world = Project::new();
     world
-        .install("claude", "claude.sh")
-        .install("codex", "codex.sh");
-    let output = okstra()
-        .current_dir(world.dir.path())
-        .args([
-            "--render-only",
-            "--yes",
-            "--json",
-            "--task-type",
-            "implementation",
-            "--project-id",
-            "demo",
-            "--task-group",
-            "g",
-            "--task-id",
-            "fix",
-            "--task-brief",
-            "brief.md",
-            "--project-root",
-            "project",
-            "--workers",
-            "claude,codex,report-writer",
-            "--executor",
-            "claude",
-            "--lead-runtime",
-            "external",
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let paths: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let run = PathBuf::from(paths["runDir"].as_str().unwrap());
+        .fake_cli("claude", "workers/claude.sh")
+        .fake_cli("codex", "workers/codex.sh");
+    let run = world.render(&[
+        "--task-type",
+        "implementation",
+        "--task-id",
+        "fix",
+        "--workers",
+        "claude,codex,report-writer",
+        "--executor",
+        "claude",
+        "--lead-runtime",
+        "external",
+    ]);
     let run_s = run.to_str().unwrap();
     let request = world.path("fix-request.md");
     fs::write(
@@ -727,17 +626,23 @@ fn the_executors_one_fix_pass_carries_the_defects_in_its_prompt() {
     .unwrap();
     let fix = request.to_str().unwrap();
     // Nothing to fix before the Executor completed.
-    world
-        .okstra(&["dispatch", run_s, "--workers", "claude", "--fix", fix])
-        .code(2);
-    world.okstra(&["dispatch", run_s]).success();
-    let refused = world
-        .okstra(&["dispatch", run_s, "--workers", "codex", "--fix", fix])
-        .code(2);
+    okstra_with(
+        &world,
+        &["dispatch", run_s, "--workers", "claude", "--fix", fix],
+    )
+    .code(2);
+    okstra_with(&world, &["dispatch", run_s]).success();
+    let refused = okstra_with(
+        &world,
+        &["dispatch", run_s, "--workers", "codex", "--fix", fix],
+    )
+    .code(2);
     assert!(String::from_utf8_lossy(&refused.get_output().stderr).contains("--workers claude"));
-    world
-        .okstra(&["dispatch", run_s, "--workers", "claude", "--fix", fix])
-        .success();
+    okstra_with(
+        &world,
+        &["dispatch", run_s, "--workers", "claude", "--fix", fix],
+    )
+    .success();
     let prompt = fs::read_to_string(run.join("prompts/claude-executor.fix.md")).unwrap();
     assert!(
         prompt.starts_with(&fs::read_to_string(run.join("prompts/claude-executor.md")).unwrap())
@@ -753,9 +658,11 @@ fn the_executors_one_fix_pass_carries_the_defects_in_its_prompt() {
     assert_eq!(executor[1]["dispatchKind"], "retry");
     assert_eq!(executor[1]["ending"], "completed");
     // One fix pass per run; and the failure retry was not spent.
-    let again = world
-        .okstra(&["dispatch", run_s, "--workers", "claude", "--fix", fix])
-        .code(2);
+    let again = okstra_with(
+        &world,
+        &["dispatch", run_s, "--workers", "claude", "--fix", fix],
+    )
+    .code(2);
     assert!(String::from_utf8_lossy(&again.get_output().stderr).contains("one fix pass"));
     assert!(team_state(&run)["workers"]["claude-executor"]["retriesUsed"].is_null());
 }

@@ -6,87 +6,35 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-use crate::support::{okstra, repo_root};
+use crate::support::{Project, repo_root};
 
-struct World {
-    dir: TempDir,
+/// The doctor tests' project: key `demo/cli/versions`, brief `# Why?`.
+fn doctor_project() -> Project {
+    Project::new()
+        .brief("# Why?\n")
+        .key("demo", "cli", "versions")
 }
 
-impl World {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        for sub in ["bin", "home", "cache", "fake", "project"] {
-            fs::create_dir(dir.path().join(sub)).unwrap();
-        }
-        fs::write(dir.path().join("project/brief.md"), "# Why?\n").unwrap();
-        Self { dir }
-    }
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-    /// Copy fixture `script` to `bin/<binary>` (a file of its own, so its
-    /// mtime and the cache entry belong to this test).
-    fn cli(&self, binary: &str, script: &str) -> &Self {
-        let target = self.path("bin").join(binary);
-        fs::copy(
-            repo_root().join("tests/fixtures/doctor").join(script),
-            &target,
-        )
-        .unwrap();
-        self
-    }
-    fn command(&self) -> assert_cmd::Command {
-        let mut cmd = okstra();
-        cmd.env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", self.path("bin").display()),
-        )
-        .env("HOME", self.path("home"))
-        .env("XDG_CACHE_HOME", self.path("cache"))
-        .env("FAKE_DIR", self.path("fake"))
-        .current_dir(self.path("project"));
-        for name in [
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-            "CLAUDE_CODE_USE_BEDROCK",
-            "CLAUDE_CODE_USE_VERTEX",
-            "CLAUDE_CONFIG_DIR",
-            "OPENAI_API_KEY",
-            "CODEX_API_KEY",
-            "CODEX_HOME",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "GOOGLE_GENAI_USE_VERTEXAI",
-            "XAI_API_KEY",
-            "GROK_API_KEY",
-            "KIMI_MODEL_API_KEY",
-            "KIMI_CODE_HOME",
-        ] {
-            cmd.env_remove(name);
-        }
-        cmd
-    }
-    fn doctor_json(&self, extra: &[&str], code: i32) -> Value {
-        let output = self
-            .command()
-            .args(["doctor", "--json"])
-            .args(extra)
-            .assert()
-            .code(code)
-            .get_output()
-            .clone();
-        serde_json::from_slice(&output.stdout).unwrap()
-    }
-    fn calls(&self) -> String {
-        fs::read_to_string(self.path("fake/calls")).unwrap_or_default()
-    }
+/// `okstra doctor --json <extra>`, which must exit `code`; its report.
+fn doctor_json(project: &Project, extra: &[&str], code: i32) -> Value {
+    let output = project
+        .okstra()
+        .args(["doctor", "--json"])
+        .args(extra)
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// What the fake CLIs were called with, one call a line.
+fn calls(project: &Project) -> String {
+    fs::read_to_string(project.path("fake/calls")).unwrap_or_default()
 }
 
 fn provider<'a>(report: &'a Value, name: &str) -> &'a Value {
@@ -100,12 +48,12 @@ fn provider<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn doctor_tells_present_missing_and_look_alike_clis_apart() {
-    let world = World::new();
+    let world = doctor_project();
     world
-        .cli("claude", "claude-ok.sh")
-        .cli("codex", "codex.sh")
-        .cli("grok", "grok-vibe-kit.sh")
-        .cli("kimi", "kimi-legacy.sh");
+        .copy_cli("claude", "doctor/claude-ok.sh")
+        .copy_cli("codex", "doctor/codex.sh")
+        .copy_cli("grok", "doctor/grok-vibe-kit.sh")
+        .copy_cli("kimi", "doctor/kimi-legacy.sh");
     fs::create_dir(world.path("home/.codex")).unwrap();
     fs::write(
         world.path("home/.codex/auth.json"),
@@ -113,7 +61,7 @@ fn doctor_tells_present_missing_and_look_alike_clis_apart() {
     )
     .unwrap();
     let output = world
-        .command()
+        .okstra()
         .args(["doctor", "--json"])
         .env("ANTHROPIC_API_KEY", "sk-ant-very-secret")
         .assert()
@@ -164,7 +112,7 @@ fn doctor_tells_present_missing_and_look_alike_clis_apart() {
 
     // The table says the same in columns.
     let table = world
-        .command()
+        .okstra()
         .arg("doctor")
         .env("ANTHROPIC_API_KEY", "x")
         .env("OPENAI_API_KEY", "x")
@@ -188,13 +136,15 @@ fn doctor_tells_present_missing_and_look_alike_clis_apart() {
 
 #[test]
 fn findings_are_cached_per_cli_path_and_mtime() {
-    let world = World::new();
-    world.cli("claude", "claude-ok.sh").cli("codex", "codex.sh");
-    world.doctor_json(&["--provider", "claude,codex"], 1);
-    assert_eq!(world.calls(), "claude --version\ncodex --version\n");
-    let again = world.doctor_json(&["--provider", "claude", "--provider", "codex"], 1);
+    let world = doctor_project();
+    world
+        .copy_cli("claude", "doctor/claude-ok.sh")
+        .copy_cli("codex", "doctor/codex.sh");
+    doctor_json(&world, &["--provider", "claude,codex"], 1);
+    assert_eq!(calls(&world), "claude --version\ncodex --version\n");
+    let again = doctor_json(&world, &["--provider", "claude", "--provider", "codex"], 1);
     assert_eq!(
-        world.calls().lines().count(),
+        calls(&world).lines().count(),
         2,
         "a cached CLI was asked again"
     );
@@ -212,19 +162,19 @@ fn findings_are_cached_per_cli_path_and_mtime() {
     )
     .unwrap();
     drop(file);
-    world.doctor_json(&["--provider", "codex"], 1);
-    assert_eq!(world.calls().lines().last(), Some("codex --version"));
-    assert_eq!(world.calls().lines().count(), 3);
+    doctor_json(&world, &["--provider", "codex"], 1);
+    assert_eq!(calls(&world).lines().last(), Some("codex --version"));
+    assert_eq!(calls(&world).lines().count(), 3);
 }
 
 #[test]
 fn doctor_fails_when_a_default_provider_is_missing() {
-    let world = World::new();
-    world.cli("claude", "claude-ok.sh");
-    let report = world.doctor_json(&[], 1);
+    let world = doctor_project();
+    world.copy_cli("claude", "doctor/claude-ok.sh");
+    let report = doctor_json(&world, &[], 1);
     assert_eq!(report["ready"], json!(false));
     let table = world
-        .command()
+        .okstra()
         .arg("doctor")
         .assert()
         .code(1)
@@ -239,12 +189,11 @@ fn doctor_fails_when_a_default_provider_is_missing() {
     );
     // A non-default provider is judged only when asked for.
     world
-        .command()
+        .okstra()
         .args(["doctor", "--provider", "grok"])
         .assert()
         .code(1);
-    world
-        .command()
+    world.okstra()
         .args(["doctor", "--provider", "gemini"])
         .assert()
         .code(2)
@@ -253,9 +202,9 @@ fn doctor_fails_when_a_default_provider_is_missing() {
 
 #[test]
 fn a_probe_of_a_claude_that_is_not_logged_in_ends_auth() {
-    let world = World::new();
-    world.cli("claude", "claude-not-logged-in.sh");
-    let report = world.doctor_json(&["--probe", "--provider", "claude"], 1);
+    let world = doctor_project();
+    world.copy_cli("claude", "doctor/claude-not-logged-in.sh");
+    let report = doctor_json(&world, &["--probe", "--provider", "claude"], 1);
     let claude = provider(&report, "claude");
     assert_eq!(claude["probe"]["ending"], json!("auth"), "{claude}");
     assert_eq!(claude["probe"]["exitCode"], json!(1));
@@ -269,9 +218,9 @@ fn a_probe_of_a_claude_that_is_not_logged_in_ends_auth() {
     );
     assert_eq!(claude["ready"], json!(false));
 
-    let world = World::new();
-    world.cli("claude", "claude-ok.sh");
-    let report = world.doctor_json(&["--probe", "--provider", "claude"], 0);
+    let world = doctor_project();
+    world.copy_cli("claude", "doctor/claude-ok.sh");
+    let report = doctor_json(&world, &["--probe", "--provider", "claude"], 0);
     assert_eq!(
         provider(&report, "claude")["probe"]["ending"],
         json!("completed")
@@ -279,23 +228,12 @@ fn a_probe_of_a_claude_that_is_not_logged_in_ends_auth() {
 }
 
 /// Render a run with `workers` in `world`'s project; returns the manifest and stderr.
-fn render(world: &World, workers: &str) -> (Value, String) {
+fn render(world: &Project, workers: &str) -> (Value, String) {
     let output = world
-        .command()
-        .args([
-            "--render-only",
-            "--yes",
+        .render_command(&[
             "--json",
             "--task-type",
             "project-analysis",
-            "--project-id",
-            "demo",
-            "--task-group",
-            "cli",
-            "--task-id",
-            "versions",
-            "--task-brief",
-            "brief.md",
             "--workers",
             workers,
         ])
@@ -315,8 +253,10 @@ fn render(world: &World, workers: &str) -> (Value, String) {
 
 #[test]
 fn the_run_manifest_records_cached_versions_and_warns_about_wrong_clis() {
-    let world = World::new();
-    world.cli("claude", "claude-ok.sh").cli("codex", "codex.sh");
+    let world = doctor_project();
+    world
+        .copy_cli("claude", "doctor/claude-ok.sh")
+        .copy_cli("codex", "doctor/codex.sh");
     let (manifest, stderr) = render(&world, "claude,codex,report-writer");
     // Not cached yet: recorded as unknown, never asked at render.
     assert_eq!(
@@ -324,15 +264,15 @@ fn the_run_manifest_records_cached_versions_and_warns_about_wrong_clis() {
         json!("unknown")
     );
     assert!(
-        world.calls().is_empty(),
+        calls(&world).is_empty(),
         "render started a CLI: {}",
-        world.calls()
+        calls(&world)
     );
     assert!(!stderr.contains("warning"), "{stderr}");
 
-    world.doctor_json(&[], 1);
-    world.cli("kimi", "kimi-legacy.sh");
-    world.doctor_json(&["--provider", "kimi"], 1);
+    doctor_json(&world, &[], 1);
+    world.copy_cli("kimi", "doctor/kimi-legacy.sh");
+    doctor_json(&world, &["--provider", "kimi"], 1);
     let (manifest, stderr) = render(&world, "claude,codex,grok,kimi,report-writer");
     let clis = &manifest["providerClis"];
     assert_eq!(clis["codex"]["version"], json!("0.171.0"));
@@ -358,14 +298,14 @@ fn the_run_manifest_records_cached_versions_and_warns_about_wrong_clis() {
 }
 
 /// `okstra provider-exec <provider> <project> m <prompt>`; returns (code, stderr, sidecar).
-fn exec(world: &World, provider: &str) -> (i32, String, Option<Value>) {
+fn exec(world: &Project, provider: &str) -> (i32, String, Option<Value>) {
     let prompt = world.path("task.md");
     fs::write(&prompt, "do it\n").unwrap();
     let output = world
-        .command()
+        .okstra()
         .arg("provider-exec")
         .arg(provider)
-        .arg(world.path("project"))
+        .arg(world.root())
         .arg("m-1")
         .arg(&prompt)
         .output()
@@ -382,8 +322,8 @@ fn exec(world: &World, provider: &str) -> (i32, String, Option<Value>) {
 
 #[test]
 fn the_sidecar_records_the_cached_cli_version() {
-    let world = World::new();
-    world.cli("codex", "codex.sh");
+    let world = doctor_project();
+    world.copy_cli("codex", "doctor/codex.sh");
     let (code, _, sidecar) = exec(&world, "codex");
     assert_eq!(code, 0);
     let sidecar = sidecar.unwrap();
@@ -394,12 +334,12 @@ fn the_sidecar_records_the_cached_cli_version() {
             .unwrap()
             .ends_with("/bin/codex")
     );
-    world.doctor_json(&["--provider", "codex"], 1);
+    doctor_json(&world, &["--provider", "codex"], 1);
     let (_, _, sidecar) = exec(&world, "codex");
     assert_eq!(sidecar.unwrap()["cli_version"], json!("0.171.0"));
 }
 
-fn recorded_argv(world: &World) -> Vec<String> {
+fn recorded_argv(world: &Project) -> Vec<String> {
     fs::read_to_string(world.path("fake/argv"))
         .unwrap()
         .lines()
@@ -407,7 +347,7 @@ fn recorded_argv(world: &World) -> Vec<String> {
         .collect()
 }
 
-fn vibe_kit_argv(world: &World) -> Vec<String> {
+fn vibe_kit_argv(world: &Project) -> Vec<String> {
     vec![
         "-p".to_owned(),
         format!(
@@ -415,7 +355,7 @@ fn vibe_kit_argv(world: &World) -> Vec<String> {
             world.path("task.md").display()
         ),
         "-d".to_owned(),
-        world.path("project").display().to_string(),
+        world.root().display().to_string(),
         "-m".to_owned(),
         "m-1".to_owned(),
     ]
@@ -423,12 +363,12 @@ fn vibe_kit_argv(world: &World) -> Vec<String> {
 
 #[test]
 fn vibe_kit_grok_is_driven_once_the_doctor_has_seen_it() {
-    let world = World::new();
-    world.cli("grok", "grok-vibe-kit.sh");
+    let world = doctor_project();
+    world.copy_cli("grok", "doctor/grok-vibe-kit.sh");
     // Unknown to okstra: the Grok Build command line, which vibe-kit rejects.
     let (code, _, _) = exec(&world, "grok");
     assert_eq!(code, 1);
-    world.doctor_json(&["--provider", "grok"], 1);
+    doctor_json(&world, &["--provider", "grok"], 1);
     let (code, stderr, sidecar) = exec(&world, "grok");
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(recorded_argv(&world), vibe_kit_argv(&world));
@@ -437,7 +377,7 @@ fn vibe_kit_grok_is_driven_once_the_doctor_has_seen_it() {
 
 #[test]
 fn vibe_kit_grok_is_recognised_by_its_npm_install_path() {
-    let world = World::new();
+    let world = doctor_project();
     let package = world.path("lib/node_modules/@vibe-kit/grok-cli/dist");
     fs::create_dir_all(&package).unwrap();
     let script = package.join("index.js");
@@ -454,9 +394,9 @@ fn vibe_kit_grok_is_recognised_by_its_npm_install_path() {
 
 #[test]
 fn the_legacy_kimi_cli_is_refused_before_it_starts() {
-    let world = World::new();
-    world.cli("kimi", "kimi-legacy.sh");
-    world.doctor_json(&["--provider", "kimi"], 1);
+    let world = doctor_project();
+    world.copy_cli("kimi", "doctor/kimi-legacy.sh");
+    doctor_json(&world, &["--provider", "kimi"], 1);
     let (code, stderr, sidecar) = exec(&world, "kimi");
     assert_eq!(code, 64);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -476,9 +416,9 @@ fn the_legacy_kimi_cli_is_refused_before_it_starts() {
 
 #[test]
 fn kimi_code_gets_a_note_when_the_default_model_is_no_alias_of_its_config() {
-    let world = World::new();
-    world.cli("kimi", "kimi-code.sh");
-    let report = world.doctor_json(&["--provider", "kimi"], 1);
+    let world = doctor_project();
+    world.copy_cli("kimi", "doctor/kimi-code.sh");
+    let report = doctor_json(&world, &["--provider", "kimi"], 1);
     let kimi = provider(&report, "kimi");
     assert_eq!(kimi["program"], json!("expected"));
     assert_eq!(kimi["version"], json!("2.1.0"));
@@ -495,7 +435,7 @@ fn kimi_code_gets_a_note_when_the_default_model_is_no_alias_of_its_config() {
         "default_model = \"kimi-k2.7-code\"\n",
     )
     .unwrap();
-    let report = world.doctor_json(&["--provider", "kimi"], 0);
+    let report = doctor_json(&world, &["--provider", "kimi"], 0);
     let kimi = provider(&report, "kimi");
     assert_eq!(kimi["ready"], json!(true), "{kimi}");
     assert_eq!(kimi["credentials"].as_array().unwrap().len(), 1);

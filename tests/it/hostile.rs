@@ -6,29 +6,17 @@
 
 use std::fs::{self, File};
 use std::os::unix::fs::symlink;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
 
-use nix::sys::signal::{Signal, killpg};
 use nix::sys::stat::Mode;
-use nix::unistd::{Pid, mkfifo};
+use nix::unistd::mkfifo;
 use serde_json::{Value, json};
 
-use crate::support::{okstra, repo_root};
+use crate::support::{Group, Project, copy_dir, manifest, okstra, repo_root, unix_now};
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn unix_now() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    )
-    .unwrap()
-}
 
 struct Out {
     code: i32,
@@ -45,62 +33,22 @@ fn outcome(cmd: &mut assert_cmd::Command) -> Out {
     }
 }
 
-/// A temp project with a brief, rendered with a fixed task key.
-struct Project {
-    dir: tempfile::TempDir,
+/// A project whose root `proj/` has `outside/` beside it, rendered as a
+/// project analysis.
+fn hostile_project() -> Project {
+    Project::in_folder("proj").default_flag("--task-type", "project-analysis")
 }
 
-impl Project {
-    fn new() -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("proj")).unwrap();
-        fs::write(dir.path().join("proj/brief.md"), "# question\nwhy?\n").unwrap();
-        Project { dir }
-    }
-
-    fn root(&self) -> PathBuf {
-        self.dir.path().join("proj")
-    }
-
-    /// A folder beside the project (outside it).
-    fn outside(&self) -> PathBuf {
-        let path = self.dir.path().join("outside");
-        fs::create_dir_all(&path).unwrap();
-        path
-    }
-
-    fn launch(&self, brief: &Path) -> Out {
-        outcome(
-            okstra()
-                .current_dir(self.root())
-                .args([
-                    "--render-only",
-                    "--yes",
-                    "--json",
-                    "--task-type",
-                    "project-analysis",
-                    "--project-id",
-                    "demo",
-                    "--task-group",
-                    "g",
-                    "--task-id",
-                    "t",
-                    "--task-brief",
-                ])
-                .arg(brief),
-        )
-    }
-
-    fn render(&self) -> PathBuf {
-        let out = self.launch(Path::new("brief.md"));
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let paths: Value = serde_json::from_str(&out.stdout).unwrap();
-        PathBuf::from(paths["runDir"].as_str().unwrap())
-    }
+/// A folder beside the project (outside it).
+fn outside(project: &Project) -> PathBuf {
+    let path = project.path("outside");
+    fs::create_dir_all(&path).unwrap();
+    path
 }
 
-fn manifest(run: &Path) -> Value {
-    serde_json::from_slice(&fs::read(run.join("run-manifest.json")).unwrap()).unwrap()
+/// Render with `brief` as the task brief, whatever happens.
+fn launch(project: &Project, brief: &str) -> Out {
+    outcome(&mut project.render_command(&["--json", "--task-brief", brief]))
 }
 
 fn write_manifest(run: &Path, value: &Value) {
@@ -125,38 +73,6 @@ fn sparse(path: &Path, len: u64) {
     File::create(path).unwrap().set_len(len).unwrap();
 }
 
-/// A process leading its own group, killed (whole group) on drop.
-struct Group(Child);
-
-impl Group {
-    fn spawn(argv: &[&str]) -> Group {
-        let child = Command::new(argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        Group(child)
-    }
-
-    fn pid(&self) -> i32 {
-        i32::try_from(self.0.id()).unwrap()
-    }
-
-    fn is_running(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
-
 fn dead_pid() -> i32 {
     let mut child = Command::new("true").spawn().unwrap();
     child.wait().unwrap();
@@ -167,9 +83,9 @@ fn dead_pid() -> i32 {
 
 #[test]
 fn a_fifo_or_a_device_as_the_brief_is_refused_at_once() {
-    let project = Project::new();
+    let project = hostile_project();
     fifo(&project.root().join("fifo.md"));
-    let out = project.launch(Path::new("fifo.md"));
+    let out = launch(&project, "fifo.md");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("is a FIFO, not a regular file"),
@@ -177,7 +93,7 @@ fn a_fifo_or_a_device_as_the_brief_is_refused_at_once() {
         out.stderr
     );
     symlink("/dev/zero", project.root().join("zero.md")).unwrap();
-    let out = project.launch(Path::new("zero.md"));
+    let out = launch(&project, "zero.md");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("is a device"), "{}", out.stderr);
     assert!(!project.root().join(".okstra/tasks").exists());
@@ -185,10 +101,10 @@ fn a_fifo_or_a_device_as_the_brief_is_refused_at_once() {
 
 #[test]
 fn a_fifo_run_log_is_refused_instead_of_blocking_the_render() {
-    let project = Project::new();
-    let run = project.render();
+    let project = hostile_project();
+    let run = project.render(&[]);
     fifo(&run.parent().unwrap().join("runs.jsonl"));
-    let out = project.launch(Path::new("brief.md"));
+    let out = launch(&project, "brief.md");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("runs.jsonl` is a FIFO"),
@@ -199,8 +115,8 @@ fn a_fifo_run_log_is_refused_instead_of_blocking_the_render() {
 
 #[test]
 fn status_never_blocks_on_fifo_sidecars_events_heartbeats_or_logs() {
-    let project = Project::new();
-    let run = project.render();
+    let project = hostile_project();
+    let run = project.render(&[]);
     let first = assignment(&run, 0);
     let second = assignment(&run, 1);
     let prompt = path_of(&first, "promptPath");
@@ -231,8 +147,8 @@ fn run_status(run_dir: &Path, extra: &[&str]) -> Out {
 
 #[test]
 fn a_fifo_run_manifest_is_skipped_by_the_board_and_refused_by_event() {
-    let project = Project::new();
-    let run = project.render();
+    let project = hostile_project();
+    let run = project.render(&[]);
     fifo(&run.join("run-manifest.json"));
     let out = outcome(
         okstra()
@@ -250,9 +166,9 @@ fn a_fifo_run_manifest_is_skipped_by_the_board_and_refused_by_event() {
 
 #[test]
 fn an_oversized_or_endless_brief_is_refused_with_its_size_and_the_limit() {
-    let project = Project::new();
+    let project = hostile_project();
     sparse(&project.root().join("huge.md"), 2 << 30);
-    let out = project.launch(Path::new("huge.md"));
+    let out = launch(&project, "huge.md");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
@@ -269,19 +185,6 @@ fn report_run() -> (tempfile::TempDir, PathBuf) {
     let run = dir.path().join("run");
     copy_dir(&repo_root().join("tests/fixtures/reports/v2-valid"), &run);
     (dir, run)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -333,10 +236,10 @@ fn a_worker_result_that_is_a_fifo_or_endless_is_reported_not_read() {
 
 #[test]
 fn a_symlinked_okstra_or_task_folder_is_refused_and_nothing_is_written_outside() {
-    let project = Project::new();
-    let outside = project.outside();
+    let project = hostile_project();
+    let outside = outside(&project);
     symlink(&outside, project.root().join(".okstra")).unwrap();
-    let out = project.launch(Path::new("brief.md"));
+    let out = launch(&project, "brief.md");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains(".okstra` is a symlink"),
@@ -348,7 +251,7 @@ fn a_symlinked_okstra_or_task_folder_is_refused_and_nothing_is_written_outside()
     fs::remove_file(project.root().join(".okstra")).unwrap();
     fs::create_dir_all(project.root().join(".okstra/tasks")).unwrap();
     symlink(&outside, project.root().join(".okstra/tasks/demo")).unwrap();
-    let out = project.launch(Path::new("brief.md"));
+    let out = launch(&project, "brief.md");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("tasks/demo` is a symlink"),
@@ -360,9 +263,9 @@ fn a_symlinked_okstra_or_task_folder_is_refused_and_nothing_is_written_outside()
 
 #[test]
 fn reap_and_status_refuse_a_symlinked_okstra_and_stop_nothing() {
-    let project = Project::new();
-    let other = Project::new();
-    let run = other.render();
+    let project = hostile_project();
+    let other = hostile_project();
+    let run = other.render(&[]);
     let mut group = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
     let prompt = path_of(&assignment(&run, 0), "promptPath");
     fs::write(
@@ -395,9 +298,9 @@ fn reap_and_status_refuse_a_symlinked_okstra_and_stop_nothing() {
 
 #[test]
 fn event_refuses_a_lead_events_path_outside_the_run() {
-    let project = Project::new();
-    let run = project.render();
-    let target = project.outside().join("events.jsonl");
+    let project = hostile_project();
+    let run = project.render(&[]);
+    let target = outside(&project).join("events.jsonl");
     let mut value = manifest(&run);
     value["leadEventsPath"] = json!(target);
     write_manifest(&run, &value);
@@ -459,8 +362,8 @@ fn validate_refuses_result_paths_outside_the_run() {
 
 #[test]
 fn the_reaper_spares_a_leader_whose_start_fits_but_whose_command_does_not() {
-    let project = Project::new();
-    let run = project.render();
+    let project = hostile_project();
+    let run = project.render(&[]);
     let mut stranger = Group::spawn(&["sleep", "300"]);
     let prompt = path_of(&assignment(&run, 0), "promptPath");
     let sidecar = PathBuf::from(format!("{}.status.json", prompt.display()));
@@ -494,8 +397,8 @@ fn the_reaper_spares_a_leader_whose_start_fits_but_whose_command_does_not() {
 
 #[test]
 fn heartbeat_escapes_never_reach_the_terminal() {
-    let project = Project::new();
-    let run = project.render();
+    let project = hostile_project();
+    let run = project.render(&[]);
     let first = assignment(&run, 0);
     let heartbeat = path_of(&first, "heartbeatPath");
     fs::create_dir_all(heartbeat.parent().unwrap()).unwrap();
@@ -530,8 +433,8 @@ fn heartbeat_escapes_never_reach_the_terminal() {
 
 #[test]
 fn an_error_echoing_a_value_with_a_newline_stays_one_line() {
-    let project = Project::new();
-    let out = project.launch(Path::new("no\nerror: forged\u{1b}[31m"));
+    let project = hostile_project();
+    let out = launch(&project, "no\nerror: forged\u{1b}[31m");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
@@ -571,8 +474,8 @@ fn report_output_drops_nul_and_terminal_escapes() {
 
 #[test]
 fn stale_staging_folders_are_removed_by_the_next_render() {
-    let project = Project::new();
-    project.render();
+    let project = hostile_project();
+    project.render(&[]);
     let okstra_dir = project.root().join(".okstra");
     let old = okstra_dir.join(".staging-old");
     let fresh = okstra_dir.join(".staging-fresh");
@@ -580,7 +483,7 @@ fn stale_staging_folders_are_removed_by_the_next_render() {
     fs::create_dir_all(&fresh).unwrap();
     let hour_ago = SystemTime::now() - Duration::from_hours(1);
     File::open(&old).unwrap().set_modified(hour_ago).unwrap();
-    project.render();
+    project.render(&[]);
     assert!(!old.exists());
     assert!(fresh.exists(), "a render in progress keeps its folder");
 }

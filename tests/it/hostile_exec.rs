@@ -14,39 +14,33 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{okstra_path, repo_root, wait_for};
+use crate::support::{Project, okstra_path, wait_for};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// A provider-exec sandbox: `bin/codex` is a fixture script.
 struct Exec {
-    dir: tempfile::TempDir,
+    project: Project,
 }
 
 impl Exec {
     fn new(script: &str) -> Exec {
-        let dir = tempfile::tempdir().unwrap();
-        for sub in ["bin", "project", "fake", "run"] {
-            fs::create_dir(dir.path().join(sub)).unwrap();
-        }
-        fs::write(dir.path().join("run/task.md"), "do the thing\n").unwrap();
-        symlink(
-            repo_root().join("tests/fixtures/providers").join(script),
-            dir.path().join("bin/codex"),
-        )
-        .unwrap();
-        Exec { dir }
+        let project = Project::new();
+        project.fake_cli("codex", &format!("providers/{script}"));
+        fs::create_dir(project.path("run")).unwrap();
+        fs::write(project.path("run/task.md"), "do the thing\n").unwrap();
+        Exec { project }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
+        self.project.path(rel)
     }
 
     fn args(&self, extra: &[&str]) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             "provider-exec".into(),
             "codex".into(),
-            self.path("project").into(),
+            self.project.root().into(),
             "m".into(),
             self.path("run/task.md").into(),
         ];
@@ -55,14 +49,8 @@ impl Exec {
     }
 
     fn command(&self, program: &Path, args: &[OsString]) -> Command {
-        let mut cmd = Command::new(program);
+        let mut cmd = self.project.command(program);
         cmd.args(args)
-            .env(
-                "PATH",
-                format!("{}:/usr/bin:/bin", self.path("bin").display()),
-            )
-            .env("FAKE_DIR", self.path("fake"))
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(File::create(self.path("stderr")).unwrap());
         cmd

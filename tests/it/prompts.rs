@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::okstra;
+use crate::support::Project;
 
 const TASK_TYPES: [&str; 7] = [
     "requirements-discovery",
@@ -33,38 +33,24 @@ const CRITIC: &str = "kimi";
 
 /// One rendered run in its own temporary project.
 struct Bundle {
-    _project: tempfile::TempDir,
+    _project: Project,
     root: PathBuf,
     run_dir: PathBuf,
 }
 
 impl Bundle {
     fn render(task_type: &str, runtime: &str, extra: &[&str]) -> Bundle {
-        let project = tempfile::tempdir().unwrap();
-        // Canonical, so the path okstra prints and the one we filter agree.
-        let root = project.path().canonicalize().unwrap();
-        let brief = root.join("brief.md");
-        fs::write(
-            &brief,
-            "# Checkout is slow\n\nThe cart total takes seconds.\n",
-        )
-        .unwrap();
-        let output = okstra()
-            .args(["--render-only", "--yes", "--task-type", task_type])
-            .args([
-                "--project-id",
-                "demo",
-                "--task-group",
-                "shop",
-                "--task-id",
-                "t1",
-            ])
-            .arg("--project-root")
-            .arg(&root)
-            .arg("--task-brief")
-            .arg(&brief)
-            .args(["--lead-runtime", runtime])
-            .args(extra)
+        let project = Project::new()
+            .brief("# Checkout is slow\n\nThe cart total takes seconds.\n")
+            .key("demo", "shop", "t1");
+        let output = project
+            .render_command(
+                &[
+                    &["--task-type", task_type, "--lead-runtime", runtime],
+                    extra,
+                ]
+                .concat(),
+            )
             .output()
             .unwrap();
         assert!(
@@ -75,8 +61,8 @@ impl Bundle {
         let handoff = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
         let run_dir = handoff.parent().unwrap().to_path_buf();
         Bundle {
+            root: project.root().to_path_buf(),
             _project: project,
-            root,
             run_dir,
         }
     }

@@ -13,24 +13,10 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{okstra, repo_root, wait_for};
+use crate::support::{copy_dir, okstra, repo_root, wait_for};
 
 fn fixture(name: &str) -> PathBuf {
     repo_root().join("tests/fixtures/reports").join(name)
-}
-
-/// Copy a fixture run folder somewhere writable.
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 struct Run {

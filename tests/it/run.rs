@@ -5,99 +5,53 @@
 //! each CLI's own stream format.
 
 use std::fs;
-use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{okstra, repo_root, team_state_path};
+use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state_path};
 
 const LIMIT: Duration = Duration::from_mins(2);
 
-/// A copy of `examples/tiny-service`, the brief, and the fake team on PATH.
-struct World {
-    dir: tempfile::TempDir,
+/// A copy of `examples/tiny-service` with the example brief, and the fake
+/// team installed under every provider CLI's name.
+fn team_project() -> Project {
+    let brief = fs::read_to_string(repo_root().join("examples/brief.md")).unwrap();
+    let project = Project::new()
+        .key("demo", "review", "reservations")
+        .brief(&brief);
+    copy_dir(&repo_root().join("examples/tiny-service"), project.root());
+    for binary in ["claude", "codex", "agy", "grok", "kimi"] {
+        project.fake_cli(binary, "workers/team.py");
+    }
+    project
 }
 
-impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("bin")).unwrap();
-        for binary in ["claude", "codex", "agy", "grok", "kimi"] {
-            symlink(
-                repo_root().join("tests/fixtures/workers/team.py"),
-                dir.path().join("bin").join(binary),
-            )
-            .unwrap();
-        }
-        copy_dir(
-            &repo_root().join("examples/tiny-service"),
-            &dir.path().join("project"),
-        );
-        fs::copy(
-            repo_root().join("examples/brief.md"),
-            dir.path().join("brief.md"),
-        )
-        .unwrap();
-        World { dir }
+/// `okstra run` rendering a headless run of `workers`; the JSON outcome,
+/// exit code and stderr.
+fn run(project: &Project, workers: &str, env: &[(&str, &str)]) -> (Value, i32, String) {
+    let mut cmd = project.task_command(
+        &["run"],
+        &[
+            "--task-type",
+            "project-analysis",
+            "--workers",
+            workers,
+            "--yes",
+            "--json",
+        ],
+    );
+    cmd.timeout(LIMIT);
+    for (name, value) in env {
+        cmd.env(name, value);
     }
-
-    /// `okstra run` rendering a headless run of `workers`; the JSON outcome,
-    /// exit code and stderr.
-    fn run(&self, workers: &str, env: &[(&str, &str)]) -> (Value, i32, String) {
-        let mut cmd = okstra();
-        cmd.current_dir(self.dir.path())
-            .env(
-                "PATH",
-                format!("{}:/usr/bin:/bin", self.dir.path().join("bin").display()),
-            )
-            .args([
-                "run",
-                "--task-type",
-                "project-analysis",
-                "--project-id",
-                "demo",
-                "--task-group",
-                "review",
-                "--task-id",
-                "reservations",
-                "--task-brief",
-                "brief.md",
-                "--project-root",
-                "project",
-                "--workers",
-                workers,
-                "--yes",
-                "--json",
-            ])
-            .timeout(LIMIT);
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
-        let output = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let outcome: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("no JSON outcome; stderr:\n{stderr}"));
-        (outcome, output.status.code().unwrap(), stderr)
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+    let output = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let outcome: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("no JSON outcome; stderr:\n{stderr}"));
+    (outcome, output.status.code().unwrap(), stderr)
 }
 
 fn run_dir(outcome: &Value) -> PathBuf {
@@ -106,8 +60,8 @@ fn run_dir(outcome: &Value) -> PathBuf {
 
 #[test]
 fn a_headless_run_ends_in_a_valid_report_with_every_convergence_class() {
-    let world = World::new();
-    let (outcome, code, stderr) = world.run("claude,codex,antigravity,kimi,report-writer", &[]);
+    let world = team_project();
+    let (outcome, code, stderr) = run(&world, "claude,codex,antigravity,kimi,report-writer", &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(outcome["valid"], true);
     let classes = &outcome["convergence"]["classes"];
@@ -168,8 +122,9 @@ fn a_headless_run_ends_in_a_valid_report_with_every_convergence_class() {
 
 #[test]
 fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
-    let world = World::new();
-    let (outcome, code, stderr) = world.run(
+    let world = team_project();
+    let (outcome, code, stderr) = run(
+        &world,
         "claude,codex,antigravity,kimi,report-writer",
         &[("FAKE_AUTH_FAIL", "kimi")],
     );
@@ -197,8 +152,8 @@ fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
 
 #[test]
 fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
-    let world = World::new();
-    let project = world.dir.path().join("project");
+    let world = team_project();
+    let project = world.root().to_path_buf();
     let git = |args: &[&str]| {
         let status = std::process::Command::new("git")
             .arg("-C")
@@ -216,7 +171,8 @@ fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
     fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "example"]);
-    let (outcome, code, stderr) = world.run(
+    let (outcome, code, stderr) = run(
+        &world,
         "claude,codex,kimi,report-writer",
         &[("FAKE_SCRIBBLE", "kimi")],
     );
@@ -252,8 +208,8 @@ fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
 
 #[test]
 fn a_project_outside_git_says_its_unsandboxable_cli_ran_unisolated() {
-    let world = World::new();
-    let (outcome, code, stderr) = world.run("claude,codex,kimi,report-writer", &[]);
+    let world = team_project();
+    let (outcome, code, stderr) = run(&world, "claude,codex,kimi,report-writer", &[]);
     assert_eq!(code, 0, "{stderr}");
     let report = read_json(&run_dir(&outcome).join("report/data.json"));
     let coverage = report["workerCoverage"].as_array().unwrap();
@@ -273,8 +229,9 @@ fn a_project_outside_git_says_its_unsandboxable_cli_ran_unisolated() {
 
 #[test]
 fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
-    let world = World::new();
-    let (outcome, code, stderr) = world.run(
+    let world = team_project();
+    let (outcome, code, stderr) = run(
+        &world,
         "claude,codex,antigravity,kimi,report-writer",
         &[("FAKE_BAD_REPORT", "1")],
     );
@@ -306,9 +263,12 @@ fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
 
 #[test]
 fn a_run_that_loses_quorum_ends_without_a_report_and_exit_1() {
-    let world = World::new();
-    let (outcome, code, stderr) =
-        world.run("claude,kimi,report-writer", &[("FAKE_AUTH_FAIL", "kimi")]);
+    let world = team_project();
+    let (outcome, code, stderr) = run(
+        &world,
+        "claude,kimi,report-writer",
+        &[("FAKE_AUTH_FAIL", "kimi")],
+    );
     assert_eq!(code, 1);
     assert_eq!(outcome["valid"], false);
     assert!(
@@ -321,34 +281,16 @@ fn a_run_that_loses_quorum_ends_without_a_report_and_exit_1() {
 
 #[test]
 fn run_carries_out_a_run_folder_rendered_headless() {
-    let world = World::new();
-    let output = okstra()
-        .current_dir(world.dir.path())
-        .args([
-            "--render-only",
-            "--headless",
-            "--yes",
-            "--json",
-            "--task-type",
-            "project-analysis",
-            "--project-id",
-            "demo",
-            "--task-group",
-            "review",
-            "--task-id",
-            "twice",
-            "--task-brief",
-            "brief.md",
-            "--project-root",
-            "project",
-            "--workers",
-            "claude,codex,report-writer",
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let paths: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let run = PathBuf::from(paths["runDir"].as_str().unwrap());
+    let world = team_project();
+    let run = world.render(&[
+        "--headless",
+        "--task-type",
+        "project-analysis",
+        "--task-id",
+        "twice",
+        "--workers",
+        "claude,codex,report-writer",
+    ]);
     let manifest = read_json(&run.join("run-manifest.json"));
     assert!(
         manifest["assignments"]
@@ -357,13 +299,10 @@ fn run_carries_out_a_run_folder_rendered_headless() {
             .iter()
             .all(|a| a["runner"] == "cli-wrapper")
     );
-    okstra()
+    world
+        .okstra()
         .arg("run")
         .arg(&run)
-        .env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", world.dir.path().join("bin").display()),
-        )
         .timeout(LIMIT)
         .assert()
         .success();
@@ -374,26 +313,15 @@ fn run_carries_out_a_run_folder_rendered_headless() {
         .assert()
         .success();
     // `--headless` and a host runtime contradict each other.
-    let refused = okstra()
-        .current_dir(world.dir.path())
-        .args([
-            "--render-only",
+    let refused = world
+        .render_command(&[
             "--headless",
             "--lead-runtime",
             "codex",
-            "--yes",
             "--task-type",
             "project-analysis",
-            "--project-id",
-            "demo",
-            "--task-group",
-            "review",
             "--task-id",
             "no",
-            "--task-brief",
-            "brief.md",
-            "--project-root",
-            "project",
         ])
         .output()
         .unwrap();

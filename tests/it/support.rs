@@ -1,23 +1,74 @@
-//! Shared helpers: the real binary, temp projects, bounded waits.
+//! Shared helpers: the real binary, the one temp-project builder
+//! ([`Project`]), process-group guards ([`Group`]) and bounded waits.
+//!
+//! A test that needs a project builds it here, so every test renders runs the
+//! same way and runs the binary with the same clean environment:
+//!
+//! ```ignore
+//! let project = Project::new().key("demo", "perf", "checkout");
+//! project.fake_cli("claude", "workers/claude.sh");
+//! let run = project.render(&["--task-type", "project-analysis"]);
+//! project.okstra().args(["dispatch"]).arg(&run).assert().success();
+//! ```
 
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use assert_cmd::Command;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Wall-time bound on every `okstra` a [`Project`] runs, so a hang fails the
+/// test instead of CI. Generous: the slowest test (`okstra run`) takes seconds.
+pub const WALL_LIMIT: Duration = Duration::from_mins(2);
+
+/// okstra's own variables and host-session markers: never inherited.
+const OKSTRA_ENV: [&str; 7] = [
+    "OKSTRA_DEFAULT_LEAD_MODEL",
+    "OKSTRA_DEFAULT_CLAUDE_MODEL",
+    "OKSTRA_DEFAULT_CODEX_MODEL",
+    "OKSTRA_DEFAULT_ANTIGRAVITY_MODEL",
+    "OKSTRA_DEFAULT_REPORT_WRITER_MODEL",
+    "OKSTRA_DEFAULT_EXECUTOR",
+    "CLAUDECODE",
+];
+
+/// Provider credentials and config homes: a project's children never see
+/// the developer's, so a probe can't log in or read a real config.
+const PROVIDER_ENV: [&str; 18] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CONFIG_DIR",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "CODEX_HOME",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "XAI_API_KEY",
+    "GROK_API_KEY",
+    "KIMI_MODEL_API_KEY",
+    "KIMI_CODE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+];
 
 /// The `okstra` binary under test, with a clean environment for okstra's own
-/// variables so the developer's settings never leak into a test.
-pub fn okstra() -> Command {
-    let mut cmd = Command::cargo_bin("okstra").expect("the okstra binary is built for tests");
-    for name in [
-        "OKSTRA_DEFAULT_LEAD_MODEL",
-        "OKSTRA_DEFAULT_CLAUDE_MODEL",
-        "OKSTRA_DEFAULT_CODEX_MODEL",
-        "OKSTRA_DEFAULT_ANTIGRAVITY_MODEL",
-        "OKSTRA_DEFAULT_REPORT_WRITER_MODEL",
-        "OKSTRA_DEFAULT_EXECUTOR",
-        "CLAUDECODE",
-    ] {
+/// variables so the developer's settings never leak into a test. For a
+/// command that needs no project (`--help`, `validate` on a fixture).
+pub fn okstra() -> assert_cmd::Command {
+    let mut cmd =
+        assert_cmd::Command::cargo_bin("okstra").expect("the okstra binary is built for tests");
+    for name in OKSTRA_ENV {
         cmd.env_remove(name);
     }
     cmd
@@ -33,6 +84,242 @@ pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A temporary project for one test, removed when dropped.
+///
+/// Layout of its temp folder: the project root `project/` (or another name
+/// with [`Project::in_folder`]) holding `brief.md`; `bin/` with the fake
+/// provider CLIs [`Project::fake_cli`] installs and `fake/` where they
+/// record; `home/` and `cache/` for the child's `HOME` and `XDG_CACHE_HOME`.
+/// Anything else a test writes with [`Project::path`] sits beside the root,
+/// outside the project.
+///
+/// Every command runs in the root with the task key and brief as defaults
+/// (see [`Project::render_command`]).
+pub struct Project {
+    _temp: TempDir,
+    /// The temp folder, canonical.
+    base: PathBuf,
+    root: PathBuf,
+    defaults: Vec<(&'static str, String)>,
+}
+
+impl Project {
+    /// A project in `project/` with `brief.md` = `# question\nwhy?\n` and
+    /// the task key `demo/g/t`.
+    pub fn new() -> Project {
+        Project::in_folder("project")
+    }
+
+    /// The same in the folder `name` (a test that needs the root's name).
+    pub fn in_folder(name: &str) -> Project {
+        let temp = tempfile::tempdir().unwrap();
+        // Canonical, so the paths okstra prints and the ones tests build agree.
+        let base = temp.path().canonicalize().unwrap();
+        let root = base.join(name);
+        fs::create_dir_all(&root).unwrap();
+        for sub in ["bin", "fake", "home", "cache"] {
+            fs::create_dir_all(base.join(sub)).unwrap();
+        }
+        let project = Project {
+            _temp: temp,
+            base,
+            root,
+            defaults: Vec::new(),
+        };
+        project.key("demo", "g", "t").brief("# question\nwhy?\n")
+    }
+
+    /// Use `project/group/task` as the task key.
+    pub fn key(mut self, project: &str, group: &str, task: &str) -> Project {
+        self.set_default("--project-id", project);
+        self.set_default("--task-group", group);
+        self.set_default("--task-id", task);
+        self
+    }
+
+    /// Write `text` as `brief.md` in the root.
+    pub fn brief(mut self, text: &str) -> Project {
+        fs::write(self.root.join("brief.md"), text).unwrap();
+        self.set_default("--task-brief", "brief.md");
+        self
+    }
+
+    /// Pass `flag value` on every render whose extra flags don't name `flag`
+    /// (say `--task-type project-analysis`).
+    pub fn default_flag(mut self, flag: &'static str, value: &str) -> Project {
+        self.set_default(flag, value);
+        self
+    }
+
+    fn set_default(&mut self, flag: &'static str, value: &str) {
+        self.defaults.retain(|(name, _)| *name != flag);
+        self.defaults.push((flag, value.to_owned()));
+    }
+
+    /// The project root (canonical).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The project's `.okstra` folder.
+    pub fn okstra_dir(&self) -> PathBuf {
+        self.root.join(".okstra")
+    }
+
+    /// The folder of run `sequence` of `task_type` under the task key.
+    pub fn run_dir(&self, task_type: &str, sequence: u32) -> PathBuf {
+        let default = |flag: &str| {
+            self.defaults
+                .iter()
+                .find(|(name, _)| *name == flag)
+                .map(|(_, value)| value.as_str())
+                .expect("a project always has a task key")
+        };
+        self.okstra_dir()
+            .join("tasks")
+            .join(default("--project-id"))
+            .join(default("--task-group"))
+            .join(default("--task-id"))
+            .join(format!("{task_type}-{sequence:03}"))
+    }
+
+    /// `rel` in the temp folder, beside the root: outside the project.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.base.join(rel)
+    }
+
+    /// Install `tests/fixtures/<fixture>` as `bin/<binary>` (a symlink).
+    pub fn fake_cli(&self, binary: &str, fixture: &str) -> &Project {
+        let target = repo_root().join("tests/fixtures").join(fixture);
+        assert!(target.is_file(), "no fixture {fixture}");
+        symlink(target, self.path("bin").join(binary)).unwrap();
+        self
+    }
+
+    /// Copy `tests/fixtures/<fixture>` to `bin/<binary>`: a file of its own,
+    /// so its mtime belongs to this test.
+    pub fn copy_cli(&self, binary: &str, fixture: &str) -> &Project {
+        fs::copy(
+            repo_root().join("tests/fixtures").join(fixture),
+            self.path("bin").join(binary),
+        )
+        .unwrap();
+        self
+    }
+
+    /// `program` in the root with the project's clean environment: okstra's
+    /// variables and provider credentials removed, `HOME` and
+    /// `XDG_CACHE_HOME` in the temp folder, `PATH=bin:/usr/bin:/bin` (the
+    /// fake CLIs and the system's tools, never the developer's real CLIs),
+    /// `FAKE_DIR=fake`, and stdin empty.
+    pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.root)
+            .env("HOME", self.path("home"))
+            .env("XDG_CACHE_HOME", self.path("cache"))
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", self.path("bin").display()),
+            )
+            .env("FAKE_DIR", self.path("fake"))
+            .stdin(Stdio::null());
+        for name in OKSTRA_ENV.iter().chain(&PROVIDER_ENV) {
+            cmd.env_remove(name);
+        }
+        cmd
+    }
+
+    /// `okstra` as [`Project::command`] runs it, bounded by [`WALL_LIMIT`].
+    pub fn okstra(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::from_std(self.command(okstra_path()));
+        cmd.timeout(WALL_LIMIT);
+        cmd
+    }
+
+    /// `okstra <leading>`, each default (task key, `--task-brief brief.md`,
+    /// any [`Project::default_flag`]) unless `extra` names its flag, then
+    /// `extra`: `task_command(&["run"], …)` starts a headless run.
+    pub fn task_command(&self, leading: &[&str], extra: &[&str]) -> assert_cmd::Command {
+        let mut cmd = self.okstra();
+        cmd.args(leading);
+        for (flag, value) in &self.defaults {
+            if !extra.contains(flag) {
+                cmd.arg(flag).arg(value);
+            }
+        }
+        cmd.args(extra);
+        cmd
+    }
+
+    /// `okstra --render-only --yes` with the defaults and `extra`, as
+    /// [`Project::task_command`].
+    pub fn render_command(&self, extra: &[&str]) -> assert_cmd::Command {
+        self.task_command(&["--render-only", "--yes"], extra)
+    }
+
+    /// Render with `--json` and `extra`, which must succeed; the run folder.
+    pub fn render(&self, extra: &[&str]) -> PathBuf {
+        let output = self
+            .render_command(&[&["--json"], extra].concat())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "render {extra:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let paths: Value = serde_json::from_slice(&output.stdout).unwrap();
+        PathBuf::from(paths["runDir"].as_str().unwrap())
+    }
+}
+
+/// A process leading its own group; the whole group is killed on drop, so a
+/// failing assertion never leaves a `sleep 300` behind. The child is public
+/// for tests that read its pipes or poll it themselves.
+pub struct Group(pub Child);
+
+impl Group {
+    /// `argv` in a new group, stdio null.
+    pub fn spawn(argv: &[&str]) -> Group {
+        let mut cmd = Command::new(argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Group::start(cmd)
+    }
+
+    /// `cmd` (stdio as the caller set it) in a new group.
+    pub fn start(mut cmd: Command) -> Group {
+        Group(cmd.process_group(0).spawn().unwrap())
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.0.id()).unwrap()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+
+    /// Send `signal` to the leader itself (not its group).
+    pub fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.pid()), signal).unwrap();
+    }
+
+    /// Its exit status, once it has exited (at most `limit`).
+    pub fn wait(&mut self, limit: Duration) -> ExitStatus {
+        wait_for(limit, "the process to exit", || self.0.try_wait().unwrap())
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
 /// Poll `check` every 10 ms until it returns `Some`, or panic after `limit`.
 pub fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
@@ -45,6 +332,40 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Optio
             "timed out after {limit:?} waiting for {what}"
         );
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Seconds since the epoch, as okstra's clock counts them.
+pub fn unix_now() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+/// A JSON file, parsed.
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+/// A run folder's `run-manifest.json`.
+pub fn manifest(run: &Path) -> Value {
+    read_json(&run.join("run-manifest.json"))
+}
+
+/// Copy the tree `from` to `to` (regular files and folders).
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::{okstra, repo_root};
+use crate::support::{Project, copy_dir, okstra, read_json, repo_root};
 
 const LEAD_SESSION: &str = "11111111-2222-4333-8444-555555555555";
 
@@ -17,41 +17,21 @@ fn fixture(name: &str) -> PathBuf {
     repo_root().join("tests/fixtures/usage").join(name)
 }
 
-/// A rendered run of `workers` with `runtime` as lead; returns (temp, run dir).
-fn render(workers: &str, runtime: &str) -> (tempfile::TempDir, PathBuf) {
-    let temp = tempfile::tempdir().unwrap();
-    let project = temp.path().join("proj");
-    fs::create_dir_all(&project).unwrap();
-    let brief = temp.path().join("brief.md");
-    fs::write(&brief, "# Why do payments retry forever?\n").unwrap();
-    let out = okstra()
-        .args([
-            "--render-only",
-            "--yes",
-            "--json",
-            "--task-type",
-            "project-analysis",
-        ])
-        .args(["--project-id", "p", "--task-group", "g", "--task-id", "t"])
-        .arg("--task-brief")
-        .arg(&brief)
-        .arg("--project-root")
-        .arg(&project)
-        .args(["--workers", workers, "--lead-runtime", runtime])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let paths: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let run_dir = PathBuf::from(paths["runDir"].as_str().unwrap());
-    (temp, run_dir)
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+/// A rendered run of `workers` with `runtime` as lead, in a project at
+/// `proj/`; returns (project, run dir).
+fn render(workers: &str, runtime: &str) -> (Project, PathBuf) {
+    let project = Project::in_folder("proj")
+        .brief("# Why do payments retry forever?\n")
+        .key("p", "g", "t");
+    let run_dir = project.render(&[
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        workers,
+        "--lead-runtime",
+        runtime,
+    ]);
+    (project, run_dir)
 }
 
 fn team_state_path(run_dir: &Path) -> PathBuf {
@@ -166,15 +146,15 @@ fn record_session(run_dir: &Path) {
 
 #[test]
 fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
-    let (temp, run_dir) = render(
+    let (project, run_dir) = render(
         "claude,codex,antigravity,grok,kimi,report-writer",
         "external",
     );
     dispatch_with_logs(&run_dir);
-    lead_transcript(temp.path(), &temp.path().join("proj"));
+    lead_transcript(&project.path("home"), project.root());
     record_session(&run_dir);
 
-    let out = usage(&run_dir, temp.path(), true);
+    let out = usage(&run_dir, &project.path("home"), true);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // Models with no list price in the table are named, never guessed at.
@@ -250,7 +230,7 @@ fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
     assert!(leftovers.is_empty());
 
     // The same run as a table.
-    let table = usage(&run_dir, temp.path(), false);
+    let table = usage(&run_dir, &project.path("home"), false);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(table.status.success());
     assert!(text.contains("attempt codex-worker #2"), "{text}");
@@ -263,11 +243,11 @@ fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
 
 #[test]
 fn kimi_usage_comes_from_the_session_log_its_stream_names() {
-    let (temp, run_dir) = render("claude,codex,kimi,report-writer", "external");
+    let (project, run_dir) = render("claude,codex,kimi,report-writer", "external");
     dispatch_with_logs(&run_dir);
     // `kimi.jsonl` ends with the resume hint of session `k-7f3a`.
-    let agents = temp
-        .path()
+    let agents = project
+        .path("home")
         .join(".kimi-code/sessions/wd-9c1/k-7f3a/agents/main");
     fs::create_dir_all(&agents).unwrap();
     fs::write(
@@ -280,7 +260,7 @@ fn kimi_usage_comes_from_the_session_log_its_stream_names() {
         ),
     )
     .unwrap();
-    let out = usage(&run_dir, temp.path(), true);
+    let out = usage(&run_dir, &project.path("home"), true);
     assert!(
         out.status.success(),
         "{}",
@@ -297,9 +277,9 @@ fn kimi_usage_comes_from_the_session_log_its_stream_names() {
 
 #[test]
 fn the_report_written_from_usage_json_validates() {
-    let (temp, run_dir) = render("claude,codex,report-writer", "external");
+    let (project, run_dir) = render("claude,codex,report-writer", "external");
     dispatch_with_logs(&run_dir);
-    let out = usage(&run_dir, temp.path(), true);
+    let out = usage(&run_dir, &project.path("home"), true);
     assert!(
         out.status.success(),
         "{}",
@@ -309,7 +289,7 @@ fn the_report_written_from_usage_json_validates() {
     // The lead recorded no session: unavailable, saying how to record one.
     assert_eq!(summary["lead"]["source"], "unavailable");
 
-    let report = temp.path().join("report");
+    let report = project.path("home").join("report");
     copy_dir(&repo_root().join("examples/report"), &report);
     let data_path = report.join("report/data.json");
     let mut data = read_json(&data_path);
@@ -324,31 +304,19 @@ fn the_report_written_from_usage_json_validates() {
     );
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn without_dispatch_records_logs_and_native_sessions_count() {
     // A Claude Code lead: the claude worker and the report writer are
     // native sessions, codex runs under its wrapper.
-    let (temp, run_dir) = render("claude,codex,report-writer", "claude-code");
+    let (project, run_dir) = render("claude,codex,report-writer", "claude-code");
     fs::copy(
         fixture("codex.jsonl"),
         run_dir.join("prompts/codex-worker.log"),
     )
     .unwrap();
-    let project = temp.path().join("proj");
-    lead_transcript(temp.path(), &project);
-    let session_dir = slug_folder(temp.path(), &project)
+    let root = project.root();
+    lead_transcript(&project.path("home"), root);
+    let session_dir = slug_folder(&project.path("home"), root)
         .join(LEAD_SESSION)
         .join("subagents");
     fs::create_dir_all(&session_dir).unwrap();
@@ -376,8 +344,8 @@ fn without_dispatch_records_logs_and_native_sessions_count() {
         .arg("usage")
         .arg(&run_dir)
         .arg("--json")
-        .env("HOME", temp.path())
-        .env("CLAUDE_CONFIG_DIR", temp.path().join("claude"))
+        .env("HOME", project.path("home"))
+        .env("CLAUDE_CONFIG_DIR", project.path("home").join("claude"))
         .env("CLAUDE_CODE_SESSION_ID", LEAD_SESSION)
         .env_remove("OKSTRA_PRICES")
         .env_remove("XDG_CONFIG_HOME")
@@ -423,16 +391,16 @@ fn without_dispatch_records_logs_and_native_sessions_count() {
 
 #[test]
 fn bad_input_is_one_error_line_and_changes_nothing() {
-    let temp = tempfile::tempdir().unwrap();
-    let out = usage(&temp.path().join("missing"), temp.path(), true);
+    let scratch = tempfile::tempdir().unwrap();
+    let out = usage(&scratch.path().join("missing"), scratch.path(), true);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
-    let (temp, run_dir) = render("claude,codex,report-writer", "external");
+    let (project, run_dir) = render("claude,codex,report-writer", "external");
     let before = fs::read(team_state_path(&run_dir)).unwrap();
-    let prices = temp.path().join("prices.json");
+    let prices = project.path("home").join("prices.json");
     fs::write(&prices, r#"{"models":{"x":{"input":"cheap","output":1}}}"#).unwrap();
     let out = okstra()
         .arg("usage")
@@ -456,7 +424,7 @@ fn bad_input_is_one_error_line_and_changes_nothing() {
         .arg("usage")
         .arg(&run_dir)
         .arg("--json")
-        .env("HOME", temp.path())
+        .env("HOME", project.path("home"))
         .env("OKSTRA_PRICES", &prices)
         .output()
         .unwrap();
@@ -487,7 +455,7 @@ fn every_usage_field_the_prompts_name_exists_in_the_schemas() {
     fields.insert("sessionId".to_owned());
 
     for runtime in ["external", "claude-code", "codex"] {
-        let (_temp, run_dir) = render("claude,codex,report-writer", runtime);
+        let (_project, run_dir) = render("claude,codex,report-writer", runtime);
         let mut files: Vec<PathBuf> = fs::read_dir(run_dir.join("instruction-set"))
             .unwrap()
             .flatten()
