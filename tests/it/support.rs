@@ -273,9 +273,11 @@ impl Project {
     }
 }
 
-/// A process leading its own group; the whole group is killed on drop, so a
-/// failing assertion never leaves a `sleep 300` behind. The child is public
-/// for tests that read its pipes or poll it themselves.
+/// A process leading its own group; the whole group is stopped on drop, so a
+/// failing assertion never leaves a `sleep 300` behind: SIGTERM first (an
+/// `okstra dispatch` then stops its wrappers, which live in groups of their
+/// own and would outlive a SIGKILL), SIGKILL after a grace. The child is
+/// public for tests that read its pipes or poll it themselves.
 pub struct Group(pub Child);
 
 impl Group {
@@ -315,7 +317,16 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
-        let _ = killpg(Pid::from_raw(self.pid()), Signal::SIGKILL);
+        let group = Pid::from_raw(self.pid());
+        if killpg(group, Signal::SIGTERM).is_ok() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while self.0.try_wait().is_ok_and(|status| status.is_none())
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let _ = killpg(group, Signal::SIGKILL);
         let _ = self.0.wait();
     }
 }
