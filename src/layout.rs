@@ -13,6 +13,8 @@
 //! their names are the supervisor's wire words (`provider_exec::status`),
 //! reached here through [`sidecar`], [`log`] and [`attempt_files`].
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The run manifest, written once by the bundle.
@@ -206,33 +208,90 @@ impl<'a> RunLayout<'a> {
     }
 }
 
+/// What a prompt path gets appended to name its status sidecar.
+pub const SIDECAR_SUFFIX: &str = ".status.json";
+
 /// `<prompt>.status.json`: the status sidecar of the dispatch whose prompt
-/// is `prompt_path`.
+/// is `prompt_path`, beside the prompt path as given (a symlinked prompt
+/// gets its sidecar next to the link, not next to the target).
 pub fn sidecar(prompt_path: &Path) -> PathBuf {
-    crate::provider_exec::status::sidecar_path(prompt_path)
+    let mut path = prompt_path.as_os_str().to_owned();
+    path.push(SIDECAR_SUFFIX);
+    PathBuf::from(path)
 }
 
 /// `<prompt minus .md>.log`: the worker log of the dispatch whose prompt is
-/// `prompt_path`.
+/// `prompt_path` (`<prompt>.log` when the name does not end in `.md`).
 pub fn log(prompt_path: &Path) -> PathBuf {
-    crate::provider_exec::status::log_path(prompt_path)
+    let full = prompt_path.as_os_str().as_bytes();
+    let name_is_md = prompt_path
+        .file_name()
+        .is_some_and(|name| name.as_bytes().ends_with(b".md"));
+    let base = match full.strip_suffix(b".md") {
+        Some(stem) if name_is_md => stem,
+        _ => full,
+    };
+    let mut log = OsStr::from_bytes(base).to_owned();
+    log.push(".log");
+    PathBuf::from(log)
 }
 
 /// The sidecar and log of attempt `attempt`: [`sidecar`] and [`log`] for
-/// attempt 1, `<prompt>.attempt-N.status.json` and
-/// `<prompt minus .md>.attempt-N.log` after it.
+/// attempt 1 (the reference wrapper's names), `<prompt>.attempt-N.status.json`
+/// and `<prompt minus .md>.attempt-N.log` after it, so a later attempt never
+/// overwrites an earlier one's.
 pub fn attempt_files(prompt_path: &Path, attempt: u32) -> (PathBuf, PathBuf) {
-    crate::provider_exec::status::attempt_paths(prompt_path, attempt)
+    let sidecar_path = sidecar(prompt_path);
+    let log_path = log(prompt_path);
+    if attempt <= 1 {
+        return (sidecar_path, log_path);
+    }
+    let mut sidecar_name = prompt_path.as_os_str().to_owned();
+    sidecar_name.push(format!(".attempt-{attempt}{SIDECAR_SUFFIX}"));
+    let log_bytes = log_path.as_os_str().as_bytes();
+    let stem = log_bytes.strip_suffix(b".log").unwrap_or(log_bytes);
+    let mut log_name = OsStr::from_bytes(stem).to_owned();
+    log_name.push(format!(".attempt-{attempt}.log"));
+    (PathBuf::from(sidecar_name), PathBuf::from(log_name))
 }
 
 /// Whether `name` is the file name of a status sidecar.
 pub fn is_sidecar_name(name: &str) -> bool {
-    name.ends_with(crate::provider_exec::status::SIDECAR_SUFFIX)
+    name.ends_with(SIDECAR_SUFFIX)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_follow_the_reference() {
+        assert_eq!(log(Path::new("/r/claude.md")), Path::new("/r/claude.log"));
+        assert_eq!(
+            log(Path::new("/r/prompt.txt")),
+            Path::new("/r/prompt.txt.log")
+        );
+        assert_eq!(log(Path::new("/r/a.b.md")), Path::new("/r/a.b.log"));
+        assert_eq!(log(Path::new("/r/.md")), Path::new("/r/.log"));
+        assert_eq!(log(Path::new("rel.md")), Path::new("rel.log"));
+        assert_eq!(
+            sidecar(Path::new("/r/claude.md")),
+            Path::new("/r/claude.md.status.json")
+        );
+    }
+
+    #[test]
+    fn later_attempts_get_their_own_files() {
+        let prompt = Path::new("/r/prompts/claude-worker.md");
+        assert_eq!(attempt_files(prompt, 1), (sidecar(prompt), log(prompt)));
+        assert_eq!(
+            attempt_files(prompt, 2),
+            (
+                PathBuf::from("/r/prompts/claude-worker.md.attempt-2.status.json"),
+                PathBuf::from("/r/prompts/claude-worker.attempt-2.log")
+            )
+        );
+    }
 
     #[test]
     fn every_file_has_its_one_name() {

@@ -154,7 +154,7 @@ fn settle(
         .as_deref()
         .and_then(|path| sidecar::read(path).ok().flatten());
     let ended = match &sidecar {
-        Some(found) if found.stage == sidecar::Stage::Exited => Ended::default(),
+        Some(found) if found.is_exited() => Ended::default(),
         Some(found) => {
             let alive = match (found.pid, found.started_ts) {
                 (Some(pid), Some(started)) => process::wrapper_alive(pid, started),

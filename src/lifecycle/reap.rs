@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::clock;
 use super::process::{self, Group, ProcTable, Stopped};
-use super::sidecar::{self, Sidecar, Stage};
+use super::sidecar::{self, Sidecar};
 use crate::cli::ReapArgs;
 use crate::confine;
 use crate::exit::ExitStatus;
@@ -169,7 +169,7 @@ fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
 /// What to do about one sidecar, if anything. Sidecars without a pid or a
 /// start time cannot be judged and are left alone.
 fn plan(side: &Sidecar, table: &ProcTable) -> Option<Action> {
-    if side.stage == Stage::Exited {
+    if side.is_exited() {
         return None;
     }
     let wrapper_pid = side.pid?;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::provider_exec::status::{Reason, TerminatedBy};
+use crate::provider_exec::status::{Reason, Stage, TerminatedBy};
 use crate::{durable, fsread};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,20 +40,12 @@ pub enum Error {
     },
 }
 
-/// `stage` of a sidecar.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stage {
-    Started,
-    Exited,
-    /// A stage this build does not know; shown, treated as not terminal.
-    Other(String),
-}
-
 /// The fields of a sidecar the lifecycle commands use.
 #[derive(Debug, Clone)]
 pub struct Sidecar {
     pub path: PathBuf,
-    pub stage: Stage,
+    /// `None` when missing or a word this build does not know: not terminal.
+    pub stage: Option<Stage>,
     /// The wrapper's pid.
     pub pid: Option<i32>,
     /// The CLI's process group (its pid), once spawned.
@@ -144,12 +136,8 @@ fn read_raw(path: &Path) -> Result<Map<String, Value>, Error> {
     }
 }
 
-fn stage_of(stage: Option<&str>) -> Stage {
-    match stage {
-        Some("started") | None => Stage::Started,
-        Some("exited") => Stage::Exited,
-        Some(other) => Stage::Other(other.to_owned()),
-    }
+fn stage_of(stage: Option<&str>) -> Option<Stage> {
+    stage.and_then(Stage::parse)
 }
 
 /// A positive pid that fits `pid_t`.
@@ -158,6 +146,11 @@ fn to_pid(value: Option<i64>) -> Option<i32> {
 }
 
 impl Sidecar {
+    /// Whether the wrapper recorded its end (`stage: exited`).
+    pub fn is_exited(&self) -> bool {
+        self.stage == Some(Stage::Exited)
+    }
+
     fn from_wire(path: &Path, wire: Wire) -> Sidecar {
         Sidecar {
             path: path.to_path_buf(),
@@ -280,13 +273,13 @@ mod tests {
         )
         .unwrap();
         let sidecar = read(&path).unwrap().unwrap();
-        assert_eq!(sidecar.stage, Stage::Started);
+        assert_eq!(sidecar.stage, Some(Stage::Started));
         // A field of an unexpected type does not hide the others.
         fs::write(&path, r#"{"stage":"exited","pid":"12","exit_code":3}"#).unwrap();
         let odd = read(&path).unwrap().unwrap();
         assert_eq!(
             (odd.stage, odd.pid, odd.exit_code),
-            (Stage::Exited, None, Some(3))
+            (Some(Stage::Exited), None, Some(3))
         );
         fs::write(
             &path,

@@ -7,9 +7,7 @@
 //! change through `durable::write_atomic`, so readers never see half a file.
 //! The shape is pinned by `schemas/status.schema.json`.
 
-use std::ffi::OsStr;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -28,6 +26,25 @@ pub enum Stage {
     Started,
     /// Terminal: the wrapper has finished (whatever the reason).
     Exited,
+}
+
+impl Stage {
+    /// Every stage, in the schema's order.
+    pub const ALL: [Stage; 2] = [Stage::Started, Stage::Exited];
+
+    /// The wire word.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Stage::Started => "started",
+            Stage::Exited => "exited",
+        }
+    }
+
+    /// A stage read back from a sidecar; `None` for a word this build does
+    /// not know (a newer wrapper's), which readers treat as not terminal.
+    pub fn parse(word: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|stage| stage.as_str() == word)
+    }
 }
 
 /// Why the run ended (`reason`, always present once `stage` is `exited`).
@@ -187,57 +204,11 @@ pub struct Status {
     pub error: Option<String>,
 }
 
-/// What a prompt path gets appended to name its sidecar.
-pub const SIDECAR_SUFFIX: &str = ".status.json";
-
-/// The sidecar's path: beside the prompt path as given (a symlinked prompt
-/// gets its sidecar next to the link, not next to the target).
-pub fn sidecar_path(prompt_path: &Path) -> PathBuf {
-    let mut path = prompt_path.as_os_str().to_owned();
-    path.push(SIDECAR_SUFFIX);
-    PathBuf::from(path)
-}
-
-/// The log path: the prompt path minus `.md`, plus `.log` (or `<prompt>.log`
-/// when the name does not end in `.md`).
-pub fn log_path(prompt_path: &Path) -> PathBuf {
-    let full = prompt_path.as_os_str().as_bytes();
-    let name_is_md = prompt_path
-        .file_name()
-        .is_some_and(|name| name.as_bytes().ends_with(b".md"));
-    let base = match full.strip_suffix(b".md") {
-        Some(stem) if name_is_md => stem,
-        _ => full,
-    };
-    let mut log = OsStr::from_bytes(base).to_owned();
-    log.push(".log");
-    PathBuf::from(log)
-}
-
 /// The environment variable through which `okstra dispatch` tells the
 /// wrapper which attempt of a dispatch it runs. Attempt 1 (or no variable)
 /// keeps the reference's file names; a later attempt gets its own log and
 /// sidecar so it never overwrites an earlier attempt's.
 pub const ATTEMPT_ENV: &str = "OKSTRA_EXEC_ATTEMPT";
-
-/// The sidecar and log of attempt `attempt` of the dispatch whose prompt is
-/// `prompt_path`: the reference names for attempt 1,
-/// `<prompt>.attempt-N.status.json` and `<prompt minus .md>.attempt-N.log`
-/// after it.
-pub fn attempt_paths(prompt_path: &Path, attempt: u32) -> (PathBuf, PathBuf) {
-    let sidecar = sidecar_path(prompt_path);
-    let log = log_path(prompt_path);
-    if attempt <= 1 {
-        return (sidecar, log);
-    }
-    let mut sidecar_name = prompt_path.as_os_str().to_owned();
-    sidecar_name.push(format!(".attempt-{attempt}{SIDECAR_SUFFIX}"));
-    let log_bytes = log.as_os_str().as_bytes();
-    let stem = log_bytes.strip_suffix(b".log").unwrap_or(log_bytes);
-    let mut log_name = OsStr::from_bytes(stem).to_owned();
-    log_name.push(format!(".attempt-{attempt}.log"));
-    (PathBuf::from(sidecar_name), PathBuf::from(log_name))
-}
 
 /// Seconds since the Unix epoch, from okstra's one clock; the sidecar's
 /// `*_ts` fields are unsigned (0 for a clock before 1970).
@@ -281,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn the_schema_lists_exactly_these_reasons_and_stoppers() {
+    fn the_schema_lists_exactly_these_stages_reasons_and_stoppers() {
         let schema: serde_json::Value =
             serde_json::from_str(schema::text("status.schema.json").unwrap()).unwrap();
         let words = |key: &str| -> Vec<String> {
@@ -299,6 +270,12 @@ mod tests {
             .map(|t| t.as_str().to_owned())
             .collect();
         assert_eq!(words("terminated_by"), stoppers);
+        let stages: Vec<String> = Stage::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+        assert_eq!(words("stage"), stages);
+        for stage in Stage::ALL {
+            assert_eq!(serde_json::to_value(stage).unwrap(), json!(stage.as_str()));
+            assert_eq!(Stage::parse(stage.as_str()), Some(stage));
+        }
         for reason in Reason::ALL {
             assert_eq!(
                 serde_json::to_value(reason).unwrap(),
@@ -308,41 +285,6 @@ mod tests {
         for by in TerminatedBy::ALL {
             assert_eq!(serde_json::to_value(by).unwrap(), json!(by.as_str()));
         }
-    }
-
-    #[test]
-    fn paths_follow_the_reference() {
-        assert_eq!(
-            log_path(Path::new("/r/claude.md")),
-            Path::new("/r/claude.log")
-        );
-        assert_eq!(
-            log_path(Path::new("/r/prompt.txt")),
-            Path::new("/r/prompt.txt.log")
-        );
-        assert_eq!(log_path(Path::new("/r/a.b.md")), Path::new("/r/a.b.log"));
-        assert_eq!(log_path(Path::new("/r/.md")), Path::new("/r/.log"));
-        assert_eq!(log_path(Path::new("rel.md")), Path::new("rel.log"));
-        assert_eq!(
-            sidecar_path(Path::new("/r/claude.md")),
-            Path::new("/r/claude.md.status.json")
-        );
-    }
-
-    #[test]
-    fn later_attempts_get_their_own_files() {
-        let prompt = Path::new("/r/prompts/claude-worker.md");
-        assert_eq!(
-            attempt_paths(prompt, 1),
-            (sidecar_path(prompt), log_path(prompt))
-        );
-        assert_eq!(
-            attempt_paths(prompt, 2),
-            (
-                PathBuf::from("/r/prompts/claude-worker.md.attempt-2.status.json"),
-                PathBuf::from("/r/prompts/claude-worker.attempt-2.log")
-            )
-        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::{DISPATCH_EVENT, NOT_STARTED_SECS, TAIL_BYTES_MIN, TAIL_BYTES_PER_LIN
 use crate::fsread;
 use crate::layout;
 use crate::lifecycle::dispatch_rows::{DispatchRow, dispatch_rows};
-use crate::lifecycle::sidecar::{self, Stage};
+use crate::lifecycle::sidecar;
 use crate::lifecycle::{Assignment, Run, clock, par_map, process};
 use crate::team_state::DispatchRecord;
 
@@ -108,7 +108,7 @@ pub(super) fn gather(
             |recorded| run.resolve(recorded),
         );
     if let Some(side) = &evidence.sidecar
-        && side.stage != Stage::Exited
+        && !side.is_exited()
         && let Some(pid) = side.pid
     {
         let started = side.started_ts.unwrap_or(i64::MAX);
@@ -124,11 +124,7 @@ pub(super) fn gather(
     }
     // A finished wrapper's activity is its `ended_ts`; only a live one's
     // log time matters (and is worth a stat).
-    if evidence
-        .sidecar
-        .as_ref()
-        .is_none_or(|s| s.stage != Stage::Exited)
-    {
+    if evidence.sidecar.as_ref().is_none_or(|s| !s.is_exited()) {
         evidence.log_mtime = files.mtime(&log_path);
     }
     for path in [&assignment.result_path, &assignment.worker_results_path]

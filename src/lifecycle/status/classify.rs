@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{COMPLETE_PHASE, FUTURE_SKEW_SECS, STALE_SECS};
 use crate::fsread;
 use crate::lifecycle::clock;
-use crate::lifecycle::sidecar::{Sidecar, Stage};
+use crate::lifecycle::sidecar::Sidecar;
 use crate::provider_exec::status::{Reason, TerminatedBy};
 
 /// A worker's state. Terminal states never change again on their own.
@@ -197,7 +197,7 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
     };
 
     if let Some(side) = &evidence.sidecar {
-        if side.stage == Stage::Exited {
+        if side.is_exited() {
             let by = side.terminated_by.as_deref();
             let code = side
                 .exit_code
