@@ -30,6 +30,7 @@ mod layout;
 mod lead;
 mod lifecycle;
 mod manifest;
+mod process_group;
 mod provider_exec;
 mod report;
 mod resume;

@@ -19,9 +19,9 @@ use crate::catalog::Runner;
 use crate::cli::AwaitArgs;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
-use crate::lifecycle::process;
 use crate::lifecycle::sidecar;
 use crate::manifest::RunManifest;
+use crate::process_group as process;
 use crate::team_state::{self, DispatchRecord};
 
 use super::attempt::{self, Ended};

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use regex::Regex;
 
@@ -113,7 +113,7 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> io::Result
 
 fn signal(group: Option<Pid>, signal: Signal) {
     if let Some(group) = group {
-        let _ = killpg(group, signal);
+        let _ = crate::process_group::signal(group.as_raw(), signal);
     }
 }
 

@@ -16,7 +16,6 @@
 pub mod clock;
 mod dispatch_rows;
 mod event;
-pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
 mod reap;

@@ -24,11 +24,11 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::clock;
-use super::process::{self, Group, ProcTable, Stopped};
 use super::sidecar::{self, Sidecar};
 use crate::cli::ReapArgs;
 use crate::confine;
 use crate::exit::ExitStatus;
+use crate::process_group::{self as process, Group, ProcTable, Stopped};
 use crate::provider_exec::status::Reason;
 
 /// Version of the `--json` document.
@@ -239,7 +239,7 @@ fn perform(action: &mut Action) {
                 action.outcome = "skipped: no process group recorded".into();
                 return;
             };
-            match process::stop_group(pgid, process::STOP_GRACE) {
+            match process::stop_group(pgid, process::GRACE) {
                 Ok(Stopped::Terminated) => action.outcome = "terminated".into(),
                 Ok(Stopped::AlreadyGone) => action.outcome = "already-gone".into(),
                 Ok(Stopped::Killed) => {

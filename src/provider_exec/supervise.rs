@@ -36,7 +36,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 #[cfg(target_os = "linux")]
 use nix::sys::prctl;
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 #[cfg(target_os = "linux")]
@@ -53,9 +53,8 @@ use super::status::{self, Reason, Stage, Status, TerminatedBy};
 use super::watchdog::{Activity, Watchdog};
 use super::{PROGRAM, Ready};
 use crate::exit;
+use crate::process_group::{self, GRACE};
 
-/// Between SIGTERM and SIGKILL (the reference's 5 s; kimi needs ~3 s to clean up).
-const GRACE: Duration = Duration::from_secs(5);
 /// How long we keep draining the pipe after the group is gone, for holders we
 /// cannot signal (not in the group and not our descendants).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -447,7 +446,7 @@ async fn stop_leftovers(
         loop {
             // Our zombies first: they would keep the group "alive".
             let all_reaped = orphans(guardian).into_iter().all(reap);
-            if all_reaped && !has_live_members(group) {
+            if all_reaped && !process_group::has_live_members(group.as_raw()) {
                 break;
             }
             if Instant::now() >= deadline {
@@ -471,25 +470,6 @@ async fn stop_leftovers(
         }
     }
     timeout(DRAIN_LIMIT, report).await.ok().and_then(Result::ok)
-}
-
-/// Whether group `group` has a member that is not a zombie. `killpg(_, 0)`
-/// also reaches zombies (ours are reaped by now, but a leftover's own
-/// unreaped children may linger), so a yes is checked against `/proc`.
-fn has_live_members(group: Pid) -> bool {
-    if killpg(group, None).is_err() {
-        return false;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        !crate::lifecycle::process::ProcTable::scan()
-            .members(group.as_raw())
-            .is_empty()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        true
-    }
 }
 
 /// Write the sidecar atomically; when that fails (a full disk has no room
@@ -545,9 +525,8 @@ fn create_log(path: &std::path::Path) -> io::Result<File> {
 /// Send `signal` to the group; `true` if anyone received it (`ESRCH`, "no
 /// such group", counts as done, not as a failure).
 fn signal_group(group: Pid, signal: Signal) -> bool {
-    match killpg(group, signal) {
-        Ok(()) => true,
-        Err(Errno::ESRCH) => false,
+    match process_group::signal(group.as_raw(), signal) {
+        Ok(delivered) => delivered,
         Err(err) => {
             eprintln!("{PROGRAM}: warning: cannot send {signal} to process group {group}: {err}");
             false

@@ -14,7 +14,8 @@ use crate::fsread;
 use crate::layout;
 use crate::lifecycle::dispatch_rows::{DispatchRow, dispatch_rows};
 use crate::lifecycle::sidecar;
-use crate::lifecycle::{Assignment, Run, clock, par_map, process};
+use crate::lifecycle::{Assignment, Run, clock, par_map};
+use crate::process_group as process;
 use crate::team_state::DispatchRecord;
 
 /// One worker row.

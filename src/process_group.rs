@@ -1,5 +1,8 @@
-//! Is the process a sidecar recorded still *that* process? And stopping a
-//! recorded process group.
+//! Process groups, the one place: signalling a group, the grace between
+//! SIGTERM and SIGKILL, whether a group still has live members, stopping a
+//! recorded group, and whether the process a sidecar recorded is still
+//! *that* process. The supervisor (`provider_exec`) and the reaper
+//! (`okstra reap`) both stop groups through here.
 //!
 //! A pid alone proves nothing: after the process dies the kernel hands the
 //! number to someone else. So every check pairs the pid with the sidecar's
@@ -38,8 +41,9 @@ const CLOCK_SLACK_SECS: i64 = 1;
 /// Longest plausible gap between the wrapper recording `started_ts` and
 /// spawning the CLI (it creates the log and the sidecar in between).
 pub const SPAWN_WINDOW_SECS: i64 = 60;
-/// How long a stopped group gets between SIGTERM and SIGKILL (as provider-exec).
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long a stopped group gets between SIGTERM and SIGKILL: the reference
+/// wrapper's 5 s (kimi needs about 3 s to clean up).
+pub const GRACE: Duration = Duration::from_secs(5);
 /// How long we wait for the group to vanish after SIGKILL.
 const KILL_WAIT: Duration = Duration::from_secs(2);
 /// Poll interval while waiting for a group to vanish.
@@ -290,22 +294,38 @@ pub enum Stopped {
     Survived,
 }
 
+/// Send `signal` to group `pgid`: `Ok(true)` if anyone received it,
+/// `Ok(false)` when there is no such group (`ESRCH`: already gone, which is
+/// not a failure).
+pub fn signal(pgid: i32, signal: Signal) -> Result<bool, Errno> {
+    match killpg(Pid::from_raw(pgid), signal) {
+        Ok(()) => Ok(true),
+        Err(Errno::ESRCH) => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether group `pgid` has a member that is not a zombie. `killpg(_, 0)`
+/// also reaches zombies, so a yes is checked against `/proc` (where there
+/// is one).
+pub fn has_live_members(pgid: i32) -> bool {
+    if killpg(Pid::from_raw(pgid), None).is_err() {
+        return false;
+    }
+    !cfg!(target_os = "linux") || !ProcTable::scan().members(pgid).is_empty()
+}
+
 /// Stop a process group: SIGTERM, up to `grace` for it to vanish, SIGKILL.
-/// `ESRCH` means it is already gone, which is success.
+/// A group already gone is success.
 pub fn stop_group(pgid: i32, grace: Duration) -> Result<Stopped, Errno> {
-    let group = Pid::from_raw(pgid);
-    match killpg(group, Signal::SIGTERM) {
-        Ok(()) => {}
-        Err(Errno::ESRCH) => return Ok(Stopped::AlreadyGone),
-        Err(err) => return Err(err),
+    if !signal(pgid, Signal::SIGTERM)? {
+        return Ok(Stopped::AlreadyGone);
     }
     if wait_gone(pgid, grace) {
         return Ok(Stopped::Terminated);
     }
-    match killpg(group, Signal::SIGKILL) {
-        Ok(()) => {}
-        Err(Errno::ESRCH) => return Ok(Stopped::Killed),
-        Err(err) => return Err(err),
+    if !signal(pgid, Signal::SIGKILL)? {
+        return Ok(Stopped::Killed);
     }
     if wait_gone(pgid, KILL_WAIT) {
         Ok(Stopped::Killed)
@@ -346,7 +366,7 @@ mod tests {
     #[test]
     fn our_own_process_is_alive_and_recorded_start_matters() {
         let pid = i32::try_from(std::process::id()).unwrap();
-        let now = super::super::clock::unix_now();
+        let now = crate::lifecycle::clock::unix_now();
         assert!(wrapper_alive(pid, now));
         // A record from before we started cannot be us.
         let info = proc_info(pid).unwrap();
