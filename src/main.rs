@@ -15,6 +15,7 @@ mod cli_docs;
 mod confine;
 mod converge;
 mod coverage;
+mod digest;
 mod dispatch;
 mod doctor;
 mod durable;

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{MANIFEST_VERSION, RenderContext, sha256_hex};
+use super::{MANIFEST_VERSION, RenderContext};
 use crate::assign::Assignment;
+use crate::digest::sha256_hex;
 use crate::layout::RunLayout;
 use crate::manifest::{NewAssignment, NewCritic, NewFinalReport, NewLead, NewRunManifest};
 use crate::settings::Settings;

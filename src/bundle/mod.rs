@@ -17,13 +17,13 @@ use minijinja::value::Serde;
 use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::assign::{self, Assignment, DispatchPaths};
 use crate::catalog::{
     CONVERGENCE_MAX_ROUNDS, Capabilities, DispatchKind, Provider, Role, Runner, TaskType,
     WorkCategory,
 };
+use crate::digest::sha256_hex;
 use crate::doctor;
 use crate::durable;
 use crate::layout::{REPORT_SCHEMA_NAME, RunLayout};
@@ -693,15 +693,4 @@ fn continuation_bytes(continuation: &Continuation) -> Result<Vec<u8>> {
         Continuation::ClarificationAnswers(text) => Ok(text.clone().into_bytes()),
         Continuation::None => Ok(Vec::new()),
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut hex, byte| {
-            let _ = write!(hex, "{byte:02x}");
-            hex
-        })
 }

@@ -15,10 +15,10 @@ use anyhow::{Context as _, Result, bail};
 use minijinja::value::Serde;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::assign::DispatchPaths;
 use crate::catalog::{DispatchKind, Role};
+use crate::digest::sha256_hex;
 use crate::durable;
 use crate::items::{self, Evidence};
 use crate::layout::RunLayout;
@@ -447,17 +447,6 @@ fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> Sho
             })
             .collect(),
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut hex, byte| {
-            let _ = write!(hex, "{byte:02x}");
-            hex
-        })
 }
 
 #[cfg(test)]

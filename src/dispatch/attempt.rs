@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use sha2::{Digest, Sha256};
 
+use crate::digest::sha256_hex;
 use crate::ending::Ending;
 use crate::layout::{self, RunLayout};
 use crate::lifecycle::sidecar;
@@ -162,16 +162,6 @@ fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
         return None;
     }
     crate::fsread::read_no_follow(path, crate::fsread::Kind::Report).ok()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut hex, byte| {
-            let _ = write!(hex, "{byte:02x}");
-            hex
-        })
 }
 
 /// The sha256 of the prompt file, when it can be read.

@@ -224,7 +224,7 @@ fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<
         && let Ok(bytes) =
             crate::fsread::read_no_follow(&record.result_path, crate::fsread::Kind::Report)
     {
-        record.result_sha256 = Some(attempt::sha256_hex(&bytes));
+        record.result_sha256 = Some(crate::digest::sha256_hex(&bytes));
     }
     let assignment_name = manifest
         .assignment(&record.worker_id)

@@ -11,7 +11,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::json_doc::{self, Json};
-use super::{HookRecord, Out, Record, State, read_manifest, read_small, remove_file, sha256_hex};
+use super::{HookRecord, Out, Record, State, read_manifest, read_small, remove_file};
+use crate::digest::sha256_hex;
 use crate::durable;
 use crate::exit::ExitStatus;
 
