@@ -55,9 +55,19 @@ impl Prompt<'_> {
 /// Asks on the terminal: questions on stderr, answers from stdin.
 pub struct Terminal;
 
+/// Where the questions go: a conversation with the user, not a diagnostic,
+/// so not through `crate::diag` (a question ends without a line break).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "questions to the user are not diagnostics; see `crate::diag`"
+)]
+fn stderr() -> io::Stderr {
+    io::stderr()
+}
+
 impl Ask for Terminal {
     fn ask(&mut self, question: &str) -> Result<String> {
-        let mut stderr = io::stderr();
+        let mut stderr = stderr();
         write!(stderr, "{question}: ")?;
         stderr.flush()?;
         let mut line = String::new();
@@ -74,7 +84,7 @@ impl Ask for Terminal {
                 "`--resume-clarification` asks for the answers on a terminal and none is attached; write them to a file and pass `--clarification-response <file>`"
             );
         }
-        let mut stderr = io::stderr();
+        let mut stderr = stderr();
         writeln!(
             stderr,
             "Continuing `{}`. Its questions are in its report (`{}`).\nType your answers; end with a line holding a single `.`:",

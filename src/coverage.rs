@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::catalog::{Provider, Role};
 use crate::cli::CoverageArgs;
+use crate::diag;
 use crate::ending::{Ending, ReportStatus};
 use crate::exit::ExitStatus;
 use crate::layout::RunLayout;
@@ -182,10 +183,10 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
                 ))
             )?;
         }
-        eprintln!(
-            "okstra: wrote `{}`",
+        diag::progress(format_args!(
+            "wrote `{}`",
             RunLayout::of(&manifest.run_dir).report_inputs().display()
-        );
+        ));
     }
     Ok(ExitStatus::Success)
 }

@@ -28,6 +28,7 @@ use crate::catalog::{REPORT_WRITER, Role, TaskType};
 use crate::cli::RunArgs;
 use crate::converge;
 use crate::coverage;
+use crate::diag;
 use crate::dispatch::{self, Batch, Kind, Options};
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
@@ -86,10 +87,10 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     if outcome.valid {
         Ok(ExitStatus::Success)
     } else {
-        eprintln!(
-            "error: the run ended without a valid report: {}",
+        diag::error(format_args!(
+            "the run ended without a valid report: {}",
             outcome.reason.as_deref().unwrap_or("see `okstra status`")
-        );
+        ));
         Ok(ExitStatus::Failure)
     }
 }
@@ -103,10 +104,10 @@ fn render(args: &RunArgs) -> Result<PathBuf> {
     let env = |name: &str| std::env::var(name).ok();
     let settings = crate::settings::resolve(&launch, &env, &cwd)?;
     let paths = crate::bundle::render_run(&settings)?;
-    eprintln!(
-        "okstra: rendered headless run `{}`",
+    diag::progress(format_args!(
+        "rendered headless run `{}`",
         paths.run_dir.display()
-    );
+    ));
     Ok(paths.run_dir)
 }
 
@@ -135,10 +136,10 @@ impl Lead<'_> {
             .map(|(k, v)| ((*k).to_owned(), one_line(v)))
             .collect();
         if let Err(err) = lifecycle::append_event(&self.events, kind, &fields) {
-            eprintln!("warning: cannot record lead event `{kind}`: {err:#}");
+            diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
         }
         // The same line `okstra event` prints, on stderr: stdout is the report's paths.
-        eprintln!("{}", lifecycle::progress_line(kind, &fields));
+        diag::event(lifecycle::progress_line(kind, &fields));
     }
 
     /// Run one batch with the run's engine flags.
@@ -226,7 +227,7 @@ impl Lead<'_> {
             }
             let recorded = converge::record::record(self.dir(), round)?;
             for problem in &recorded.problems {
-                eprintln!("warning: round {round}: {}", problem.line());
+                diag::warning(format_args!("round {round}: {}", problem.line()));
             }
             self.event(
                 "round-complete",

@@ -15,6 +15,7 @@ mod cli_docs;
 mod confine;
 mod converge;
 mod coverage;
+mod diag;
 mod digest;
 mod dispatch;
 mod doctor;
@@ -58,10 +59,7 @@ use crate::cli::{Cli, Command, LaunchArgs};
 use crate::exit::ExitStatus;
 
 fn main() -> ExitCode {
-    std::panic::set_hook(Box::new(|info| {
-        // One line, never a backtrace: a panic is our bug, not the user's.
-        eprintln!("error: internal error in okstra: {info}; please report it");
-    }));
+    diag::install_panic_hook();
     let raw_args: Vec<OsString> = std::env::args_os().collect();
     if let Some(provider) = raw_args
         .first()
@@ -97,31 +95,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(status) => status.into(),
         Err(err) => {
-            print_error(&err);
+            diag::error_chain(&err);
             ExitStatus::Error.into()
         }
     }
-}
-
-/// Print an error chain once: `error: outer: cause: root`. Values echoed
-/// from files and arguments may hold control characters: they are escaped,
-/// so the message stays one line (only the errors that list several items,
-/// one a line, keep their line breaks).
-fn print_error(err: &anyhow::Error) {
-    let mut line = String::from("error: ");
-    for (index, cause) in err.chain().enumerate() {
-        if index > 0 {
-            line.push_str(": ");
-        }
-        let text = cause.to_string();
-        if cause.is::<schema::Error>() || cause.is::<template::Error>() {
-            line.push_str(&fsread::escape_keep_lines(&text));
-        } else {
-            line.push_str(&fsread::escape(&text));
-        }
-    }
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{line}");
 }
 
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).
@@ -139,8 +116,8 @@ fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
         writeln!(stdout, "{}", paths.handoff_prompt.display())?;
     }
     drop(stdout);
-    eprintln!(
-        "okstra: rendered {} run `{}` for `{}` in `{}`",
+    diag::progress(format_args!(
+        "rendered {} run `{}` for `{}` in `{}`",
         settings.task_type,
         paths
             .run_dir
@@ -148,15 +125,15 @@ fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         settings.task_key.joined(),
         paths.run_dir.display()
-    );
+    ));
     if settings.render_only {
         return Ok(ExitStatus::Success);
     }
     if settings.lead_runtime == LeadRuntime::External {
-        eprintln!(
-            "okstra: the external runtime has no CLI to start; give your lead host the handoff prompt `{}` (it reads everything else from the run folder)",
+        diag::progress(format_args!(
+            "the external runtime has no CLI to start; give your lead host the handoff prompt `{}` (it reads everything else from the run folder)",
             paths.handoff_prompt.display()
-        );
+        ));
         return Ok(ExitStatus::Success);
     }
     launch::exec_lead(

@@ -23,6 +23,7 @@ use crate::catalog::{
     CONVERGENCE_MAX_ROUNDS, Capabilities, DispatchKind, Provider, Role, Runner, TaskType,
     WorkCategory,
 };
+use crate::diag;
 use crate::digest::sha256_hex;
 use crate::doctor;
 use crate::durable;
@@ -381,7 +382,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     durable::sync_dir(&task_dir)
         .with_context(|| format!("cannot flush `{}`", task_dir.display()))?;
     for warning in &cli_facts.warnings {
-        eprintln!("warning: {warning}");
+        diag::warning(warning);
     }
 
     let layout = RunLayout::of(&run_dir);

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{DispatchKind, Role};
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
+use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::items::{self, Item};
@@ -427,11 +428,11 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
     out.flush().context("cannot write to stdout")?;
     drop(out);
     for skip in &skipped {
-        eprintln!(
-            "okstra: skipped `{}`: it did not complete ({})",
+        diag::progress(format_args!(
+            "skipped `{}`: it did not complete ({})",
             skip["workerId"].as_str().unwrap_or_default(),
             skip["reason"].as_str().unwrap_or_default()
-        );
+        ));
     }
     Ok(ExitStatus::Success)
 }
@@ -459,22 +460,22 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
             drop(out);
             let path = RunLayout::of(&plan_args.run_dir).round_plan(plan.round);
             match plan.stopped_because {
-                Some(reason) => eprintln!(
-                    "okstra: round {} does not run ({}); wrote `{}`",
+                Some(reason) => diag::progress(format_args!(
+                    "round {} does not run ({}); wrote `{}`",
                     plan.round,
                     reason.as_str(),
                     path.display()
-                ),
-                None => eprintln!(
-                    "okstra: round {}: {} items for {} reviewers; wrote `{}`",
+                )),
+                None => diag::progress(format_args!(
+                    "round {}: {} items for {} reviewers; wrote `{}`",
                     plan.round,
                     plan.items.len(),
                     plan.reviewers.len(),
                     path.display()
-                ),
+                )),
             }
             for warning in &plan.warnings {
-                eprintln!("warning: {warning}");
+                diag::warning(warning);
             }
             ledger::discard(plan);
             Ok(ExitStatus::Success)
@@ -493,10 +494,10 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
             out.flush().context("cannot write to stdout")?;
             drop(out);
             for problem in &outcome.problems {
-                eprintln!("warning: {}", problem.line());
+                diag::warning(problem.line());
             }
-            eprintln!(
-                "okstra: round {} recorded: {} verdicts, {} open items{}",
+            diag::progress(format_args!(
+                "round {} recorded: {} verdicts, {} open items{}",
                 outcome.round,
                 outcome.verdicts,
                 outcome.open.len(),
@@ -506,7 +507,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                         "; convergence stops ({})",
                         r.as_str()
                     ))
-            );
+            ));
             Ok(ExitStatus::Success)
         }
         ConvergeCommand::Classify(classify_args) => {
@@ -525,15 +526,15 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
             }
             out.flush().context("cannot write to stdout")?;
             drop(out);
-            eprintln!(
-                "okstra: {} items classified after {} rounds; {}",
+            diag::progress(format_args!(
+                "{} items classified after {} rounds; {}",
                 classified.ledger.items.len(),
                 classified.rounds_run,
                 classified.stopped_because.map_or_else(
                     || format!("{} still open", classified.open.len()),
                     |r| format!("stopped: {}", r.as_str())
                 )
-            );
+            ));
             ledger::discard(classified);
             Ok(ExitStatus::Success)
         }

@@ -31,6 +31,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::cli::{DispatchArgs, EngineArgs};
+use crate::diag;
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
 use crate::manifest::RunManifest;
@@ -129,24 +130,24 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
     let selection = select::select(&manifest, &state, kind, workers.as_deref())?;
 
     for native in &selection.native {
-        eprintln!(
-            "note: `{}` runs in the host's own session (`native-session`): the host dispatches it, then `okstra await` waits for its Result Path",
+        diag::note(format_args!(
+            "`{}` runs in the host's own session (`native-session`): the host dispatches it, then `okstra await` waits for its Result Path",
             native.dispatch_name
-        );
+        ));
     }
     for (name, why) in &selection.skipped {
-        eprintln!("warning: not dispatching `{name}`: {why}");
+        diag::warning(format_args!("not dispatching `{name}`: {why}"));
     }
     if args.dry_run {
         return dry_run(&manifest, &selection.planned, args);
     }
     record_native(&manifest, &selection.native)?;
     if selection.planned.is_empty() {
-        eprintln!(
-            "okstra: nothing to dispatch of kind `{}` in `{}`",
+        diag::progress(format_args!(
+            "nothing to dispatch of kind `{}` in `{}`",
             kind.as_string(),
             args.run_dir.display()
-        );
+        ));
         print_summary(&[], args.json)?;
         return Ok(ExitStatus::Success);
     }
@@ -222,10 +223,10 @@ fn fix_pass(
     let planned = repair_of(manifest, state, &executor.worker_id, &path)?;
     if planned.runner == crate::catalog::Runner::NativeSession {
         record_native(manifest, &[planned])?;
-        eprintln!(
-            "note: the Executor runs in the host's own session: give it `{}` and await it",
+        diag::note(format_args!(
+            "the Executor runs in the host's own session: give it `{}` and await it",
             path.display()
-        );
+        ));
         return Ok(ExitStatus::Success);
     }
     let batch = run_planned(manifest, vec![planned], options)?;
@@ -524,12 +525,12 @@ fn detach(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> R
             writeln!(out, "{}", log_path.display())?;
         }
     }
-    eprintln!(
-        "okstra: dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`",
+    diag::progress(format_args!(
+        "dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`",
         planned.len(),
         pid.map_or_else(|| "?".into(), |p| p.to_string()),
         manifest.run_dir.display()
-    );
+    ));
     Ok(ExitStatus::Success)
 }
 

@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
+use crate::diag;
 use crate::team_state::DispatchRecord;
 
 use super::attempt::Outcome;
@@ -23,14 +24,14 @@ impl View {
     /// output is not forced), else plain lines.
     pub fn new(quiet_live: bool) -> View {
         View {
-            live: !quiet_live && std::io::stderr().is_terminal(),
+            live: !quiet_live && board().is_terminal(),
             drawn: 0,
         }
     }
 
     pub fn started(&mut self, record: &DispatchRecord) {
         self.line(&format!(
-            "okstra: started {} ({} {}, attempt {})",
+            "started {} ({} {}, attempt {})",
             record.dispatch_name,
             record.provider.map_or("?", |p| p.as_str()),
             record.model.as_deref().unwrap_or("?"),
@@ -40,16 +41,13 @@ impl View {
 
     pub fn ended(&mut self, record: &DispatchRecord, outcome: &Outcome) {
         self.line(&format!(
-            "okstra: {} ended {} after {}s: {}",
-            record.dispatch_name,
-            outcome.ending,
-            outcome.seconds,
-            crate::fsread::escape(&outcome.detail)
+            "{} ended {} after {}s: {}",
+            record.dispatch_name, outcome.ending, outcome.seconds, outcome.detail
         ));
     }
 
     pub fn note(&mut self, text: &str) {
-        self.line(&format!("okstra: {}", crate::fsread::escape(text)));
+        self.line(text);
     }
 
     /// Redraw the live board (a no-op on a pipe).
@@ -72,7 +70,7 @@ impl View {
         for (name, why) in queued {
             lines.push(format!("  {name:<28} {}", crate::fsread::escape(why)));
         }
-        let mut err = std::io::stderr().lock();
+        let mut err = board().lock();
         self.clear(&mut err);
         for line in &lines {
             let width = 110;
@@ -84,7 +82,7 @@ impl View {
 
     pub fn finish(&mut self) {
         if self.live {
-            let mut err = std::io::stderr().lock();
+            let mut err = board().lock();
             self.clear(&mut err);
             self.drawn = 0;
         }
@@ -97,12 +95,23 @@ impl View {
         }
     }
 
+    /// A progress line (`okstra: …`), below the board it first clears.
     fn line(&mut self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        self.clear(&mut err);
+        self.clear(&mut board().lock());
         self.drawn = 0;
-        let _ = writeln!(err, "{text}");
+        diag::progress(text);
     }
+}
+
+/// The live board's stream. The board redraws its lines in place with
+/// cursor moves: a view, not diagnostics, so it writes stderr itself; its
+/// progress lines still go through [`diag::progress`].
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the live board redraws in place; its progress lines use `crate::diag`"
+)]
+fn board() -> std::io::Stderr {
+    std::io::stderr()
 }
 
 /// The log's size and its last non-empty line (read from the end, at most 8 KiB).

@@ -17,6 +17,7 @@ use anyhow::{Result, bail};
 
 use crate::catalog::Runner;
 use crate::cli::AwaitArgs;
+use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::lifecycle::sidecar;
@@ -90,7 +91,9 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
             rows.extend(native_rows);
             print_summary(&rows, args.json)?;
             if timed_out && pending > 0 {
-                eprintln!("error: timed out with {pending} dispatch(es) still running");
+                diag::error(format_args!(
+                    "timed out with {pending} dispatch(es) still running"
+                ));
                 return Ok(ExitStatus::Failure);
             }
             let all_completed = rows.iter().all(|r| r.ending == Some(Ending::Completed));

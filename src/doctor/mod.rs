@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{self, DEFAULT_WORKERS, Provider};
 use crate::cli::DoctorArgs;
+use crate::diag;
 use crate::exit::ExitStatus;
 use cache::{Entry, Program, Stamp};
 use probe::ProbeReport;
@@ -111,10 +112,7 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
     }
     // Stored before probing: the probe's provider-exec reads it (vibe-kit grok).
     if let Err(err) = cache::store(&fresh) {
-        let _ = writeln!(
-            io::stderr(),
-            "warning: cannot update the doctor cache: {err}"
-        );
+        diag::warning(format_args!("cannot update the doctor cache: {err}"));
     }
     for finding in &mut findings {
         if args.probe && finding.program.is_some_and(Program::is_usable) {

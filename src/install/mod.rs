@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cli::InstallArgs;
+use crate::diag;
 use crate::digest::sha256_hex;
 use crate::durable;
 use crate::exit::ExitStatus;
@@ -146,7 +147,7 @@ impl Out {
             let mut stdout = io::stdout().lock();
             let _ = writeln!(stdout, "{would}");
         } else {
-            let _ = writeln!(io::stderr(), "okstra: {done}");
+            diag::progress(done);
         }
     }
 }
@@ -250,15 +251,14 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
     if let Some(err) = failed {
         return Err(err);
     }
-    let mut stderr = io::stderr().lock();
     if out.changes == 0 {
-        let _ = writeln!(stderr, "okstra: already installed; nothing changed");
+        diag::progress("already installed; nothing changed");
     } else if out.dry_run {
-        let _ = writeln!(stderr, "okstra: dry run; nothing was written");
+        diag::progress("dry run; nothing was written");
     }
     for host in hosts_chosen {
         for note in hosts::host_notes(host) {
-            let _ = writeln!(stderr, "note: {note}");
+            diag::note(note);
         }
     }
     Ok(ExitStatus::Success)

@@ -5,13 +5,13 @@
 //! backup is put back byte for byte when nothing else changed since.
 
 use std::fs;
-use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
 use super::json_doc::{self, Json};
 use super::{HookRecord, Out, Record, State, read_manifest, read_small, remove_file};
+use crate::diag;
 use crate::digest::sha256_hex;
 use crate::durable;
 use crate::exit::ExitStatus;
@@ -20,11 +20,10 @@ use crate::exit::ExitStatus;
 pub(super) fn uninstall(state: &State, out: &mut Out) -> Result<ExitStatus> {
     let manifest = read_manifest(&state.manifest)?;
     if manifest.records.is_empty() {
-        let _ = writeln!(
-            io::stderr(),
-            "okstra: nothing recorded in `{}`; nothing to remove",
+        diag::progress(format_args!(
+            "nothing recorded in `{}`; nothing to remove",
             state.manifest.display()
-        );
+        ));
         return Ok(ExitStatus::Success);
     }
     let mut dirs = Vec::new();
@@ -87,20 +86,18 @@ pub(super) fn uninstall(state: &State, out: &mut Out) -> Result<ExitStatus> {
         }
     }
     if left > 0 {
-        let _ = writeln!(
-            io::stderr(),
-            "okstra: left {left} changed file(s) in place; remove them yourself if you no longer want them"
-        );
+        diag::progress(format_args!(
+            "left {left} changed file(s) in place; remove them yourself if you no longer want them"
+        ));
     }
     Ok(ExitStatus::Success)
 }
 
 fn warn_left(path: &Path) {
-    let _ = writeln!(
-        io::stderr(),
-        "warning: left `{}`: it changed since okstra installed it",
+    diag::warning(format_args!(
+        "left `{}`: it changed since okstra installed it",
         path.display()
-    );
+    ));
 }
 
 /// Take okstra's hook groups out of `path`; restore the backup when the

@@ -27,6 +27,7 @@ use super::clock;
 use super::sidecar::{self, Sidecar};
 use crate::cli::ReapArgs;
 use crate::confine;
+use crate::diag;
 use crate::exit::ExitStatus;
 use crate::process_group::{self as process, Group, ProcTable, Stopped};
 use crate::provider_exec::status::Reason;
@@ -87,8 +88,7 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
             Ok(Some(side)) => actions.extend(plan(&side, &table)),
             Ok(None) => {}
             Err(err) => {
-                let message = crate::fsread::escape(&format!("{err:#}")).into_owned();
-                let _ = writeln!(io::stderr(), "warning: {message}");
+                diag::warning(format_args!("{err:#}"));
             }
         }
     }
@@ -119,16 +119,12 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
     }
     out.flush()?;
     if actions.is_empty() && !args.json {
-        let _ = writeln!(
-            io::stderr(),
-            "okstra: nothing to reap under `{}`",
+        diag::progress(format_args!(
+            "nothing to reap under `{}`",
             okstra_dir.display()
-        );
+        ));
     } else if !args.execute && !actions.is_empty() {
-        let _ = writeln!(
-            io::stderr(),
-            "okstra: dry run; pass `--execute` to do the above"
-        );
+        diag::progress("dry run; pass `--execute` to do the above");
     }
     if actions.iter().any(|a| a.failed) {
         return Ok(ExitStatus::Failure);

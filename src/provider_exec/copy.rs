@@ -56,7 +56,9 @@ impl Sinks {
     }
 
     fn log_failed(&mut self, err: &io::Error) {
-        eprintln!("{PROGRAM}: error: log write failed, output continues on stdout: {err}");
+        PROGRAM.error(format_args!(
+            "log write failed, output continues on stdout: {err}"
+        ));
         self.report
             .problems
             .push(format!("log write failed: {err}"));

@@ -52,7 +52,7 @@ impl Guardian {
         let (read_end, write_end) = match pipe2(OFlag::O_CLOEXEC) {
             Ok(pair) => pair,
             Err(err) => {
-                eprintln!("{PROGRAM}: warning: cannot start the guardian: {err}");
+                PROGRAM.warning(format_args!("cannot start the guardian: {err}"));
                 return None;
             }
         };
@@ -66,7 +66,7 @@ impl Guardian {
                 Some(guardian)
             }
             Err(err) => {
-                eprintln!("{PROGRAM}: warning: cannot start the guardian: {err}");
+                PROGRAM.warning(format_args!("cannot start the guardian: {err}"));
                 None
             }
         }
@@ -81,7 +81,7 @@ impl Guardian {
     fn watch(&self, group: Pid) {
         // Four bytes: one atomic pipe write.
         if let Err(err) = (&self.pipe).write_all(&group.as_raw().to_ne_bytes()) {
-            eprintln!("{PROGRAM}: warning: the guardian did not get the group id: {err}");
+            PROGRAM.warning(format_args!("the guardian did not get the group id: {err}"));
         }
     }
 

@@ -35,13 +35,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::catalog::{self, Provider};
+use crate::diag;
 use crate::doctor::{self, cache::Program};
 use crate::exit;
 
 pub use provider::{CommandPlan, HOST_SESSION_MARKERS, Invocation, plan};
 
 /// Prefix of every line we print, as in the reference.
-const PROGRAM: &str = "okstra-provider-exec";
+const PROGRAM: diag::Program = diag::Program::new("okstra-provider-exec");
 
 /// Roles that get the long default idle timeout.
 const LONG_ROLES: &[&str] = &["executor", "verifier"];
@@ -79,7 +80,7 @@ pub fn main(fixed: Option<Provider>, args: Vec<OsString>) -> ExitCode {
     match preflight(fixed, &args) {
         Ok(ready) => ExitCode::from(supervise::run(ready)),
         Err(err) => {
-            eprintln!("{PROGRAM}: error: {err}");
+            PROGRAM.error(&err);
             ExitCode::from(err.code())
         }
     }

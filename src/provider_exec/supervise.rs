@@ -71,7 +71,7 @@ pub fn run(ready: Ready) -> u8 {
     match runtime {
         Ok(runtime) => runtime.block_on(supervise(ready)),
         Err(err) => {
-            eprintln!("{PROGRAM}: error: failed to start the async runtime: {err}");
+            PROGRAM.error(format_args!("failed to start the async runtime: {err}"));
             exit::EXEC_OS_ERROR
         }
     }
@@ -113,7 +113,7 @@ async fn supervise(ready: Ready) -> u8 {
     let mut signals = match Signals::install() {
         Ok(signals) => signals,
         Err(err) => {
-            eprintln!("{PROGRAM}: error: failed to install signal handlers: {err}");
+            PROGRAM.error(format_args!("failed to install signal handlers: {err}"));
             return exit::EXEC_OS_ERROR;
         }
     };
@@ -121,7 +121,7 @@ async fn supervise(ready: Ready) -> u8 {
     // instead of init, so we can find and stop them after the CLI exits.
     #[cfg(target_os = "linux")]
     if let Err(err) = prctl::set_child_subreaper(true) {
-        eprintln!("{PROGRAM}: warning: cannot adopt orphans of the CLI: {err}");
+        PROGRAM.warning(format_args!("cannot adopt orphans of the CLI: {err}"));
     }
 
     let mut status = Status {
@@ -148,15 +148,15 @@ async fn supervise(ready: Ready) -> u8 {
         ..Status::default()
     };
     if let Err(err) = write_status(&status, &sidecar) {
-        eprintln!(
-            "{PROGRAM}: error: cannot write status `{}`, not starting: {err}",
+        PROGRAM.error(format_args!(
+            "cannot write status `{}`, not starting: {err}",
             sidecar.display()
-        );
+        ));
         return exit::EXEC_CANT_CREATE;
     }
     let finish = |status: &mut Status, code: u8, reason: Reason, error: Option<String>| {
         if let Some(error) = &error {
-            eprintln!("{PROGRAM}: error: {error}");
+            PROGRAM.error(error);
         }
         status.stage = Stage::Exited;
         status.exit_code = Some(code);
@@ -166,10 +166,10 @@ async fn supervise(ready: Ready) -> u8 {
         status.error = error.or(status.error.take());
         if let Err(err) = write_status(status, &sidecar) {
             // Reported, never turned into another exit code.
-            eprintln!(
-                "{PROGRAM}: error: cannot write final status `{}`: {err}",
+            PROGRAM.error(format_args!(
+                "cannot write final status `{}`: {err}",
                 sidecar.display()
-            );
+            ));
         }
         code
     };
@@ -249,10 +249,10 @@ async fn supervise(ready: Ready) -> u8 {
     status.child_pid = u32::try_from(group.as_raw()).ok();
     status.pgid = Some(group.as_raw());
     if let Err(err) = write_status(&status, &sidecar) {
-        eprintln!(
-            "{PROGRAM}: warning: cannot update status `{}`: {err}",
+        PROGRAM.warning(format_args!(
+            "cannot update status `{}`: {err}",
             sidecar.display()
-        );
+        ));
     }
 
     if let Some(writer) = setup.prompt_writer {
@@ -270,7 +270,7 @@ async fn supervise(ready: Ready) -> u8 {
                 let report = copy_output(child_stdout, log, &activity, &copied);
                 let _ = report_tx.send(report);
             })
-            .map_err(|err| eprintln!("{PROGRAM}: error: cannot start the output copier: {err}"))
+            .map_err(|err| PROGRAM.error(format_args!("cannot start the output copier: {err}")))
             .ok();
     }
 
@@ -402,10 +402,10 @@ fn feed_prompt(mut prompt: File, mut writer: io::PipeWriter) {
         .spawn(move || match io::copy(&mut prompt, &mut writer) {
             Ok(_) => {}
             Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {}
-            Err(err) => eprintln!("{PROGRAM}: warning: prompt not fully delivered: {err}"),
+            Err(err) => PROGRAM.warning(format_args!("prompt not fully delivered: {err}")),
         });
     if let Err(err) = spawned {
-        eprintln!("{PROGRAM}: error: cannot start the prompt feeder: {err}");
+        PROGRAM.error(format_args!("cannot start the prompt feeder: {err}"));
     }
 }
 
@@ -528,7 +528,9 @@ fn signal_group(group: Pid, signal: Signal) -> bool {
     match process_group::signal(group.as_raw(), signal) {
         Ok(delivered) => delivered,
         Err(err) => {
-            eprintln!("{PROGRAM}: warning: cannot send {signal} to process group {group}: {err}");
+            PROGRAM.warning(format_args!(
+                "cannot send {signal} to process group {group}: {err}"
+            ));
             false
         }
     }

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use crate::cli::{ReportArgs, ValidateArgs};
 use crate::converge;
+use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
 use crate::layout::{
@@ -85,26 +86,25 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
         }
     }
     drop(stdout);
-    let mut stderr = io::stderr().lock();
     if !verdict.cross_file_checks && !args.schema_only {
-        let _ = writeln!(stderr, "{}", skipped_warning(&verdict.data_path));
+        diag::warning(skipped_warning(&verdict.data_path));
     }
     let summary = if verdict.valid {
         format!(
-            "okstra: `{}` is a valid v{} report",
+            "`{}` is a valid v{} report",
             verdict.data_path.display(),
             verdict.schema_version
         )
     } else {
         format!(
-            "okstra: `{}` is not a valid v{} report: {} problem{}",
+            "`{}` is not a valid v{} report: {} problem{}",
             verdict.data_path.display(),
             verdict.schema_version,
             verdict.problems.len(),
             if verdict.problems.len() == 1 { "" } else { "s" }
         )
     };
-    let _ = writeln!(stderr, "{summary}");
+    diag::progress(summary);
     // The command ends here: freeing a 10 MB report node by node would be a
     // measurable share of the run (see benches/validate.sh), so leave it to
     // process exit.
@@ -119,24 +119,21 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
 pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
     let mut loaded = load(&args.target, true)?;
     let verdict = check(&mut loaded, true)?;
-    let mut stderr = io::stderr().lock();
     if !verdict.cross_file_checks {
-        let _ = writeln!(stderr, "{}", skipped_warning(&verdict.data_path));
+        diag::warning(skipped_warning(&verdict.data_path));
     }
     if !verdict.valid {
         for problem in &verdict.problems {
-            let _ = writeln!(stderr, "{}", problem_line(problem));
+            diag::detail(problem_line(problem));
         }
-        let _ = writeln!(
-            stderr,
-            "error: refusing to render `{}`: it has {} problem{} (see `okstra validate`)",
+        diag::error(format_args!(
+            "refusing to render `{}`: it has {} problem{} (see `okstra validate`)",
             verdict.data_path.display(),
             verdict.problems.len(),
             if verdict.problems.len() == 1 { "" } else { "s" }
-        );
+        ));
         return Ok(ExitStatus::Failure);
     }
-    drop(stderr);
     let (markdown_path, html_path) = write_outputs(loaded, args.out_dir.as_deref())?;
     let mut stdout = io::stdout().lock();
     if args.json {
@@ -199,7 +196,7 @@ fn problem_line(problem: &Problem) -> String {
 
 fn skipped_warning(data_path: &Path) -> String {
     format!(
-        "warning: no `{RUN_MANIFEST}` found above `{}`; checked the schema and the report's own \
+        "no `{RUN_MANIFEST}` found above `{}`; checked the schema and the report's own \
          invariants, skipped the roster and worker-result checks",
         data_path.display()
     )

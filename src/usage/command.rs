@@ -15,15 +15,14 @@ use super::ledger::{self, Computed, RunInfo};
 use super::price::Prices;
 use super::tally::Record;
 use crate::cli::UsageArgs;
+use crate::diag;
 use crate::exit::ExitStatus;
 
 pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
     let computed = record(&args.run_dir)?;
-    let mut stderr = std::io::stderr().lock();
     for warning in &computed.summary.warnings {
-        writeln!(stderr, "warning: {warning}")?;
+        diag::warning(warning);
     }
-    drop(stderr);
     let mut stdout = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut stdout, &computed.summary)

@@ -299,7 +299,8 @@ fn watch_gives_up_at_its_timeout_with_exit_1() {
         ])
         .timeout(LIMIT)
         .assert()
-        .code(1);
+        .code(1)
+        .stderr("error: `--timeout` expired before every worker finished\n");
 }
 
 #[test]

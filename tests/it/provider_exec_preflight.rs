@@ -39,6 +39,13 @@ fn usage_errors_exit_64() {
         "usage:",
     );
     refused(&world, &world.args("gemini", &[]), 64, "`gemini`");
+    // A value echoed back stays one inert line: no terminal escape, no forged line.
+    refused(
+        &world,
+        &world.args("gem\u{1b}[2Jini\nokstra-provider-exec: error: forged", &[]),
+        64,
+        "`gem\\e[2Jini\\nokstra-provider-exec: error: forged`",
+    );
     refused(&world, &[], 64, "got 0");
 }
 

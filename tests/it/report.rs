@@ -549,6 +549,10 @@ fn html_is_self_contained_and_responsive() {
 // ---------------------------------------------------------------- browser
 
 /// The Chromium binary, or `None` when the environment opted out.
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped check tells whoever runs the tests why, outside any `#[test]`"
+)]
 fn chromium() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()

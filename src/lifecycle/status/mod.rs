@@ -30,8 +30,8 @@ use serde::Serialize;
 
 use super::{Run, clock, par_map};
 use crate::cli::StatusArgs;
+use crate::diag;
 use crate::exit::ExitStatus;
-use crate::fsread;
 
 /// No log or heartbeat activity for this long while running: `stale`.
 pub const STALE_SECS: i64 = 600;
@@ -84,8 +84,7 @@ pub(super) fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
             // Not a run folder (no manifest): not worth a warning.
             Err(err) if err.is_not_found() => {}
             Err(err) => {
-                let message = fsread::escape(&format!("{err:#}")).into_owned();
-                let _ = writeln!(io::stderr(), "warning: skipping a run: {message}");
+                diag::warning(format_args!("skipping a run: {err:#}"));
             }
         }
     }
@@ -168,10 +167,7 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
             return Ok(ExitStatus::Success);
         }
         if deadline.is_some_and(|d| Instant::now() + interval > d) {
-            let _ = writeln!(
-                io::stderr(),
-                "okstra: `--timeout` expired before every worker finished"
-            );
+            diag::error("`--timeout` expired before every worker finished");
             return Ok(ExitStatus::Failure);
         }
         std::thread::sleep(interval);
