@@ -272,6 +272,18 @@ impl Role {
     pub fn reviews(self) -> bool {
         matches!(self, Role::Analyser | Role::Verifier)
     }
+
+    /// The one role whose CLI may write to the project; every other runs
+    /// in its CLI's read-only mode.
+    pub fn may_write(self) -> bool {
+        self == Role::Executor
+    }
+
+    /// Roles whose work runs long (editing, or checking the edits): their
+    /// CLIs get provider-exec's long default idle timeout.
+    pub fn runs_long(self) -> bool {
+        matches!(self, Role::Executor | Role::Verifier)
+    }
 }
 
 impl TaskType {

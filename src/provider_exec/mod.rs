@@ -34,6 +34,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::catalog::Role;
 use crate::catalog::{self, Provider};
 use crate::diag;
 use crate::doctor::{self, cache::Program};
@@ -44,8 +45,6 @@ pub use provider::{CommandPlan, HOST_SESSION_MARKERS, Invocation, plan};
 /// Prefix of every line we print, as in the reference.
 const PROGRAM: diag::Program = diag::Program::new("okstra-provider-exec");
 
-/// Roles that get the long default idle timeout.
-const LONG_ROLES: &[&str] = &["executor", "verifier"];
 /// Default idle timeout for `executor` and `verifier`, seconds.
 const LONG_IDLE_SECS: u64 = 1500;
 /// Default idle timeout for every other role, seconds.
@@ -252,7 +251,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
     );
     let idle_timeout_secs = match given(5) {
         Some(raw) => parse_idle_timeout(raw).ok_or_else(|| Preflight::Timeout(raw.clone()))?,
-        None if LONG_ROLES.contains(&role.as_str()) => LONG_IDLE_SECS,
+        None if role.parse::<Role>().is_ok_and(Role::runs_long) => LONG_IDLE_SECS,
         None => DEFAULT_IDLE_SECS,
     };
     let execution_root = match given(3) {

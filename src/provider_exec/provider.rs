@@ -20,9 +20,6 @@ use std::path::PathBuf;
 
 use crate::catalog::Provider;
 
-/// Role that may write: every other role runs with the CLI's read-only mode.
-pub const WRITE_ROLE: &str = "executor";
-
 /// Variables a host agent session sets for its own children. A worker that
 /// inherits them believes it is nested inside that session (a nested headless
 /// claude that sees `CLAUDECODE` hangs, claude-octopus PR #480) or connects to
@@ -63,8 +60,12 @@ pub struct Invocation {
 }
 
 impl Invocation {
+    /// Only the catalog's writing role (`executor`) may write; any other
+    /// word, known role or not, runs in the CLI's read-only mode.
     fn may_write(&self) -> bool {
-        self.role == WRITE_ROLE
+        self.role
+            .parse::<crate::catalog::Role>()
+            .is_ok_and(crate::catalog::Role::may_write)
     }
 }
 
