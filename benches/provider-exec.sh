@@ -13,8 +13,10 @@
 #   start-up    wall time around a fake CLI that exits at once, minus the CLI alone
 #   stream      1 GiB through the wrapper: wall time, the wrapper's *own* CPU
 #               (utime+stime of the wrapper process, read from /proc while it
-#               is an unreaped zombie, so the producer's CPU is excluded), and
-#               its peak RSS (VmHWM sampled while it runs); `tee` as baseline
+#               is an unreaped zombie, so the producer's CPU is excluded; the
+#               user-space part shown apart: the rest is the kernel's pipe and
+#               page-cache work, which both wrappers pay), and its peak RSS
+#               (VmHWM sampled while it runs); `tee` as baseline
 #   silent      context switches per second of all wrapper threads while the
 #               CLI prints nothing (a poll loop shows up here; a sleep does not)
 set -eu
@@ -73,8 +75,9 @@ def self_cpu_at_exit(proc, sample=None):
     with open(f"/proc/{proc.pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / tick
+    user = int(fields[11]) / tick
     proc.wait()
-    return cpu, hwm
+    return cpu, hwm, user
 
 def vm_hwm_kib(pid):
     try:
@@ -125,7 +128,7 @@ print(f"\n## stream {stream_mib} MiB (median of {stream_runs}; stdout to /dev/nu
 def tee_run():
     start = time.perf_counter()
     subprocess.run(f"head -c {nbytes} /dev/zero | tee {work}/tee.log > /dev/null", shell=True, check=True)
-    return time.perf_counter() - start, 0.0, 0
+    return time.perf_counter() - start, 0.0, 0, 0.0
 rows = {"tee": [tee_run() for _ in range(stream_runs)]}
 for name, argv in wrappers.items():
     rows[name] = []
@@ -133,18 +136,20 @@ for name, argv in wrappers.items():
         with open(os.devnull, "wb") as devnull:
             start = time.perf_counter()
             proc = spawn(argv, env, devnull)
-            cpu, hwm = self_cpu_at_exit(proc, vm_hwm_kib)
+            cpu, hwm, user = self_cpu_at_exit(proc, vm_hwm_kib)
             wall = time.perf_counter() - start
         size = os.path.getsize(f"{work}/prompt.log")
         assert size == nbytes, f"{name}: log has {size} bytes"
-        rows[name].append((wall, cpu, hwm))
+        rows[name].append((wall, cpu, hwm, user))
 stats = {}
 for name, samples in rows.items():
     wall = statistics.median(s[0] for s in samples)
     cpu = statistics.median(s[1] for s in samples)
     hwm = max(s[2] for s in samples)
+    user = statistics.median(s[3] for s in samples)
     stats[name] = (wall, cpu, hwm)
-    extra = "" if name == "tee" else f"   own CPU {cpu/gib:6.2f} s/GiB   peak RSS {hwm/1024:6.1f} MiB"
+    extra = "" if name == "tee" else (f"   own CPU {cpu/gib:6.2f} s/GiB (user {user/gib:4.2f})"
+                                      f"   peak RSS {hwm/1024:6.1f} MiB")
     print(f"{name:10s} wall {wall:6.2f} s   {gib/wall:6.2f} GiB/s{extra}")
 for name in wrappers:
     print(f"{name}: throughput {stats['tee'][0]/stats[name][0]:.2f}x of tee")
