@@ -159,15 +159,7 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         ignore_hangup();
     }
     let batch = run_planned(&manifest, selection.planned, options)?;
-    print_summary(&batch.rows, args.json)?;
-    if let Some(signal) = batch.interrupted {
-        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
-    }
-    Ok(if batch.all_completed() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    finish(&batch, args.json)
 }
 
 /// The Executor's one fix pass: its own prompt followed by the defects the
@@ -230,6 +222,12 @@ fn fix_pass(
         return Ok(ExitStatus::Success);
     }
     let batch = run_planned(manifest, vec![planned], options)?;
+    finish(&batch, json)
+}
+
+/// Print a finished batch's summary; its exit status: 128+N when a signal
+/// stopped it, 0 when every attempt completed, else 1.
+fn finish(batch: &Batch, json: bool) -> Result<ExitStatus> {
     print_summary(&batch.rows, json)?;
     if let Some(signal) = batch.interrupted {
         return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
