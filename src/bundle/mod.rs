@@ -293,7 +293,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     confine::check_no_links(&okstra_dir, &task_relative)?;
     let task_dir = okstra_dir.join(&task_relative);
     // Milliseconds, so runs created in the same second still order by time.
-    let created_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let created_at = crate::lifecycle::clock::rfc3339_now();
     // The wrapper providers' CLIs as PATH and the doctor's cache know them
     // (no CLI is started): recorded in the manifest, warned about if wrong.
     let wrapper_providers: Vec<Provider> = assign::roster(settings, &task_dir)

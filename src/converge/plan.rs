@@ -62,7 +62,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     let mut plan = Plan {
         schema_version: FORMAT_VERSION,
         round,
-        created_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        created_at: crate::lifecycle::clock::rfc3339_now(),
         run_id: info.run.run_id.clone(),
         blind: options.blind,
         seed,

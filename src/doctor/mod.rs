@@ -161,7 +161,7 @@ fn identify(provider: Provider, path: &std::path::Path) -> Option<Entry> {
         version: identity.version,
         program: identity.program,
         detail: identity.detail,
-        checked_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        checked_at: crate::lifecycle::clock::rfc3339(crate::lifecycle::clock::unix_now()),
     })
 }
 
