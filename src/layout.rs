@@ -115,6 +115,12 @@ impl<'a> RunLayout<'a> {
         self.state_dir().join("report-inputs.json")
     }
 
+    /// `state/fix-request.md`, the defects an implementation run sends back
+    /// to the Executor for its one fix pass.
+    pub fn fix_request(&self) -> PathBuf {
+        self.state_dir().join("fix-request.md")
+    }
+
     /// `state/dispatch.log`, the progress of `okstra dispatch --detach`.
     pub fn dispatch_log(&self) -> PathBuf {
         self.state_dir().join("dispatch.log")

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::catalog::{REPORT_WRITER, Role, TaskType};
+use crate::catalog::{REPORT_WRITER, Role, Runner, TaskType};
 use crate::cli::RunArgs;
 use crate::converge;
 use crate::coverage;
@@ -146,6 +146,15 @@ impl Lead<'_> {
     fn batch(&self, kind: Kind, workers: Option<&[String]>) -> Result<Step<Batch>> {
         let options = Options::from_args(&self.args.engine)?;
         let batch = dispatch::run_batch(self.manifest, kind, workers, options)?;
+        Ok(match self.ended(&batch) {
+            Some(signal) => Step::Interrupted(signal),
+            None => Step::Done(batch),
+        })
+    }
+
+    /// Record how each attempt of a finished batch ended; the signal that
+    /// interrupted it, if one did.
+    fn ended(&self, batch: &Batch) -> Option<nix::sys::signal::Signal> {
         for row in &batch.rows {
             let ending = row.ending.map_or("none", Ending::as_str);
             if row.ending == Some(Ending::Completed) {
@@ -157,10 +166,7 @@ impl Lead<'_> {
                 );
             }
         }
-        Ok(match batch.interrupted {
-            Some(signal) => Step::Interrupted(signal),
-            None => Step::Done(batch),
-        })
+        batch.interrupted
     }
 
     fn carry_out(&self) -> Result<Step<Outcome>> {
@@ -168,7 +174,7 @@ impl Lead<'_> {
         let analysers = manifest
             .assignments
             .iter()
-            .filter(|a| matches!(a.role, Role::Analyser | Role::Verifier))
+            .filter(|a| a.role.reviews())
             .count();
         self.event(
             "run-start",
@@ -242,6 +248,13 @@ impl Lead<'_> {
             round += 1;
         }
         let classified = converge::classify(self.dir())?;
+
+        // The implementation fix cycle: one fix pass for confirmed defects.
+        if manifest.task_type == TaskType::Implementation
+            && let Step::Interrupted(signal) = self.fix_pass(&classified)?
+        {
+            return Ok(Step::Interrupted(signal));
+        }
 
         // Phase 5.6: the critic.
         if manifest.assignments.iter().any(|a| a.role == Role::Critic) {
@@ -321,7 +334,7 @@ impl Lead<'_> {
             .manifest
             .assignments
             .iter()
-            .filter(|a| matches!(a.role, Role::Analyser | Role::Verifier))
+            .filter(|a| a.role.reviews())
             .filter(|a| {
                 state
                     .latest(&a.dispatch_name)
@@ -380,6 +393,51 @@ impl Lead<'_> {
         let options = Options::from_args(&self.args.engine)?;
         let batch = dispatch::run_planned(self.manifest, vec![planned], options)?;
         Ok(match batch.interrupted {
+            Some(signal) => Step::Interrupted(signal),
+            None => Step::Done(()),
+        })
+    }
+
+    /// The lead contract's fix cycle (`--fix-cycle yes`): the verifiers'
+    /// `blocking` and `major` defects (confirmed by convergence when it ran)
+    /// go to `state/fix-request.md`, and the Executor gets its one fix pass
+    /// (`okstra dispatch --fix`). Nothing to fix, or a fix pass that cannot
+    /// be planned, is recorded and the run goes on to its report.
+    fn fix_pass(&self, classified: &converge::Classified) -> Result<Step<()>> {
+        let info = converge::RunInfo::load(self.dir())?;
+        if !converge::plan::fix_cycle(&info)? {
+            return Ok(Step::Done(()));
+        }
+        let defects = converge::fix::defects(&classified.ledger, classified.ledger.enabled);
+        if defects.is_empty() {
+            self.event(
+                "fix-pass-skipped",
+                &[("reason", "no blocking or major defect")],
+            );
+            return Ok(Step::Done(()));
+        }
+        let path = RunLayout::of(self.dir()).fix_request();
+        crate::durable::write_atomic(&path, converge::fix::request(&defects).as_bytes())
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+        let state = team_state::read(&self.manifest.team_state_path)?;
+        let planned = match dispatch::plan_fix_pass(self.manifest, &state, &path) {
+            Ok(planned) if planned.runner == Runner::CliWrapper => planned,
+            Ok(_) => {
+                self.event(
+                    "fix-pass-skipped",
+                    &[("reason", "the Executor runs in a host session")],
+                );
+                return Ok(Step::Done(()));
+            }
+            Err(err) => {
+                self.event("fix-pass-skipped", &[("reason", &format!("{err:#}"))]);
+                return Ok(Step::Done(()));
+            }
+        };
+        self.event("fix-pass", &[("defects", &defects.len().to_string())]);
+        let options = Options::from_args(&self.args.engine)?;
+        let batch = dispatch::run_planned(self.manifest, vec![planned], options)?;
+        Ok(match self.ended(&batch) {
             Some(signal) => Step::Interrupted(signal),
             None => Step::Done(()),
         })

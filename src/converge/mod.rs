@@ -14,6 +14,7 @@
 //! verdict tables.
 
 pub mod classify;
+pub mod fix;
 pub mod ledger;
 pub mod plan;
 pub mod record;

@@ -267,6 +267,25 @@ struct TaskManifest {
     project_root: Option<String>,
 }
 
+/// The run's task manifest, bounded and typed.
+fn read_task(info: &RunInfo) -> Result<TaskManifest> {
+    let task_path = &info.task_manifest_path;
+    let task_text = items::read_result(task_path)
+        .with_context(|| format!("cannot read task manifest `{}`", task_path.display()))?;
+    serde_json::from_str(&task_text).with_context(|| {
+        format!(
+            "task manifest `{}` cannot be read as a task manifest",
+            task_path.display()
+        )
+    })
+}
+
+/// Whether the run may send verifier findings back to the Executor
+/// (`--fix-cycle`, recorded in the task manifest).
+pub fn fix_cycle(info: &RunInfo) -> Result<bool> {
+    Ok(read_task(info)?.fix_cycle)
+}
+
 #[derive(Deserialize)]
 struct BriefWire {
     copy: Option<String>,
@@ -275,15 +294,7 @@ struct BriefWire {
 /// Give each reviewer its batch and labels, and render its prompt; returns
 /// each prompt with the path it goes to.
 fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, String)>> {
-    let task_path = &info.task_manifest_path;
-    let task_text = items::read_result(task_path)
-        .with_context(|| format!("cannot read task manifest `{}`", task_path.display()))?;
-    let task: TaskManifest = serde_json::from_str(&task_text).with_context(|| {
-        format!(
-            "task manifest `{}` cannot be read as a task manifest",
-            task_path.display()
-        )
-    })?;
+    let task = read_task(info)?;
     let brief_path = task
         .task_brief
         .as_ref()

@@ -172,17 +172,44 @@ fn fix_pass(
     options: Options,
     json: bool,
 ) -> Result<ExitStatus> {
-    let executor = manifest
-        .assignments
-        .iter()
-        .find(|a| a.role == crate::catalog::Role::Executor)
-        .context("`--fix` is for implementation runs: this run has no Executor")?;
+    let executor = executor_of(manifest)?;
     if workers != Some(std::slice::from_ref(&executor.worker_id)) {
         bail!(
             "`--fix` dispatches the Executor only: pass `--workers {}`",
             executor.worker_id
         );
     }
+    let planned = plan_fix_pass(manifest, state, fix)?;
+    if planned.runner == crate::catalog::Runner::NativeSession {
+        let path = planned.paths.prompt_path.clone();
+        record_native(manifest, &[planned])?;
+        diag::note(format_args!(
+            "the Executor runs in the host's own session: give it `{}` and await it",
+            path.display()
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    let batch = run_planned(manifest, vec![planned], options)?;
+    finish(&batch, json)
+}
+
+fn executor_of(manifest: &RunManifest) -> Result<&crate::assign::Assignment> {
+    manifest
+        .assignments
+        .iter()
+        .find(|a| a.role == crate::catalog::Role::Executor)
+        .context("`--fix` is for implementation runs: this run has no Executor")
+}
+
+/// Plan the Executor's one fix pass: refuse before the Executor completed
+/// and a second time; write `prompts/<executor>.fix.md` (its prompt, then
+/// the defects in `fix`) and plan it as the Executor's next attempt.
+pub fn plan_fix_pass(
+    manifest: &RunManifest,
+    state: &team_state::TeamState,
+    fix: &std::path::Path,
+) -> Result<Planned> {
+    let executor = executor_of(manifest)?;
     if state.latest(&executor.dispatch_name).and_then(|r| r.ending) != Some(Ending::Completed) {
         bail!(
             "the Executor `{}` has not completed, so there is nothing to fix yet",
@@ -212,17 +239,7 @@ fn fix_pass(
         .with_file_name(format!("{}.fix.md", executor.dispatch_name));
     crate::durable::write_atomic(&path, prompt.as_bytes())
         .with_context(|| format!("cannot write `{}`", path.display()))?;
-    let planned = repair_of(manifest, state, &executor.worker_id, &path)?;
-    if planned.runner == crate::catalog::Runner::NativeSession {
-        record_native(manifest, &[planned])?;
-        diag::note(format_args!(
-            "the Executor runs in the host's own session: give it `{}` and await it",
-            path.display()
-        ));
-        return Ok(ExitStatus::Success);
-    }
-    let batch = run_planned(manifest, vec![planned], options)?;
-    finish(&batch, json)
+    repair_of(manifest, state, &executor.worker_id, &path)
 }
 
 /// Print a finished batch's summary; its exit status: 128+N when a signal

@@ -32,17 +32,16 @@ fn team_project() -> Project {
 /// `okstra run` rendering a headless run of `workers`; the JSON outcome,
 /// exit code and stderr.
 fn run(project: &Project, workers: &str, env: &[(&str, &str)]) -> (Value, i32, String) {
-    let mut cmd = project.task_command(
-        &["run"],
-        &[
-            "--task-type",
-            "project-analysis",
-            "--workers",
-            workers,
-            "--yes",
-            "--json",
-        ],
-    );
+    run_with(
+        project,
+        &["--task-type", "project-analysis", "--workers", workers],
+        env,
+    )
+}
+
+/// `okstra run` rendering a headless run with launcher flags `flags`.
+fn run_with(project: &Project, flags: &[&str], env: &[(&str, &str)]) -> (Value, i32, String) {
+    let mut cmd = project.task_command(&["run"], &[flags, &["--yes", "--json"]].concat());
     cmd.timeout(LIMIT);
     for (name, value) in env {
         cmd.env(name, value);
@@ -327,4 +326,89 @@ fn run_carries_out_a_run_folder_rendered_headless() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--headless"));
+}
+
+/// The lead contract's fix cycle, carried out: the verifiers' confirmed
+/// `blocking`/`major` defects (not a confirmed `minor` one, not a refuted
+/// `blocking` one) go to `state/fix-request.md`, and the Executor gets its
+/// one fix pass before the report.
+#[test]
+fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_once() {
+    let world = team_project();
+    let (outcome, code, stderr) = run_with(
+        &world,
+        &[
+            "--task-type",
+            "implementation",
+            "--executor",
+            "claude",
+            "--workers",
+            "codex,kimi,report-writer",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcome["valid"], true);
+    assert!(stderr.contains("PROGRESS: fix-pass defects=2"), "{stderr}");
+    let run = run_dir(&outcome);
+    let request = fs::read_to_string(run.join("state/fix-request.md")).unwrap();
+    for sent in [
+        "## codex:D-001 (full-consensus)",
+        "## kimi:D-001 (full-consensus)",
+    ] {
+        assert!(request.contains(sent), "{sent} missing:\n{request}");
+    }
+    for kept in ["codex:D-002", "codex:D-003"] {
+        assert!(!request.contains(kept), "{kept} sent:\n{request}");
+    }
+    let attempts: Vec<Value> = read_json(&team_state_path(&run))["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["dispatchName"] == "claude-executor")
+        .cloned()
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert!(
+        attempts[1]["promptPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("claude-executor.fix.md")
+    );
+    assert_eq!(attempts[1]["ending"], "completed");
+    let result = fs::read_to_string(run.join("results/claude-executor.md")).unwrap();
+    assert!(
+        result.contains("| P-001 | codex:D-001 | fixed |"),
+        "{result}"
+    );
+}
+
+#[test]
+fn with_fix_cycle_no_the_executor_runs_once() {
+    let world = team_project();
+    let (outcome, code, stderr) = run_with(
+        &world,
+        &[
+            "--task-type",
+            "implementation",
+            "--executor",
+            "claude",
+            "--workers",
+            "codex,kimi,report-writer",
+            "--fix-cycle",
+            "no",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("fix-pass"), "{stderr}");
+    let run = run_dir(&outcome);
+    assert!(!run.join("state/fix-request.md").exists());
+    let executor_attempts = read_json(&team_state_path(&run))["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["dispatchName"] == "claude-executor")
+        .count();
+    assert_eq!(executor_attempts, 1);
 }
