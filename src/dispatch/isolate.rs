@@ -4,10 +4,14 @@
 //! analyser, verifier, critic and reviewer leaves the project untouched.
 //!
 //! Such an attempt runs in a throwaway detached git worktree of the project
-//! at `HEAD` (what it may scribble on is a copy), removed when the attempt
-//! ends. A project that is not a git repository cannot be isolated this way:
-//! the attempt runs in the project itself, and the record says so (its
-//! `isolation` is `none`), which the report's coverage repeats.
+//! (what it may scribble on is a copy), removed when the attempt ends. The
+//! worktree holds the working tree as it is, not `HEAD`: uncommitted
+//! changes (the Executor's, which a verifier must see) and untracked files
+//! that are not ignored, taken as a snapshot commit that touches neither
+//! the user's index nor `HEAD` nor any ref. A project that is not a git
+//! repository cannot be isolated this way: the attempt runs in the project
+//! itself, and the record says so (its `isolation` is `none`), which the
+//! report's coverage repeats.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -20,7 +24,7 @@ pub enum Isolation {
     /// The CLI's own read-only mode (claude `plan`, codex `read-only`,
     /// antigravity without write approval), or a role allowed to write.
     Cli,
-    /// A detached git worktree of `HEAD`.
+    /// A detached git worktree of the working tree as it is.
     Worktree,
     /// Nothing could: the project is not a git repository.
     None,
@@ -76,8 +80,9 @@ impl Drop for Worktree {
     }
 }
 
-/// A detached worktree of `project` at `HEAD`, or `None` (with the reason)
-/// when the project is not a git repository with a commit.
+/// A detached worktree of `project`'s working tree as it is (see
+/// [`snapshot`]; `HEAD` when no snapshot can be made), or the reason when
+/// the project is not a git repository with a commit.
 pub fn worktree(project: &Path) -> Result<Worktree, String> {
     let inside = git(project)
         .args(["rev-parse", "--verify", "--quiet", "HEAD"])
@@ -106,16 +111,74 @@ pub fn worktree(project: &Path) -> Result<Worktree, String> {
         dir,
         prefix,
     };
+    let commit = snapshot(project, worktree.dir.path()).unwrap_or_else(|| "HEAD".to_owned());
     let added = git(project)
         .args(["worktree", "add", "--detach", "--quiet"])
         .arg(worktree.root())
-        .arg("HEAD")
+        .arg(&commit)
         .status();
     match added {
         Ok(status) if status.success() => Ok(worktree),
         Ok(status) => Err(format!("`git worktree add` failed ({status})")),
         Err(err) => Err(format!("cannot run git: {err}")),
     }
+}
+
+/// A commit of the working tree as it is now: tracked files with their
+/// changes (staged or not) and untracked files that are not ignored. It is
+/// made on a copy of the index in `scratch` (`git add -A`, `write-tree`,
+/// `commit-tree` on top of `HEAD`), so the user's index, `HEAD` and refs
+/// are never touched; the commit is unreferenced and git collects it in
+/// time. `None` when any step fails.
+fn snapshot(project: &Path, scratch: &Path) -> Option<String> {
+    let index = PathBuf::from(output(git(project).args([
+        "rev-parse",
+        "--git-path",
+        "index",
+    ]))?);
+    let index = if index.is_absolute() {
+        index
+    } else {
+        project.join(index)
+    };
+    let scratch_index = scratch.join("index");
+    if index.is_file() {
+        std::fs::copy(&index, &scratch_index).ok()?;
+    }
+    let mut add = git(project);
+    add.args(["add", "--all", "--", ":/"])
+        .env("GIT_INDEX_FILE", &scratch_index);
+    if !add.status().is_ok_and(|status| status.success()) {
+        return None;
+    }
+    let mut write_tree = git(project);
+    write_tree
+        .arg("write-tree")
+        .env("GIT_INDEX_FILE", &scratch_index);
+    let tree = output(&mut write_tree)?;
+    let mut commit = git(project);
+    commit
+        .args([
+            "commit-tree",
+            &tree,
+            "-p",
+            "HEAD",
+            "-m",
+            "okstra: the working tree, read-only copy",
+        ])
+        .env("GIT_AUTHOR_NAME", "okstra")
+        .env("GIT_AUTHOR_EMAIL", "okstra@localhost")
+        .env("GIT_COMMITTER_NAME", "okstra")
+        .env("GIT_COMMITTER_EMAIL", "okstra@localhost");
+    output(&mut commit)
+}
+
+/// A git command's first stdout line, when it succeeds.
+fn output(command: &mut Command) -> Option<String> {
+    let out = command.stdout(Stdio::piped()).output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let line = text.lines().next()?.trim();
+    (out.status.success() && !line.is_empty()).then(|| line.to_owned())
 }
 
 fn git(project: &Path) -> Command {
@@ -142,7 +205,7 @@ mod tests {
     }
 
     #[test]
-    fn a_worktree_is_a_detached_copy_of_head_and_goes_away() {
+    fn a_worktree_is_a_detached_copy_of_the_working_tree_and_goes_away() {
         let project = tempfile::tempdir().unwrap();
         let run = |args: &[&str]| {
             assert!(
@@ -178,6 +241,36 @@ mod tests {
             std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
             "committed\n"
         );
+        // The copy is the working tree as it is: an uncommitted change and an
+        // untracked file are in it, an ignored file is not, and the user's
+        // index and HEAD are untouched.
+        std::fs::write(project.path().join("a.txt"), "changed, not committed\n").unwrap();
+        std::fs::write(project.path().join("new.txt"), "untracked\n").unwrap();
+        std::fs::write(project.path().join(".gitignore"), "secret.txt\n").unwrap();
+        std::fs::write(project.path().join("secret.txt"), "ignored\n").unwrap();
+        let status = || {
+            Command::new("git")
+                .arg("-C")
+                .arg(project.path())
+                .args(["status", "--porcelain", "--branch"])
+                .output()
+                .unwrap()
+                .stdout
+        };
+        let before = status();
+        let tree = worktree(project.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("a.txt")).unwrap(),
+            "changed, not committed\n"
+        );
+        assert!(tree.path().join("new.txt").is_file());
+        assert!(!tree.path().join("secret.txt").exists());
+        drop(tree);
+        assert_eq!(status(), before, "the user's index and HEAD are untouched");
+        run(&["checkout", "-q", "--", "a.txt"]);
+        for name in ["new.txt", ".gitignore", "secret.txt"] {
+            std::fs::remove_file(project.path().join(name)).unwrap();
+        }
         // A project in a subfolder of its repository runs in that subfolder.
         std::fs::create_dir(project.path().join("svc")).unwrap();
         std::fs::write(project.path().join("svc/b.txt"), "sub\n").unwrap();

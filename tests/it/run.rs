@@ -412,3 +412,58 @@ fn with_fix_cycle_no_the_executor_runs_once() {
         .count();
     assert_eq!(executor_attempts, 1);
 }
+
+/// A verifier on a CLI without a read-only mode runs in a worktree; that
+/// worktree must hold the Executor's uncommitted change it is to verify.
+#[test]
+fn an_isolated_verifier_sees_the_executors_uncommitted_change() {
+    let world = team_project();
+    let project = world.root().to_path_buf();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&project)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "example"]);
+    let (outcome, code, stderr) = run_with(
+        &world,
+        &[
+            "--task-type",
+            "implementation",
+            "--executor",
+            "claude",
+            "--workers",
+            "codex,kimi,report-writer",
+        ],
+        &[("FAKE_EDIT", "1")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let run = run_dir(&outcome);
+    let kimi = fs::read_to_string(run.join("results/kimi-verifier.md")).unwrap();
+    assert!(kimi.contains("saw-executor-change"), "{kimi}");
+    let record = read_json(&team_state_path(&run))["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dispatchName"] == "kimi-verifier")
+        .cloned()
+        .unwrap();
+    assert_eq!(record["isolation"], "git-worktree", "{record}");
+    assert!(
+        fs::read_to_string(project.join("src/inventory.py"))
+            .unwrap()
+            .contains("okstra-fake-change"),
+        "the Executor's change stays in the project"
+    );
+}
