@@ -125,7 +125,8 @@ pub fn worktree(project: &Path) -> Result<Worktree, String> {
 }
 
 /// A commit of the working tree as it is now: tracked files with their
-/// changes (staged or not) and untracked files that are not ignored. It is
+/// changes (staged or not) and untracked files that are not ignored, but
+/// nothing under a `.okstra/` folder. It is
 /// made on a copy of the index in `scratch` (`git add -A`, `write-tree`,
 /// `commit-tree` on top of `HEAD`), so the user's index, `HEAD` and refs
 /// are never touched; the commit is unreferenced and git collects it in
@@ -146,7 +147,9 @@ fn snapshot(project: &Path, scratch: &Path) -> Option<String> {
         std::fs::copy(&index, &scratch_index).ok()?;
     }
     let mut add = git(project);
-    add.args(["add", "--all", "--", ":/"])
+    // Never okstra's own folders: run logs can be gigabytes, and a worker
+    // reaches its run folder by absolute path anyway.
+    add.args(["add", "--all", "--", ":/", ":(exclude,glob)**/.okstra/**"])
         .env("GIT_INDEX_FILE", &scratch_index);
     if !add.status().is_ok_and(|status| status.success()) {
         return None;
@@ -248,6 +251,8 @@ mod tests {
         std::fs::write(project.path().join("new.txt"), "untracked\n").unwrap();
         std::fs::write(project.path().join(".gitignore"), "secret.txt\n").unwrap();
         std::fs::write(project.path().join("secret.txt"), "ignored\n").unwrap();
+        std::fs::create_dir(project.path().join(".okstra")).unwrap();
+        std::fs::write(project.path().join(".okstra/run.log"), "a run's log\n").unwrap();
         let status = || {
             Command::new("git")
                 .arg("-C")
@@ -265,12 +270,17 @@ mod tests {
         );
         assert!(tree.path().join("new.txt").is_file());
         assert!(!tree.path().join("secret.txt").exists());
+        assert!(
+            !tree.path().join(".okstra").exists(),
+            "okstra's folders stay out"
+        );
         drop(tree);
         assert_eq!(status(), before, "the user's index and HEAD are untouched");
         run(&["checkout", "-q", "--", "a.txt"]);
         for name in ["new.txt", ".gitignore", "secret.txt"] {
             std::fs::remove_file(project.path().join(name)).unwrap();
         }
+        std::fs::remove_dir_all(project.path().join(".okstra")).unwrap();
         // A project in a subfolder of its repository runs in that subfolder.
         std::fs::create_dir(project.path().join("svc")).unwrap();
         std::fs::write(project.path().join("svc/b.txt"), "sub\n").unwrap();
