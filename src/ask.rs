@@ -89,7 +89,9 @@ impl Ask for Terminal {
             stderr,
             "Continuing `{}`. Its questions are in its report (`{}`).\nType your answers; end with a line holding a single `.`:",
             previous.display(),
-            crate::layout::RunLayout::of(previous).report_dir().display()
+            crate::layout::RunLayout::of(previous)
+                .report_dir()
+                .display()
         )?;
         let mut answers = String::new();
         for line in stdin.lock().lines() {

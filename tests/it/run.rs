@@ -53,6 +53,28 @@ fn run_with(project: &Project, flags: &[&str], env: &[(&str, &str)]) -> (Value, 
     (outcome, output.status.code().unwrap(), stderr)
 }
 
+/// Make `project` a git repository (ignoring `.okstra/`) with everything
+/// committed.
+fn commit_all(project: &std::path::Path) {
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(project)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "example"]);
+}
+
 fn run_dir(outcome: &Value) -> PathBuf {
     PathBuf::from(outcome["runDir"].as_str().unwrap())
 }
@@ -153,23 +175,7 @@ fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
 fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
     let world = team_project();
     let project = world.root().to_path_buf();
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&project)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "example"]);
+    commit_all(&project);
     let (outcome, code, stderr) = run(
         &world,
         "claude,codex,kimi,report-writer",
@@ -419,23 +425,7 @@ fn with_fix_cycle_no_the_executor_runs_once() {
 fn an_isolated_verifier_sees_the_executors_uncommitted_change() {
     let world = team_project();
     let project = world.root().to_path_buf();
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&project)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "example"]);
+    commit_all(&project);
     let (outcome, code, stderr) = run_with(
         &world,
         &[
