@@ -75,6 +75,27 @@ fn commit_all(project: &std::path::Path) {
     git(&["commit", "-q", "-m", "example"]);
 }
 
+/// An implementation run: claude the Executor, codex and kimi verifiers.
+const IMPLEMENTATION: &[&str] = &[
+    "--task-type",
+    "implementation",
+    "--executor",
+    "claude",
+    "--workers",
+    "codex,kimi,report-writer",
+];
+
+/// Every attempt record of dispatch `name`, in order.
+fn attempts(run: &std::path::Path, name: &str) -> Vec<Value> {
+    read_json(&team_state_path(run))["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["dispatchName"] == name)
+        .cloned()
+        .collect()
+}
+
 fn run_dir(outcome: &Value) -> PathBuf {
     PathBuf::from(outcome["runDir"].as_str().unwrap())
 }
@@ -341,18 +362,7 @@ fn run_carries_out_a_run_folder_rendered_headless() {
 #[test]
 fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_once() {
     let world = team_project();
-    let (outcome, code, stderr) = run_with(
-        &world,
-        &[
-            "--task-type",
-            "implementation",
-            "--executor",
-            "claude",
-            "--workers",
-            "codex,kimi,report-writer",
-        ],
-        &[],
-    );
+    let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(outcome["valid"], true);
     assert!(stderr.contains("PROGRESS: fix-pass defects=2"), "{stderr}");
@@ -367,13 +377,7 @@ fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_on
     for kept in ["codex:D-002", "codex:D-003"] {
         assert!(!request.contains(kept), "{kept} sent:\n{request}");
     }
-    let attempts: Vec<Value> = read_json(&team_state_path(&run))["dispatches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["dispatchName"] == "claude-executor")
-        .cloned()
-        .collect();
+    let attempts = attempts(&run, "claude-executor");
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert!(
         attempts[1]["promptPath"]
@@ -394,29 +398,14 @@ fn with_fix_cycle_no_the_executor_runs_once() {
     let world = team_project();
     let (outcome, code, stderr) = run_with(
         &world,
-        &[
-            "--task-type",
-            "implementation",
-            "--executor",
-            "claude",
-            "--workers",
-            "codex,kimi,report-writer",
-            "--fix-cycle",
-            "no",
-        ],
+        &[IMPLEMENTATION, &["--fix-cycle", "no"]].concat(),
         &[],
     );
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("fix-pass"), "{stderr}");
     let run = run_dir(&outcome);
     assert!(!run.join("state/fix-request.md").exists());
-    let executor_attempts = read_json(&team_state_path(&run))["dispatches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["dispatchName"] == "claude-executor")
-        .count();
-    assert_eq!(executor_attempts, 1);
+    assert_eq!(attempts(&run, "claude-executor").len(), 1);
 }
 
 /// A verifier on a CLI without a read-only mode runs in a worktree; that
@@ -426,29 +415,12 @@ fn an_isolated_verifier_sees_the_executors_uncommitted_change() {
     let world = team_project();
     let project = world.root().to_path_buf();
     commit_all(&project);
-    let (outcome, code, stderr) = run_with(
-        &world,
-        &[
-            "--task-type",
-            "implementation",
-            "--executor",
-            "claude",
-            "--workers",
-            "codex,kimi,report-writer",
-        ],
-        &[("FAKE_EDIT", "1")],
-    );
+    let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[("FAKE_EDIT", "1")]);
     assert_eq!(code, 0, "{stderr}");
     let run = run_dir(&outcome);
     let kimi = fs::read_to_string(run.join("results/kimi-verifier.md")).unwrap();
     assert!(kimi.contains("saw-executor-change"), "{kimi}");
-    let record = read_json(&team_state_path(&run))["dispatches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["dispatchName"] == "kimi-verifier")
-        .cloned()
-        .unwrap();
+    let record = &attempts(&run, "kimi-verifier")[0];
     assert_eq!(record["isolation"], "git-worktree", "{record}");
     assert!(
         fs::read_to_string(project.join("src/inventory.py"))
