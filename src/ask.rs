@@ -89,7 +89,7 @@ impl Ask for Terminal {
             stderr,
             "Continuing `{}`. Its questions are in its report (`{}`).\nType your answers; end with a line holding a single `.`:",
             previous.display(),
-            crate::layout::RunLayout::of(previous)
+            crate::run::layout::RunLayout::of(previous)
                 .report_dir()
                 .display()
         )?;

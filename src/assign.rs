@@ -4,64 +4,12 @@
 //! model execution value, runner and every path are fixed here and persisted
 //! in the run manifest. Nothing downstream may substitute a provider or model.
 
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 use crate::catalog::{self, LeadRuntime, Provider, REPORT_WRITER, Role, Runner, TaskType};
-use crate::layout::RunLayout;
+use crate::run::layout::RunLayout;
+use crate::run::roster::{Assignment, DispatchPaths};
 use crate::settings::Settings;
-
-/// One worker of the run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Assignment {
-    pub worker_id: String,
-    pub role: Role,
-    pub provider: Provider,
-    pub model_execution_value: String,
-    /// The `model` a native Claude session is given (family token); `inherit`
-    /// for wrapper agents, which apply the exact value in the wrapper.
-    pub host_model: String,
-    pub runner: Runner,
-    pub dispatch_name: String,
-    /// The wrapper command for `cli-wrapper` assignments.
-    pub wrapper: Option<String>,
-    /// Whether this worker may change project files (only the executor).
-    pub writes_project: bool,
-    #[serde(flatten)]
-    pub paths: DispatchPaths,
-}
-
-/// The files of one dispatch, all derived from the run folder and the
-/// dispatch name, so every dispatch kind (initial, critic, reverify) names
-/// them the same way.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[expect(
-    clippy::struct_field_names,
-    reason = "the names are the run manifest's field names"
-)]
-pub struct DispatchPaths {
-    pub prompt_path: PathBuf,
-    pub result_path: PathBuf,
-    pub worker_results_path: PathBuf,
-    pub error_path: PathBuf,
-    pub heartbeat_path: PathBuf,
-}
-
-impl DispatchPaths {
-    pub fn new(run_dir: &Path, dispatch_name: &str) -> Self {
-        let layout = RunLayout::of(run_dir);
-        DispatchPaths {
-            prompt_path: layout.prompt(dispatch_name),
-            result_path: layout.result(dispatch_name),
-            worker_results_path: layout.worker_results(dispatch_name),
-            error_path: layout.error(dispatch_name),
-            heartbeat_path: layout.heartbeat(dispatch_name),
-        }
-    }
-}
 
 /// The roster in dispatch order: analysers (or executor then verifiers),
 /// the critic, the report writer.

@@ -197,6 +197,19 @@ impl DispatchKind {
     }
 }
 
+/// Variables a host agent session sets for its own children. A worker that
+/// inherits them believes it is nested inside that session (a nested headless
+/// claude that sees `CLAUDECODE` hangs, claude-octopus PR #480) or connects to
+/// the host's IDE bridge. Removed for every provider, because any of them may
+/// start a claude of its own. codex's `CODEX_SANDBOX*` are deliberately kept:
+/// they describe a restriction that really applies to us (the sandbox is still
+/// there), and hiding it would only make a nested codex fail later.
+pub const HOST_SESSION_MARKERS: &[&str] = &[
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+];
+
 /// The worker id that names the report writer in `--workers`.
 pub const REPORT_WRITER: &str = "report-writer";
 

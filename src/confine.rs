@@ -6,7 +6,7 @@
 //!   must be real folders, not symlinks: a link would carry the whole run,
 //!   or the reaper, outside the project. A symlinked one is refused (exit 2),
 //!   never resolved.
-//! - Every path taken from a run manifest or a sidecar (after `run_paths`
+//! - Every path taken from a run manifest or a sidecar (after `run::paths`
 //!   re-roots it) must lie inside the run folder, or the `.okstra/` folder
 //!   that holds it. The check is lexical (`..` is resolved on the text), which
 //!   costs no system call; the commands that write through such a path or

@@ -21,9 +21,9 @@ use crate::cli::CoverageArgs;
 use crate::diag;
 use crate::ending::{Ending, ReportStatus};
 use crate::exit::ExitStatus;
-use crate::layout::RunLayout;
-use crate::manifest::RunManifest;
-use crate::team_state::{self, TeamState};
+use crate::run::layout::RunLayout;
+use crate::run::manifest::RunManifest;
+use crate::run::team_state::{self, TeamState};
 
 /// The report keeps at most this many log lines per failure.
 const MAX_TAIL: usize = 40;

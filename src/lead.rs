@@ -32,10 +32,10 @@ use crate::diag;
 use crate::dispatch::{self, Batch, Kind, Options};
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
-use crate::layout::RunLayout;
 use crate::lifecycle;
-use crate::manifest::RunManifest;
-use crate::team_state;
+use crate::run::layout::RunLayout;
+use crate::run::manifest::RunManifest;
+use crate::run::team_state;
 
 /// What `okstra run --json` prints at the end.
 #[derive(Debug, Serialize)]

@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn our_own_process_is_alive_and_recorded_start_matters() {
         let pid = i32::try_from(std::process::id()).unwrap();
-        let now = crate::lifecycle::clock::unix_now();
+        let now = crate::clock::unix_now();
         assert!(wrapper_alive(pid, now));
         // A record from before we started cannot be us.
         let info = proc_info(pid).unwrap();

@@ -21,8 +21,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::catalog::TaskType;
-use crate::layout::RunLayout;
-use crate::manifest::Record;
+use crate::run::layout::RunLayout;
+use crate::run::manifest::Record;
 use crate::run_log::TaskRuns;
 use crate::task_key::TaskKey;
 use crate::{confine, fsread};

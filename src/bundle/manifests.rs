@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{MANIFEST_VERSION, RenderContext};
-use crate::assign::Assignment;
 use crate::digest::sha256_hex;
-use crate::layout::RunLayout;
-use crate::manifest::{NewAssignment, NewCritic, NewFinalReport, NewLead, NewRunManifest};
+use crate::run::layout::RunLayout;
+use crate::run::manifest::{NewAssignment, NewCritic, NewFinalReport, NewLead, NewRunManifest};
+use crate::run::roster::Assignment;
 use crate::settings::Settings;
 
 pub(super) fn task_manifest(

@@ -18,7 +18,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::assign::{self, Assignment, DispatchPaths};
+use crate::assign;
 use crate::catalog::{
     CONVERGENCE_MAX_ROUNDS, Capabilities, DispatchKind, Provider, Role, Runner, TaskType,
     WorkCategory,
@@ -27,8 +27,9 @@ use crate::diag;
 use crate::digest::sha256_hex;
 use crate::doctor;
 use crate::durable;
-use crate::layout::{REPORT_SCHEMA_NAME, RunLayout};
-use crate::manifest::Convergence;
+use crate::run::layout::{REPORT_SCHEMA_NAME, RunLayout};
+use crate::run::manifest::Convergence;
+use crate::run::roster::{Assignment, DispatchPaths};
 use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
@@ -293,7 +294,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     confine::check_no_links(&okstra_dir, &task_relative)?;
     let task_dir = okstra_dir.join(&task_relative);
     // Milliseconds, so runs created in the same second still order by time.
-    let created_at = crate::lifecycle::clock::rfc3339_now();
+    let created_at = crate::clock::rfc3339_now();
     // The wrapper providers' CLIs as PATH and the doctor's cache know them
     // (no CLI is started): recorded in the manifest, warned about if wrong.
     let wrapper_providers: Vec<Provider> = assign::roster(settings, &task_dir)

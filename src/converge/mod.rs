@@ -33,14 +33,14 @@ use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::items::{self, Item};
-use crate::layout::RunLayout;
 use crate::lifecycle::{Assignment, Run};
+use crate::run::layout::RunLayout;
 
 pub use self::ledger::{FinalClass, Ledger, StopReason};
 pub use self::plan::PlanOptions;
 
 /// The run's convergence settings (run manifest `convergence`).
-pub use crate::manifest::Convergence as Settings;
+pub use crate::run::manifest::Convergence as Settings;
 
 /// A run as convergence sees it: its roster of analysers, whether each
 /// completed, and the dispatch records of the team state.

@@ -16,12 +16,12 @@ use minijinja::value::Serde;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::assign::DispatchPaths;
 use crate::catalog::{DispatchKind, Role};
 use crate::digest::sha256_hex;
 use crate::durable;
 use crate::items::{self, Evidence};
-use crate::layout::RunLayout;
+use crate::run::layout::RunLayout;
+use crate::run::roster::DispatchPaths;
 use crate::template;
 
 use super::ledger::{
@@ -62,7 +62,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     let mut plan = Plan {
         schema_version: FORMAT_VERSION,
         round,
-        created_at: crate::lifecycle::clock::rfc3339_now(),
+        created_at: crate::clock::rfc3339_now(),
         run_id: info.run.run_id.clone(),
         blind: options.blind,
         seed,

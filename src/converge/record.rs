@@ -17,11 +17,11 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use crate::assign::DispatchPaths;
 use crate::catalog::DispatchKind;
 use crate::ending::Ending;
 use crate::items;
-use crate::layout::RunLayout;
+use crate::run::layout::RunLayout;
+use crate::run::roster::DispatchPaths;
 
 use super::ledger::{
     self, Ledger, LedgerItem, NoAnswer, Plan, Sent, StopReason, Unavailable, Verdict, VerdictEntry,

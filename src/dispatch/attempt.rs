@@ -9,9 +9,9 @@ use anyhow::Result;
 
 use crate::digest::sha256_hex;
 use crate::ending::Ending;
-use crate::layout::{self, RunLayout};
-use crate::lifecycle::sidecar;
-use crate::team_state::{self, Change, DispatchRecord};
+use crate::provider_exec::sidecar;
+use crate::run::layout::{self, RunLayout};
+use crate::run::team_state::{self, Change, DispatchRecord};
 
 use super::classify::{self, Evidence};
 use super::recover;
@@ -96,7 +96,7 @@ pub fn finish(
     let started = record
         .started_at
         .as_deref()
-        .and_then(crate::lifecycle::clock::parse_rfc3339);
+        .and_then(crate::clock::parse_rfc3339);
 
     let mut recovered_from = None;
     if let Some(blocks) = transcript.blocks() {
@@ -125,9 +125,9 @@ pub fn finish(
         wrapper_stderr: &ended.wrapper_stderr,
     };
     let (ending, detail) = classify::classify(&evidence);
-    let now = crate::lifecycle::clock::unix_now();
+    let now = crate::clock::unix_now();
     let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
-    record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+    record.ended_at = Some(crate::clock::rfc3339_now());
     record.ending = Some(ending);
     record.exit_code = exit_code;
     record.detail = Some(detail.clone());
@@ -157,7 +157,7 @@ fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
     if !meta.is_file() || meta.len() == 0 {
         return None;
     }
-    let modified = meta.modified().ok().map(crate::lifecycle::clock::to_unix)?;
+    let modified = meta.modified().ok().map(crate::clock::to_unix)?;
     if since.is_some_and(|start| modified + 1 < start) {
         return None;
     }

@@ -24,14 +24,14 @@ use tokio::task::JoinSet;
 
 use crate::ending::Ending;
 use crate::provider_exec::status as exec_status;
-use crate::team_state::{self, Change, DispatchRecord};
+use crate::run::team_state::{self, Change, DispatchRecord};
 
 use super::attempt::{self, Ended, Outcome};
 use super::classify::QUICK_CRASH_SECS;
 use super::gate::Gates;
 use super::isolate;
 use super::select::{Kind, Planned};
-use super::view::View;
+use super::view::{LiveRow, View};
 
 /// Everything the loop needs.
 pub struct Engine {
@@ -150,7 +150,7 @@ impl Engine {
         for queued in queue {
             if let Some(mut record) = queued.record {
                 record.ending = Some(Ending::Cancelled);
-                record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+                record.ended_at = Some(crate::clock::rfc3339_now());
                 record.detail = Some("never started: the dispatch was stopped".into());
                 team_state::update(&self.team_state, &[Change::Put(&record)])?;
                 finished.push(record);
@@ -201,7 +201,7 @@ impl Engine {
                         attempt::record(&queued.planned, queued.planned.prompt_sha256.clone())
                     });
                     record.ending = Some(Ending::Budget);
-                    record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+                    record.ended_at = Some(crate::clock::rfc3339_now());
                     record.detail = Some(format!("not started: {why}"));
                     let mut changes = vec![Change::Put(&record)];
                     if record.dispatch_name == queued.planned.assignment_name {
@@ -228,7 +228,7 @@ impl Engine {
             let mut record = queued
                 .record
                 .unwrap_or_else(|| attempt::record(&queued.planned, sha));
-            record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
+            record.started_at = Some(crate::clock::rfc3339_now());
             record.detail = None;
             let (worktree, isolation) =
                 if isolate::needs_worktree(queued.planned.provider, queued.planned.role) {
@@ -348,7 +348,7 @@ impl Engine {
     /// is a warning; the stop itself already happened.
     fn record_budget_stop(&mut self, why: &str) {
         let budget = serde_json::json!({
-            "stoppedAt": crate::lifecycle::clock::rfc3339_now(),
+            "stoppedAt": crate::clock::rfc3339_now(),
             "reason": why,
             "maxCostUsd": self.budget.max_cost_usd,
             "maxTokens": self.budget.max_tokens,
@@ -473,15 +473,6 @@ pub fn wrapper_args(
         args.push(idle.to_string().into());
     }
     args
-}
-
-/// One running attempt on the live board.
-pub struct LiveRow {
-    pub name: String,
-    pub started: Instant,
-    pub log: Option<PathBuf>,
-    /// Tokens and cost so far, when the CLI reports them as it goes.
-    pub usage: Option<String>,
 }
 
 /// Rows of the live view for attempts not yet started.

@@ -34,8 +34,8 @@ use crate::cli::{DispatchArgs, EngineArgs};
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
-use crate::manifest::RunManifest;
-use crate::team_state;
+use crate::run::manifest::RunManifest;
+use crate::run::team_state;
 
 pub use wait::{await_command, latest_attempts};
 
@@ -193,7 +193,7 @@ fn fix_pass(
     finish(&batch, json)
 }
 
-fn executor_of(manifest: &RunManifest) -> Result<&crate::assign::Assignment> {
+fn executor_of(manifest: &RunManifest) -> Result<&crate::run::roster::Assignment> {
     manifest
         .assignments
         .iter()
@@ -348,7 +348,7 @@ fn record_native(manifest: &RunManifest, native: &[Planned]) -> Result<()> {
         .map(|planned| {
             let mut record =
                 attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-            record.started_at = Some(crate::lifecycle::clock::rfc3339_now());
+            record.started_at = Some(crate::clock::rfc3339_now());
             record.dispatcher_pid = None;
             record.log_path = None;
             record.sidecar_path = None;

@@ -15,12 +15,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use crate::assign::{Assignment, DispatchPaths};
 use crate::catalog::{Provider, Role, Runner};
 use crate::ending::Ending;
-use crate::layout::RunLayout;
-use crate::manifest::RunManifest;
-use crate::team_state::TeamState;
+use crate::run::layout::RunLayout;
+use crate::run::manifest::RunManifest;
+use crate::run::roster::{Assignment, DispatchPaths};
+use crate::run::team_state::TeamState;
 
 /// `--kind`: the catalog's dispatch kinds.
 pub use crate::catalog::DispatchKind as Kind;
@@ -268,7 +268,7 @@ fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec
         }
         // A plan is a file anyone can edit: its paths must stay in the run.
         let inside = |p: PathBuf, what: &str| {
-            let path = crate::run_paths::reroot(p, None, &manifest.run_dir);
+            let path = crate::run::paths::reroot(p, None, &manifest.run_dir);
             crate::confine::inside(path, &manifest.run_dir, what)
                 .with_context(|| format!("the round plan `{}` is not usable", plan_path.display()))
         };

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::catalog::Runner;
 use crate::ending::{Ending, ReportStatus};
-use crate::team_state::DispatchRecord;
+use crate::run::team_state::DispatchRecord;
 
 /// One dispatch's line in the summary.
 #[derive(Debug, Clone, Serialize)]

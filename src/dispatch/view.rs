@@ -5,12 +5,21 @@
 
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use crate::diag;
-use crate::team_state::DispatchRecord;
+use crate::run::team_state::DispatchRecord;
 
 use super::attempt::Outcome;
-use super::engine::LiveRow;
+
+/// One running attempt on the live board.
+pub struct LiveRow {
+    pub name: String,
+    pub started: Instant,
+    pub log: Option<PathBuf>,
+    /// Tokens and cost so far, when the CLI reports them as it goes.
+    pub usage: Option<String>,
+}
 
 /// The progress writer.
 pub struct View {

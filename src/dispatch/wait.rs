@@ -20,10 +20,10 @@ use crate::cli::AwaitArgs;
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
-use crate::lifecycle::sidecar;
-use crate::manifest::RunManifest;
 use crate::process_group as process;
-use crate::team_state::{self, DispatchRecord};
+use crate::provider_exec::sidecar;
+use crate::run::manifest::RunManifest;
+use crate::run::team_state::{self, DispatchRecord};
 
 use super::attempt::{self, Ended};
 use super::select::{Kind, Planned, select};
@@ -220,7 +220,7 @@ fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<
         )
     };
     record.ending = Some(ending);
-    record.ended_at = Some(crate::lifecycle::clock::rfc3339_now());
+    record.ended_at = Some(crate::clock::rfc3339_now());
     record.detail = Some(detail.into());
     record.recovered_from = has_result.then(|| "file".to_owned());
     if has_result
@@ -246,8 +246,8 @@ fn dispatcher_alive(pid: i32, record: &DispatchRecord) -> bool {
     let since = record
         .started_at
         .as_deref()
-        .and_then(crate::lifecycle::clock::parse_rfc3339)
-        .unwrap_or_else(crate::lifecycle::clock::unix_now);
+        .and_then(crate::clock::parse_rfc3339)
+        .unwrap_or_else(crate::clock::unix_now);
     process::wrapper_alive(pid, since)
 }
 

@@ -19,9 +19,9 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use regex::Regex;
 
-use super::cache::Program;
+use crate::catalog::HOST_SESSION_MARKERS;
 use crate::catalog::Provider;
-use crate::provider_exec::HOST_SESSION_MARKERS;
+use crate::cli_facts::Program;
 
 /// How long `--version` or `--help` may take (node CLIs start in 0.3–3 s).
 pub const VERSION_LIMIT: Duration = Duration::from_secs(10);

@@ -12,7 +12,6 @@
 //! providers, or those named with `--provider`), 1 otherwise, 2 when the
 //! doctor itself could not run.
 
-pub mod cache;
 mod check;
 mod probe;
 
@@ -26,9 +25,9 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{self, DEFAULT_WORKERS, Provider};
 use crate::cli::DoctorArgs;
+use crate::cli_facts::{self as cache, Entry, Program, Stamp};
 use crate::diag;
 use crate::exit::ExitStatus;
-use cache::{Entry, Program, Stamp};
 use probe::ProbeReport;
 
 /// Version of the `--json` report.
@@ -161,7 +160,7 @@ fn identify(provider: Provider, path: &std::path::Path) -> Option<Entry> {
         version: identity.version,
         program: identity.program,
         detail: identity.detail,
-        checked_at: crate::lifecycle::clock::rfc3339(crate::lifecycle::clock::unix_now()),
+        checked_at: crate::clock::rfc3339(crate::clock::unix_now()),
     })
 }
 

@@ -67,12 +67,12 @@ pub fn probe(provider: Provider) -> io::Result<ProbeReport> {
     let started = Instant::now();
     let captured = check::run_bounded(&okstra, &args, PROBE_LIMIT)?;
     let seconds = started.elapsed().as_secs_f64();
-    let sidecar = crate::layout::sidecar(&prompt);
+    let sidecar = crate::run::layout::sidecar(&prompt);
     let reason = std::fs::read(&sidecar)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .and_then(|value| value.get("reason")?.as_str().map(str::to_owned));
-    let log_path = crate::layout::log(&prompt);
+    let log_path = crate::run::layout::log(&prompt);
     let log = tail(&log_path).unwrap_or_default();
     // Before the CLI starts (preflight), the only words are the wrapper's.
     let text = if log.trim().is_empty() {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::catalog::DispatchKind;
-use crate::team_state::DispatchRecord;
+use crate::run::team_state::DispatchRecord;
 
 /// One dispatch record's row: every attempt okstra dispatch made, initial,
 /// critic, reverify and retry alike.

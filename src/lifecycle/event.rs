@@ -18,8 +18,9 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Run, clock};
+use super::Run;
 use crate::cli::EventArgs;
+use crate::clock;
 use crate::exit::ExitStatus;
 use crate::schema;
 use crate::{confine, fsread, slug};

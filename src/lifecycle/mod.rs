@@ -13,27 +13,25 @@
 //! tell whether a recorded pid is still the process we recorded, `sidecar`
 //! reads status sidecars, `clock` parses and prints timestamps.
 
-pub mod clock;
 mod dispatch_rows;
 mod event;
 #[cfg(test)]
 mod proptests;
 mod reap;
-pub mod sidecar;
 mod status;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::layout::RunLayout;
-use crate::manifest::{Convergence, Record, RecordAssignment};
+use crate::run::layout::RunLayout;
+use crate::run::manifest::{Convergence, Record, RecordAssignment};
 
 pub use event::{append as append_event, event_command, progress_line};
 pub use reap::reap_command;
 pub use status::status_command;
 
 /// Why a run folder could not be read: the run manifest's own errors.
-pub use crate::manifest::Error;
+pub use crate::run::manifest::Error;
 
 /// The run manifest as the lifecycle commands see it: a view over
 /// `manifest::Record`, its paths re-rooted and confined to the run.
@@ -44,7 +42,7 @@ pub use crate::manifest::Error;
 )]
 pub struct Run {
     pub dir: PathBuf,
-    /// The manifest's `runDir`: where the run was made (see `run_paths`).
+    /// The manifest's `runDir`: where the run was made (see `run::paths`).
     pub recorded_dir: Option<PathBuf>,
     pub run_id: String,
     pub task_key: String,
@@ -80,9 +78,9 @@ pub struct Assignment {
 
 impl Run {
     /// A path a sidecar or other record of this run holds, made to work
-    /// where the run is now (see `run_paths`).
+    /// where the run is now (see `run::paths`).
     pub fn resolve(&self, recorded: &Path) -> PathBuf {
-        crate::run_paths::reroot(
+        crate::run::paths::reroot(
             recorded.to_path_buf(),
             self.recorded_dir.as_deref(),
             &self.dir,
@@ -98,7 +96,7 @@ impl Run {
 
     /// Read `<dir>/run-manifest.json`.
     pub fn load(dir: &Path) -> Result<Run, Error> {
-        Run::parse(dir, &crate::manifest::read(dir)?)
+        Run::parse(dir, &crate::run::manifest::read(dir)?)
     }
 
     /// A run manifest's bytes, for the run in `dir`.
@@ -119,7 +117,7 @@ impl Run {
         let outside = std::cell::RefCell::new(None);
         let resolve = |recorded: String, what: &str| {
             let path =
-                crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir);
+                crate::run::paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir);
             // The first refusal fails the load below; the path is not used.
             crate::confine::inside(path, dir, what).unwrap_or_else(|err| {
                 outside.borrow_mut().get_or_insert(err);
@@ -146,7 +144,7 @@ impl Run {
             return Err(Error::Outside { path, source });
         }
         let task_manifest_path = manifest.task_manifest_path.map(|recorded| {
-            crate::run_paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir)
+            crate::run::paths::reroot(PathBuf::from(recorded), recorded_dir.as_deref(), dir)
         });
         Ok(Run {
             dir: dir.to_path_buf(),

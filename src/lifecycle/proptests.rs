@@ -6,8 +6,9 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use super::{Run, event, sidecar, status};
+use super::{Run, event, status};
 use crate::fuzz::{bounded, bytes, config, damaged, json_value};
+use crate::provider_exec::sidecar;
 
 const MANIFEST: &[u8] = br#"{"schemaVersion":1,"runId":"project-analysis-001","runDir":"/old/run","taskKey":"p/g/t","taskType":"project-analysis","leadEventsPath":"/old/run/state/lead-events.jsonl","assignments":[{"dispatchName":"codex-worker","workerId":"codex","role":"analyser","provider":"codex","modelExecutionValue":"gpt","runner":"provider-exec","promptPath":"/old/run/prompts/codex.md","resultPath":"results/codex.md","workerResultsPath":"/old/run/results/codex.worker-results.md","heartbeatPath":"state/heartbeats/codex.jsonl"}]}"#;
 const SIDECAR: &[u8] = br#"{"schemaVersion":1,"wrapper":"okstra-codex-exec","role":"worker","pid":42,"pgid":43,"started_ts":1700000000,"log_path":"/r/p.log","argv":["codex","exec"],"stage":"exited","exit_code":0,"ended_ts":1700000009,"duration_ms":9000,"reason":"exited"}"#;

@@ -23,13 +23,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::clock;
-use super::sidecar::{self, Sidecar};
 use crate::cli::ReapArgs;
+use crate::clock;
 use crate::confine;
 use crate::diag;
 use crate::exit::ExitStatus;
 use crate::process_group::{self as process, Group, ProcTable, Stopped};
+use crate::provider_exec::sidecar::{self, Sidecar};
 use crate::provider_exec::status::Reason;
 
 /// Version of the `--json` document.
@@ -152,7 +152,7 @@ fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
                 && entry
                     .file_name()
                     .to_str()
-                    .is_some_and(crate::layout::is_sidecar_name)
+                    .is_some_and(crate::run::layout::is_sidecar_name)
             {
                 found.push(path);
             }

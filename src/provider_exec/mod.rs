@@ -24,6 +24,7 @@
 mod copy;
 mod guardian;
 mod provider;
+pub mod sidecar;
 pub mod status;
 mod supervise;
 mod watchdog;
@@ -36,11 +37,11 @@ use std::process::ExitCode;
 
 use crate::catalog::Role;
 use crate::catalog::{self, Provider};
+use crate::cli_facts::{self, Program};
 use crate::diag;
-use crate::doctor::{self, cache::Program};
 use crate::exit;
 
-pub use provider::{CommandPlan, HOST_SESSION_MARKERS, Invocation, plan};
+pub use provider::{CommandPlan, Invocation, plan};
 
 /// Prefix of every line we print, as in the reference.
 const PROGRAM: diag::Program = diag::Program::new("okstra-provider-exec");
@@ -266,7 +267,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
     };
     let program =
         which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
-    let cached = doctor::cache::lookup(&program);
+    let cached = cli_facts::lookup(&program);
     let cached_program = cached.as_ref().map(|entry| entry.program);
     if provider == Provider::Kimi && cached_program == Some(Program::LegacyKimiCli) {
         return Err(Preflight::WrongCli {
@@ -305,7 +306,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         attempt,
         cli_version: cached
             .and_then(|entry| entry.version)
-            .unwrap_or_else(|| doctor::cache::UNKNOWN_VERSION.to_owned()),
+            .unwrap_or_else(|| cli_facts::UNKNOWN_VERSION.to_owned()),
     })
 }
 

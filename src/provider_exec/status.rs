@@ -213,7 +213,7 @@ pub const ATTEMPT_ENV: &str = "OKSTRA_EXEC_ATTEMPT";
 /// Seconds since the Unix epoch, from okstra's one clock; the sidecar's
 /// `*_ts` fields are unsigned (0 for a clock before 1970).
 pub fn unix_now() -> u64 {
-    u64::try_from(crate::lifecycle::clock::unix_now()).unwrap_or(0)
+    u64::try_from(crate::clock::unix_now()).unwrap_or(0)
 }
 
 impl Status {

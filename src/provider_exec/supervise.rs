@@ -106,7 +106,8 @@ async fn supervise(ready: Ready) -> u8 {
     let started = Instant::now();
     let inv = &ready.invocation;
     let plan = &ready.plan;
-    let (sidecar, log_path) = crate::layout::attempt_files(&ready.prompt_as_given, ready.attempt);
+    let (sidecar, log_path) =
+        crate::run::layout::attempt_files(&ready.prompt_as_given, ready.attempt);
 
     // Handlers first: from the moment a sidecar exists, a signal must end in
     // a terminal sidecar, never in the default "die silently".

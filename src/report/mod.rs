@@ -36,11 +36,11 @@ use crate::converge;
 use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
-use crate::layout::{
+use crate::run::layout::{
     REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, RUN_MANIFEST, RunLayout,
 };
-use crate::manifest::Record;
-use crate::run_paths;
+use crate::run::manifest::Record;
+use crate::run::paths;
 use crate::schema;
 use crate::{confine, fsread};
 
@@ -315,7 +315,7 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
     // Re-rooted, then confined to the run: a crafted manifest steers no
     // read (a worker result) or write (the rendered report) out of it.
     let resolve = |recorded: &str, what: &str| -> Result<PathBuf> {
-        let resolved = run_paths::reroot(recorded.into(), recorded_root, run_dir);
+        let resolved = paths::reroot(recorded.into(), recorded_root, run_dir);
         confine::inside_no_links(&resolved, run_dir, what)
             .with_context(|| format!("run manifest `{}` is refused", path.display()))
     };

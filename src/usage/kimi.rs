@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::ids::is_valid_id;
 use super::lines;
-use super::session::is_valid_id;
 use super::{ModelKey, Source, Tokens, Usage};
 
 /// The folder holding kimi's sessions, from the environment.

@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ids;
 use super::price::Prices;
 use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
@@ -141,7 +142,7 @@ fn read_events(path: &Path) -> LeadEvents {
                 let Some(id) = event.fields.get("sessionId") else {
                     return;
                 };
-                if !session::is_valid_id(id) {
+                if !ids::is_valid_id(id) {
                     events.ignored.push(format!(
                         "ignored session id `{id}`: expected letters, digits, `-` or `_`"
                     ));
@@ -213,7 +214,7 @@ pub fn compute(
     // in the environment (Claude Code ≥ 2.1.132 sets it for Bash commands).
     if info.lead_runtime.as_deref() == Some("claude-code")
         && events.lead_sessions.is_empty()
-        && let Some(id) = env("CLAUDE_CODE_SESSION_ID").filter(|id| session::is_valid_id(id))
+        && let Some(id) = env("CLAUDE_CODE_SESSION_ID").filter(|id| ids::is_valid_id(id))
     {
         events.lead_sessions.push(id);
     }
@@ -359,7 +360,7 @@ fn attempts(
         let usage = if assignment.runner == Runner::NativeSession.as_str() {
             transcripts.native(&assignment.dispatch_name, &assignment.provider)
         } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
-            let log = crate::layout::log(&assignment.prompt_path);
+            let log = crate::run::layout::log(&assignment.prompt_path);
             stream::from_log_in(
                 provider,
                 Some(&assignment.model),

@@ -34,6 +34,7 @@
 mod budget;
 mod command;
 mod follow;
+mod ids;
 mod kimi;
 mod ledger;
 mod lines;

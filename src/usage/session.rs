@@ -63,14 +63,6 @@ pub fn slug(cwd: &Path) -> String {
         .collect()
 }
 
-/// A session or agent id is used in a file name: letters, digits, `-`, `_`.
-pub fn is_valid_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// The transcripts found for the recorded ids, in the order to read them
 /// (workers first, so their lines are theirs when the lead's repeat them).
 #[derive(Debug, Default)]

@@ -3,6 +3,7 @@
 use std::fs;
 
 use super::*;
+use crate::usage::ids::is_valid_id;
 use crate::usage::price::Prices;
 
 const LEAD: &str = "11111111-2222-4333-8444-555555555555";

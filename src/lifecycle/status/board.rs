@@ -10,13 +10,14 @@ use serde::{Deserialize, Serialize};
 use super::classify::{Anomaly, Evidence, State, classify, parse_heartbeat};
 use super::files::RunFiles;
 use super::{DISPATCH_EVENT, NOT_STARTED_SECS, TAIL_BYTES_MIN, TAIL_BYTES_PER_LINE};
+use crate::clock;
 use crate::fsread;
-use crate::layout;
 use crate::lifecycle::dispatch_rows::{DispatchRow, dispatch_rows};
-use crate::lifecycle::sidecar;
-use crate::lifecycle::{Assignment, Run, clock, par_map};
+use crate::lifecycle::{Assignment, Run, par_map};
 use crate::process_group as process;
-use crate::team_state::DispatchRecord;
+use crate::provider_exec::sidecar;
+use crate::run::layout;
+use crate::run::team_state::DispatchRecord;
 
 /// One worker row.
 #[derive(Debug, Clone, Serialize)]
@@ -208,7 +209,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
     let records = run
         .team_state_path
         .as_deref()
-        .and_then(|path| crate::team_state::read(path).ok())
+        .and_then(|path| crate::run::team_state::read(path).ok())
         .map(|state| crate::dispatch::latest_attempts(&state.dispatches))
         .unwrap_or_default();
     let workers: Vec<WorkerStatus<'_>> = run

@@ -8,9 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{COMPLETE_PHASE, FUTURE_SKEW_SECS, STALE_SECS};
+use crate::clock;
 use crate::fsread;
-use crate::lifecycle::clock;
-use crate::lifecycle::sidecar::Sidecar;
+use crate::provider_exec::sidecar::Sidecar;
 use crate::provider_exec::status::{Reason, TerminatedBy};
 
 /// A worker's state. Terminal states never change again on their own.

@@ -13,8 +13,8 @@ use nix::dir::{Dir, Type};
 use nix::fcntl::{AtFlags, OFlag, openat};
 use nix::sys::stat::{Mode, fstatat};
 
+use crate::clock;
 use crate::fsread;
-use crate::lifecycle::clock;
 
 /// One run folder, opened once: the files a board reads for a run (about
 /// fifteen) are opened relative to it, a path walk of two or three

@@ -28,8 +28,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::{Run, clock, par_map};
+use super::{Run, par_map};
 use crate::cli::StatusArgs;
+use crate::clock;
 use crate::diag;
 use crate::exit::ExitStatus;
 

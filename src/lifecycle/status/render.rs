@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 use super::board::RunStatus;
+use crate::clock;
 use crate::fsread;
-use crate::lifecycle::{clock, par_map};
+use crate::lifecycle::par_map;
 
 /// The text board.
 pub(super) fn render(board: &[RunStatus<'_>], now: i64, summary: bool) -> String {

@@ -11,7 +11,7 @@ use super::board::{WorkerStatus, log_tail};
 use super::classify::{Anomaly, Evidence, classify};
 use super::files::RunFiles;
 use super::*;
-use crate::lifecycle::sidecar::{self, Sidecar};
+use crate::provider_exec::sidecar::{self, Sidecar};
 
 const NOW: i64 = 1_800_000_000;
 

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::assign::Assignment;
 use crate::catalog::{Capabilities, LeadRuntime, Provider, TaskType};
-use crate::layout::{RUN_MANIFEST, RunLayout};
-use crate::run_paths::reroot;
+use crate::run::layout::{RUN_MANIFEST, RunLayout};
+use crate::run::paths::reroot;
+use crate::run::roster::Assignment;
 
 /// Why a run manifest could not be read.
 #[derive(Debug, thiserror::Error)]

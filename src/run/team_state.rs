@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::catalog::{Provider, Role, Runner};
 use crate::durable;
 use crate::ending::Ending;
-use crate::layout;
+use crate::run::layout;
 use crate::schema;
 
 /// The team state's schema.
