@@ -6,55 +6,10 @@
 //! lives in `settings`; this module only knows the catalog's own defaults.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::Serialize;
 
-/// Joins the accepted values of a closed set for error messages: `a|b|c`.
-pub fn one_of<T: fmt::Display>(values: &[T]) -> String {
-    values
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("|")
-}
-
-macro_rules! closed_set {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-
-            fn from_str(text: &str) -> Result<Self, Self::Err> {
-                match text {
-                    $($text => Ok($name::$variant),)+
-                    _ => Err(one_of($name::ALL)),
-                }
-            }
-        }
-    };
-}
+pub use crate::words::one_of;
 
 closed_set! {
     /// A vendor whose coding CLI can run as a worker.
@@ -136,6 +91,34 @@ pub enum DispatchKind {
     Reverify(u32),
 }
 
+impl std::str::FromStr for DispatchKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        DispatchKind::parse(text)
+    }
+}
+
+impl fmt::Display for DispatchKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_string())
+    }
+}
+
+/// A dispatch kind travels as its word (`reverify-r2`) in records and plans.
+impl Serialize for DispatchKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.as_string())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DispatchKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        DispatchKind::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl DispatchKind {
     pub fn parse(text: &str) -> Result<DispatchKind, String> {
         match text {
@@ -147,11 +130,7 @@ impl DispatchKind {
                 .and_then(|n| n.parse::<u32>().ok())
                 .filter(|n| *n >= 1 && !text.ends_with("r0"))
                 .map(DispatchKind::Reverify)
-                .ok_or_else(|| {
-                    format!(
-                        "invalid kind `{text}`: expected initial, critic, retry or reverify-r<N>"
-                    )
-                }),
+                .ok_or_else(|| "expected initial, critic, retry or reverify-r<N>".to_owned()),
         }
     }
 
@@ -187,13 +166,6 @@ impl DispatchKind {
             || DispatchKind::Initial.as_string(),
             |(_, round)| format!("reverify-{round}"),
         )
-    }
-
-    /// Whether a dispatch of this kind does the worker's own work (its
-    /// first attempt or its retry), as opposed to the critic's or a
-    /// reverification.
-    pub fn is_own_work(self) -> bool {
-        matches!(self, DispatchKind::Initial | DispatchKind::Retry)
     }
 }
 
@@ -431,8 +403,6 @@ mod tests {
         );
         assert_eq!(DispatchKind::retried(&reverify), "reverify-r2");
         assert_eq!(DispatchKind::retried("codex-worker"), "initial");
-        assert!(DispatchKind::Retry.is_own_work() && DispatchKind::Initial.is_own_work());
-        assert!(!DispatchKind::Critic.is_own_work() && !DispatchKind::Reverify(1).is_own_work());
         let reviewers: Vec<Role> = Role::ALL.iter().copied().filter(|r| r.reviews()).collect();
         assert_eq!(reviewers, [Role::Analyser, Role::Verifier]);
     }

@@ -89,6 +89,19 @@ pub enum Command {
     ///   okstra dispatch <run-dir> --workers report-writer --json
     #[command(verbatim_doc_comment)]
     Dispatch(DispatchArgs),
+    /// Stop a run's live work: its driver and wrappers; the run stays resumable
+    ///
+    /// Asks the driver that holds the run (`okstra run`, `okstra dispatch`,
+    /// a detached dispatcher) to stop, stops wrappers nobody drives any
+    /// more, and records their attempts `cancelled`. `okstra run <run-dir>`
+    /// resumes the run afterwards; cancelled attempts run again without
+    /// spending their retry.
+    ///
+    /// Examples:
+    ///   okstra cancel .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
+    ///   okstra cancel <run-dir> --workers kimi
+    #[command(verbatim_doc_comment)]
+    Cancel(CancelArgs),
     /// Wait until every selected dispatch of a run has ended, then summarise
     ///
     /// Exit 0 when all completed, 1 when any did not (or --timeout passed).
@@ -415,8 +428,8 @@ pub struct DispatchArgs {
     pub workers: Option<String>,
 
     /// Which dispatches: initial, critic, retry or reverify-r<N>.
-    #[arg(long, value_name = "KIND", default_value = "initial")]
-    pub kind: String,
+    #[arg(long, value_name = "KIND", default_value = "initial", value_parser = crate::catalog::DispatchKind::parse)]
+    pub kind: crate::catalog::DispatchKind,
 
     /// Print what would start (the CLI argv, never the prompt) and write nothing.
     #[arg(long)]
@@ -474,6 +487,22 @@ pub struct EngineArgs {
     pub idle_timeout: Option<u64>,
 }
 
+/// `okstra cancel`.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Only these workers' wrappers (comma-separated); the driver goes on.
+    #[arg(long, value_name = "ID,...")]
+    pub workers: Option<String>,
+
+    /// Print what was stopped as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `okstra await`.
 #[derive(Debug, Args)]
 pub struct AwaitArgs {
@@ -483,8 +512,8 @@ pub struct AwaitArgs {
 
     /// Only dispatches of this kind: initial, critic, retry or reverify-r<N>
     /// (a retry counts as the kind it retries). [default: every kind]
-    #[arg(long, value_name = "KIND")]
-    pub kind: Option<String>,
+    #[arg(long, value_name = "KIND", value_parser = crate::catalog::DispatchKind::parse)]
+    pub kind: Option<crate::catalog::DispatchKind>,
 
     /// Only these worker ids (comma-separated).
     #[arg(long, value_name = "ID,...")]
@@ -665,7 +694,8 @@ pub struct ConvergePlanArgs {
     #[arg(long)]
     pub no_blind: bool,
 
-    /// Seed of the per-reviewer shuffle (default: a fresh one; it is
+    /// Seed of the per-reviewer shuffle (default: one derived from the run
+    /// id and the round, so a round planned again is the same; it is
     /// recorded in the plan either way).
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,

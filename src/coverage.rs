@@ -21,9 +21,9 @@ use crate::cli::CoverageArgs;
 use crate::diag;
 use crate::ending::{Ending, ReportStatus};
 use crate::exit::ExitStatus;
+use crate::run::Run;
 use crate::run::layout::RunLayout;
-use crate::run::manifest::RunManifest;
-use crate::run::team_state::{self, TeamState};
+use crate::run::team_state::TeamState;
 
 /// The report keeps at most this many log lines per failure.
 const MAX_TAIL: usize = 40;
@@ -66,7 +66,7 @@ pub struct ReportInputs {
 }
 
 /// The coverage of every rostered worker but the report writer.
-pub fn compute(manifest: &RunManifest, state: &TeamState) -> Vec<Entry> {
+pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
     manifest
         .assignments
         .iter()
@@ -139,10 +139,10 @@ fn count_items(path: &Path) -> usize {
 
 /// Compute coverage and usage, write them to `state/report-inputs.json`
 /// (atomically), and return them.
-pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
-    let state = team_state::read(&manifest.team_state_path)?;
-    let usage = crate::usage::record_usage(&manifest.run_dir)?;
-    let ledger = RunLayout::of(&manifest.run_dir).convergence_ledger();
+pub fn write_inputs(manifest: &Run) -> Result<ReportInputs> {
+    let state = manifest.team_state()?;
+    let usage = crate::usage::record_usage(&manifest.dir)?;
+    let ledger = RunLayout::of(&manifest.dir).convergence_ledger();
     let inputs = ReportInputs {
         schema_version: 1,
         run_id: manifest.run_id.clone(),
@@ -151,7 +151,7 @@ pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
         usage_summary: serde_json::to_value(&usage.summary)?,
         convergence_ledger: ledger.is_file().then_some(ledger),
     };
-    let path = RunLayout::of(&manifest.run_dir).report_inputs();
+    let path = RunLayout::of(&manifest.dir).report_inputs();
     let mut bytes = serde_json::to_vec_pretty(&inputs)?;
     bytes.push(b'\n');
     crate::durable::write_atomic(&path, &bytes)
@@ -161,7 +161,7 @@ pub fn write_inputs(manifest: &RunManifest) -> Result<ReportInputs> {
 
 /// `okstra coverage`.
 pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
-    let manifest = RunManifest::load(&args.run_dir)?;
+    let manifest = Run::open(&args.run_dir)?;
     let inputs = write_inputs(&manifest)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -185,7 +185,7 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
         }
         diag::progress(format_args!(
             "wrote `{}`",
-            RunLayout::of(&manifest.run_dir).report_inputs().display()
+            RunLayout::of(&manifest.dir).report_inputs().display()
         ));
     }
     Ok(ExitStatus::Success)

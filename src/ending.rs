@@ -8,74 +8,37 @@
 //! it. Deciding *which* class an attempt gets (from its sidecar, log and
 //! result files) is `dispatch::classify`; this module only names them.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
-/// The class of one finished attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ending {
-    /// The CLI finished and its result was recovered.
-    Completed,
-    /// The CLI finished but printed no complete result block.
-    EmptyOutput,
-    /// The idle watchdog stopped a silent CLI.
-    IdleTimeout,
-    /// The CLI is not logged in or its key was refused.
-    Auth,
-    /// The provider refused for quota or rate.
-    RateLimit,
-    /// The provider's API could not be reached.
-    Network,
-    /// The CLI (or its wrapper) is not installed.
-    CliMissing,
-    /// The CLI rejected the command line it was given.
-    UsageError,
-    /// The CLI failed in any other way.
-    Crash,
-    /// The CLI was killed by a signal nobody in okstra sent.
-    Signalled,
-    /// okstra stopped it on the user's request (SIGINT/SIGTERM to dispatch).
-    Cancelled,
-    /// Never started: the run's token or cost budget was spent.
-    Budget,
+closed_set! {
+    /// The class of one finished attempt.
+    Ending {
+        /// The CLI finished and its result was recovered.
+        Completed => "completed",
+        /// The CLI finished but printed no complete result block.
+        EmptyOutput => "empty-output",
+        /// The idle watchdog stopped a silent CLI.
+        IdleTimeout => "idle-timeout",
+        /// The CLI is not logged in or its key was refused.
+        Auth => "auth",
+        /// The provider refused for quota or rate.
+        RateLimit => "rate-limit",
+        /// The provider's API could not be reached.
+        Network => "network",
+        /// The CLI (or its wrapper) is not installed.
+        CliMissing => "cli-missing",
+        /// The CLI rejected the command line it was given.
+        UsageError => "usage-error",
+        /// The CLI failed in any other way.
+        Crash => "crash",
+        /// The CLI was killed by a signal nobody in okstra sent.
+        Signalled => "signalled",
+        /// okstra stopped it on the user's request (SIGINT/SIGTERM to dispatch).
+        Cancelled => "cancelled",
+        /// Never started: the run's token or cost budget was spent.
+        Budget => "budget",
+    }
 }
 
 impl Ending {
-    pub const ALL: &'static [Ending] = &[
-        Ending::Completed,
-        Ending::EmptyOutput,
-        Ending::IdleTimeout,
-        Ending::Auth,
-        Ending::RateLimit,
-        Ending::Network,
-        Ending::CliMissing,
-        Ending::UsageError,
-        Ending::Crash,
-        Ending::Signalled,
-        Ending::Cancelled,
-        Ending::Budget,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ending::Completed => "completed",
-            Ending::EmptyOutput => "empty-output",
-            Ending::IdleTimeout => "idle-timeout",
-            Ending::Auth => "auth",
-            Ending::RateLimit => "rate-limit",
-            Ending::Network => "network",
-            Ending::CliMissing => "cli-missing",
-            Ending::UsageError => "usage-error",
-            Ending::Crash => "crash",
-            Ending::Signalled => "signalled",
-            Ending::Cancelled => "cancelled",
-            Ending::Budget => "budget",
-        }
-    }
-
     /// The final report's `terminalStatus` for a worker whose last attempt
     /// ended this way, and the `failure.reason` it carries (none when it
     /// completed). The one place this mapping is written.
@@ -105,53 +68,14 @@ impl Ending {
     }
 }
 
-impl fmt::Display for Ending {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Ending {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Ending::ALL
-            .iter()
-            .copied()
-            .find(|ending| ending.as_str() == text)
-            .ok_or_else(|| crate::catalog::one_of(Ending::ALL))
-    }
-}
-
-/// The final report's `workerCoverage[].terminalStatus`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReportStatus {
-    Completed,
-    Failed,
-    TimedOut,
-    Unavailable,
-    Cancelled,
-}
-
-impl ReportStatus {
-    #[cfg(test)]
-    pub const ALL: &'static [ReportStatus] = &[
-        ReportStatus::Completed,
-        ReportStatus::Failed,
-        ReportStatus::TimedOut,
-        ReportStatus::Unavailable,
-        ReportStatus::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReportStatus::Completed => "completed",
-            ReportStatus::Failed => "failed",
-            ReportStatus::TimedOut => "timed-out",
-            ReportStatus::Unavailable => "unavailable",
-            ReportStatus::Cancelled => "cancelled",
-        }
+closed_set! {
+    /// The final report's `workerCoverage[].terminalStatus`.
+    ReportStatus {
+        Completed => "completed",
+        Failed => "failed",
+        TimedOut => "timed-out",
+        Unavailable => "unavailable",
+        Cancelled => "cancelled",
     }
 }
 

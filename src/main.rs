@@ -6,6 +6,10 @@
 //! because their positional contract and exit codes come from the reference
 //! wrapper.
 
+// First: the closed-set macro the modules below use.
+#[macro_use]
+mod words;
+
 mod ask;
 mod assign;
 mod bundle;
@@ -69,7 +73,10 @@ fn main() -> ExitCode {
     if raw_args.get(1).is_some_and(|arg| arg == "provider-exec") {
         return provider_exec::main(None, raw_args.into_iter().skip(2).collect());
     }
-    let cli = Cli::parse_from(raw_args);
+    let cli = match Cli::try_parse_from(raw_args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
     let outcome = match cli.command {
         None => launch_command(&cli.launch),
         Some(Command::ProviderExec { args }) => return provider_exec::main(None, args),
@@ -80,6 +87,7 @@ fn main() -> ExitCode {
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
         Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),
         Some(Command::Await(args)) => dispatch::await_command(&args),
+        Some(Command::Cancel(args)) => dispatch::cancel_command(&args),
         Some(Command::Install(args)) => install::install_command(&args),
         Some(Command::Doctor(args)) => doctor::doctor_command(&args),
         Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
@@ -98,6 +106,24 @@ fn main() -> ExitCode {
             ExitStatus::Error.into()
         }
     }
+}
+
+/// A command line clap refused: help and version go out as clap prints
+/// them; a usage error is one line (its first), exit 2.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
+    let rendered = err.render().to_string();
+    let line = rendered.lines().next().unwrap_or_default();
+    diag::error(line.strip_prefix("error: ").unwrap_or(line));
+    ExitStatus::Error.into()
 }
 
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).

@@ -21,8 +21,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::catalog::TaskType;
+use crate::run::Run;
 use crate::run::layout::RunLayout;
-use crate::run::manifest::Record;
 use crate::run_log::TaskRuns;
 use crate::task_key::TaskKey;
 use crate::{confine, fsread};
@@ -76,15 +76,12 @@ pub fn runs(project_root: &Path, key: &TaskKey) -> Result<Vec<RunRef>> {
         let dir = task_dir.join(name);
         // Unreadable (missing, special, oversized, not a manifest) is not a
         // run; nor is one without a task type and a creation time.
-        let Ok(Record {
-            task_type: Some(task_type),
-            created_at: Some(created_at),
+        let Ok(Run {
+            task_type,
+            created_at,
             ..
-        }) = Record::load(&dir)
+        }) = Run::open(&dir)
         else {
-            continue;
-        };
-        let Ok(task_type) = task_type.parse() else {
             continue;
         };
         let written = fs::metadata(RunLayout::of(&dir).run_manifest())

@@ -229,11 +229,14 @@ fn missing_argument_without_terminal_is_a_usage_error() {
 fn discovery_run(dir: &Path) -> PathBuf {
     let run = dir.join(".okstra/tasks/demo/g/t/requirements-discovery-1");
     fs::create_dir_all(&run).unwrap();
-    fs::write(
-        run.join("run-manifest.json"),
-        r#"{"taskType":"requirements-discovery","createdAt":"2026-01-01T00:00:00Z"}"#,
-    )
-    .unwrap();
+    let manifest = serde_json::json!({
+        "runId": "requirements-discovery-1", "createdAt": "2026-01-01T00:00:00Z",
+        "taskKey": "demo/g/t", "taskType": "requirements-discovery",
+        "projectRoot": dir, "runDir": run, "leadRuntime": "claude-code", "assignments": [],
+        "leadEventsPath": "state/lead-events.jsonl", "teamStatePath": "state/team-state.json",
+        "taskManifestPath": "task-manifest.json", "finalReport": {"dataPath": "report/data.json"},
+    });
+    fs::write(run.join("run-manifest.json"), manifest.to_string()).unwrap();
     run.canonicalize().unwrap()
 }
 

@@ -1,5 +1,6 @@
 //! The three JSON files a render writes besides the prompts: the task
-//! manifest, the run manifest (spelt by `manifest::NewRunManifest`) and the
+//! manifest (`run::task::TaskManifest`), the run manifest (spelt by
+//! `manifest::NewRunManifest`) and the
 //! initial team state, built from the resolved settings and the render
 //! context (validated by the caller).
 
@@ -12,37 +13,38 @@ use crate::digest::sha256_hex;
 use crate::run::layout::RunLayout;
 use crate::run::manifest::{NewAssignment, NewCritic, NewFinalReport, NewLead, NewRunManifest};
 use crate::run::roster::Assignment;
+use crate::run::task::{Continuation, TaskBrief, TaskManifest};
 use crate::settings::Settings;
 
 pub(super) fn task_manifest(
     settings: &Settings,
     context: &RenderContext<'_>,
     created_at: &str,
-) -> Value {
-    json!({
-        "schemaVersion": MANIFEST_VERSION,
-        "okstraVersion": context.okstra.version,
-        "createdAt": created_at,
-        "taskKey": context.task.key,
-        "projectId": settings.task_key.project_id,
-        "taskGroup": settings.task_key.task_group,
-        "taskId": settings.task_key.task_id,
-        "taskType": settings.task_type,
-        "workCategory": context.task.work_category,
-        "relatedTasks": settings.related_tasks,
-        "directive": settings.directive,
-        "fixCycle": settings.fix_cycle,
-        "planVerification": settings.plan_verification,
-        "projectRoot": settings.project_root,
-        "taskBrief": {
-            "source": settings.task_brief,
-            "copy": context.task.brief_path,
-            "sha256": sha256_hex(settings.brief_text.as_bytes()),
+) -> serde_json::Result<Value> {
+    serde_json::to_value(TaskManifest {
+        schema_version: MANIFEST_VERSION,
+        okstra_version: context.okstra.version.to_owned(),
+        created_at: created_at.to_owned(),
+        task_key: context.task.key.clone(),
+        project_id: settings.task_key.project_id.clone(),
+        task_group: settings.task_key.task_group.clone(),
+        task_id: settings.task_key.task_id.clone(),
+        task_type: settings.task_type,
+        work_category: context.task.work_category.map(str::to_owned),
+        related_tasks: settings.related_tasks.clone(),
+        directive: settings.directive.clone(),
+        fix_cycle: settings.fix_cycle,
+        plan_verification: settings.plan_verification,
+        project_root: settings.project_root.clone(),
+        task_brief: TaskBrief {
+            source: settings.task_brief.clone(),
+            copy: context.task.brief_path.clone(),
+            sha256: sha256_hex(settings.brief_text.as_bytes()),
         },
-        "continuation": {
-            "kind": context.continuation.kind,
-            "inputPath": context.continuation.input_path,
-            "previousRun": context.continuation.previous_run,
+        continuation: Continuation {
+            kind: context.continuation.kind.to_owned(),
+            input_path: context.continuation.input_path.clone(),
+            previous_run: context.continuation.previous_run.clone(),
         },
     })
 }

@@ -620,7 +620,7 @@ fn render_files(
     }
     files.push((relative.lead_events(), Vec::new()));
 
-    let task_manifest = task_manifest(settings, &context, created_at);
+    let task_manifest = task_manifest(settings, &context, created_at)?;
     let run_manifest = run_manifest(
         settings,
         &context,

@@ -25,16 +25,18 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::catalog::{DispatchKind, Role};
+use crate::catalog::DispatchKind;
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::items::{self, Item};
-use crate::lifecycle::{Assignment, Run};
+use crate::run::Run;
 use crate::run::layout::RunLayout;
+use crate::run::roster::Assignment;
+use crate::run::team_state::{DispatchRecord, TeamState};
 
 pub use self::ledger::{FinalClass, Ledger, StopReason};
 pub use self::plan::PlanOptions;
@@ -43,14 +45,13 @@ pub use self::plan::PlanOptions;
 pub use crate::run::manifest::Convergence as Settings;
 
 /// A run as convergence sees it: its roster of analysers, whether each
-/// completed, and the dispatch records of the team state.
+/// completed, and the team state's attempt records.
 pub struct RunInfo {
     pub run: Run,
     pub settings: Settings,
-    pub task_manifest_path: PathBuf,
     /// Analysers (or verifiers, in `implementation`), in roster order.
     pub analysers: Vec<Analyser>,
-    dispatches: Vec<DispatchRecord>,
+    state: TeamState,
 }
 
 /// One analyser and how its own work ended.
@@ -60,64 +61,25 @@ pub struct Analyser {
     pub completed: Result<(), String>,
 }
 
-#[derive(Deserialize, Default)]
-struct TeamStateWire {
-    #[serde(default)]
-    dispatches: Vec<DispatchRecord>,
-}
-
-/// The fields of a team-state dispatch record convergence reads.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DispatchRecord {
-    dispatch_name: Option<String>,
-    dispatch_kind: Option<String>,
-    provider: Option<String>,
-    model: Option<String>,
-    ending: Option<String>,
-}
-
 impl RunInfo {
-    /// Read the run manifest and team state of `run_dir`.
+    /// Open the run in `run_dir` and read its team state.
     pub fn load(run_dir: &Path) -> Result<RunInfo> {
-        // Absolute, so every path written into a plan or prompt is too.
-        let run_dir = &fs::canonicalize(run_dir)
-            .with_context(|| format!("cannot find run folder `{}`", run_dir.display()))?;
-        let run = Run::load(run_dir)?;
-        let team_state_path = run.team_state();
-        let task_manifest_path = run
-            .task_manifest_path
-            .clone()
-            .unwrap_or_else(|| RunLayout::of(run_dir).task_manifest());
-        let dispatches = match items::read_result(&team_state_path) {
-            Ok(text) => {
-                serde_json::from_str::<TeamStateWire>(&text)
-                    .with_context(|| {
-                        format!(
-                            "team state `{}` cannot be read as a team state",
-                            team_state_path.display()
-                        )
-                    })?
-                    .dispatches
-            }
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(err) => {
-                return Err(err)
-                    .with_context(|| format!("cannot read `{}`", team_state_path.display()));
-            }
-        };
+        let run = Run::open(run_dir)?;
+        RunInfo::of(run)
+    }
+
+    /// Convergence's view of an opened run.
+    pub fn of(run: Run) -> Result<RunInfo> {
+        let state = run.team_state()?;
         let mut info = RunInfo {
             settings: run.convergence,
-            task_manifest_path,
             analysers: Vec::new(),
-            dispatches,
+            state,
             run,
         };
         info.analysers = info
             .run
-            .assignments
-            .iter()
-            .filter(|a| a.role.parse::<Role>().is_ok_and(Role::reviews))
+            .reviewers()
             .map(|a| Analyser {
                 completed: info.own_work(a),
                 assignment: a.clone(),
@@ -130,69 +92,44 @@ impl RunInfo {
         &self.run.dir
     }
 
-    /// Whether `assignment` completed its own work: its latest finished
-    /// initial (or retry) attempt ended `completed`, and its Result Path is
-    /// a non-empty file.
+    /// Whether `assignment` completed its own work: its latest attempt (of
+    /// its own dispatch) did not end other than `completed`, and its Result
+    /// Path is a non-empty file.
     fn own_work(&self, assignment: &Assignment) -> Result<(), String> {
-        let ended = self.latest_ending(|record| {
-            record.dispatch_name.as_deref() == Some(&assignment.dispatch_name)
-                && record.dispatch_kind.as_deref().is_some_and(|kind| {
-                    DispatchKind::parse(kind).is_ok_and(DispatchKind::is_own_work)
-                })
-        });
-        if let Some(ending) = ended
-            && ending != Ending::Completed.as_str()
+        if let Some(ending) = self
+            .state
+            .latest(&assignment.dispatch_name)
+            .and_then(|record| record.ending)
+            && ending != Ending::Completed
         {
-            return Err(ending.to_owned());
+            return Err(ending.as_str().to_owned());
         }
-        match &assignment.result_path {
-            // A Result Path outside the run folder is never read: a
-            // manifest may be hostile, and workers write only inside it.
-            Some(path) if path.starts_with(&self.run.dir) && has_content(path) => Ok(()),
-            _ => Err(Ending::EmptyOutput.as_str().to_owned()),
+        if has_content(&assignment.paths.result_path) {
+            Ok(())
+        } else {
+            Err(Ending::EmptyOutput.as_str().to_owned())
         }
     }
 
-    /// The ending of the latest finished attempt matching `filter`.
-    fn latest_ending(&self, filter: impl Fn(&DispatchRecord) -> bool) -> Option<&str> {
-        self.dispatches
-            .iter()
-            .rev()
-            .filter(|record| filter(record))
-            .find_map(|record| record.ending.as_deref())
-    }
-
-    /// The latest attempt of dispatch `name` that has ended.
+    /// The latest attempt of dispatch `name`.
     fn latest_attempt(&self, name: &str) -> Option<&DispatchRecord> {
-        self.dispatches
-            .iter()
-            .rev()
-            .filter(|record| record.dispatch_name.as_deref() == Some(name))
-            .find(|record| record.ending.is_some())
+        self.state.latest(name)
     }
 
     /// How a reviewer's reverify attempt ended, when it ended other than
-    /// `completed`: `(round, ending)` of its latest failed round.
+    /// `completed`: `(round, ending)` of its most recently recorded round.
     fn reverify_failure(&self, assignment: &Assignment) -> Option<(u32, String)> {
         let prefix = DispatchKind::reverify_prefix(&assignment.dispatch_name);
-        let record = self.dispatches.iter().rev().find(|record| {
-            record.ending.is_some()
-                && record
-                    .dispatch_name
-                    .as_deref()
-                    .is_some_and(|name| name.starts_with(&prefix))
-        })?;
-        let ending = record.ending.as_deref()?;
-        if ending == Ending::Completed.as_str() {
+        let record =
+            self.state.dispatches.iter().rev().find(|record| {
+                record.ending.is_some() && record.dispatch_name.starts_with(&prefix)
+            })?;
+        let ending = record.ending?;
+        if ending == Ending::Completed {
             return None;
         }
-        let round = record
-            .dispatch_name
-            .as_deref()?
-            .strip_prefix(&prefix)?
-            .parse()
-            .ok()?;
-        Some((round, ending.to_owned()))
+        let round = record.dispatch_name.strip_prefix(&prefix)?.parse().ok()?;
+        Some((round, ending.as_str().to_owned()))
     }
 
     /// Every rostered analyser's worker id.
@@ -226,9 +163,7 @@ impl RunInfo {
     pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Item>)>> {
         let mut all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
-            let Some(path) = &analyser.assignment.result_path else {
-                continue;
-            };
+            let path = &analyser.assignment.paths.result_path;
             let text = items::read_result(path)
                 .with_context(|| format!("cannot read result `{}`", path.display()))?;
             all.push((analyser, items::parse(&text)));
@@ -256,6 +191,63 @@ pub struct Classified {
     pub classes: BTreeMap<FinalClass, usize>,
     #[serde(skip)]
     pub ledger: Ledger,
+}
+
+/// The ledger's classes as they stand, without recomputing or writing
+/// anything; `None` when the run has no ledger.
+pub fn summary(info: &RunInfo) -> Result<Option<Classified>> {
+    let path = RunLayout::of(info.dir()).convergence_ledger();
+    let Some(ledger) = ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? else {
+        return Ok(None);
+    };
+    let open = ledger
+        .items
+        .iter()
+        .filter(|item| item.open)
+        .map(|item| item.item_id.clone())
+        .collect();
+    Ok(Some(Classified {
+        ledger_path: path,
+        rounds_run: ledger.rounds_run,
+        stopped_because: ledger.stopped_because,
+        classes: class_counts(&ledger),
+        open,
+        ledger,
+    }))
+}
+
+/// Take the ledger back to how it was after round `round` (0: no ledger
+/// at all), so a round planned again from changed results starts clean.
+/// Nothing changes when it has no later round.
+pub fn rewind(run: &Run, round: u32) -> Result<()> {
+    let path = run.layout().convergence_ledger();
+    let Some(mut ledger) = ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? else {
+        return Ok(());
+    };
+    let later = ledger.rounds_run > round
+        || ledger.items.iter().any(|item| {
+            item.verdicts.iter().any(|v| v.round > round)
+                || item.sent_to.iter().any(|s| s.round > round)
+        });
+    if !later {
+        return Ok(());
+    }
+    if round == 0 {
+        return std::fs::remove_file(&path)
+            .with_context(|| format!("cannot remove `{}`", path.display()));
+    }
+    ledger.rounds_run = ledger.rounds_run.min(round);
+    ledger.stopped_because = None;
+    ledger
+        .unavailable
+        .retain(|u| u.round.is_none_or(|r| r <= round));
+    for item in &mut ledger.items {
+        item.verdicts.retain(|v| v.round <= round);
+        item.no_answer.retain(|n| n.round <= round);
+        item.sent_to.retain(|s| s.round <= round);
+    }
+    ledger::write(&path, ledger::LEDGER_SCHEMA, &ledger)?;
+    Ok(())
 }
 
 /// Recompute every item's class, the open items and the stop reason of a

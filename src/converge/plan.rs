@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use minijinja::value::Serde;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::{DispatchKind, Role};
@@ -34,7 +34,7 @@ use super::{Analyser, RunInfo, apply_rules, check_round};
 pub struct PlanOptions {
     /// Neutral labels and a shuffled order (the default).
     pub blind: bool,
-    /// The shuffle seed; a fresh one when `None`.
+    /// The shuffle seed; the run's own when `None` (the same every time).
     pub seed: Option<u64>,
 }
 
@@ -57,7 +57,10 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
             recorded + 1
         );
     }
-    let seed = options.seed.unwrap_or_else(fresh_seed) & SEED_MASK;
+    let seed = options
+        .seed
+        .unwrap_or_else(|| run_seed(&info.run.run_id, round))
+        & SEED_MASK;
     let rostered = info.rostered();
     let mut plan = Plan {
         schema_version: FORMAT_VERSION,
@@ -166,21 +169,15 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
 }
 
 fn source(analyser: &Analyser) -> PathBuf {
-    analyser.assignment.result_path.clone().unwrap_or_default()
+    analyser.assignment.paths.result_path.clone()
 }
 
-/// A seed from the clock and the process id: different per plan, recorded,
-/// never needed to be secret.
-fn fresh_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "only the low bits of the clock vary"
-    )]
-    let low = nanos as u64;
-    splitmix(low ^ u64::from(std::process::id()).rotate_left(32))
+/// The run's own seed for round `round`: the same every time the round is
+/// planned, so a plan made again (a resumed run) renders the same prompt
+/// bytes and no reviewer is paid twice. It only shuffles; it is never
+/// secret.
+fn run_seed(run_id: &str, round: u32) -> u64 {
+    splitmix(fnv1a(run_id) ^ u64::from(round).rotate_left(32))
 }
 
 /// splitmix64: a small, well-mixed step for a deterministic shuffle.
@@ -249,60 +246,23 @@ struct ReverifyView<'a> {
     items: Vec<ShownItem<'a>>,
 }
 
-/// What the worker-prompt template reads about the task (task manifest).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TaskManifest {
-    task_key: String,
-    task_type: String,
-    #[serde(default)]
-    work_category: Option<String>,
-    #[serde(default)]
-    related_tasks: Vec<String>,
-    #[serde(default)]
-    directive: Option<String>,
-    #[serde(default)]
-    fix_cycle: bool,
-    task_brief: Option<BriefWire>,
-    project_root: Option<String>,
-}
-
-/// The run's task manifest, bounded and typed.
-fn read_task(info: &RunInfo) -> Result<TaskManifest> {
-    let task_path = &info.task_manifest_path;
-    let task_text = items::read_result(task_path)
-        .with_context(|| format!("cannot read task manifest `{}`", task_path.display()))?;
-    serde_json::from_str(&task_text).with_context(|| {
-        format!(
-            "task manifest `{}` cannot be read as a task manifest",
-            task_path.display()
-        )
-    })
-}
-
-/// Whether the run may send verifier findings back to the Executor
-/// (`--fix-cycle`, recorded in the task manifest).
-pub fn fix_cycle(info: &RunInfo) -> Result<bool> {
-    Ok(read_task(info)?.fix_cycle)
-}
-
-#[derive(Deserialize)]
-struct BriefWire {
-    copy: Option<String>,
-}
-
 /// Give each reviewer its batch and labels, and render its prompt; returns
 /// each prompt with the path it goes to.
 fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, String)>> {
-    let task = read_task(info)?;
-    let brief_path = task
-        .task_brief
-        .as_ref()
-        .and_then(|b| b.copy.as_deref())
-        .map_or_else(
-            || RunLayout::of(info.dir()).task_brief(),
-            |copy| info.run.resolve(Path::new(copy)),
-        );
+    let task = info.run.task()?;
+    // The run's own copy of the brief, wherever the manifest says it is:
+    // it must be inside the run.
+    let brief_path = crate::confine::inside(
+        info.run.resolve(&task.task_brief.copy),
+        info.dir(),
+        "`taskBrief.copy`",
+    )
+    .with_context(|| {
+        format!(
+            "the task manifest `{}` is refused",
+            info.run.task_manifest_path.display()
+        )
+    })?;
     let brief_text = items::read_result(&brief_path)
         .with_context(|| format!("cannot read the task brief `{}`", brief_path.display()))?;
     let roster: Vec<Value> = info
@@ -314,7 +274,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
                 "workerId": a.worker_id,
                 "role": a.role,
                 "provider": a.provider,
-                "resultPath": a.result_path,
+                "resultPath": a.paths.result_path,
             })
         })
         .collect();
@@ -322,8 +282,8 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         .run
         .assignments
         .iter()
-        .find(|a| a.role == Role::Executor.as_str())
-        .map(|a| serde_json::json!({ "resultPath": a.result_path }));
+        .find(|a| a.role == Role::Executor)
+        .map(|a| serde_json::json!({ "resultPath": a.paths.result_path }));
     let base = serde_json::json!({
         "task": {
             "key": task.task_key,
@@ -336,7 +296,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         },
         "run": {
             "dir": info.dir(),
-            "projectRoot": task.project_root.map_or_else(|| info.dir().to_path_buf(), PathBuf::from),
+            "projectRoot": task.project_root,
         },
         "convergence": {
             "enabled": info.settings.enabled,
@@ -392,9 +352,9 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             "role": analyser.assignment.role,
             "provider": analyser.assignment.provider,
             "runner": analyser.assignment.runner,
-            "modelExecutionValue": analyser.assignment.model,
+            "modelExecutionValue": analyser.assignment.model_execution_value,
             "dispatchName": analyser.assignment.dispatch_name,
-            "resultPath": analyser.assignment.result_path,
+            "resultPath": analyser.assignment.paths.result_path,
             "writesProject": false,
         });
         let context = minijinja::context! {
@@ -405,10 +365,10 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         let prompt = template::render(&env, "templates/worker-prompt.md.j2", context)?;
         reviewers.push(Reviewer {
             worker_id: worker.clone(),
-            role: analyser.assignment.role.clone(),
-            provider: analyser.assignment.provider.clone(),
-            model: analyser.assignment.model.clone(),
-            runner: analyser.assignment.runner.clone(),
+            role: analyser.assignment.role.as_str().to_owned(),
+            provider: analyser.assignment.provider.as_str().to_owned(),
+            model: analyser.assignment.model_execution_value.clone(),
+            runner: analyser.assignment.runner.as_str().to_owned(),
             dispatch_kind: kind.as_string(),
             prompt_sha256: sha256_hex(prompt.as_bytes()),
             prompt_path: paths.prompt_path.clone(),

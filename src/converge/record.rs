@@ -178,9 +178,9 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         }
         let result_path = DispatchPaths::new(info.dir(), &dispatch_name).result_path;
         let attempt = info.latest_attempt(&dispatch_name);
-        let ending = attempt.and_then(|record| record.ending.as_deref());
+        let ending = attempt.and_then(|record| record.ending);
         let failed = match ending {
-            Some(ending) if ending != Ending::Completed.as_str() => Some(ending.to_owned()),
+            Some(ending) if ending != Ending::Completed => Some(ending.as_str().to_owned()),
             _ if !has_content(&result_path) => Some(Ending::EmptyOutput.as_str().to_owned()),
             _ => None,
         };
@@ -196,12 +196,11 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         let substitute = attempt.is_some_and(|record| {
             record
                 .provider
-                .as_deref()
                 .is_some_and(|p| p != analyser.assignment.provider)
                 || record
                     .model
                     .as_deref()
-                    .is_some_and(|m| m != analyser.assignment.model)
+                    .is_some_and(|m| m != analyser.assignment.model_execution_value)
         });
         let text = items::read_result(&result_path)
             .with_context(|| format!("cannot read result `{}`", result_path.display()))?;

@@ -3,14 +3,15 @@
 //! its wrapper has exited. `okstra await` finishes an attempt the same way
 //! when the dispatcher that started it is gone.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
 use crate::digest::sha256_hex;
 use crate::ending::Ending;
 use crate::provider_exec::sidecar;
-use crate::run::layout::{self, RunLayout};
+use crate::run::Run;
+use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
 
 use super::classify::{self, Evidence};
@@ -23,7 +24,7 @@ pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecor
     let (sidecar, log) = layout::attempt_files(&planned.paths.prompt_path, planned.attempt);
     DispatchRecord {
         dispatch_name: planned.dispatch_name.clone(),
-        dispatch_kind: planned.kind.clone(),
+        dispatch_kind: planned.kind,
         attempt: planned.attempt,
         worker_id: planned.worker_id.clone(),
         role: Some(planned.role),
@@ -32,6 +33,7 @@ pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecor
         runner: Some(planned.runner),
         prompt_path: planned.paths.prompt_path.clone(),
         prompt_sha256,
+        inputs_sha256: planned.inputs_sha256.clone(),
         result_path: planned.paths.result_path.clone(),
         worker_results_path: planned.paths.worker_results_path.clone(),
         error_path: planned.paths.error_path.clone(),
@@ -76,9 +78,25 @@ pub struct Outcome {
 /// team state (and the worker's `terminalStatus` when it is one of the
 /// assignment's own attempts).
 pub fn finish(
-    team_state: &Path,
-    mut record: DispatchRecord,
+    run: &Run,
+    record: DispatchRecord,
     assignment_name: &str,
+    ended: &Ended,
+    prices: &crate::usage::Prices,
+) -> Result<(DispatchRecord, Outcome)> {
+    let (record, outcome) = conclude(record, ended, prices)?;
+    let mut changes = vec![Change::Put(&record)];
+    if record.dispatch_name == assignment_name {
+        changes.push(Change::Terminal(assignment_name, outcome.ending));
+    }
+    team_state::update(run, &changes)?;
+    Ok((record, outcome))
+}
+
+/// Recover the result (writing the Result Paths), classify the ending and
+/// complete `record` in memory; the caller writes it.
+pub fn conclude(
+    mut record: DispatchRecord,
     ended: &Ended,
     prices: &crate::usage::Prices,
 ) -> Result<(DispatchRecord, Outcome)> {
@@ -127,20 +145,13 @@ pub fn finish(
     let (ending, detail) = classify::classify(&evidence);
     let now = crate::clock::unix_now();
     let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
-    record.ended_at = Some(crate::clock::rfc3339_now());
-    record.ending = Some(ending);
+    record.end(ending, detail.clone());
     record.exit_code = exit_code;
-    record.detail = Some(detail.clone());
     record.recovered_from = recovered_from.map(str::to_owned);
     record.log_tail = (ending != Ending::Completed).then(|| transcript.tail.clone());
     // What the attempt cost, from the same log: the budget stop reads it.
     let spent = crate::usage::from_log(provider, record.model.as_deref(), &log_path).priced(prices);
     record.usage = serde_json::to_value(&spent).ok();
-    let mut changes = vec![Change::Put(&record)];
-    if record.dispatch_name == assignment_name {
-        changes.push(Change::Terminal(assignment_name, ending));
-    }
-    team_state::update(team_state, &changes)?;
     let outcome = Outcome {
         ending,
         detail,
@@ -169,9 +180,4 @@ pub fn prompt_sha256(prompt: &Path) -> Option<String> {
     crate::fsread::read(prompt, crate::fsread::Kind::Result)
         .ok()
         .map(|bytes| sha256_hex(&bytes))
-}
-
-/// The file `okstra dispatch --detach` writes its progress to.
-pub fn detach_log(run_dir: &Path) -> PathBuf {
-    RunLayout::of(run_dir).dispatch_log()
 }

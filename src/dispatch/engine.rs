@@ -7,11 +7,11 @@
 //! Each wrapper is a full supervisor of its own (idle watchdog, group stop,
 //! sidecar), so this loop only waits on wrapper exits, signals and a one
 //! second tick for the gates and the live view. A dispatcher killed outright
-//! leaves its wrappers running to completion; `okstra await` finishes their
-//! records.
+//! leaves its wrappers running to completion; the next driver of the run
+//! adopts them (waits for each and finishes its record: it is paid for), and
+//! `okstra await` finishes their records too.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use tokio::task::JoinSet;
 
 use crate::ending::Ending;
 use crate::provider_exec::status as exec_status;
+use crate::run::Run;
 use crate::run::team_state::{self, Change, DispatchRecord};
 
 use super::attempt::{self, Ended, Outcome};
@@ -35,8 +36,7 @@ use super::view::{LiveRow, View};
 
 /// Everything the loop needs.
 pub struct Engine {
-    pub project_root: PathBuf,
-    pub team_state: PathBuf,
+    pub run: Run,
     pub max_parallel: usize,
     pub gates: Gates,
     pub retry_cooldown: Duration,
@@ -60,6 +60,21 @@ struct Queued {
     record: Option<DispatchRecord>,
 }
 
+/// An attempt a dead driver started whose wrapper still runs: this engine
+/// waits for it and finishes its record.
+#[derive(Debug)]
+pub struct Adopted {
+    pub planned: Planned,
+    pub record: DispatchRecord,
+    /// The wrapper's pid and start time, from its sidecar.
+    pub pid: i32,
+    pub started_ts: i64,
+}
+
+/// How often an adopted wrapper (not our child: no exit notification) is
+/// looked at.
+const ADOPTED_POLL: Duration = Duration::from_millis(250);
+
 /// One attempt whose wrapper runs.
 struct Running {
     planned: Planned,
@@ -80,17 +95,22 @@ struct Exit {
 impl Engine {
     /// Run every planned attempt to its end. Returns the final records, and
     /// the signal that interrupted the run, if one did.
-    pub fn run(self, planned: Vec<Planned>) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
+    pub fn run(
+        self,
+        planned: Vec<Planned>,
+        adopted: Vec<Adopted>,
+    ) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        runtime.block_on(self.drive(planned))
+        runtime.block_on(self.drive(planned, adopted))
     }
 
     async fn drive(
         mut self,
         planned: Vec<Planned>,
+        adopted: Vec<Adopted>,
     ) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
@@ -107,6 +127,31 @@ impl Engine {
         let mut tasks: JoinSet<Exit> = JoinSet::new();
         let mut finished: Vec<DispatchRecord> = Vec::new();
         let mut interrupted: Option<Signal> = None;
+        for adopted in adopted {
+            self.view.note(&format!(
+                "{}: adopted (its wrapper still runs)",
+                adopted.record.dispatch_name
+            ));
+            let index = running.len();
+            let (pid, started_ts) = (adopted.pid, adopted.started_ts);
+            running.push(Some(Running {
+                meter: None,
+                pid: Some(pid),
+                started: Instant::now(),
+                planned: adopted.planned,
+                record: adopted.record,
+            }));
+            tasks.spawn(async move {
+                while crate::process_group::wrapper_alive(pid, started_ts) {
+                    tokio::time::sleep(ADOPTED_POLL).await;
+                }
+                Exit {
+                    index,
+                    code: None,
+                    stderr: String::new(),
+                }
+            });
+        }
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
@@ -128,7 +173,7 @@ impl Engine {
                         cancelled: interrupted.is_some(),
                         wrapper_stderr: exit.stderr,
                     };
-                    let (record, outcome) = attempt::finish(&self.team_state, record, &planned.assignment_name, &ended, &self.prices)?;
+                    let (record, outcome) = attempt::finish(&self.run, record, &planned.assignment_name, &ended, &self.prices)?;
                     self.view.ended(&record, &outcome);
                     if interrupted.is_none()
                         && let Some(retry) = self.retry_for(&planned, &outcome)?
@@ -149,10 +194,11 @@ impl Engine {
         // Anything still queued was never started: record why.
         for queued in queue {
             if let Some(mut record) = queued.record {
-                record.ending = Some(Ending::Cancelled);
-                record.ended_at = Some(crate::clock::rfc3339_now());
-                record.detail = Some("never started: the dispatch was stopped".into());
-                team_state::update(&self.team_state, &[Change::Put(&record)])?;
+                record.end(
+                    Ending::Cancelled,
+                    "never started: the dispatch was stopped".into(),
+                );
+                team_state::update(&self.run, &[Change::Put(&record)])?;
                 finished.push(record);
             }
         }
@@ -173,7 +219,7 @@ impl Engine {
             let Some(position) = queue.iter().position(|q| q.not_before <= now) else {
                 return Ok(());
             };
-            if let Some(closed) = self.gates.check(&self.project_root) {
+            if let Some(closed) = self.gates.check(&self.run.project_root) {
                 // Hold the first due attempt back, and say so once.
                 let queued = &mut queue[position];
                 let detail = closed.to_string();
@@ -185,9 +231,8 @@ impl Engine {
                         .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
                     attempt::record(&queued.planned, sha)
                 });
-                if record.detail.as_deref() != Some(detail.as_str()) {
-                    record.detail = Some(detail.clone());
-                    team_state::update(&self.team_state, &[Change::Put(record)])?;
+                if record.hold(&detail) {
+                    team_state::update(&self.run, &[Change::Put(record)])?;
                     self.view
                         .note(&format!("{}: {detail}", record.dispatch_name));
                 }
@@ -200,9 +245,7 @@ impl Engine {
                     let mut record = queued.record.unwrap_or_else(|| {
                         attempt::record(&queued.planned, queued.planned.prompt_sha256.clone())
                     });
-                    record.ending = Some(Ending::Budget);
-                    record.ended_at = Some(crate::clock::rfc3339_now());
-                    record.detail = Some(format!("not started: {why}"));
+                    record.end(Ending::Budget, format!("not started: {why}"));
                     let mut changes = vec![Change::Put(&record)];
                     if record.dispatch_name == queued.planned.assignment_name {
                         changes.push(Change::Terminal(
@@ -210,7 +253,7 @@ impl Engine {
                             Ending::Budget,
                         ));
                     }
-                    team_state::update(&self.team_state, &changes)?;
+                    team_state::update(&self.run, &changes)?;
                     self.view
                         .note(&format!("{}: not started: {why}", record.dispatch_name));
                     self.budget_stopped.push(record);
@@ -228,11 +271,10 @@ impl Engine {
             let mut record = queued
                 .record
                 .unwrap_or_else(|| attempt::record(&queued.planned, sha));
-            record.started_at = Some(crate::clock::rfc3339_now());
-            record.detail = None;
+            record.start();
             let (worktree, isolation) =
                 if isolate::needs_worktree(queued.planned.provider, queued.planned.role) {
-                    match isolate::worktree(&self.project_root) {
+                    match isolate::worktree(&self.run.project_root) {
                         Ok(tree) => (Some(tree), isolate::Isolation::Worktree),
                         Err(why) => {
                             self.view
@@ -246,7 +288,7 @@ impl Engine {
             record.isolation = Some(isolation.as_str().to_owned());
             // Persisted before the attempt starts: a crash from here on
             // leaves a record that `await` can finish.
-            team_state::update(&self.team_state, &[Change::Put(&record)])?;
+            team_state::update(&self.run, &[Change::Put(&record)])?;
             let index = running.len();
             let (pid, exit) = self.spawn(&queued.planned, index, worktree);
             let exit = match exit {
@@ -258,7 +300,7 @@ impl Engine {
                         wrapper_stderr: format!("cannot start the wrapper: {err}"),
                     };
                     let (record, outcome) = attempt::finish(
-                        &self.team_state,
+                        &self.run,
                         record,
                         &queued.planned.assignment_name,
                         &ended,
@@ -302,7 +344,7 @@ impl Engine {
         let tree = worktree.as_ref().map(isolate::Worktree::path);
         command.arg("provider-exec").args(wrapper_args(
             planned,
-            &self.project_root,
+            &self.run.project_root,
             tree.as_deref(),
             self.idle_timeout,
         ));
@@ -353,17 +395,18 @@ impl Engine {
             "maxCostUsd": self.budget.max_cost_usd,
             "maxTokens": self.budget.max_tokens,
         });
-        if let Err(err) = team_state::update(&self.team_state, &[Change::Budget(budget)]) {
+        if let Err(err) = team_state::update(&self.run, &[Change::Budget(budget)]) {
             self.view
                 .note(&format!("cannot record the budget stop: {err:#}"));
         }
-        let run_dir = self.team_state.parent().and_then(std::path::Path::parent);
-        if let Some(run) = run_dir.and_then(|dir| crate::lifecycle::Run::load(dir).ok()) {
-            let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
-            if let Err(err) = crate::lifecycle::append_event(&run, "budget-stop", &fields) {
-                self.view
-                    .note(&format!("cannot record the budget stop: {err:#}"));
-            }
+        let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
+        if let Err(err) = crate::lifecycle::append_event(
+            &self.run,
+            crate::lifecycle::EventKind::BudgetStop.as_str(),
+            &fields,
+        ) {
+            self.view
+                .note(&format!("cannot record the budget stop: {err:#}"));
         }
     }
 
@@ -373,7 +416,7 @@ impl Engine {
         if self.budget.max_cost_usd.is_none() && self.budget.max_tokens.is_none() {
             return Ok(None);
         }
-        let raw = team_state::read_raw(&self.team_state)?;
+        let raw = team_state::read_raw(&self.run)?;
         Ok(self.budget.is_spent(&crate::usage::recorded_totals(&raw)))
     }
 
@@ -404,25 +447,18 @@ impl Engine {
         if !retryable {
             return Ok(None);
         }
-        let state = team_state::read(&self.team_state)?;
-        if state
-            .retries_used
-            .get(&planned.assignment_name)
-            .is_some_and(|n| *n >= 1)
-        {
+        let state = team_state::read(&self.run)?;
+        if state.retry_spent(&planned.assignment_name) {
             return Ok(None);
         }
-        team_state::update(
-            &self.team_state,
-            &[Change::SpendRetry(&planned.assignment_name)],
-        )?;
+        team_state::update(&self.run, &[Change::SpendRetry(&planned.assignment_name)])?;
         let cooldown = if outcome.ending == Ending::RateLimit {
             self.retry_cooldown
         } else {
             Duration::ZERO
         };
         let mut retry = planned.clone();
-        retry.kind = Kind::Retry.as_string();
+        retry.kind = Kind::Retry;
         retry.attempt = planned.attempt + 1;
         Ok(Some(Queued {
             planned: retry,

@@ -1,55 +1,52 @@
-//! `okstra dispatch` and `okstra await`: the run engine that starts a run's
-//! `cli-wrapper` workers, recovers their results, classifies every ending
-//! and spends the one shared retry — the work a lead must not do by hand.
+//! The run engine that starts a run's `cli-wrapper` workers, recovers their
+//! results, classifies every ending and spends the one shared retry — the
+//! work a lead must not do by hand — and `okstra dispatch` / `okstra await`.
 //!
-//! - `select` chooses what a call starts (by kind, from the manifest, the
-//!   team state and the round plan);
+//! - `select` lists a kind's candidates and `decide`s, per candidate, to
+//!   start, adopt, settle or skip (never paying twice for a completed
+//!   attempt);
 //! - `engine` runs the attempts concurrently as `okstra provider-exec`
-//!   children, behind the memory and disk `gate`s, and stops them all on a
-//!   signal;
+//!   children, behind the memory and disk `gate`s, waits for adopted ones,
+//!   and stops them all on a signal;
 //! - `attempt` writes each dispatch record before its attempt and finishes
 //!   it after: `recover` reads the result out of the CLI's stream, `classify`
 //!   names the ending;
-//! - `wait` is `okstra await`; `summary` prints what both end with; `view`
-//!   is the live progress on stderr.
+//! - `command` is `okstra dispatch`, `wait` is `okstra await`; `summary`
+//!   prints what both end with; `view` is the live progress on stderr.
 
 mod attempt;
+mod cancel;
 mod classify;
+mod command;
 mod engine;
 mod gate;
 mod isolate;
 mod recover;
-mod select;
+pub mod select;
 mod summary;
 mod view;
 mod wait;
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 
-use crate::cli::{DispatchArgs, EngineArgs};
-use crate::diag;
+use crate::catalog::DispatchKind;
+use crate::cli::EngineArgs;
 use crate::ending::Ending;
-use crate::exit::{self, ExitStatus};
-use crate::run::manifest::RunManifest;
-use crate::run::team_state;
+use crate::run::Run;
+use crate::run::team_state::{self, DispatchRecord, TeamState};
 
-pub use wait::{await_command, latest_attempts};
-
-pub use select::{Kind, Planned};
+pub use attempt::prompt_sha256;
+pub use cancel::cancel_command;
+pub use command::dispatch_command;
+pub use select::{Decision, Kind, Planned, Skip};
 pub use summary::{Row, print_summary};
-
-/// Set in the environment of a detached dispatcher.
-const DETACHED_ENV: &str = "OKSTRA_DISPATCH_DETACHED";
-/// How long `--detach` waits for the detached dispatcher to record its
-/// dispatches before it returns.
-const DETACH_READY: Duration = Duration::from_secs(10);
+pub use wait::{await_command, liveness, settle_all};
 
 /// How the engine runs a batch: `--max-parallel`, the gates, the retry
-/// cooldown, the idle timeout, the budget, and the prices usage is priced at.
+/// cooldown, the idle timeout, the budget, the prices usage is priced at,
+/// and whether this is an explicit resume.
 pub struct Options {
     pub max_parallel: usize,
     pub gates: gate::Gates,
@@ -57,6 +54,9 @@ pub struct Options {
     pub idle_timeout: Option<u64>,
     pub budget: crate::usage::Budget,
     pub prices: crate::usage::Prices,
+    /// An explicit resume (`okstra run <run-dir>`): a worker whose last
+    /// attempt ended for a reason the user can fix gets one fresh attempt.
+    pub resume: bool,
 }
 
 impl Options {
@@ -90,6 +90,7 @@ impl Options {
                 max_tokens: args.max_tokens,
             },
             prices: crate::usage::Prices::load(&env)?,
+            resume: false,
         })
     }
 }
@@ -110,117 +111,183 @@ impl Batch {
     }
 }
 
-/// `okstra dispatch`.
-pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
-    let manifest = RunManifest::load(&args.run_dir)?;
-    let kind = Kind::parse(&args.kind).map_err(anyhow::Error::msg)?;
-    let workers = args.workers.as_deref().map(split_workers).transpose()?;
-    let options = Options::from_args(&args.engine)?;
-    let state = team_state::read(&manifest.team_state_path)?;
-    if let Some(fix) = &args.fix {
-        return fix_pass(
-            &manifest,
-            &state,
-            workers.as_deref(),
-            fix,
-            options,
-            args.json,
-        );
-    }
-    let selection = select::select(&manifest, &state, kind, workers.as_deref())?;
-
-    for native in &selection.native {
-        diag::note(format_args!(
-            "`{}` runs in the host's own session (`native-session`): the host dispatches it, then `okstra await` waits for its Result Path",
-            native.dispatch_name
-        ));
-    }
-    for (name, why) in &selection.skipped {
-        diag::warning(format_args!("not dispatching `{name}`: {why}"));
-    }
-    if args.dry_run {
-        return dry_run(&manifest, &selection.planned, args);
-    }
-    record_native(&manifest, &selection.native)?;
-    if selection.planned.is_empty() {
-        diag::progress(format_args!(
-            "nothing to dispatch of kind `{}` in `{}`",
-            kind.as_string(),
-            args.run_dir.display()
-        ));
-        print_summary(&[], args.json)?;
-        return Ok(ExitStatus::Success);
-    }
-    if args.detach {
-        return detach(&manifest, &selection.planned, args);
-    }
-    if std::env::var_os(DETACHED_ENV).is_some() {
-        // A detached dispatcher outlives the terminal that started it.
-        ignore_hangup();
-    }
-    let batch = run_planned(&manifest, selection.planned, options)?;
-    finish(&batch, args.json)
+/// Candidates after [`select::decide`]: what starts, what is adopted, what
+/// the host must run, and what is skipped and why.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    pub start: Vec<Planned>,
+    pub adopt: Vec<engine::Adopted>,
+    /// `native-session` dispatches the host's session must run.
+    pub host: Vec<Planned>,
+    pub skipped: Vec<(String, Skip)>,
 }
 
-/// The Executor's one fix pass: its own prompt followed by the defects the
-/// lead listed, as its next attempt (`retry`, which spends no failure retry).
-fn fix_pass(
-    manifest: &RunManifest,
-    state: &team_state::TeamState,
-    workers: Option<&[String]>,
-    fix: &std::path::Path,
-    options: Options,
-    json: bool,
-) -> Result<ExitStatus> {
-    let executor = executor_of(manifest)?;
-    if workers != Some(std::slice::from_ref(&executor.worker_id)) {
-        bail!(
-            "`--fix` dispatches the Executor only: pass `--workers {}`",
-            executor.worker_id
-        );
+impl Prepared {
+    /// Whether the engine has anything to do.
+    pub fn is_idle(&self) -> bool {
+        self.start.is_empty() && self.adopt.is_empty()
     }
-    let planned = plan_fix_pass(manifest, state, fix)?;
-    if planned.runner == crate::catalog::Runner::NativeSession {
-        let path = planned.paths.prompt_path.clone();
-        record_native(manifest, &[planned])?;
-        diag::note(format_args!(
-            "the Executor runs in the host's own session: give it `{}` and await it",
-            path.display()
-        ));
-        return Ok(ExitStatus::Success);
-    }
-    let batch = run_planned(manifest, vec![planned], options)?;
-    finish(&batch, json)
 }
 
-fn executor_of(manifest: &RunManifest) -> Result<&crate::run::roster::Assignment> {
-    manifest
-        .assignments
+/// Decide every candidate against its latest attempt. An attempt nobody
+/// finished and nothing of which runs is settled first (its record
+/// finished from its files), then decided again.
+pub fn prepare(
+    run: &Run,
+    state: &mut TeamState,
+    candidates: Vec<Planned>,
+    options: &Options,
+) -> Result<Prepared> {
+    let mut prepared = Prepared::default();
+    for mut planned in candidates {
+        let prompt_sha256 = planned
+            .prompt_sha256
+            .clone()
+            .or_else(|| attempt::prompt_sha256(&planned.paths.prompt_path));
+        let mut decision;
+        loop {
+            let latest = state.latest(&planned.dispatch_name);
+            let facts = select::Facts {
+                prompt_sha256: prompt_sha256.clone(),
+                live: latest.map_or(select::Live::Nothing, wait::liveness),
+                resume: options.resume,
+            };
+            decision = select::decide_in(&planned, state, &facts);
+            let Decision::Settle(record) = &decision else {
+                break;
+            };
+            settle_all(run, vec![(**record).clone()], &options.prices)?;
+            *state = run.team_state()?;
+        }
+        match decision {
+            Decision::Start { attempt } => {
+                planned.attempt = attempt;
+                planned.prompt_sha256 = prompt_sha256;
+                prepared.start.push(planned);
+            }
+            Decision::Adopt(record) => match wait::wrapper_of(&record) {
+                Some((pid, started_ts)) => prepared.adopt.push(engine::Adopted {
+                    planned,
+                    record: *record,
+                    pid,
+                    started_ts,
+                }),
+                None => prepared
+                    .skipped
+                    .push((planned.dispatch_name, Skip::Running)),
+            },
+            Decision::Skip(Skip::Host) => prepared.host.push(planned),
+            Decision::Skip(why) => prepared.skipped.push((planned.dispatch_name, why)),
+            Decision::Settle(_) => unreachable!("settled in the loop above"),
+        }
+    }
+    Ok(prepared)
+}
+
+/// Run what [`prepare`] chose to the end of the batch.
+pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<Batch> {
+    if prepared.is_idle() {
+        return Ok(Batch {
+            rows: Vec::new(),
+            interrupted: None,
+        });
+    }
+    let engine = engine::Engine {
+        run: run.clone(),
+        max_parallel: options.max_parallel,
+        gates: options.gates,
+        retry_cooldown: options.retry_cooldown,
+        idle_timeout: options.idle_timeout,
+        view: view::View::new(false),
+        prices: options.prices,
+        budget: options.budget,
+        budget_stopped: Vec::new(),
+    };
+    let order: Vec<String> = prepared
+        .adopt
         .iter()
-        .find(|a| a.role == crate::catalog::Role::Executor)
+        .map(|a| a.planned.dispatch_name.clone())
+        .chain(prepared.start.iter().map(|p| p.dispatch_name.clone()))
+        .collect();
+    let (records, interrupted) = engine.run(prepared.start, prepared.adopt)?;
+    let finished = TeamState {
+        dispatches: records,
+        ..TeamState::default()
+    };
+    let mut rows: Vec<Row> = finished
+        .latest_attempts()
+        .into_iter()
+        .map(Row::from_record)
+        .collect();
+    // In the order they were planned, not the order they ended.
+    rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
+    Ok(Batch { rows, interrupted })
+}
+
+/// Run `planned` attempts (their attempt numbers already set) to the end
+/// of the batch.
+pub fn run_planned(run: &Run, planned: Vec<Planned>, options: Options) -> Result<Batch> {
+    run_prepared(
+        run,
+        Prepared {
+            start: planned,
+            ..Prepared::default()
+        },
+        options,
+    )
+}
+
+/// The Executor of an implementation run.
+fn executor_of(run: &Run) -> Result<&crate::run::roster::Assignment> {
+    run.in_role(crate::catalog::Role::Executor)
+        .next()
         .context("`--fix` is for implementation runs: this run has no Executor")
 }
 
-/// Plan the Executor's one fix pass: refuse before the Executor completed
-/// and a second time; write `prompts/<executor>.fix.md` (its prompt, then
-/// the defects in `fix`) and plan it as the Executor's next attempt.
-pub fn plan_fix_pass(
-    manifest: &RunManifest,
-    state: &team_state::TeamState,
+/// The prompt of the Executor's one fix pass, beside its own prompt.
+pub fn fix_prompt_path(run: &Run) -> Result<std::path::PathBuf> {
+    let executor = executor_of(run)?;
+    Ok(executor
+        .paths
+        .prompt_path
+        .with_file_name(format!("{}.fix.md", executor.dispatch_name)))
+}
+
+/// Plan the Executor's one fix pass (`okstra dispatch --fix`): refuse
+/// before the Executor completed and once a fix pass completed; write
+/// `prompts/<executor>.fix.md` (its prompt, then the defects in `fix`) and
+/// plan it as the Executor's next attempt.
+pub fn plan_fix_pass(run: &Run, state: &TeamState, fix: &std::path::Path) -> Result<Planned> {
+    let executor = executor_of(run)?;
+    let path = fix_prompt_path(run)?;
+    if state
+        .latest_on(&executor.dispatch_name, &path)
+        .is_some_and(|r| r.ending == Some(Ending::Completed))
+    {
+        bail!("the Executor already had its one fix pass in this run");
+    }
+    write_fix_prompt(run, state, fix)?;
+    repair_of(run, state, &executor.worker_id, &path)
+}
+
+/// Write the Executor's fix prompt: its own prompt, then the defects in
+/// `fix`. Refused before the Executor completed its own work.
+pub fn write_fix_prompt(
+    run: &Run,
+    state: &TeamState,
     fix: &std::path::Path,
-) -> Result<Planned> {
-    let executor = executor_of(manifest)?;
-    if state.latest(&executor.dispatch_name).and_then(|r| r.ending) != Some(Ending::Completed) {
+) -> Result<std::path::PathBuf> {
+    let executor = executor_of(run)?;
+    let path = fix_prompt_path(run)?;
+    if state
+        .latest_on(&executor.dispatch_name, &executor.paths.prompt_path)
+        .and_then(|r| r.ending)
+        != Some(Ending::Completed)
+    {
         bail!(
             "the Executor `{}` has not completed, so there is nothing to fix yet",
             executor.dispatch_name
         );
-    }
-    if state.dispatches.iter().any(|r| {
-        r.dispatch_name == executor.dispatch_name
-            && r.prompt_path.to_string_lossy().ends_with(".fix.md")
-    }) {
-        bail!("the Executor already had its one fix pass in this run");
     }
     let defects = crate::fsread::read(fix, crate::fsread::Kind::Brief)
         .with_context(|| format!("cannot read the fix request `{}`", fix.display()))?;
@@ -233,88 +300,32 @@ pub fn plan_fix_pass(
          that says, per defect, what you changed.\n\n",
     );
     prompt.push_str(&String::from_utf8_lossy(&defects));
-    let path = executor
-        .paths
-        .prompt_path
-        .with_file_name(format!("{}.fix.md", executor.dispatch_name));
-    crate::durable::write_atomic(&path, prompt.as_bytes())
-        .with_context(|| format!("cannot write `{}`", path.display()))?;
-    repair_of(manifest, state, &executor.worker_id, &path)
+    write_if_changed(&path, prompt.as_bytes())?;
+    Ok(path)
 }
 
-/// Print a finished batch's summary; its exit status: 128+N when a signal
-/// stopped it, 0 when every attempt completed, else 1.
-fn finish(batch: &Batch, json: bool) -> Result<ExitStatus> {
-    print_summary(&batch.rows, json)?;
-    if let Some(signal) = batch.interrupted {
-        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+/// Write `bytes` to `path` atomically unless it already holds exactly them
+/// (a prompt rewritten with the same bytes must not look new).
+pub fn write_if_changed(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let same = crate::fsread::read_no_follow(path, crate::fsread::Kind::Result)
+        .is_ok_and(|old| old == bytes);
+    if !same {
+        crate::durable::write_atomic(path, bytes)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
     }
-    Ok(if batch.all_completed() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
-}
-
-/// Select and run the `cli-wrapper` dispatches of `kind` (native ones are
-/// recorded for the host), to the end of the batch.
-pub fn run_batch(
-    manifest: &RunManifest,
-    kind: Kind,
-    workers: Option<&[String]>,
-    options: Options,
-) -> Result<Batch> {
-    let state = team_state::read(&manifest.team_state_path)?;
-    let selection = select::select(manifest, &state, kind, workers)?;
-    record_native(manifest, &selection.native)?;
-    run_planned(manifest, selection.planned, options)
-}
-
-/// Run `planned` attempts to the end of the batch.
-pub fn run_planned(
-    manifest: &RunManifest,
-    planned: Vec<Planned>,
-    options: Options,
-) -> Result<Batch> {
-    if planned.is_empty() {
-        return Ok(Batch {
-            rows: Vec::new(),
-            interrupted: None,
-        });
-    }
-    let engine = engine::Engine {
-        project_root: manifest.project_root.clone(),
-        team_state: manifest.team_state_path.clone(),
-        max_parallel: options.max_parallel,
-        gates: options.gates,
-        retry_cooldown: options.retry_cooldown,
-        idle_timeout: options.idle_timeout,
-        view: view::View::new(false),
-        prices: options.prices,
-        budget: options.budget,
-        budget_stopped: Vec::new(),
-    };
-    let order: Vec<String> = planned.iter().map(|p| p.dispatch_name.clone()).collect();
-    let (records, interrupted) = engine.run(planned)?;
-    let mut rows: Vec<Row> = wait::latest_attempts(&records)
-        .iter()
-        .map(Row::from_record)
-        .collect();
-    // In the order they were planned, not the order they ended.
-    rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
-    Ok(Batch { rows, interrupted })
+    Ok(())
 }
 
 /// The next attempt of `worker_id`'s own dispatch, with `prompt` instead of
-/// its rendered prompt (the report writer's repair: the same assignment,
-/// its prompt with the validator's messages appended).
+/// its rendered prompt (the report writer's repair, the Executor's fix
+/// pass: the same assignment, its prompt with more appended).
 pub fn repair_of(
-    manifest: &RunManifest,
-    state: &team_state::TeamState,
+    run: &Run,
+    state: &TeamState,
     worker_id: &str,
     prompt: &std::path::Path,
 ) -> Result<Planned> {
-    let assignment = manifest
+    let assignment = run
         .assignment(worker_id)
         .with_context(|| format!("`{worker_id}` is not on this run's roster"))?;
     let attempt = state
@@ -325,7 +336,7 @@ pub fn repair_of(
     Ok(Planned {
         dispatch_name: assignment.dispatch_name.clone(),
         assignment_name: assignment.dispatch_name.clone(),
-        kind: Kind::Retry.as_string(),
+        kind: DispatchKind::Retry,
         attempt,
         worker_id: assignment.worker_id.clone(),
         role: assignment.role,
@@ -334,29 +345,32 @@ pub fn repair_of(
         runner: assignment.runner,
         paths,
         prompt_sha256: None,
+        inputs_sha256: None,
     })
 }
 
-/// Record `native-session` dispatches, so the host never writes a dispatch
-/// record by hand and `await` finds them the same way as wrapper ones.
-fn record_native(manifest: &RunManifest, native: &[Planned]) -> Result<()> {
-    if native.is_empty() {
-        return Ok(());
-    }
-    let records: Vec<_> = native
+/// Record `native-session` dispatches the host has not started yet, so the
+/// host never writes a dispatch record by hand and `await` finds them the
+/// same way as wrapper ones.
+fn record_native(run: &Run, state: &TeamState, native: &[Planned]) -> Result<()> {
+    let records: Vec<DispatchRecord> = native
         .iter()
+        .filter(|planned| state.latest(&planned.dispatch_name).is_none())
         .map(|planned| {
             let mut record =
                 attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-            record.started_at = Some(crate::clock::rfc3339_now());
+            record.start();
             record.dispatcher_pid = None;
             record.log_path = None;
             record.sidecar_path = None;
             record
         })
         .collect();
+    if records.is_empty() {
+        return Ok(());
+    }
     let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
-    team_state::update(&manifest.team_state_path, &changes)?;
+    team_state::update(run, &changes)?;
     Ok(())
 }
 
@@ -396,166 +410,4 @@ pub fn split_workers(text: &str) -> Result<Vec<String>> {
         bail!("invalid value `{text}` for `--workers`: expected worker ids, e.g. `claude,codex`");
     }
     Ok(names)
-}
-
-/// One line of `--dry-run`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Would {
-    dispatch_name: String,
-    kind: String,
-    attempt: u32,
-    provider: &'static str,
-    model: String,
-    /// The provider CLI's argv, program first; never the prompt's text.
-    /// Empty when the wrapper would refuse to start.
-    argv: Vec<String>,
-    /// Why the wrapper would refuse (its preflight), if it would.
-    refusal: Option<String>,
-    prompt_path: String,
-    result_path: String,
-}
-
-/// Print what would start, and write nothing: each attempt goes through the
-/// wrapper's own preflight, so the argv shown is the one that would run.
-fn dry_run(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
-    let would: Vec<Would> = planned
-        .iter()
-        .map(|p| {
-            let wrapper =
-                engine::wrapper_args(p, &manifest.project_root, None, args.engine.idle_timeout);
-            let (cli_argv, refusal) = match crate::provider_exec::preflight(None, &wrapper) {
-                Ok(ready) => (
-                    std::iter::once(ready.plan.program.to_owned())
-                        .chain(
-                            ready
-                                .plan
-                                .args
-                                .iter()
-                                .map(|a| a.to_string_lossy().into_owned()),
-                        )
-                        .collect(),
-                    None,
-                ),
-                Err(refused) => (Vec::new(), Some(refused.to_string())),
-            };
-            Would {
-                dispatch_name: p.dispatch_name.clone(),
-                kind: p.kind.clone(),
-                attempt: p.attempt,
-                provider: p.provider.as_str(),
-                model: p.model.clone(),
-                argv: cli_argv,
-                refusal,
-                prompt_path: p.paths.prompt_path.display().to_string(),
-                result_path: p.paths.result_path.display().to_string(),
-            }
-        })
-        .collect();
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        use std::io::Write;
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "wouldStart": would }))?
-        )?;
-    } else {
-        use std::io::Write;
-        for w in &would {
-            match &w.refusal {
-                None => writeln!(
-                    out,
-                    "would start {} ({}, attempt {}): {}",
-                    w.dispatch_name,
-                    w.kind,
-                    w.attempt,
-                    w.argv.join(" ")
-                )?,
-                Some(why) => writeln!(
-                    out,
-                    "would fail {} ({}, attempt {}): {}",
-                    w.dispatch_name,
-                    w.kind,
-                    w.attempt,
-                    crate::fsread::escape(why)
-                )?,
-            }
-        }
-    }
-    Ok(ExitStatus::Success)
-}
-
-/// Start a detached dispatcher with the same arguments and return once it
-/// has recorded its dispatches (so an `okstra await` right after sees them).
-fn detach(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
-    let program = std::env::current_exe().context("cannot find the okstra binary to detach")?;
-    let log_path = attempt::detach_log(&manifest.run_dir);
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .with_context(|| format!("cannot open `{}`", log_path.display()))?;
-    let forwarded: Vec<std::ffi::OsString> = std::env::args_os()
-        .skip(1)
-        .filter(|arg| arg != "--detach")
-        .collect();
-    let mut command = std::process::Command::new(program);
-    command
-        .args(&forwarded)
-        .env(DETACHED_ENV, "1")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
-        .spawn()
-        .context("cannot start the detached dispatcher")?;
-    let pid = i32::try_from(child.id()).ok();
-    let deadline = Instant::now() + DETACH_READY;
-    loop {
-        let state = team_state::read(&manifest.team_state_path)?;
-        let recorded = planned.iter().all(|p| {
-            state.dispatches.iter().any(|r| {
-                r.dispatch_name == p.dispatch_name
-                    && r.attempt == p.attempt
-                    && r.dispatcher_pid == pid
-            })
-        });
-        if recorded || Instant::now() >= deadline || child.try_wait().ok().flatten().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut out = std::io::stdout().lock();
-    {
-        use std::io::Write;
-        if args.json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({ "detached": true, "pid": pid, "log": log_path })
-            )?;
-        } else {
-            writeln!(out, "{}", log_path.display())?;
-        }
-    }
-    diag::progress(format_args!(
-        "dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`",
-        planned.len(),
-        pid.map_or_else(|| "?".into(), |p| p.to_string()),
-        manifest.run_dir.display()
-    ));
-    Ok(ExitStatus::Success)
-}
-
-fn ignore_hangup() {
-    use nix::sys::signal::{SigHandler, Signal, signal};
-    // SAFETY-free: `signal` with `SigIgn` installs no Rust handler.
-    #[expect(
-        unsafe_code,
-        reason = "ignoring SIGHUP has no handler code to be unsafe in"
-    )]
-    // SAFETY: SIG_IGN runs no code in signal context.
-    let _ = unsafe { signal(Signal::SIGHUP, SigHandler::SigIgn) };
 }

@@ -1,26 +1,28 @@
-//! Which dispatches a `okstra dispatch --kind …` call starts: a pure choice
-//! from the run manifest, the team state's records and (for convergence
-//! rounds) the round plan.
+//! Which dispatches a call starts, in two steps.
 //!
-//! `initial` takes the current phase's workers that have never been
-//! dispatched: the analysers (or the executor, then — once it completed —
-//! the verifiers of an implementation run). The report writer joins only
-//! when named with `--workers`, so a repeated call can never start it before
-//! the lead has converged. `critic` takes the critic. `retry` spends a named
-//! worker's one retry on its last failed attempt. `reverify-r<N>` takes the
-//! reviewers of `state/round-plan-r<N>.json`.
+//! [`select`] lists the candidates of one kind from the roster and (for
+//! convergence rounds) the round plan: `initial` is the current phase's
+//! workers (the analysers; or the Executor, then — once it completed — the
+//! verifiers of an implementation run; the report writer only when named
+//! with `--workers`, so a repeated call never starts it before convergence);
+//! `critic` the critic; `reverify-r<N>` the reviewers of
+//! `state/round-plan-r<N>.json`; `retry` a named worker's last attempt.
+//!
+//! [`decide`] then says, for each candidate and its latest attempt, whether
+//! to start an attempt, adopt a live one, settle a dead one or skip it. It
+//! is pure and keyed on what was paid for: an attempt that completed with
+//! the same prompt bytes, provider, model (and inputs) is never run again.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use crate::catalog::{Provider, Role, Runner};
+use crate::catalog::{DispatchKind, Provider, REPORT_WRITER, Role, Runner, TaskType};
 use crate::ending::Ending;
-use crate::run::layout::RunLayout;
-use crate::run::manifest::RunManifest;
+use crate::run::Run;
 use crate::run::roster::{Assignment, DispatchPaths};
-use crate::run::team_state::TeamState;
+use crate::run::team_state::{DispatchRecord, TeamState};
 
 /// `--kind`: the catalog's dispatch kinds.
 pub use crate::catalog::DispatchKind as Kind;
@@ -32,7 +34,7 @@ pub struct Planned {
     /// The `workers.<name>` key of the team state: the assignment's own
     /// dispatch name (a reverify dispatch spends its worker's retry).
     pub assignment_name: String,
-    pub kind: String,
+    pub kind: DispatchKind,
     pub attempt: u32,
     pub worker_id: String,
     pub role: Role,
@@ -40,30 +42,159 @@ pub struct Planned {
     pub model: String,
     pub runner: Runner,
     pub paths: DispatchPaths,
+    /// The prompt's SHA-256 when the planner knows it (a round plan's).
     pub prompt_sha256: Option<String>,
+    /// The SHA-256 of the tracked files the prompt points at (see
+    /// `DispatchRecord::inputs_sha256`).
+    pub inputs_sha256: Option<String>,
 }
 
-/// The result of selection: what starts, and what the host must dispatch.
-#[derive(Debug, Default)]
-pub struct Selection {
-    pub planned: Vec<Planned>,
-    /// `native-session` dispatches of the same kind: the host runs these.
-    pub native: Vec<Planned>,
-    /// Selected workers that are skipped, with the reason.
-    pub skipped: Vec<(String, String)>,
+/// What to do about one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Start attempt `attempt`.
+    Start { attempt: u32 },
+    /// Its latest attempt's wrapper still runs, started by a driver that is
+    /// gone: wait for it and finish its record (it is paid for).
+    Adopt(Box<DispatchRecord>),
+    /// Its latest attempt never recorded an ending and nothing of it runs:
+    /// finish the record from its files, then decide again.
+    Settle(Box<DispatchRecord>),
+    /// Nothing to do, and why.
+    Skip(Skip),
 }
 
-/// Choose the dispatches of `kind` (restricted to `workers` when given).
+/// Why a candidate is not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// It completed with the same prompt bytes, provider, model and inputs.
+    Completed,
+    /// It ended this way, and nothing allows another attempt.
+    Failed(Ending),
+    /// A driver that is alive runs it.
+    Running,
+    /// It runs in the host's own session, which okstra cannot start.
+    Host,
+}
+
+/// What [`decide`] knows besides the records.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The SHA-256 of the prompt bytes the next attempt would be given.
+    pub prompt_sha256: Option<String>,
+    /// Whether the latest attempt's driver, or its wrapper, is alive.
+    pub live: Live,
+    /// An explicit resume: one fresh attempt for a worker whose last
+    /// attempt ended for a reason the user can fix (logged out, offline,
+    /// rate-limited, CLI missing).
+    pub resume: bool,
+}
+
+/// Whether anything of an unfinished attempt still runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Live {
+    /// Its dispatcher (a driver) is alive.
+    Driver,
+    /// Its dispatcher is gone, its wrapper still runs.
+    Wrapper,
+    /// Nothing of it runs.
+    #[default]
+    Nothing,
+}
+
+/// Endings a user can fix and then resume: each worker whose last attempt
+/// ended so gets one fresh attempt per explicit resume.
+pub fn fixable_by_user(ending: Ending) -> bool {
+    matches!(
+        ending,
+        Ending::Auth | Ending::Network | Ending::RateLimit | Ending::CliMissing
+    )
+}
+
+/// Decide what to do about `planned` from its dispatch's attempts in
+/// `state`: an unfinished latest attempt is adopted, settled or left to its
+/// driver; otherwise the latest attempt on the same prompt file decides.
+pub fn decide_in(planned: &Planned, state: &TeamState, facts: &Facts) -> Decision {
+    let latest = state.latest(&planned.dispatch_name);
+    let next = latest.map_or(1, |r| r.attempt + 1);
+    match latest {
+        Some(last) if last.ending.is_none() => decide(planned, Some(last), next, facts),
+        _ => decide(
+            planned,
+            state.latest_on(&planned.dispatch_name, &planned.paths.prompt_path),
+            next,
+            facts,
+        ),
+    }
+}
+
+/// Decide what to do about `planned`, whose latest attempt (on the same
+/// prompt file) is `latest`; a new attempt is numbered `next`.
+pub fn decide(
+    planned: &Planned,
+    latest: Option<&DispatchRecord>,
+    next: u32,
+    facts: &Facts,
+) -> Decision {
+    let start = Decision::Start { attempt: next };
+    let Some(last) = latest else {
+        if planned.runner == Runner::NativeSession {
+            return Decision::Skip(Skip::Host);
+        }
+        return start;
+    };
+    let next = start;
+    let Some(ending) = last.ending else {
+        if last.runner == Some(Runner::NativeSession) {
+            return Decision::Skip(Skip::Host);
+        }
+        return match facts.live {
+            Live::Driver => Decision::Skip(Skip::Running),
+            Live::Wrapper => Decision::Adopt(Box::new(last.clone())),
+            Live::Nothing => Decision::Settle(Box::new(last.clone())),
+        };
+    };
+    let unchanged = last.provider.is_none_or(|p| p == planned.provider)
+        && last.model.as_deref().is_none_or(|m| m == planned.model)
+        && match (&last.prompt_sha256, &facts.prompt_sha256) {
+            (Some(then), Some(now)) => then == now,
+            _ => true,
+        }
+        && match (&last.inputs_sha256, &planned.inputs_sha256) {
+            (then, Some(now)) => then.as_ref() == Some(now),
+            (_, None) => true,
+        };
+    if planned.runner == Runner::NativeSession {
+        // okstra cannot start the host's session: only the host can run
+        // it again.
+        return Decision::Skip(if ending == Ending::Completed && unchanged {
+            Skip::Completed
+        } else {
+            Skip::Host
+        });
+    }
+    match ending {
+        Ending::Completed if unchanged => Decision::Skip(Skip::Completed),
+        // A changed prompt, provider or model is a new question.
+        _ if !unchanged => next,
+        Ending::Cancelled | Ending::Signalled | Ending::Budget => next,
+        ending if facts.resume && fixable_by_user(ending) => next,
+        ending => Decision::Skip(Skip::Failed(ending)),
+    }
+}
+
+/// The candidates of `kind` (restricted to `workers` when given), before
+/// [`decide`]: `attempt` is still unset (1).
 pub fn select(
-    manifest: &RunManifest,
+    run: &Run,
     state: &TeamState,
     kind: Kind,
     workers: Option<&[String]>,
-) -> Result<Selection> {
+) -> Result<Vec<Planned>> {
     if let Some(names) = workers {
         for name in names {
-            if manifest.assignment(name).is_none() {
-                let known: Vec<&str> = manifest
+            if run.assignment(name).is_none() {
+                let known: Vec<&str> = run
                     .assignments
                     .iter()
                     .map(|a| a.worker_id.as_str())
@@ -76,88 +207,55 @@ pub fn select(
         }
     }
     let named = |a: &Assignment| workers.is_none_or(|names| names.contains(&a.worker_id));
-    let mut selection = Selection::default();
-    let candidates: Vec<Planned> = match kind {
-        Kind::Initial => initial(manifest, state, workers)
+    Ok(match kind {
+        Kind::Initial => initial(run, state, workers)
             .into_iter()
             .filter(|a| named(a))
-            .map(|a| from_assignment(a, Kind::Initial, 1))
+            .map(|a| from_assignment(a, Kind::Initial))
             .collect(),
-        Kind::Critic => manifest
-            .assignments
-            .iter()
-            .filter(|a| a.role == Role::Critic && named(a))
-            .filter(|a| state.latest(&a.dispatch_name).is_none())
-            .map(|a| from_assignment(a, Kind::Critic, 1))
+        Kind::Critic => run
+            .in_role(Role::Critic)
+            .filter(|a| named(a))
+            .map(|a| from_assignment(a, Kind::Critic))
             .collect(),
-        Kind::Retry => {
-            let Some(retried) = workers else {
-                bail!("`--kind retry` needs `--workers`: name the workers to retry");
-            };
-            let mut planned = Vec::new();
-            for name in retried {
-                let assignment = manifest.assignment(name).context("checked above")?;
-                match retry_of(assignment, state) {
-                    Ok(next) => planned.push(next),
-                    Err(why) => selection
-                        .skipped
-                        .push((assignment.dispatch_name.clone(), why)),
-                }
-            }
-            planned
-        }
-        Kind::Reverify(round) => reverify(manifest, state, round)?
+        Kind::Retry => bail!("`--kind retry` is chosen with `retry`, not `select`"),
+        Kind::Reverify(round) => reverify(run, round)?
             .into_iter()
             .filter(|p| workers.is_none_or(|names| names.contains(&p.worker_id)))
             .collect(),
-    };
-    for planned in candidates {
-        if planned.runner == Runner::NativeSession {
-            selection.native.push(planned);
-        } else {
-            selection.planned.push(planned);
-        }
-    }
-    Ok(selection)
+    })
 }
 
-/// The current phase's assignments that were never dispatched.
-fn initial<'m>(
-    manifest: &'m RunManifest,
-    state: &TeamState,
-    workers: Option<&[String]>,
-) -> Vec<&'m Assignment> {
-    let undispatched = |a: &&Assignment| state.latest(&a.dispatch_name).is_none();
+/// The current phase's assignments.
+fn initial<'m>(run: &'m Run, state: &TeamState, workers: Option<&[String]>) -> Vec<&'m Assignment> {
     let completed = |a: &Assignment| {
         state
             .latest(&a.dispatch_name)
             .is_some_and(|r| r.ending == Some(Ending::Completed))
     };
-    let by_role = |role: Role| manifest.assignments.iter().filter(move |a| a.role == role);
-    let mut phase: Vec<&Assignment> =
-        if manifest.task_type == crate::catalog::TaskType::Implementation {
-            let executor_done = by_role(Role::Executor).all(completed);
-            if executor_done {
-                by_role(Role::Verifier).filter(undispatched).collect()
-            } else {
-                by_role(Role::Executor).filter(undispatched).collect()
-            }
+    let mut phase: Vec<&Assignment> = if run.task_type == TaskType::Implementation {
+        if run.in_role(Role::Executor).all(completed) {
+            run.in_role(Role::Verifier).collect()
         } else {
-            by_role(Role::Analyser).filter(undispatched).collect()
-        };
+            run.in_role(Role::Executor).collect()
+        }
+    } else {
+        run.in_role(Role::Analyser).collect()
+    };
     // The report writer only on request: it must follow convergence.
-    if workers.is_some_and(|names| names.iter().any(|n| n == crate::catalog::REPORT_WRITER)) {
-        phase.extend(by_role(Role::ReportWriter).filter(undispatched));
+    if workers.is_some_and(|names| names.iter().any(|n| n == REPORT_WRITER)) {
+        phase.extend(run.in_role(Role::ReportWriter));
     }
     phase
 }
 
-fn from_assignment(a: &Assignment, kind: Kind, attempt: u32) -> Planned {
+/// A candidate for `a`'s own dispatch.
+pub fn from_assignment(a: &Assignment, kind: Kind) -> Planned {
     Planned {
         dispatch_name: a.dispatch_name.clone(),
         assignment_name: a.dispatch_name.clone(),
-        kind: kind.as_string(),
-        attempt,
+        kind,
+        attempt: 1,
         worker_id: a.worker_id.clone(),
         role: a.role,
         provider: a.provider,
@@ -165,42 +263,40 @@ fn from_assignment(a: &Assignment, kind: Kind, attempt: u32) -> Planned {
         runner: a.runner,
         paths: a.paths.clone(),
         prompt_sha256: None,
+        inputs_sha256: None,
     }
 }
 
-/// The retry of `assignment`'s last attempt, or why there is none.
-fn retry_of(assignment: &Assignment, state: &TeamState) -> Result<Planned, String> {
+/// `--kind retry`: the next attempt of `assignment`'s last attempt (of any
+/// of its dispatches), or why there is none. An interrupted attempt
+/// (cancelled, signalled, never started for the budget) is simply run
+/// again; a failed one spends the worker's one shared retry.
+pub fn retry_of(assignment: &Assignment, state: &TeamState) -> Result<(Planned, bool), String> {
     let last = state
-        .dispatches
-        .iter()
-        .filter(|r| r.worker_id == assignment.worker_id)
-        .max_by(|a, b| {
-            a.started_at
-                .cmp(&b.started_at)
-                .then(a.attempt.cmp(&b.attempt))
-        })
+        .latest_of_worker(&assignment.worker_id)
         .ok_or("it was never dispatched")?;
-    match last.ending {
+    let spends = match last.ending {
         None => return Err("its last attempt has not ended".into()),
         Some(Ending::Completed) => return Err("its last attempt completed".into()),
-        Some(ending) if !ending.is_retryable() => {
+        Some(_) if last.was_interrupted() => false,
+        Some(ending) if !ending.is_retryable() && !fixable_by_user(ending) => {
             return Err(format!(
                 "its last attempt ended `{ending}`, which is not retried"
             ));
         }
-        Some(_) => {}
-    }
-    if state
-        .retries_used
-        .get(&assignment.dispatch_name)
-        .is_some_and(|used| *used >= 1)
-    {
+        Some(_) => true,
+    };
+    if spends && state.retry_spent(&assignment.dispatch_name) {
         return Err("its one retry is already spent".into());
     }
-    Ok(Planned {
+    let planned = Planned {
         dispatch_name: last.dispatch_name.clone(),
         assignment_name: assignment.dispatch_name.clone(),
-        kind: Kind::Retry.as_string(),
+        kind: if spends {
+            Kind::Retry
+        } else {
+            last.dispatch_kind
+        },
         attempt: last.attempt + 1,
         worker_id: assignment.worker_id.clone(),
         role: assignment.role,
@@ -215,7 +311,9 @@ fn retry_of(assignment: &Assignment, state: &TeamState) -> Result<Planned, Strin
             heartbeat_path: assignment.paths.heartbeat_path.clone(),
         },
         prompt_sha256: None,
-    })
+        inputs_sha256: last.inputs_sha256.clone(),
+    };
+    Ok((planned, spends))
 }
 
 /// One reviewer of a round plan, as `okstra converge plan` writes it.
@@ -238,15 +336,15 @@ struct RoundPlan {
     reviewers: Vec<Reviewer>,
 }
 
-/// The reviewers of round `round` not yet dispatched.
-fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec<Planned>> {
-    let plan_path = RunLayout::of(&manifest.run_dir).round_plan(round);
+/// The reviewers of round `round`.
+fn reverify(run: &Run, round: u32) -> Result<Vec<Planned>> {
+    let plan_path = run.layout().round_plan(round);
     let path = &plan_path;
     let bytes = crate::fsread::read_no_follow(path, crate::fsread::Kind::Manifest).with_context(|| {
         format!(
             "cannot read the round plan `{}`; run `okstra converge plan {} --round {round}` first",
             path.display(),
-            manifest.run_dir.display()
+            run.dir.display()
         )
     })?;
     let plan: RoundPlan = serde_json::from_slice(&bytes).with_context(|| {
@@ -257,22 +355,28 @@ fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec
     })?;
     let mut planned = Vec::new();
     for reviewer in plan.reviewers {
-        let assignment = manifest.assignment(&reviewer.worker_id).with_context(|| {
+        let assignment = run.assignment(&reviewer.worker_id).with_context(|| {
             format!(
                 "the round plan names `{}`, who is not on this run's roster",
-                reviewer.worker_id
+                crate::fsread::escape(&reviewer.worker_id)
             )
         })?;
-        if state.latest(&reviewer.dispatch_name).is_some() {
-            continue;
+        let expected = Kind::Reverify(round).dispatch_name(&assignment.dispatch_name);
+        if reviewer.dispatch_name != expected {
+            bail!(
+                "the round plan `{}` gives `{}` the dispatch name `{}`; this run expects `{expected}`",
+                plan_path.display(),
+                reviewer.worker_id,
+                crate::fsread::escape(&reviewer.dispatch_name)
+            );
         }
         // A plan is a file anyone can edit: its paths must stay in the run.
         let inside = |p: PathBuf, what: &str| {
-            let path = crate::run::paths::reroot(p, None, &manifest.run_dir);
-            crate::confine::inside(path, &manifest.run_dir, what)
+            let path = run.resolve(&p);
+            crate::confine::inside(path, &run.dir, what)
                 .with_context(|| format!("the round plan `{}` is not usable", plan_path.display()))
         };
-        let mut next = from_assignment(assignment, Kind::Reverify(round), 1);
+        let mut next = from_assignment(assignment, Kind::Reverify(round));
         next.dispatch_name = reviewer.dispatch_name;
         next.prompt_sha256 = reviewer.prompt_sha256;
         next.paths = DispatchPaths {
@@ -288,16 +392,5 @@ fn reverify(manifest: &RunManifest, state: &TeamState, round: u32) -> Result<Vec
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_parse() {
-        assert_eq!(Kind::parse("initial"), Ok(Kind::Initial));
-        assert_eq!(Kind::parse("reverify-r2"), Ok(Kind::Reverify(2)));
-        assert_eq!(Kind::Reverify(3).as_string(), "reverify-r3");
-        for bad in ["reverify-r0", "reverify-r", "reverify", "later", ""] {
-            assert!(Kind::parse(bad).is_err(), "{bad}");
-        }
-    }
-}
+#[path = "select_tests.rs"]
+mod tests;

@@ -41,7 +41,7 @@ impl Row {
             terminal_status,
             failure_reason,
             dispatch_name: record.dispatch_name.clone(),
-            kind: record.dispatch_kind.clone(),
+            kind: record.dispatch_kind.as_string(),
             attempt: record.attempt,
             runner: record.runner.unwrap_or(Runner::CliWrapper),
             ending: record.ending,

@@ -1,43 +1,41 @@
 //! `okstra await`: block until every selected dispatch has ended, then print
-//! one summary.
+//! one summary; and how an attempt nobody finished is settled.
 //!
 //! A wrapper dispatch has ended when its record has an `ending`. When the
 //! dispatcher that started it is gone (killed, or its host shell closed)
-//! and the wrapper too, `await` finishes the record itself from the sidecar
-//! and log, exactly as the dispatcher would have (a wrapper that never wrote
-//! a sidecar ends `cli-missing` or `crash`: nothing stays pending forever).
-//! A `native-session` worker has ended when its Result Path exists and is
-//! not empty, or its heartbeat's last phase is `complete`. Between looks it
-//! sleeps a second: no busy polling.
+//! and the wrapper too, its record is finished from the sidecar and log,
+//! exactly as the dispatcher would have (a wrapper that never wrote a
+//! sidecar ends `cli-missing` or `crash`: nothing stays pending forever);
+//! all such records are finished in one locked write. A `native-session`
+//! worker has ended when its Result Path exists and is not empty, or its
+//! heartbeat's last phase is `complete`. Between looks it sleeps a second:
+//! no busy polling.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use crate::catalog::Runner;
+use crate::catalog::{DispatchKind, Runner};
 use crate::cli::AwaitArgs;
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::process_group as process;
 use crate::provider_exec::sidecar;
-use crate::run::manifest::RunManifest;
-use crate::run::team_state::{self, DispatchRecord};
+use crate::run::Run;
+use crate::run::team_state::{self, Change, DispatchRecord, TeamState};
 
 use super::attempt::{self, Ended};
-use super::select::{Kind, Planned, select};
+use super::select::{Kind, Live, Planned, select};
 use super::summary::{Row, print_summary};
 
 /// How long `await` sleeps between looks.
 const INTERVAL: Duration = Duration::from_secs(1);
 
 pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
-    let manifest = RunManifest::load(&args.run_dir)?;
-    let kind = match &args.kind {
-        Some(text) => Some(Kind::parse(text).map_err(anyhow::Error::msg)?),
-        None => None,
-    };
+    let run = Run::open(&args.run_dir)?;
+    let kind = args.kind;
     let workers = args
         .workers
         .as_deref()
@@ -48,23 +46,26 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
     // Native workers of the first batch (or the named ones) are awaited by
     // their files: the host dispatched them, okstra has no record.
     let native: Vec<Planned> = if kind.is_none_or(|k| k == Kind::Initial) {
-        let state = team_state::read(&manifest.team_state_path)?;
-        let mut fresh = state.clone();
-        fresh.dispatches.clear();
-        select(&manifest, &fresh, Kind::Initial, workers.as_deref())?.native
+        select(
+            &run,
+            &TeamState::default(),
+            Kind::Initial,
+            workers.as_deref(),
+        )?
+        .into_iter()
+        .filter(|p| p.runner == Runner::NativeSession)
+        .collect()
     } else {
         Vec::new()
     };
     loop {
-        let state = team_state::read(&manifest.team_state_path)?;
-        let mut selected: Vec<DispatchRecord> = latest_attempts(&state.dispatches)
+        let state = run.team_state()?;
+        let mut selected: Vec<DispatchRecord> = state
+            .latest_attempts()
             .into_iter()
-            .filter(|r| {
-                kind.is_none_or(|k| {
-                    same_kind(k, &r.dispatch_kind, &r.dispatch_name, &state.dispatches)
-                })
-            })
+            .filter(|r| kind.is_none_or(|k| same_kind(k, r, &state.dispatches)))
             .filter(|r| workers.as_ref().is_none_or(|w| w.contains(&r.worker_id)))
+            .cloned()
             .collect();
         if selected.is_empty() && native.is_empty() {
             bail!(
@@ -73,12 +74,22 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
                 kind.map_or(String::new(), |k| format!(" of kind `{}`", k.as_string()))
             );
         }
-        let mut pending = 0;
-        for record in &mut selected {
-            if record.ending.is_none() && !settle(&manifest, record, &prices)? {
-                pending += 1;
+        let orphans: Vec<DispatchRecord> = selected
+            .iter()
+            .filter(|r| {
+                r.ending.is_none()
+                    && (r.runner == Some(Runner::NativeSession) || liveness(r) == Live::Nothing)
+            })
+            .cloned()
+            .collect();
+        if !orphans.is_empty() {
+            for done in settle_all(&run, orphans, &prices)? {
+                if let Some(slot) = selected.iter_mut().find(|r| r.is_same_attempt(&done)) {
+                    *slot = done;
+                }
             }
         }
+        let mut pending = selected.iter().filter(|r| r.ending.is_none()).count();
         let native_rows: Vec<Row> = native
             .iter()
             .filter(|n| !selected.iter().any(|r| r.dispatch_name == n.dispatch_name))
@@ -107,71 +118,105 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
     }
 }
 
-/// Whether a record of kind `dispatch_kind` belongs to `kind`: a retry
-/// belongs to the kind of the dispatch it retries.
-fn same_kind(kind: Kind, dispatch_kind: &str, dispatch_name: &str, all: &[DispatchRecord]) -> bool {
-    let wanted = kind.as_string();
-    if dispatch_kind == wanted {
+/// Whether `record` belongs to `kind`: a retry belongs to the kind of the
+/// dispatch it retries.
+fn same_kind(kind: Kind, record: &DispatchRecord, all: &[DispatchRecord]) -> bool {
+    if record.dispatch_kind == kind {
         return true;
     }
-    dispatch_kind == Kind::Retry.as_string()
+    record.dispatch_kind == DispatchKind::Retry
         && all.iter().any(|r| {
-            r.dispatch_name == dispatch_name && r.attempt == 1 && r.dispatch_kind == wanted
+            r.dispatch_name == record.dispatch_name && r.attempt == 1 && r.dispatch_kind == kind
         })
 }
 
-/// The latest attempt of every dispatch name, in first-recorded order.
-pub fn latest_attempts(records: &[DispatchRecord]) -> Vec<DispatchRecord> {
-    let mut latest: Vec<DispatchRecord> = Vec::new();
-    for record in records {
-        match latest
-            .iter_mut()
-            .find(|r| r.dispatch_name == record.dispatch_name)
-        {
-            Some(slot) if slot.attempt <= record.attempt => *slot = record.clone(),
-            Some(_) => {}
-            None => latest.push(record.clone()),
-        }
+/// Whether anything of an unfinished attempt still runs: its dispatcher,
+/// or (its dispatcher gone) its wrapper. A native attempt has no process
+/// of ours: the host runs it.
+pub fn liveness(record: &DispatchRecord) -> Live {
+    if record.ending.is_some() {
+        return Live::Nothing;
     }
-    latest
-}
-
-/// Finish `record` when nobody else will: its dispatcher is gone and its
-/// wrapper has ended (or never started). Returns whether it has ended.
-fn settle(
-    manifest: &RunManifest,
-    record: &mut DispatchRecord,
-    prices: &crate::usage::Prices,
-) -> Result<bool> {
     if record.runner == Some(Runner::NativeSession) {
-        return settle_native(manifest, record);
+        return Live::Driver;
     }
     if record
         .dispatcher_pid
         .is_some_and(|pid| dispatcher_alive(pid, record))
     {
-        return Ok(false);
+        return Live::Driver;
     }
-    let sidecar = record
+    if wrapper_of(record).is_some() {
+        return Live::Wrapper;
+    }
+    Live::Nothing
+}
+
+/// The live wrapper of `record`, from its sidecar: its pid and start time.
+pub fn wrapper_of(record: &DispatchRecord) -> Option<(i32, i64)> {
+    let found = sidecar::read(record.sidecar_path.as_deref()?)
+        .ok()
+        .flatten()?;
+    if found.is_exited() {
+        return None;
+    }
+    let (pid, started) = (found.pid?, found.started_ts?);
+    process::wrapper_alive(pid, started).then_some((pid, started))
+}
+
+/// Finish every record of `orphans` (attempts that never recorded an
+/// ending, nothing of which runs) from its files, in one locked write.
+/// Returns the finished records.
+pub fn settle_all(
+    run: &Run,
+    orphans: Vec<DispatchRecord>,
+    prices: &crate::usage::Prices,
+) -> Result<Vec<DispatchRecord>> {
+    let mut done = Vec::with_capacity(orphans.len());
+    let mut names = Vec::with_capacity(orphans.len());
+    for record in orphans {
+        let assignment_name = run
+            .assignment(&record.worker_id)
+            .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
+        let finished = if record.runner == Some(Runner::NativeSession) {
+            match settle_native(run, record) {
+                Some(finished) => finished,
+                None => continue,
+            }
+        } else {
+            let ended = ended_without_dispatcher(&record);
+            attempt::conclude(record, &ended, prices)?.0
+        };
+        names.push(assignment_name);
+        done.push(finished);
+    }
+    if done.is_empty() {
+        return Ok(done);
+    }
+    let mut changes: Vec<Change<'_>> = Vec::with_capacity(done.len() * 2);
+    for (record, name) in done.iter().zip(&names) {
+        changes.push(Change::Put(record));
+        if let (true, Some(ending)) = (record.dispatch_name == *name, record.ending) {
+            changes.push(Change::Terminal(name, ending));
+        }
+    }
+    team_state::update(run, &changes)?;
+    Ok(done)
+}
+
+/// What is known of an attempt's end when its dispatcher is gone.
+fn ended_without_dispatcher(record: &DispatchRecord) -> Ended {
+    let found = record
         .sidecar_path
         .as_deref()
         .and_then(|path| sidecar::read(path).ok().flatten());
-    let ended = match &sidecar {
+    match &found {
         Some(found) if found.is_exited() => Ended::default(),
-        Some(found) => {
-            let alive = match (found.pid, found.started_ts) {
-                (Some(pid), Some(started)) => process::wrapper_alive(pid, started),
-                _ => false,
-            };
-            if alive {
-                return Ok(false);
-            }
-            Ended {
-                exit_code: None,
-                cancelled: false,
-                wrapper_stderr: "the wrapper died without recording an exit".into(),
-            }
-        }
+        Some(_) => Ended {
+            exit_code: None,
+            cancelled: false,
+            wrapper_stderr: "the wrapper died without recording an exit".into(),
+        },
         None if record.started_at.is_none() => Ended {
             exit_code: None,
             cancelled: true,
@@ -182,31 +227,19 @@ fn settle(
             cancelled: false,
             wrapper_stderr: "the wrapper left no status sidecar: it did not start".into(),
         },
-    };
-    let assignment_name = manifest
-        .assignment(&record.worker_id)
-        .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
-    let (done, _) = attempt::finish(
-        &manifest.team_state_path,
-        record.clone(),
-        &assignment_name,
-        &ended,
-        prices,
-    )?;
-    *record = done;
-    Ok(true)
+    }
 }
 
 /// A native-session worker has ended when its Result Path holds something
 /// or its heartbeat says `complete` (without a result: `empty-output`).
-fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<bool> {
+fn settle_native(run: &Run, mut record: DispatchRecord) -> Option<DispatchRecord> {
     let has_result = non_empty(&record.result_path);
-    let heartbeat = manifest
+    let heartbeat = run
         .assignment(&record.worker_id)
         .map(|a| a.paths.heartbeat_path.clone());
     let complete = heartbeat.as_deref().is_some_and(heartbeat_complete);
     if !has_result && !complete {
-        return Ok(false);
+        return None;
     }
     let (ending, detail) = if has_result {
         (
@@ -219,9 +252,7 @@ fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<
             "its heartbeat says complete but its Result Path is empty",
         )
     };
-    record.ending = Some(ending);
-    record.ended_at = Some(crate::clock::rfc3339_now());
-    record.detail = Some(detail.into());
+    record.end(ending, detail.into());
     record.recovered_from = has_result.then(|| "file".to_owned());
     if has_result
         && let Ok(bytes) =
@@ -229,15 +260,7 @@ fn settle_native(manifest: &RunManifest, record: &mut DispatchRecord) -> Result<
     {
         record.result_sha256 = Some(crate::digest::sha256_hex(&bytes));
     }
-    let assignment_name = manifest
-        .assignment(&record.worker_id)
-        .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
-    let mut changes = vec![team_state::Change::Put(record)];
-    if record.dispatch_name == assignment_name {
-        changes.push(team_state::Change::Terminal(&assignment_name, ending));
-    }
-    team_state::update(&manifest.team_state_path, &changes)?;
-    Ok(true)
+    Some(record)
 }
 
 /// Whether the dispatcher `pid` that wrote `record` still runs (a pid that
@@ -257,7 +280,7 @@ fn native_row(planned: &Planned) -> Row {
         non_empty(&planned.paths.result_path) || heartbeat_complete(&planned.paths.heartbeat_path);
     Row {
         dispatch_name: planned.dispatch_name.clone(),
-        kind: planned.kind.clone(),
+        kind: planned.kind.as_string(),
         attempt: 1,
         runner: Runner::NativeSession,
         ending: done.then_some(Ending::Completed),

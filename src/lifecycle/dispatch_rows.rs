@@ -53,17 +53,17 @@ pub fn dispatch_rows(records: &[DispatchRecord]) -> (Vec<DispatchRow>, BTreeMap<
                 (None, None) => "held".to_owned(),
                 (None, Some(_)) => "running".to_owned(),
             };
-            let kind = if r.dispatch_kind == DispatchKind::Retry.as_string() {
+            let kind = if r.dispatch_kind == DispatchKind::Retry {
                 DispatchKind::retried(&r.dispatch_name)
             } else {
-                r.dispatch_kind.clone()
+                r.dispatch_kind.as_string()
             };
             let terminal = r.ending.is_some();
             let all = by_kind.entry(kind).or_insert(true);
             *all &= terminal;
             DispatchRow {
                 dispatch_name: r.dispatch_name.clone(),
-                kind: r.dispatch_kind.clone(),
+                kind: r.dispatch_kind.as_string(),
                 attempt: r.attempt,
                 state,
                 terminal,

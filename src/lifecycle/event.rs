@@ -35,6 +35,31 @@ const MAX_VALUE_BYTES: usize = 4096;
 /// Longest field key.
 const MAX_KEY: usize = 64;
 
+closed_set! {
+    /// The lead events okstra itself writes (`okstra run`, the engine).
+    /// `okstra event` takes any slug a host lead chooses; these are the
+    /// ones okstra's own steps record, spelt once.
+    EventKind {
+        RunStart => "run-start",
+        RunResume => "run-resume",
+        PhaseStart => "phase-start",
+        WorkerComplete => "worker-complete",
+        WorkerTerminal => "worker-terminal",
+        ConvergenceSkipped => "convergence-skipped",
+        RoundComplete => "round-complete",
+        FixPass => "fix-pass",
+        FixPassSkipped => "fix-pass-skipped",
+        UsageCollected => "usage-collected",
+        ReportRepair => "report-repair",
+        ReportValidated => "report-validated",
+        RunComplete => "run-complete",
+        RunInterrupted => "run-interrupted",
+        RunFailed => "run-failed",
+        RunCancelled => "run-cancelled",
+        BudgetStop => "budget-stop",
+    }
+}
+
 /// One line of the lead events log.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -50,7 +75,7 @@ struct Event<'a> {
 pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
     check_kind(&args.kind)?;
     let fields = parse_fields(&args.fields)?;
-    let run = Run::load(&args.run_dir)?;
+    let run = Run::open(&args.run_dir)?;
     append(&run, &args.kind, &fields)?;
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{}", progress_line(&args.kind, &fields))?;

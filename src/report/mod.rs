@@ -36,11 +36,10 @@ use crate::converge;
 use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
+use crate::run::Run;
 use crate::run::layout::{
     REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, RUN_MANIFEST, RunLayout,
 };
-use crate::run::manifest::Record;
-use crate::run::paths;
 use crate::schema;
 use crate::{confine, fsread};
 
@@ -155,6 +154,14 @@ pub fn render(target: &Path) -> Result<Result<(PathBuf, PathBuf), Vec<String>>> 
         return Ok(Err(verdict.problems.iter().map(problem_line).collect()));
     }
     write_outputs(loaded, None).map(Ok)
+}
+
+/// The problems `okstra validate` finds in the report at `target` (none
+/// when it is valid); nothing is written.
+pub fn problems(target: &Path) -> Result<Vec<String>> {
+    let mut loaded = load(target, true)?;
+    let verdict = check(&mut loaded, true)?;
+    Ok(verdict.problems.iter().map(problem_line).collect())
 }
 
 /// Write the Markdown and HTML of a valid report into `out_dir` (default:
@@ -307,59 +314,39 @@ fn find_run(data_path: &Path) -> Result<Option<RunFacts>> {
     Ok(None)
 }
 
-/// Read the parts of a run manifest the report checks need.
+/// Read the parts of a run the report checks need.
 fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
-    let manifest = Record::load(run_dir)?;
-    let path = RunLayout::of(run_dir).run_manifest();
-    let recorded_root = manifest.run_dir.as_deref().map(Path::new);
-    // Re-rooted, then confined to the run: a crafted manifest steers no
-    // read (a worker result) or write (the rendered report) out of it.
-    let resolve = |recorded: &str, what: &str| -> Result<PathBuf> {
-        let resolved = paths::reroot(recorded.into(), recorded_root, run_dir);
-        confine::inside_no_links(&resolved, run_dir, what)
+    let run = Run::open(run_dir)?;
+    let path = run.layout().run_manifest();
+    // Already confined to the run; a worker result read as evidence, or
+    // the report written beside data.json, must not go through a link.
+    let no_links = |resolved: &Path, what: &str| -> Result<PathBuf> {
+        confine::inside_no_links(resolved, &run.dir, what)
             .with_context(|| format!("run manifest `{}` is refused", path.display()))
     };
-    let Some(assignments) = &manifest.assignments else {
-        bail!(
-            "run manifest `{}` has no `assignments` list",
-            path.display()
-        );
-    };
-    let mut roster = Vec::with_capacity(assignments.len());
-    for (index, assignment) in assignments.iter().enumerate() {
-        let field = |value: &Option<String>, name: &str| {
-            value.clone().with_context(|| {
-                format!(
-                    "run manifest `{}`: `assignments[{index}].{name}` is missing",
-                    path.display()
-                )
-            })
-        };
+    let mut roster = Vec::with_capacity(run.assignments.len());
+    for (index, assignment) in run.assignments.iter().enumerate() {
         roster.push(Rostered {
-            worker_id: field(&assignment.worker_id, "workerId")?,
-            role: field(&assignment.role, "role")?,
-            provider: field(&assignment.provider, "provider")?,
-            result_path: resolve(
-                &field(&assignment.result_path, "resultPath")?,
+            worker_id: assignment.worker_id.clone(),
+            role: assignment.role.as_str().to_owned(),
+            provider: assignment.provider.as_str().to_owned(),
+            result_path: no_links(
+                &assignment.paths.result_path,
                 &format!("`assignments[{index}].resultPath`"),
             )?,
         });
     }
-    let final_report = manifest.final_report.unwrap_or_default();
-    let data_path = final_report.data_path.map_or_else(
-        || Ok(RunLayout::of(run_dir).report_data()),
-        |recorded| resolve(&recorded, "`finalReport.dataPath`"),
-    )?;
-    let run = RunFacts {
-        run_dir: run_dir.to_path_buf(),
+    let data_path = no_links(&run.report_data_path, "`finalReport.dataPath`")?;
+    let facts = RunFacts {
+        run_dir: run.dir.clone(),
         roster,
-        task_type: manifest.task_type,
-        schema_version: final_report.schema_version,
-        run_id: manifest.run_id,
-        task_key: manifest.task_key,
-        ledger: read_ledger(run_dir),
+        task_type: Some(run.task_type.as_str().to_owned()),
+        schema_version: run.report_schema_version.clone(),
+        run_id: Some(run.run_id.clone()),
+        task_key: Some(run.task_key.clone()),
+        ledger: read_ledger(&run.dir),
     };
-    Ok((data_path, run))
+    Ok((data_path, facts))
 }
 
 /// The convergence ledger's final classes, when the run has a ledger.

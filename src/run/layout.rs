@@ -121,6 +121,17 @@ impl<'a> RunLayout<'a> {
         self.state_dir().join("fix-request.md")
     }
 
+    /// `state/steps.json`, the step journal: what each computed step was
+    /// made from (`run::journal`).
+    pub fn steps_journal(&self) -> PathBuf {
+        self.state_dir().join("steps.json")
+    }
+
+    /// `state/run.lease`: who drives the run now (`run::lease`).
+    pub fn lease(&self) -> PathBuf {
+        self.state_dir().join("run.lease")
+    }
+
     /// `state/dispatch.log`, the progress of `okstra dispatch --detach`.
     pub fn dispatch_log(&self) -> PathBuf {
         self.state_dir().join("dispatch.log")
@@ -302,7 +313,9 @@ mod tests {
     #[test]
     fn every_file_has_its_one_name() {
         let layout = RunLayout::of(Path::new("/r"));
-        let cases: [(PathBuf, &str); 23] = [
+        let cases: [(PathBuf, &str); 25] = [
+            (layout.steps_journal(), "/r/state/steps.json"),
+            (layout.lease(), "/r/state/run.lease"),
             (layout.run_manifest(), "/r/run-manifest.json"),
             (layout.task_manifest(), "/r/task-manifest.json"),
             (layout.handoff(), "/r/handoff.md"),

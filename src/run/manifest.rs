@@ -1,20 +1,12 @@
 //! The run manifest (`run-manifest.json`): the one module that writes it and
 //! reads it.
 //!
-//! The bundle writes it once, from [`NewRunManifest`]. Commands read it
-//! through [`read`], as one of two views:
-//! - [`RunManifest`], typed with the catalog's enums and the bundle's own
-//!   `Assignment`, for commands that act on a run (`dispatch`, `await`,
-//!   `coverage`, `run`): a manifest that does not hold a whole roster is
-//!   refused;
-//! - [`Record`], every field optional and words kept as written, for
-//!   commands that show or check a run (`status`, `event`, `usage`,
-//!   `converge`, `validate`, the run history), which must cope with a
-//!   manifest from an older or newer okstra.
-//!
-//! Fields a view does not need are skipped, unknown ones ignored. Paths are
-//! re-rooted to where the run folder is now (`run_paths`) by the reader that
-//! uses them, and confined to the run.
+//! The bundle writes it once, from [`NewRunManifest`]. Every command reads
+//! it through [`parse`] into a [`Run`](crate::run::Run): typed with the
+//! catalog's enums and the roster's own `Assignment`, every path re-rooted
+//! to where the run folder is now (`run::paths`) and confined to it, once.
+//! Fields a run does not need are skipped, unknown ones ignored; a manifest
+//! that does not hold a whole run is refused with the field it lacks.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,9 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Capabilities, LeadRuntime, Provider, TaskType};
+use crate::run::Run;
 use crate::run::layout::{RUN_MANIFEST, RunLayout};
 use crate::run::paths::reroot;
-use crate::run::roster::Assignment;
+use crate::run::roster::{Assignment, DispatchPaths};
 
 /// Why a run manifest could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +41,6 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    #[error("run manifest `{}` has no `{field}`", .path.display())]
-    Missing { path: PathBuf, field: &'static str },
 }
 
 impl Error {
@@ -152,118 +143,176 @@ pub struct NewFinalReport<'a> {
     pub schema_path: &'a Path,
 }
 
-/// A run manifest as written by any okstra: every field optional, words
-/// kept as strings, paths as recorded (not yet re-rooted).
-#[derive(Debug, Default, Deserialize)]
+/// The run manifest as [`parse`] reads it: what a [`Run`] serves, typed
+/// with the catalog's enums; every other field is skipped. A manifest from
+/// an older okstra (or a hand-made fixture) may leave out the paths: they
+/// are then where the layout puts them.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Record {
-    pub run_id: Option<String>,
-    pub run_dir: Option<String>,
-    pub created_at: Option<String>,
-    pub task_key: Option<String>,
-    pub task_type: Option<String>,
-    pub project_root: Option<String>,
-    pub lead_runtime: Option<String>,
-    pub lead_events_path: Option<String>,
-    pub team_state_path: Option<String>,
-    pub task_manifest_path: Option<String>,
-    pub convergence: Option<Convergence>,
-    pub final_report: Option<RecordFinalReport>,
-    pub assignments: Option<Vec<RecordAssignment>>,
+struct Wire {
+    run_id: String,
+    #[serde(default)]
+    created_at: String,
+    #[serde(default)]
+    task_key: String,
+    task_type: TaskType,
+    #[serde(default)]
+    project_root: Option<PathBuf>,
+    #[serde(default)]
+    run_dir: Option<PathBuf>,
+    #[serde(default = "external")]
+    lead_runtime: LeadRuntime,
+    #[serde(default)]
+    convergence: Convergence,
+    assignments: Vec<Assignment>,
+    #[serde(default)]
+    lead_events_path: Option<PathBuf>,
+    #[serde(default)]
+    team_state_path: Option<PathBuf>,
+    #[serde(default)]
+    task_manifest_path: Option<PathBuf>,
+    #[serde(default)]
+    final_report: Option<WireFinalReport>,
 }
 
-/// One assignment as written by any okstra.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordAssignment {
-    pub dispatch_name: Option<String>,
-    pub worker_id: Option<String>,
-    pub role: Option<String>,
-    pub provider: Option<String>,
-    pub model_execution_value: Option<String>,
-    pub runner: Option<String>,
-    pub prompt_path: Option<String>,
-    pub result_path: Option<String>,
-    pub worker_results_path: Option<String>,
-    pub heartbeat_path: Option<String>,
+fn external() -> LeadRuntime {
+    LeadRuntime::External
 }
 
-/// The final report's place as written by any okstra (`finalReport`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RecordFinalReport {
-    pub schema_version: Option<String>,
-    pub data_path: Option<String>,
+struct WireFinalReport {
+    #[serde(default)]
+    schema_version: Option<String>,
+    #[serde(default)]
+    data_path: Option<PathBuf>,
 }
 
-impl Record {
-    /// Read the manifest of the run in `dir`.
-    pub fn load(dir: &Path) -> Result<Record, Error> {
-        Record::parse(dir, &read(dir)?)
-    }
-
-    /// A manifest's bytes, for the run in `dir`.
-    pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Record, Error> {
-        serde_json::from_slice(bytes).map_err(|source| Error::Json {
-            path: RunLayout::of(dir).run_manifest(),
+/// Parse a run manifest's bytes for the run folder `dir`: re-root every
+/// path for a moved run (`run::paths`), then confine it to the run (a
+/// crafted manifest steers no read or write outside).
+pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
+    let path = RunLayout::of(dir).run_manifest();
+    let wire: Wire = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+        path: path.clone(),
+        source,
+    })?;
+    let dir = match &wire.run_dir {
+        Some(recorded) => spelling(dir, recorded),
+        None => crate::confine::normalize(dir),
+    };
+    let layout = RunLayout::of(&dir);
+    let recorded = wire.run_dir.clone();
+    let fix = |slot: PathBuf, what: &str| -> Result<PathBuf, Error> {
+        let rerooted = reroot(slot, recorded.as_deref(), &dir);
+        crate::confine::inside(rerooted, &dir, what).map_err(|source| Error::Outside {
+            path: path.clone(),
             source,
         })
-    }
-}
-
-/// The parts of a run manifest the run engine acts on.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunManifest {
-    pub run_id: String,
-    pub task_key: String,
-    pub task_type: TaskType,
-    pub project_root: PathBuf,
-    pub run_dir: PathBuf,
-    pub team_state_path: PathBuf,
-    pub lead_events_path: PathBuf,
-    pub assignments: Vec<Assignment>,
-}
-
-impl RunManifest {
-    /// Read `<dir>/run-manifest.json` and re-root its paths under `dir`.
-    pub fn load(dir: &Path) -> Result<RunManifest, Error> {
-        let path = RunLayout::of(dir).run_manifest();
-        let bytes = read(dir)?;
-        let mut manifest: RunManifest =
-            serde_json::from_slice(&bytes).map_err(|source| Error::Json {
-                path: path.clone(),
-                source,
-            })?;
-        let recorded = manifest.run_dir.clone();
-        // Re-rooted for a moved run, then confined to it: the engine writes
-        // Result Paths, so a crafted manifest must steer no write outside.
-        let fix = |slot: &mut PathBuf, what: &str| -> Result<(), Error> {
-            let rerooted = reroot(std::mem::take(slot), Some(&recorded), dir);
-            *slot =
-                crate::confine::inside(rerooted, dir, what).map_err(|source| Error::Outside {
-                    path: path.clone(),
-                    source,
-                })?;
-            Ok(())
+    };
+    let or = |slot: Option<PathBuf>, default: PathBuf| slot.unwrap_or(default);
+    let mut assignments = wire.assignments;
+    for (index, assignment) in assignments.iter_mut().enumerate() {
+        let name = assignment.dispatch_name.clone();
+        let defaults = DispatchPaths::new(&dir, &name);
+        let paths = &mut assignment.paths;
+        let take = |slot: &mut PathBuf, default: PathBuf| {
+            let value = std::mem::take(slot);
+            if value.as_os_str().is_empty() {
+                default
+            } else {
+                value
+            }
         };
-        fix(&mut manifest.team_state_path, "`teamStatePath`")?;
-        fix(&mut manifest.lead_events_path, "`leadEventsPath`")?;
-        for assignment in &mut manifest.assignments {
-            let paths = &mut assignment.paths;
-            fix(&mut paths.prompt_path, "`promptPath`")?;
-            fix(&mut paths.result_path, "`resultPath`")?;
-            fix(&mut paths.worker_results_path, "`workerResultsPath`")?;
-            fix(&mut paths.error_path, "`errorPath`")?;
-            fix(&mut paths.heartbeat_path, "`heartbeatPath`")?;
-        }
-        manifest.run_dir = dir.to_path_buf();
-        Ok(manifest)
+        let what = |field: &str| format!("`assignments[{index}].{field}`");
+        paths.prompt_path = fix(
+            take(&mut paths.prompt_path, defaults.prompt_path),
+            &what("promptPath"),
+        )?;
+        paths.result_path = fix(
+            take(&mut paths.result_path, defaults.result_path),
+            &what("resultPath"),
+        )?;
+        paths.worker_results_path = fix(
+            take(&mut paths.worker_results_path, defaults.worker_results_path),
+            &what("workerResultsPath"),
+        )?;
+        paths.error_path = fix(
+            take(&mut paths.error_path, defaults.error_path),
+            &what("errorPath"),
+        )?;
+        paths.heartbeat_path = fix(
+            take(&mut paths.heartbeat_path, defaults.heartbeat_path),
+            &what("heartbeatPath"),
+        )?;
     }
+    let final_report = wire.final_report.unwrap_or(WireFinalReport {
+        schema_version: None,
+        data_path: None,
+    });
+    Ok(Run {
+        lead_events_path: fix(
+            or(wire.lead_events_path, layout.lead_events()),
+            "`leadEventsPath`",
+        )?,
+        team_state_path: fix(
+            or(wire.team_state_path, layout.team_state(&wire.run_id)),
+            "`teamStatePath`",
+        )?,
+        task_manifest_path: fix(
+            or(wire.task_manifest_path, layout.task_manifest()),
+            "`taskManifestPath`",
+        )?,
+        report_data_path: fix(
+            or(final_report.data_path, layout.report_data()),
+            "`finalReport.dataPath`",
+        )?,
+        report_schema_version: final_report.schema_version,
+        project_root: wire.project_root.unwrap_or_else(|| project_of(&dir)),
+        recorded_dir: recorded,
+        run_id: wire.run_id,
+        created_at: wire.created_at,
+        task_key: wire.task_key,
+        task_type: wire.task_type,
+        lead_runtime: wire.lead_runtime,
+        convergence: wire.convergence,
+        assignments,
+        dir,
+    })
+}
 
-    /// The assignment of `worker_id`, if rostered.
-    pub fn assignment(&self, worker_id: &str) -> Option<&Assignment> {
-        self.assignments.iter().find(|a| a.worker_id == worker_id)
+/// The project a run folder belongs to: the folder holding the `.okstra`
+/// above it (the run folder itself when there is none).
+fn project_of(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|folder| {
+            folder
+                .file_name()
+                .is_some_and(|name| name == crate::confine::OKSTRA_DIR)
+        })
+        .and_then(Path::parent)
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// How to spell the run folder `dir`: absolute, and as the manifest
+/// recorded it when that names the same folder, so every path okstra
+/// writes into a prompt is the same bytes whichever way the folder was
+/// named on the command line (a resumed run's prompts must not change).
+fn spelling(dir: &Path, recorded: &Path) -> PathBuf {
+    let given = crate::confine::normalize(dir);
+    if recorded.is_absolute() && same_folder(&given, recorded) {
+        return crate::confine::normalize(recorded);
+    }
+    given
+}
+
+/// Whether `a` and `b` are the same folder (device and inode).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.is_dir() && a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -274,7 +323,7 @@ mod tests {
     #[test]
     fn a_folder_without_a_manifest_is_not_a_run() {
         let dir = tempfile::tempdir().unwrap();
-        let err = Record::load(dir.path()).unwrap_err();
+        let err = Run::open(dir.path()).unwrap_err();
         assert!(err.is_not_found());
         assert_eq!(
             err.to_string(),
@@ -283,35 +332,39 @@ mod tests {
                 dir.path().display()
             )
         );
-        assert!(RunManifest::load(dir.path()).unwrap_err().is_not_found());
-    }
-
-    #[test]
-    fn a_record_keeps_what_any_okstra_wrote_and_ignores_the_rest() {
-        let record = Record::parse(
-            Path::new("/r"),
-            br#"{"runId":"r-001","convergence":{"enabled":true},"finalReport":{"dataPath":"report/data.json"},"assignments":[{"dispatchName":"w"}],"newerField":[1]}"#,
-        )
-        .unwrap();
-        assert_eq!(record.run_id.as_deref(), Some("r-001"));
-        assert!(record.convergence.unwrap().enabled);
-        assert_eq!(record.convergence.unwrap().effective_max_rounds, 0);
-        let report = record.final_report.unwrap();
-        assert_eq!(report.data_path.as_deref(), Some("report/data.json"));
-        assert_eq!(report.schema_version, None);
-        let assignments = record.assignments.unwrap();
-        assert_eq!(assignments[0].dispatch_name.as_deref(), Some("w"));
-        assert_eq!(assignments[0].prompt_path, None);
-        assert_eq!(record.task_type, None);
     }
 
     #[test]
     fn bytes_that_are_no_manifest_are_refused_with_the_path() {
-        let err = Record::parse(Path::new("/r"), b"[1]").unwrap_err();
+        let err = Run::parse(Path::new("/r"), b"[1]").unwrap_err();
         assert!(!err.is_not_found());
         assert_eq!(
             err.to_string(),
             "run manifest `/r/run-manifest.json` cannot be read as a run manifest"
         );
+    }
+
+    #[test]
+    fn a_moved_run_keeps_its_paths_and_refuses_any_outside() {
+        let manifest = |team_state: &str| {
+            format!(
+                r#"{{"runId":"r-001","createdAt":"2026-11-30T00:00:00Z","taskKey":"p/g/t","taskType":"project-analysis","projectRoot":"/old","runDir":"/old/run","leadRuntime":"external","assignments":[],"leadEventsPath":"/old/run/state/lead-events.jsonl","teamStatePath":"{team_state}","taskManifestPath":"task-manifest.json","finalReport":{{"dataPath":"/old/run/report/data.json"}},"newerField":[1]}}"#
+            )
+        };
+        let run = Run::parse(
+            Path::new("/new/run"),
+            manifest("/old/run/state/t.json").as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(run.team_state_path, Path::new("/new/run/state/t.json"));
+        assert_eq!(
+            run.task_manifest_path,
+            Path::new("/new/run/task-manifest.json")
+        );
+        assert_eq!(run.report_data_path, Path::new("/new/run/report/data.json"));
+        assert_eq!(run.convergence.effective_max_rounds, 0);
+        let err =
+            Run::parse(Path::new("/new/run"), manifest("/etc/passwd").as_bytes()).unwrap_err();
+        assert!(matches!(err, Error::Outside { .. }), "{err}");
     }
 }

@@ -1,8 +1,128 @@
-//! A run folder and everything okstra keeps in it: the run manifest, the
-//! roster, the team state's attempt records, the file layout.
+//! A run folder, owned here: opened once, its manifest read once and every
+//! path it records re-rooted and confined once, then everything okstra keeps
+//! in it served typed — the roster, the task manifest, the team state's
+//! attempt records with their one `latest()`, the lease that says who drives
+//! the run.
+//!
+//! Every command that acts on or shows a run starts from [`Run::open`].
+//! Submodules: `manifest` (the run manifest's writer and its wire form),
+//! `layout` (every file name), `roster` (assignments), `team_state` (attempt
+//! records and the one locked read-modify-write), `task` (the task
+//! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
+//! run).
 
+pub mod journal;
 pub mod layout;
+pub mod lease;
 pub mod manifest;
 pub mod paths;
 pub mod roster;
+pub mod steps;
+pub mod task;
 pub mod team_state;
+
+use std::path::{Path, PathBuf};
+
+use crate::catalog::{LeadRuntime, Role, TaskType};
+
+use self::layout::RunLayout;
+pub use self::manifest::{Convergence, Error};
+use self::roster::Assignment;
+use self::team_state::TeamState;
+
+/// A run folder and its manifest, every recorded path re-rooted to where
+/// the folder is now and confined to it.
+#[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "`run_id` mirrors the manifest's `runId`"
+)]
+pub struct Run {
+    /// The run folder: absolute, spelt as the manifest recorded it when it
+    /// names the same folder (so paths in prompts stay byte-identical
+    /// whichever way the folder was named on the command line).
+    pub dir: PathBuf,
+    /// The manifest's `runDir`: where the run was made.
+    pub recorded_dir: Option<PathBuf>,
+    pub run_id: String,
+    pub created_at: String,
+    pub task_key: String,
+    pub task_type: TaskType,
+    pub project_root: PathBuf,
+    pub lead_runtime: LeadRuntime,
+    pub convergence: Convergence,
+    /// The roster, in dispatch order.
+    pub assignments: Vec<Assignment>,
+    pub lead_events_path: PathBuf,
+    pub team_state_path: PathBuf,
+    pub task_manifest_path: PathBuf,
+    /// `finalReport.dataPath`: the report writer's Result Path.
+    pub report_data_path: PathBuf,
+    /// `finalReport.schemaVersion`, as recorded.
+    pub report_schema_version: Option<String>,
+}
+
+impl Run {
+    /// Open the run in `dir`: read `run-manifest.json` (bounded, never
+    /// through a symlink), re-root its paths for a moved run and refuse any
+    /// that leads outside the run folder.
+    pub fn open(dir: &Path) -> Result<Run, Error> {
+        let bytes = manifest::read(dir)?;
+        Run::parse(dir, &bytes)
+    }
+
+    /// A run manifest's bytes, for the run in `dir`.
+    pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
+        manifest::parse(dir, bytes)
+    }
+
+    /// The layout of this run's folder.
+    pub fn layout(&self) -> RunLayout<'_> {
+        RunLayout::of(&self.dir)
+    }
+
+    /// The assignment of `worker_id`, if rostered.
+    pub fn assignment(&self, worker_id: &str) -> Option<&Assignment> {
+        self.assignments.iter().find(|a| a.worker_id == worker_id)
+    }
+
+    /// Every assignment in `role`, in roster order.
+    pub fn in_role(&self, role: Role) -> impl Iterator<Item = &Assignment> {
+        self.assignments.iter().filter(move |a| a.role == role)
+    }
+
+    /// The reviewers: analysers, or the verifiers of an implementation run.
+    pub fn reviewers(&self) -> impl Iterator<Item = &Assignment> {
+        self.assignments.iter().filter(|a| a.role.reviews())
+    }
+
+    /// A path a sidecar or other record of this run holds, made to work
+    /// where the run is now (see `run::paths`). Not confined: callers that
+    /// read or write through it confine it.
+    pub fn resolve(&self, recorded: &Path) -> PathBuf {
+        paths::reroot(
+            recorded.to_path_buf(),
+            self.recorded_dir.as_deref(),
+            &self.dir,
+        )
+    }
+
+    /// The team state: every attempt record, its paths confined to the run.
+    pub fn team_state(&self) -> anyhow::Result<TeamState> {
+        team_state::read(self)
+    }
+
+    /// Apply `changes` to the team state under its lock (see
+    /// [`team_state::update`]).
+    pub fn update_team_state(
+        &self,
+        changes: &[team_state::Change<'_>],
+    ) -> anyhow::Result<TeamState> {
+        team_state::update(self, changes)
+    }
+
+    /// The task manifest, typed.
+    pub fn task(&self) -> anyhow::Result<task::TaskManifest> {
+        task::read(&self.task_manifest_path)
+    }
+}

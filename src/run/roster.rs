@@ -16,15 +16,19 @@ pub struct Assignment {
     pub worker_id: String,
     pub role: Role,
     pub provider: Provider,
+    #[serde(default)]
     pub model_execution_value: String,
     /// The `model` a native Claude session is given (family token); `inherit`
     /// for wrapper agents, which apply the exact value in the wrapper.
+    #[serde(default = "inherit")]
     pub host_model: String,
+    #[serde(default = "cli_wrapper")]
     pub runner: Runner,
     pub dispatch_name: String,
     /// The wrapper command for `cli-wrapper` assignments.
     pub wrapper: Option<String>,
     /// Whether this worker may change project files (only the executor).
+    #[serde(default)]
     pub writes_project: bool,
     #[serde(flatten)]
     pub paths: DispatchPaths,
@@ -40,11 +44,27 @@ pub struct Assignment {
     reason = "the names are the run manifest's field names"
 )]
 pub struct DispatchPaths {
+    #[serde(default)]
     pub prompt_path: PathBuf,
+    #[serde(default)]
     pub result_path: PathBuf,
+    #[serde(default)]
     pub worker_results_path: PathBuf,
+    #[serde(default)]
     pub error_path: PathBuf,
+    #[serde(default)]
     pub heartbeat_path: PathBuf,
+}
+
+/// A manifest that does not say: a wrapper agent's model is applied in the
+/// wrapper.
+fn inherit() -> String {
+    "inherit".to_owned()
+}
+
+/// A manifest that does not say: okstra's wrapper runs it.
+fn cli_wrapper() -> Runner {
+    Runner::CliWrapper
 }
 
 impl DispatchPaths {

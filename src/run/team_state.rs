@@ -1,36 +1,48 @@
-//! The team state (`state/team-state-<runId>.json`): its dispatch records,
+//! The team state (`state/team-state-<runId>.json`): its attempt records,
 //! and the one way to change it — read, change, validate, replace, all under
 //! an exclusive lock.
 //!
 //! Several writers share the file: `okstra dispatch` (records before and
 //! after each attempt), `okstra await` (finishing records whose dispatcher
-//! died), `okstra usage`, and a host lead. Each takes `flock` on
-//! `state/.team-state.lock` for its whole read-modify-write, so no update is
-//! lost, and replaces the file atomically, so no reader sees half of it.
-//! Fields this module does not know are kept as they are.
+//! died), `okstra cancel`, `okstra usage`, and a host lead. Each takes
+//! `flock` on `state/.team-state.lock` for its whole read-modify-write, so no
+//! update is lost, and replaces the file atomically, so no reader sees half
+//! of it. Fields this module does not know are kept as they are.
+//!
+//! Every path a record holds is re-rooted and confined to the run when the
+//! state is read: a record naming a file outside the run is refused, never
+//! followed (a worker that can write into the run folder could plant one).
+//!
+//! An attempt's state is derived from its record by [`DispatchRecord::state`]
+//! (`Queued → Held → Started → Ended`), and changed only through the
+//! transition methods beside it.
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use nix::fcntl::{Flock, FlockArg};
+use nix::libc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::{Provider, Role, Runner};
+use crate::catalog::{DispatchKind, Provider, Role, Runner};
 use crate::durable;
 use crate::ending::Ending;
+use crate::run::Run;
 use crate::run::layout;
 use crate::schema;
 
 /// The team state's schema.
 const SCHEMA: &str = "team-state.schema.json";
+
 /// One attempt of one dispatch (`dispatches[]`), persisted before it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DispatchRecord {
     pub dispatch_name: String,
-    pub dispatch_kind: String,
+    pub dispatch_kind: DispatchKind,
     #[serde(default = "first_attempt")]
     pub attempt: u32,
     pub worker_id: String,
@@ -43,8 +55,14 @@ pub struct DispatchRecord {
     #[serde(default)]
     pub runner: Option<Runner>,
     pub prompt_path: PathBuf,
+    /// The SHA-256 of the prompt bytes this attempt was given.
     #[serde(default)]
     pub prompt_sha256: Option<String>,
+    /// The SHA-256 of the files the prompt points at that the step machine
+    /// tracks (the report writer's inputs, the critic's ledger): a change
+    /// there is a new question even when the prompt's bytes are the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_sha256: Option<String>,
     pub result_path: PathBuf,
     pub worker_results_path: PathBuf,
     pub error_path: PathBuf,
@@ -52,7 +70,7 @@ pub struct DispatchRecord {
     pub log_path: Option<PathBuf>,
     #[serde(default)]
     pub sidecar_path: Option<PathBuf>,
-    /// RFC 3339; `None` while a gate holds the attempt back.
+    /// RFC 3339; `None` while queued or held back by a gate.
     #[serde(default)]
     pub started_at: Option<String>,
     #[serde(default)]
@@ -85,41 +103,149 @@ fn first_attempt() -> u32 {
     1
 }
 
+/// Where an attempt is in its life, derived from its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptState {
+    /// Recorded, not started yet.
+    Queued,
+    /// Held back by a gate (memory, disk); its record says why.
+    Held,
+    /// Its wrapper (or the host's session) was started.
+    Started,
+    /// It ended, classified.
+    Ended(Ending),
+}
+
 impl DispatchRecord {
     /// Whether this record and `other` are the same attempt of the same dispatch.
     pub fn is_same_attempt(&self, other: &DispatchRecord) -> bool {
         self.dispatch_name == other.dispatch_name && self.attempt == other.attempt
     }
+
+    /// The attempt's state.
+    pub fn state(&self) -> AttemptState {
+        match (self.ending, &self.started_at, &self.detail) {
+            (Some(ending), _, _) => AttemptState::Ended(ending),
+            (None, Some(_), _) => AttemptState::Started,
+            (None, None, Some(_)) => AttemptState::Held,
+            (None, None, None) => AttemptState::Queued,
+        }
+    }
+
+    /// Queued or held → held by `why`. Returns whether the record changed
+    /// (a gate that stays closed for the same reason is said once).
+    pub fn hold(&mut self, why: &str) -> bool {
+        debug_assert!(matches!(
+            self.state(),
+            AttemptState::Queued | AttemptState::Held
+        ));
+        if self.detail.as_deref() == Some(why) {
+            return false;
+        }
+        self.detail = Some(why.to_owned());
+        true
+    }
+
+    /// Queued or held → started, now.
+    pub fn start(&mut self) {
+        debug_assert!(matches!(
+            self.state(),
+            AttemptState::Queued | AttemptState::Held
+        ));
+        self.started_at = Some(crate::clock::rfc3339_now());
+        self.detail = None;
+    }
+
+    /// Any state but ended → ended as `ending`, now, saying why.
+    pub fn end(&mut self, ending: Ending, detail: String) {
+        debug_assert!(!matches!(self.state(), AttemptState::Ended(_)));
+        self.ending = Some(ending);
+        self.ended_at = Some(crate::clock::rfc3339_now());
+        self.detail = Some(detail);
+    }
+
+    /// Whether it ended because someone stopped it (Ctrl-C, `okstra
+    /// cancel`, a signal): such an attempt is run again when the run
+    /// resumes, without spending the shared retry.
+    pub fn was_interrupted(&self) -> bool {
+        matches!(
+            self.ending,
+            Some(Ending::Cancelled | Ending::Signalled | Ending::Budget)
+        )
+    }
 }
 
-/// The parts of the team state the run engine reads.
+/// The team state's attempt records, as read.
 #[derive(Debug, Clone, Default)]
 pub struct TeamState {
+    /// Every attempt, in the order they were first recorded.
     pub dispatches: Vec<DispatchRecord>,
     /// `workers.<dispatchName>.retriesUsed`.
     pub retries_used: std::collections::BTreeMap<String, u32>,
 }
 
 impl TeamState {
-    /// The latest attempt recorded for `dispatch_name`.
+    /// The latest attempt of `dispatch_name`: the highest attempt number
+    /// (the one definition of "latest" every command uses).
     pub fn latest(&self, dispatch_name: &str) -> Option<&DispatchRecord> {
         self.dispatches
             .iter()
             .filter(|r| r.dispatch_name == dispatch_name)
             .max_by_key(|r| r.attempt)
     }
+
+    /// The latest attempt of `dispatch_name` that was given the prompt at
+    /// `prompt_path` (a fix pass or a repair has a prompt of its own beside
+    /// the rendered one).
+    pub fn latest_on(&self, dispatch_name: &str, prompt_path: &Path) -> Option<&DispatchRecord> {
+        self.dispatches
+            .iter()
+            .filter(|r| r.dispatch_name == dispatch_name && r.prompt_path == prompt_path)
+            .max_by_key(|r| r.attempt)
+    }
+
+    /// The latest attempt of every dispatch, in first-recorded order.
+    pub fn latest_attempts(&self) -> Vec<&DispatchRecord> {
+        let mut names: Vec<&str> = Vec::new();
+        for record in &self.dispatches {
+            if !names.contains(&record.dispatch_name.as_str()) {
+                names.push(&record.dispatch_name);
+            }
+        }
+        names
+            .into_iter()
+            .filter_map(|name| self.latest(name))
+            .collect()
+    }
+
+    /// The worker's most recently recorded attempt of any of its dispatches
+    /// (its own work, a review round, a critique).
+    pub fn latest_of_worker(&self, worker_id: &str) -> Option<&DispatchRecord> {
+        self.dispatches
+            .iter()
+            .rev()
+            .find(|r| r.worker_id == worker_id)
+    }
+
+    /// Whether the shared retry of the assignment `assignment_name` is spent.
+    pub fn retry_spent(&self, assignment_name: &str) -> bool {
+        self.retries_used
+            .get(assignment_name)
+            .is_some_and(|used| *used >= 1)
+    }
 }
 
-/// Read the team state (no lock: readers see whole files).
-pub fn read(path: &Path) -> Result<TeamState> {
-    let value = read_value(path)?;
-    Ok(parse(&value))
+/// Read the team state of `run` (no lock: readers see whole files), every
+/// record's paths confined to the run.
+pub fn read(run: &Run) -> Result<TeamState> {
+    let value = read_value(&run.team_state_path)?;
+    parse(run, &value)
 }
 
 /// The team state as raw JSON (for readers of fields this module does not
 /// type, such as usage).
-pub fn read_raw(path: &Path) -> Result<Value> {
-    read_value(path)
+pub fn read_raw(run: &Run) -> Result<Value> {
+    read_value(&run.team_state_path)
 }
 
 fn read_value(path: &Path) -> Result<Value> {
@@ -129,17 +255,28 @@ fn read_value(path: &Path) -> Result<Value> {
         .with_context(|| format!("the team state `{}` is not valid JSON", path.display()))
 }
 
-fn parse(value: &Value) -> TeamState {
-    let dispatches = value
-        .get("dispatches")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| serde_json::from_value(item.clone()).ok())
-                .collect()
-        })
-        .unwrap_or_default();
+fn parse(run: &Run, value: &Value) -> Result<TeamState> {
+    let path = &run.team_state_path;
+    let mut dispatches = Vec::new();
+    if let Some(items) = value.get("dispatches").and_then(Value::as_array) {
+        dispatches.reserve(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let mut record = DispatchRecord::deserialize(item).with_context(|| {
+                format!(
+                    "the team state `{}` has a record `dispatches[{index}]` okstra cannot read",
+                    path.display()
+                )
+            })?;
+            confine(run, &mut record).with_context(|| {
+                format!(
+                    "the team state `{}` is refused: record `dispatches[{index}]` (`{}`)",
+                    path.display(),
+                    crate::fsread::escape(&record.dispatch_name)
+                )
+            })?;
+            dispatches.push(record);
+        }
+    }
     let retries_used = value
         .get("workers")
         .and_then(Value::as_object)
@@ -157,10 +294,31 @@ fn parse(value: &Value) -> TeamState {
                 .collect()
         })
         .unwrap_or_default();
-    TeamState {
+    Ok(TeamState {
         dispatches,
         retries_used,
+    })
+}
+
+/// Re-root every path of `record` to where the run is now and refuse one
+/// outside the run folder.
+fn confine(run: &Run, record: &mut DispatchRecord) -> Result<(), crate::confine::Error> {
+    let fix = |slot: &mut PathBuf, what: &str| -> Result<(), crate::confine::Error> {
+        let rerooted = run.resolve(slot);
+        *slot = crate::confine::inside(rerooted, &run.dir, what)?;
+        Ok(())
+    };
+    fix(&mut record.prompt_path, "`promptPath`")?;
+    fix(&mut record.result_path, "`resultPath`")?;
+    fix(&mut record.worker_results_path, "`workerResultsPath`")?;
+    fix(&mut record.error_path, "`errorPath`")?;
+    if let Some(log) = &mut record.log_path {
+        fix(log, "`logPath`")?;
     }
+    if let Some(sidecar) = &mut record.sidecar_path {
+        fix(sidecar, "`sidecarPath`")?;
+    }
+    Ok(())
 }
 
 /// A change to the team state, applied under the lock.
@@ -175,23 +333,28 @@ pub enum Change<'a> {
     Budget(Value),
 }
 
-/// Apply `changes` to the team state at `path` under its lock, validate the
+/// Apply `changes` to the team state of `run` under its lock, validate the
 /// result against the schema, and replace the file. Returns the new state.
-pub fn update(path: &Path, changes: &[Change<'_>]) -> Result<TeamState> {
-    let value = modify(path, |value| {
+pub fn update(run: &Run, changes: &[Change<'_>]) -> Result<TeamState> {
+    let mut state = None;
+    modify(run, |value| {
         for change in changes {
             apply(value, change)?;
         }
+        // Read back before it is written: a change that would plant a path
+        // outside the run is refused with nothing written.
+        state = Some(parse(run, value)?);
         Ok(())
     })?;
-    Ok(parse(&value))
+    state.context("the team state was read back under the lock")
 }
 
 /// The one read-modify-write of the team state: under its lock, `change`
 /// edits the raw JSON, the result is checked against the schema and
 /// replaces the file atomically; nothing is written when either fails.
 /// `okstra usage` writes its ledger through this too.
-pub fn modify(path: &Path, change: impl FnOnce(&mut Value) -> Result<()>) -> Result<Value> {
+pub fn modify(run: &Run, change: impl FnOnce(&mut Value) -> Result<()>) -> Result<Value> {
+    let path = &run.team_state_path;
     let _lock = lock(path)?;
     let mut value = read_value(path)?;
     change(&mut value)?;
@@ -219,11 +382,15 @@ fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {
                 .as_array_mut()
                 .context("the team state's `dispatches` is not a list")?;
             let new = serde_json::to_value(record)?;
-            let existing = dispatches.iter_mut().find(|item| {
-                serde_json::from_value::<DispatchRecord>((*item).clone())
-                    .is_ok_and(|old| old.is_same_attempt(record))
-            });
-            match existing {
+            // Compared on the two fields, not by parsing every record: a
+            // batch of changes over a long state stays linear.
+            let same = |item: &Value| {
+                item.get("dispatchName").and_then(Value::as_str)
+                    == Some(record.dispatch_name.as_str())
+                    && item.get("attempt").and_then(Value::as_u64).unwrap_or(1)
+                        == u64::from(record.attempt)
+            };
+            match dispatches.iter_mut().rev().find(|item| same(item)) {
                 Some(slot) => *slot = new,
                 None => dispatches.push(new),
             }
@@ -256,7 +423,8 @@ fn worker_mut<'v>(
         .as_object_mut()
 }
 
-/// Take the team state's lock (released when the guard drops).
+/// Take the team state's lock (released when the guard drops). The lock
+/// file is never opened through a symlink.
 fn lock(path: &Path) -> Result<Flock<File>> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let lock_path = dir.join(layout::TEAM_STATE_LOCK_NAME);
@@ -264,8 +432,12 @@ fn lock(path: &Path) -> Result<Flock<File>> {
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(&lock_path)
         .with_context(|| format!("cannot open the lock `{}`", lock_path.display()))?;
+    if !file.metadata()?.is_file() {
+        bail!("the lock `{}` is not a regular file", lock_path.display());
+    }
     Flock::lock(file, FlockArg::LockExclusive)
         .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", lock_path.display()))
 }
@@ -274,8 +446,21 @@ fn lock(path: &Path) -> Result<Flock<File>> {
 mod tests {
     use super::*;
 
-    fn state_file(dir: &Path) -> PathBuf {
-        let path = dir.join("team-state-x.json");
+    /// A run folder with a team state holding one worker.
+    fn fixture() -> (tempfile::TempDir, Run) {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path().join("run");
+        std::fs::create_dir_all(run_dir.join("state")).unwrap();
+        let manifest = serde_json::json!({
+            "runId": "x-001", "createdAt": "2026-11-30T00:00:00Z", "taskKey": "p/g/t",
+            "taskType": "project-analysis", "projectRoot": dir.path(), "runDir": run_dir,
+            "leadRuntime": "external", "assignments": [],
+            "leadEventsPath": run_dir.join("state/lead-events.jsonl"),
+            "teamStatePath": run_dir.join("state/team-state-x.json"),
+            "taskManifestPath": run_dir.join("task-manifest.json"),
+            "finalReport": {"dataPath": run_dir.join("report/data.json")},
+        });
+        std::fs::write(run_dir.join("run-manifest.json"), manifest.to_string()).unwrap();
         let value = serde_json::json!({
             "schemaVersion": 1, "createdAt": "2026-11-30T00:00:00Z", "runId": "x-001",
             "taskKey": "p/g/t", "taskType": "project-analysis", "teamName": "t",
@@ -283,25 +468,35 @@ mod tests {
             "workers": {"claude-worker": {"workerId": "claude", "role": "analyser",
                 "provider": "claude", "runner": "cli-wrapper", "terminalStatus": null, "usage": null}}
         });
-        std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
-        path
+        std::fs::write(
+            run_dir.join("state/team-state-x.json"),
+            serde_json::to_vec(&value).unwrap(),
+        )
+        .unwrap();
+        let run = Run::open(&run_dir).unwrap();
+        (dir, run)
     }
 
-    fn record(attempt: u32) -> DispatchRecord {
+    fn record(run: &Run, attempt: u32) -> DispatchRecord {
         DispatchRecord {
             dispatch_name: "claude-worker".into(),
-            dispatch_kind: if attempt == 1 { "initial" } else { "retry" }.into(),
+            dispatch_kind: if attempt == 1 {
+                DispatchKind::Initial
+            } else {
+                DispatchKind::Retry
+            },
             attempt,
             worker_id: "claude".into(),
             role: Some(Role::Analyser),
             provider: Some(Provider::Claude),
             model: Some("opus".into()),
             runner: Some(Runner::CliWrapper),
-            prompt_path: "/r/prompts/claude-worker.md".into(),
+            prompt_path: run.dir.join("prompts/claude-worker.md"),
             prompt_sha256: None,
-            result_path: "/r/results/claude-worker.md".into(),
-            worker_results_path: "/r/results/claude-worker.worker-results.md".into(),
-            error_path: "/r/results/claude-worker.error.md".into(),
+            inputs_sha256: None,
+            result_path: run.dir.join("results/claude-worker.md"),
+            worker_results_path: run.dir.join("results/claude-worker.worker-results.md"),
+            error_path: run.dir.join("results/claude-worker.error.md"),
             log_path: None,
             sidecar_path: None,
             started_at: None,
@@ -321,33 +516,65 @@ mod tests {
 
     #[test]
     fn records_are_added_replaced_by_attempt_and_other_fields_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = state_file(dir.path());
-        update(&path, &[Change::Put(&record(1))]).unwrap();
-        let mut done = record(1);
+        let (_dir, run) = fixture();
+        update(&run, &[Change::Put(&record(&run, 1))]).unwrap();
+        let mut done = record(&run, 1);
         done.ending = Some(Ending::Network);
         update(
-            &path,
+            &run,
             &[Change::Put(&done), Change::SpendRetry("claude-worker")],
         )
         .unwrap();
-        let state = update(&path, &[Change::Put(&record(2))]).unwrap();
+        let state = update(&run, &[Change::Put(&record(&run, 2))]).unwrap();
         assert_eq!(state.dispatches.len(), 2);
         assert_eq!(state.dispatches[0].ending, Some(Ending::Network));
         assert_eq!(state.latest("claude-worker").unwrap().attempt, 2);
-        assert_eq!(state.retries_used["claude-worker"], 1);
-        let raw: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(state.latest_attempts().len(), 1);
+        assert!(state.retry_spent("claude-worker"));
+        let raw: Value =
+            serde_json::from_slice(&std::fs::read(&run.team_state_path).unwrap()).unwrap();
         assert_eq!(raw["checkpoints"][0]["kind"], "kept");
     }
 
     #[test]
     fn a_change_that_breaks_the_schema_writes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = state_file(dir.path());
-        let before = std::fs::read(&path).unwrap();
-        let mut bad = record(1);
-        bad.dispatch_kind = "whenever".into();
-        assert!(update(&path, &[Change::Put(&bad)]).is_err());
-        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let (_dir, run) = fixture();
+        let before = std::fs::read(&run.team_state_path).unwrap();
+        let mut bad = record(&run, 1);
+        bad.model = Some(String::new());
+        assert!(update(&run, &[Change::Put(&bad)]).is_err());
+        assert_eq!(std::fs::read(&run.team_state_path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_record_naming_a_file_outside_the_run_is_refused() {
+        let (dir, run) = fixture();
+        let mut planted = record(&run, 1);
+        planted.result_path = dir.path().join("outside/victim.md");
+        update(&run, &[Change::Put(&planted)]).unwrap_err();
+        // Written by hand (the write above already refuses to read it back).
+        let mut raw: Value =
+            serde_json::from_slice(&std::fs::read(&run.team_state_path).unwrap()).unwrap();
+        raw["dispatches"] = serde_json::json!([serde_json::to_value(&planted).unwrap()]);
+        std::fs::write(&run.team_state_path, raw.to_string()).unwrap();
+        let err = format!("{:#}", read(&run).unwrap_err());
+        assert!(err.contains("is refused: record `dispatches[0]`"), "{err}");
+        assert!(err.contains("`resultPath`"), "{err}");
+    }
+
+    #[test]
+    fn attempt_states_follow_the_record() {
+        let (_dir, run) = fixture();
+        let mut attempt = record(&run, 1);
+        assert_eq!(attempt.state(), AttemptState::Queued);
+        assert!(attempt.hold("waiting for 512 MiB of free memory"));
+        assert!(!attempt.hold("waiting for 512 MiB of free memory"));
+        assert_eq!(attempt.state(), AttemptState::Held);
+        attempt.start();
+        assert_eq!(attempt.state(), AttemptState::Started);
+        assert_eq!(attempt.detail, None);
+        attempt.end(Ending::Cancelled, "stopped".into());
+        assert_eq!(attempt.state(), AttemptState::Ended(Ending::Cancelled));
+        assert!(attempt.was_interrupted());
     }
 }

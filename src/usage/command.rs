@@ -42,7 +42,7 @@ pub fn record(run_dir: &std::path::Path) -> Result<Computed> {
     let prices = Prices::load(&env)?;
     let info = RunInfo::load(run_dir)?;
     let mut computed = None;
-    crate::run::team_state::modify(&info.team_state_path, |state| {
+    crate::run::team_state::modify(&info.run, |state| {
         let ledger = ledger::compute(&info, state, &prices, &env);
         ledger::apply(state, &ledger)?;
         computed = Some(ledger);

@@ -89,7 +89,6 @@ pub struct Computed {
 #[derive(Debug, Clone)]
 pub struct RunInfo {
     pub run: Run,
-    pub team_state_path: PathBuf,
     pub project_root: PathBuf,
     pub lead_runtime: Option<String>,
 }
@@ -97,13 +96,11 @@ pub struct RunInfo {
 impl RunInfo {
     /// Load the run in `dir` (its manifest; paths re-rooted like `Run`'s).
     pub fn load(dir: &Path) -> Result<RunInfo> {
-        let run = Run::load(dir)?;
-        let team_state_path = run.team_state();
-        let project_root = run.project_root.clone().unwrap_or_else(|| run.dir.clone());
-        let lead_runtime = run.lead_runtime.clone();
+        let run = Run::open(dir)?;
+        let project_root = run.project_root.clone();
+        let lead_runtime = Some(run.lead_runtime.as_str().to_owned());
         Ok(RunInfo {
             run,
-            team_state_path,
             project_root,
             lead_runtime,
         })
@@ -320,12 +317,20 @@ fn attempts(
                 transcripts.native(&name, &provider_name)
             }
             Ok(provider) => match text(dispatch, "logPath") {
-                Some(log) => stream::from_log_in(
-                    provider,
-                    text(dispatch, "model").as_deref(),
+                // A record is a file anyone can edit: its log must be in the run.
+                Some(log) => match crate::confine::inside_no_links(
                     &run.resolve(Path::new(&log)),
-                    kimi_root.as_deref(),
-                ),
+                    &run.dir,
+                    "`logPath`",
+                ) {
+                    Ok(log) => stream::from_log_in(
+                        provider,
+                        text(dispatch, "model").as_deref(),
+                        &log,
+                        kimi_root.as_deref(),
+                    ),
+                    Err(err) => Usage::unavailable(&provider_name, err.to_string()),
+                },
                 None => Usage::unavailable(&provider_name, "the dispatch record has no `logPath`"),
             },
             Err(_) => Usage::unavailable(
@@ -357,25 +362,23 @@ fn attempts(
         return attempts;
     }
     for assignment in &run.assignments {
-        let usage = if assignment.runner == Runner::NativeSession.as_str() {
-            transcripts.native(&assignment.dispatch_name, &assignment.provider)
-        } else if let Ok(provider) = assignment.provider.parse::<Provider>() {
-            let log = crate::run::layout::log(&assignment.prompt_path);
+        let usage = if assignment.runner == Runner::NativeSession {
+            transcripts.native(&assignment.dispatch_name, assignment.provider.as_str())
+        } else {
+            let log = crate::run::layout::log(&assignment.paths.prompt_path);
             stream::from_log_in(
-                provider,
-                Some(&assignment.model),
+                assignment.provider,
+                Some(&assignment.model_execution_value),
                 &log,
                 kimi_root.as_deref(),
             )
-        } else {
-            Usage::unavailable(&assignment.provider, "unknown provider")
         };
         attempts.push(Attempt {
             index: None,
             dispatch_name: assignment.dispatch_name.clone(),
             number: 1,
             worker_id: assignment.worker_id.clone(),
-            provider: assignment.provider.clone(),
+            provider: assignment.provider.as_str().to_owned(),
             tally: Tally::from_usage(&usage, prices),
         });
     }
@@ -435,7 +438,7 @@ fn summarise(
             (
                 a.dispatch_name.clone(),
                 a.worker_id.clone(),
-                a.provider.clone(),
+                a.provider.as_str().to_owned(),
             )
         })
         .collect();

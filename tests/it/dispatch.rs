@@ -394,7 +394,7 @@ fn bad_input_is_one_line_and_exit_2() {
     for (args, needle) in [
         (
             vec!["dispatch", run_s, "--kind", "later"],
-            "invalid kind `later`",
+            "invalid value 'later' for '--kind <KIND>'",
         ),
         (
             vec!["dispatch", run_s, "--workers", "gemini"],

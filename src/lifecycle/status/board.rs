@@ -13,10 +13,11 @@ use super::{DISPATCH_EVENT, NOT_STARTED_SECS, TAIL_BYTES_MIN, TAIL_BYTES_PER_LIN
 use crate::clock;
 use crate::fsread;
 use crate::lifecycle::dispatch_rows::{DispatchRow, dispatch_rows};
-use crate::lifecycle::{Assignment, Run, par_map};
+use crate::lifecycle::{Run, par_map};
 use crate::process_group as process;
 use crate::provider_exec::sidecar;
 use crate::run::layout;
+use crate::run::roster::Assignment;
 use crate::run::team_state::DispatchRecord;
 
 /// One worker row.
@@ -91,7 +92,7 @@ pub(super) fn gather(
 ) -> (Evidence, PathBuf, PathBuf) {
     // A retried worker is shown by its latest attempt's own sidecar.
     let sidecar_path = latest.and_then(|r| r.sidecar_path.clone()).map_or_else(
-        || layout::sidecar(&assignment.prompt_path),
+        || layout::sidecar(&assignment.paths.prompt_path),
         |p| run.resolve(&p),
     );
     let mut evidence = Evidence::default();
@@ -106,7 +107,7 @@ pub(super) fn gather(
         .as_ref()
         .and_then(|s| s.log_path.as_deref())
         .map_or_else(
-            || layout::log(&assignment.prompt_path),
+            || layout::log(&assignment.paths.prompt_path),
             |recorded| run.resolve(recorded),
         );
     if let Some(side) = &evidence.sidecar
@@ -116,8 +117,8 @@ pub(super) fn gather(
         let started = side.started_ts.unwrap_or(i64::MAX);
         evidence.wrapper_alive = Some(process::wrapper_alive(pid, started));
     }
-    if let Some(path) = &assignment.heartbeat_path
-        && files.is_file(path)
+    let path = &assignment.paths.heartbeat_path;
+    if files.is_file(path)
         && let Ok(file) = files.open(path)
         && let Ok(bytes) = fsread::read_opened(file, path, fsread::Kind::Sidecar)
     {
@@ -129,10 +130,10 @@ pub(super) fn gather(
     if evidence.sidecar.as_ref().is_none_or(|s| !s.is_exited()) {
         evidence.log_mtime = files.mtime(&log_path);
     }
-    for path in [&assignment.result_path, &assignment.worker_results_path]
-        .into_iter()
-        .flatten()
-    {
+    for path in [
+        &assignment.paths.result_path,
+        &assignment.paths.worker_results_path,
+    ] {
         if files.is_file(path) {
             evidence.any_result = true;
         } else {
@@ -178,10 +179,10 @@ pub(super) fn worker_status<'a>(
     WorkerStatus {
         dispatch_name: &assignment.dispatch_name,
         worker_id: &assignment.worker_id,
-        role: &assignment.role,
-        provider: &assignment.provider,
-        model: &assignment.model,
-        runner: &assignment.runner,
+        role: assignment.role.as_str(),
+        provider: assignment.provider.as_str(),
+        model: &assignment.model_execution_value,
+        runner: assignment.runner.as_str(),
         state: verdict.state,
         reason: verdict.reason,
         exit_code: side.and_then(|s| s.exit_code),
@@ -206,12 +207,8 @@ pub(super) fn worker_status<'a>(
 /// The board for one run.
 pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
     let mut files = RunFiles::new(&run.dir);
-    let records = run
-        .team_state_path
-        .as_deref()
-        .and_then(|path| crate::run::team_state::read(path).ok())
-        .map(|state| crate::dispatch::latest_attempts(&state.dispatches))
-        .unwrap_or_default();
+    let state = run.team_state().unwrap_or_default();
+    let records: Vec<DispatchRecord> = state.latest_attempts().into_iter().cloned().collect();
     let workers: Vec<WorkerStatus<'_>> = run
         .assignments
         .iter()
@@ -275,7 +272,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
         run_id: &run.run_id,
         run_dir: &run.dir,
         task_key: &run.task_key,
-        task_type: &run.task_type,
+        task_type: run.task_type.as_str(),
         all_terminal: workers.iter().all(|w| w.state.is_terminal()),
         workers,
         counts,

@@ -71,13 +71,13 @@ pub(super) struct Board<'a> {
 /// Which runs the command covers.
 pub(super) fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
     if let Some(dir) = &args.run_dir {
-        let run = Run::load(dir)?;
+        let run = Run::open(dir)?;
         return Ok(vec![run]);
     }
     let root = super::project_root(args.project_root.as_deref())?;
     // Manifests load in parallel too: on a large project they are a third
     // of the reading.
-    let loaded = par_map(&super::run_dirs(&root)?, |dir| Run::load(dir));
+    let loaded = par_map(&super::run_dirs(&root)?, |dir| Run::open(dir));
     let mut runs = Vec::with_capacity(loaded.len());
     for result in loaded {
         match result {

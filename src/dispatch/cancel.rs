@@ -1,0 +1,210 @@
+//! `okstra cancel`: stop a run's live work and leave it resumable.
+//!
+//! The driver that holds the run's lease (`okstra run`, `okstra dispatch`,
+//! a detached dispatcher) is asked to stop with SIGTERM: it stops its
+//! wrappers, records their attempts `cancelled` and lets go of the lease.
+//! Wrappers nobody drives any more (their driver was killed) are stopped
+//! here — SIGTERM to the wrapper, which stops its CLI's group; after the
+//! grace, SIGKILL to both groups — and their attempts recorded `cancelled`.
+//! With `--workers`, only those workers' wrappers are stopped (a live
+//! driver then records them as it sees them end). Nothing is ever
+//! signalled that a record and the process table do not both name.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use nix::sys::signal::Signal;
+use serde::Serialize;
+
+use crate::cli::CancelArgs;
+use crate::diag;
+use crate::exit::ExitStatus;
+use crate::lifecycle::EventKind;
+use crate::process_group as process;
+use crate::run::Run;
+use crate::run::lease::Lease;
+use crate::run::team_state::DispatchRecord;
+
+use super::attempt::{self, Ended};
+use super::select::Live;
+use super::wait::{liveness, wrapper_of};
+
+/// How long a driver gets to stop its wrappers and let go of the lease:
+/// each wrapper has the group grace, then a little to record.
+const DRIVER_GRACE: Duration = Duration::from_secs(15);
+/// How often the lease and the wrappers are looked at while waiting.
+const POLL: Duration = Duration::from_millis(100);
+
+/// What `okstra cancel --json` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Cancelled {
+    run_dir: std::path::PathBuf,
+    /// The driver asked to stop (pid), if one held the lease.
+    driver: Option<i32>,
+    /// Dispatches whose wrappers were stopped here and recorded cancelled.
+    stopped: Vec<String>,
+    /// The command that resumes the run.
+    resume: String,
+}
+
+/// `okstra cancel`.
+pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
+    let run = Run::open(&args.run_dir)?;
+    let workers = args
+        .workers
+        .as_deref()
+        .map(super::split_workers)
+        .transpose()?;
+    if let Some(names) = &workers {
+        for name in names {
+            if run.assignment(name).is_none() {
+                let known: Vec<&str> = run
+                    .assignments
+                    .iter()
+                    .map(|a| a.worker_id.as_str())
+                    .collect();
+                anyhow::bail!(
+                    "invalid value `{name}` for `--workers`: this run's workers are `{}`",
+                    known.join(",")
+                );
+            }
+        }
+    }
+    let named = |record: &DispatchRecord| {
+        workers
+            .as_ref()
+            .is_none_or(|names| names.contains(&record.worker_id))
+    };
+    let mut driver = None;
+    if workers.is_none()
+        && let Some(holder) = Lease::held_by(&run)?
+        && holder.pid > 0
+        && process::wrapper_alive(holder.pid, holder.started_ts)
+    {
+        diag::progress(format_args!(
+            "stopping pid {} (`{}`), which drives `{}`",
+            holder.pid,
+            crate::fsread::escape(&holder.command),
+            run.dir.display()
+        ));
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(holder.pid), Signal::SIGTERM);
+        driver = Some(holder.pid);
+        let deadline = Instant::now() + DRIVER_GRACE;
+        while Lease::held_by(&run)?.is_some() && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        if Lease::held_by(&run)?.is_some() {
+            diag::warning(format_args!(
+                "pid {} did not stop within {}s; stopping its wrappers directly",
+                holder.pid,
+                DRIVER_GRACE.as_secs()
+            ));
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(holder.pid), Signal::SIGKILL);
+        }
+    }
+    // What is still running without a live driver, or was named.
+    let state = run.team_state()?;
+    let live: Vec<DispatchRecord> = state
+        .latest_attempts()
+        .into_iter()
+        .filter(|r| r.ending.is_none() && named(r))
+        .filter(|r| workers.is_some() || liveness(r) != Live::Driver)
+        .cloned()
+        .collect();
+    let mut stopped = Vec::new();
+    let mut orphans = Vec::new();
+    for record in live {
+        let Some((pid, started)) = wrapper_of(&record) else {
+            if liveness(&record) == Live::Nothing {
+                orphans.push(record);
+            }
+            continue;
+        };
+        stop_wrapper(pid, started);
+        stopped.push(record.dispatch_name.clone());
+        if workers.is_none() || liveness(&record) != Live::Driver {
+            orphans.push(record);
+        }
+    }
+    // Record what no driver will: cancelled, so a resume runs it again.
+    let prices = crate::usage::Prices::load(&|name| std::env::var(name).ok())?;
+    let mut finished = Vec::new();
+    for record in orphans {
+        let ended = Ended {
+            exit_code: None,
+            cancelled: true,
+            wrapper_stderr: "cancelled with `okstra cancel`".into(),
+        };
+        finished.push(attempt::conclude(record, &ended, &prices)?.0);
+    }
+    if !finished.is_empty() {
+        let owners: Vec<String> = finished
+            .iter()
+            .map(|r| {
+                run.assignment(&r.worker_id)
+                    .map_or_else(|| r.dispatch_name.clone(), |a| a.dispatch_name.clone())
+            })
+            .collect();
+        let mut changes = Vec::new();
+        for (record, name) in finished.iter().zip(&owners) {
+            changes.push(crate::run::team_state::Change::Put(record));
+            if record.dispatch_name == *name
+                && let Some(ending) = record.ending
+            {
+                changes.push(crate::run::team_state::Change::Terminal(name, ending));
+            }
+        }
+        run.update_team_state(&changes)?;
+    }
+    let resume = format!("okstra run {}", run.dir.display());
+    let fields = std::collections::BTreeMap::from([
+        ("stopped".to_owned(), stopped.len().to_string()),
+        (
+            "driver".to_owned(),
+            driver.map_or_else(|| "none".to_owned(), |pid| pid.to_string()),
+        ),
+    ]);
+    if let Err(err) =
+        crate::lifecycle::append_event(&run, EventKind::RunCancelled.as_str(), &fields)
+    {
+        diag::warning(format_args!(
+            "cannot record lead event `run-cancelled`: {err:#}"
+        ));
+    }
+    let report = Cancelled {
+        run_dir: run.dir.clone(),
+        driver,
+        stopped,
+        resume,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        for name in &report.stopped {
+            writeln!(out, "stopped {name}")?;
+        }
+    }
+    drop(out);
+    if report.driver.is_none() && report.stopped.is_empty() {
+        diag::progress(format_args!("nothing runs in `{}`", run.dir.display()));
+    }
+    diag::progress(format_args!("resume with `{}`", report.resume));
+    Ok(ExitStatus::Success)
+}
+
+/// Stop one wrapper: SIGTERM (it stops its CLI's group and records its
+/// exit); after the grace, SIGKILL (its guardian then stops the CLI's
+/// group, as it does whenever a wrapper dies).
+fn stop_wrapper(pid: i32, started: i64) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM);
+    let deadline = Instant::now() + process::GRACE + Duration::from_secs(2);
+    while process::wrapper_alive(pid, started) && Instant::now() < deadline {
+        std::thread::sleep(POLL);
+    }
+    if process::wrapper_alive(pid, started) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}

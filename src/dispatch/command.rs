@@ -1,0 +1,379 @@
+//! `okstra dispatch`: hold the run's lease, select and decide what starts,
+//! run it (or hand it to a detached dispatcher), print one summary.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::libc;
+use serde::Serialize;
+
+use crate::catalog::Runner;
+use crate::cli::DispatchArgs;
+use crate::diag;
+use crate::exit::{self, ExitStatus};
+use crate::run::Run;
+use crate::run::lease::Lease;
+use crate::run::team_state::TeamState;
+
+use super::select::{self, Kind, Planned, Skip};
+use super::{Batch, Options, Prepared, prepare, print_summary, record_native, run_prepared};
+
+/// Set in the environment of a detached dispatcher.
+const DETACHED_ENV: &str = "OKSTRA_DISPATCH_DETACHED";
+/// How long `--detach` waits for the detached dispatcher to record its
+/// dispatches before it returns.
+const DETACH_READY: Duration = Duration::from_secs(10);
+/// How long a second driver waits for the lease before it refuses.
+pub const LEASE_WAIT: Duration = Duration::from_secs(5);
+
+/// `okstra dispatch`.
+pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
+    let run = Run::open(&args.run_dir)?;
+    let workers = args
+        .workers
+        .as_deref()
+        .map(super::split_workers)
+        .transpose()?;
+    let options = Options::from_args(&args.engine)?;
+    // A dry run changes nothing and needs no lease.
+    let lease = if args.dry_run {
+        None
+    } else {
+        Some(Lease::acquire(&run, "okstra dispatch", LEASE_WAIT)?)
+    };
+    let mut state = run.team_state()?;
+    if let Some(fix) = &args.fix {
+        return fix_pass(&run, &state, workers.as_deref(), fix, options, args.json);
+    }
+    let prepared = if args.kind == Kind::Retry {
+        retry(&run, &state, workers.as_deref())?
+    } else {
+        let candidates = select::select(&run, &state, args.kind, workers.as_deref())?;
+        prepare(&run, &mut state, candidates, &options)?
+    };
+    for native in &prepared.host {
+        diag::note(format_args!(
+            "`{}` runs in the host's own session (`native-session`): the host dispatches it, then `okstra await` waits for its Result Path",
+            native.dispatch_name
+        ));
+    }
+    if args.dry_run {
+        return dry_run(&run, &prepared.start, args);
+    }
+    record_native(&run, &state, &prepared.host)?;
+    if prepared.is_idle() {
+        nothing_to_do(&run, args.kind, &prepared);
+        print_summary(&[], args.json)?;
+        return Ok(ExitStatus::Success);
+    }
+    if args.detach {
+        let lease = lease.context("a dispatch that is not a dry run holds the lease")?;
+        return detach(&run, lease, &prepared.start, args);
+    }
+    if std::env::var_os(DETACHED_ENV).is_some() {
+        // A detached dispatcher outlives the terminal that started it.
+        ignore_hangup();
+    }
+    let host = prepared.host.len();
+    let batch = run_prepared(&run, prepared, options)?;
+    drop(lease);
+    finish(&batch, host, args.json)
+}
+
+/// Say why nothing starts: one line per candidate that was skipped, and
+/// what would make it start.
+fn nothing_to_do(run: &Run, kind: Kind, prepared: &Prepared) {
+    diag::progress(format_args!(
+        "nothing to dispatch of kind `{}` in `{}`",
+        kind.as_string(),
+        run.dir.display()
+    ));
+    for (name, why) in &prepared.skipped {
+        let line = match why {
+            Skip::Completed => format!(
+                "`{name}` already completed with the same prompt, provider and model; it is not paid for twice"
+            ),
+            Skip::Failed(ending) => format!(
+                "`{name}` ended `{ending}`; `okstra dispatch {} --kind retry --workers <id>` spends its one retry, and resuming with `okstra run {}` gives a logged-out, offline or rate-limited worker a fresh attempt",
+                run.dir.display(),
+                run.dir.display()
+            ),
+            Skip::Running => format!("`{name}` is running"),
+            Skip::Host => format!("`{name}` runs in the host's own session"),
+        };
+        diag::note(line);
+    }
+    if kind == Kind::Initial && prepared.skipped.is_empty() && prepared.host.is_empty() {
+        diag::note(format_args!(
+            "the report writer is dispatched only when named: `okstra dispatch {} --workers report-writer`",
+            run.dir.display()
+        ));
+    }
+}
+
+/// `--kind retry --workers …`: each named worker's last attempt once more.
+fn retry(run: &Run, state: &TeamState, workers: Option<&[String]>) -> Result<Prepared> {
+    let Some(named) = workers else {
+        anyhow::bail!("`--kind retry` needs `--workers`: name the workers to retry");
+    };
+    let mut prepared = Prepared::default();
+    let mut spend = Vec::new();
+    for name in named {
+        let assignment = run.assignment(name).with_context(|| {
+            let known: Vec<&str> = run
+                .assignments
+                .iter()
+                .map(|a| a.worker_id.as_str())
+                .collect();
+            format!(
+                "invalid value `{name}` for `--workers`: this run's workers are `{}`",
+                known.join(",")
+            )
+        })?;
+        match select::retry_of(assignment, state) {
+            Ok((planned, spends)) if planned.runner == Runner::NativeSession => {
+                if spends {
+                    spend.push(planned.assignment_name.clone());
+                }
+                prepared.host.push(planned);
+            }
+            Ok((planned, spends)) => {
+                if spends {
+                    spend.push(planned.assignment_name.clone());
+                }
+                prepared.start.push(planned);
+            }
+            Err(why) => diag::warning(format_args!(
+                "not dispatching `{}`: {why}",
+                assignment.dispatch_name
+            )),
+        }
+    }
+    if !spend.is_empty() {
+        let changes: Vec<_> = spend
+            .iter()
+            .map(|name| crate::run::team_state::Change::SpendRetry(name))
+            .collect();
+        run.update_team_state(&changes)?;
+    }
+    Ok(prepared)
+}
+
+/// The Executor's one fix pass: its own prompt followed by the defects the
+/// lead listed, as its next attempt (`retry`, which spends no failure retry).
+fn fix_pass(
+    run: &Run,
+    state: &TeamState,
+    workers: Option<&[String]>,
+    fix: &std::path::Path,
+    options: Options,
+    json: bool,
+) -> Result<ExitStatus> {
+    let executor = super::executor_of(run)?;
+    if workers != Some(std::slice::from_ref(&executor.worker_id)) {
+        anyhow::bail!(
+            "`--fix` dispatches the Executor only: pass `--workers {}`",
+            executor.worker_id
+        );
+    }
+    let planned = super::plan_fix_pass(run, state, fix)?;
+    if planned.runner == Runner::NativeSession {
+        let path = planned.paths.prompt_path.clone();
+        record_native(run, state, &[planned])?;
+        diag::note(format_args!(
+            "the Executor runs in the host's own session: give it `{}` and await it",
+            path.display()
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    let batch = super::run_planned(run, vec![planned], options)?;
+    finish(&batch, 0, json)
+}
+
+/// Print a finished batch's summary; its exit status: 128+N when a signal
+/// stopped it, 0 when every attempt completed, else 1.
+fn finish(batch: &Batch, host: usize, json: bool) -> Result<ExitStatus> {
+    print_summary(&batch.rows, json)?;
+    if let Some(signal) = batch.interrupted {
+        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+    }
+    if host > 0 && batch.all_completed() {
+        diag::progress(format_args!(
+            "the wrapper workers completed; {host} worker(s) of this batch run in the host's session and are not done yet"
+        ));
+    }
+    Ok(if batch.all_completed() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// One line of `--dry-run`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Would {
+    dispatch_name: String,
+    kind: String,
+    attempt: u32,
+    provider: &'static str,
+    model: String,
+    /// The provider CLI's argv, program first; never the prompt's text.
+    /// Empty when the wrapper would refuse to start.
+    argv: Vec<String>,
+    /// Why the wrapper would refuse (its preflight), if it would.
+    refusal: Option<String>,
+    prompt_path: String,
+    result_path: String,
+}
+
+/// Print what would start, and write nothing: each attempt goes through the
+/// wrapper's own preflight, so the argv shown is the one that would run.
+fn dry_run(run: &Run, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
+    let would: Vec<Would> = planned
+        .iter()
+        .map(|p| {
+            let wrapper =
+                super::engine::wrapper_args(p, &run.project_root, None, args.engine.idle_timeout);
+            let (cli_argv, refusal) = match crate::provider_exec::preflight(None, &wrapper) {
+                Ok(ready) => (
+                    std::iter::once(ready.plan.program.to_owned())
+                        .chain(
+                            ready
+                                .plan
+                                .args
+                                .iter()
+                                .map(|a| a.to_string_lossy().into_owned()),
+                        )
+                        .collect(),
+                    None,
+                ),
+                Err(refused) => (Vec::new(), Some(refused.to_string())),
+            };
+            Would {
+                dispatch_name: p.dispatch_name.clone(),
+                kind: p.kind.as_string(),
+                attempt: p.attempt,
+                provider: p.provider.as_str(),
+                model: p.model.clone(),
+                argv: cli_argv,
+                refusal,
+                prompt_path: p.paths.prompt_path.display().to_string(),
+                result_path: p.paths.result_path.display().to_string(),
+            }
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        use std::io::Write;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "wouldStart": would }))?
+        )?;
+    } else {
+        use std::io::Write;
+        for w in &would {
+            match &w.refusal {
+                None => writeln!(
+                    out,
+                    "would start {} ({}, attempt {}): {}",
+                    w.dispatch_name,
+                    w.kind,
+                    w.attempt,
+                    w.argv.join(" ")
+                )?,
+                Some(why) => writeln!(
+                    out,
+                    "would fail {} ({}, attempt {}): {}",
+                    w.dispatch_name,
+                    w.kind,
+                    w.attempt,
+                    crate::fsread::escape(why)
+                )?,
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Start a detached dispatcher with the same arguments and return once it
+/// has recorded its dispatches (so an `okstra await` right after sees
+/// them). The lease passes to it: released here just before it starts, it
+/// takes the lease itself (waiting for it, like any second driver).
+fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
+    let program = std::env::current_exe().context("cannot find the okstra binary to detach")?;
+    let log_path = run.layout().dispatch_log();
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&log_path)
+        .with_context(|| format!("cannot open `{}`", log_path.display()))?;
+    crate::fsread::check_regular(&log, &log_path)?;
+    let forwarded: Vec<std::ffi::OsString> = std::env::args_os()
+        .skip(1)
+        .filter(|arg| arg != "--detach")
+        .collect();
+    drop(lease);
+    let mut command = std::process::Command::new(program);
+    command
+        .args(&forwarded)
+        .env(DETACHED_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .spawn()
+        .context("cannot start the detached dispatcher")?;
+    let pid = i32::try_from(child.id()).ok();
+    let deadline = Instant::now() + DETACH_READY;
+    loop {
+        let state = run.team_state()?;
+        let recorded = planned.iter().all(|p| {
+            state.dispatches.iter().any(|r| {
+                r.dispatch_name == p.dispatch_name
+                    && r.attempt == p.attempt
+                    && r.dispatcher_pid == pid
+            })
+        });
+        if recorded || Instant::now() >= deadline || child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut out = std::io::stdout().lock();
+    {
+        use std::io::Write;
+        if args.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "detached": true, "pid": pid, "log": log_path })
+            )?;
+        } else {
+            writeln!(out, "{}", log_path.display())?;
+        }
+    }
+    diag::progress(format_args!(
+        "dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`, stop with `okstra cancel {}`",
+        planned.len(),
+        pid.map_or_else(|| "?".into(), |p| p.to_string()),
+        run.dir.display(),
+        run.dir.display()
+    ));
+    Ok(ExitStatus::Success)
+}
+
+fn ignore_hangup() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    #[expect(
+        unsafe_code,
+        reason = "ignoring SIGHUP has no handler code to be unsafe in"
+    )]
+    // SAFETY: SIG_IGN runs no code in signal context.
+    let _ = unsafe { signal(Signal::SIGHUP, SigHandler::SigIgn) };
+}

@@ -1,0 +1,314 @@
+//! Carrying out one step of the step machine for `okstra run`, and
+//! recording in the step journal what it was made from.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::catalog::{REPORT_WRITER, Role, Runner};
+use crate::converge;
+use crate::diag;
+use crate::dispatch::{self, Kind};
+use crate::lifecycle::EventKind;
+use crate::run::Run;
+use crate::run::journal::file_sha256;
+
+use super::facts::{self, Digests};
+use super::{Lead, Step};
+
+/// The report writer's repair prompt, beside its own.
+pub fn repair_prompt_path(run: &Run) -> PathBuf {
+    run.assignment(REPORT_WRITER).map_or_else(
+        || run.layout().prompt("report-writer.repair"),
+        |writer| {
+            writer
+                .paths
+                .prompt_path
+                .with_file_name(format!("{}.repair.md", writer.dispatch_name))
+        },
+    )
+}
+
+impl Lead<'_> {
+    /// Run one batch: the named workers' dispatches of `kind`.
+    pub(super) fn batch(&mut self, kind: Kind, workers: &[String]) -> Result<Step<()>> {
+        let mut options = self.options()?;
+        // A fresh attempt per explicit resume: one batch per worker gets it.
+        options.resume = workers
+            .iter()
+            .any(|w| self.resume_for(&self.dispatch_name(kind, w)));
+        for worker in workers {
+            self.fresh_given.insert(self.dispatch_name(kind, worker));
+        }
+        let mut state = self.run.team_state()?;
+        let mut candidates = dispatch::select::select(&self.run, &state, kind, Some(workers))?;
+        for planned in &mut candidates {
+            planned.inputs_sha256 = self.tracked_inputs(planned);
+        }
+        let prepared = dispatch::prepare(&self.run, &mut state, candidates, &options)?;
+        let batch = dispatch::run_prepared(&self.run, prepared, options)?;
+        self.dispatched += batch.rows.len();
+        Ok(self.ended(&batch))
+    }
+
+    /// The digest of the files a dispatch's prompt points at that a resume
+    /// must notice: the report writer's inputs, the critic's ledger.
+    pub(super) fn tracked_inputs(&self, planned: &dispatch::Planned) -> Option<String> {
+        match planned.role {
+            Role::ReportWriter => file_sha256(&self.run.layout().report_inputs()),
+            Role::Critic => Some(
+                self.journal
+                    .get(facts::CLASSIFY)
+                    .and_then(|e| e.output.clone())
+                    .unwrap_or_default(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn dispatch_name(&self, kind: Kind, worker: &str) -> String {
+        self.run.assignment(worker).map_or_else(
+            || worker.to_owned(),
+            |a| kind.dispatch_name(&a.dispatch_name),
+        )
+    }
+
+    /// Plan round `round` from the current results (a stale plan is made
+    /// again, the ledger rewound to before it).
+    pub(super) fn plan(&mut self, round: u32, digests: &Digests) -> Result<()> {
+        converge::rewind(&self.run, round - 1)?;
+        let plan = converge::plan::plan(
+            &self.run.dir,
+            round,
+            converge::PlanOptions {
+                blind: true,
+                seed: None,
+            },
+        )?;
+        for warning in &plan.warnings {
+            diag::warning(warning);
+        }
+        if let Some(stop) = plan.stopped_because {
+            self.event(
+                EventKind::ConvergenceSkipped,
+                &[("reason", stop.as_str()), ("round", &round.to_string())],
+            );
+        }
+        let inputs = digests.plans.get(&round).cloned().unwrap_or_default();
+        let output = file_sha256(&self.run.layout().round_plan(round));
+        // Everything from this round on was built on the old plan.
+        self.journal
+            .record(&facts::plan_step(round), inputs, output, |step| {
+                later_than(step, round) || step == facts::record_step(round)
+            })?;
+        Ok(())
+    }
+
+    /// Record round `round`'s verdicts into the ledger.
+    pub(super) fn record(&mut self, round: u32, digests: &Digests) -> Result<()> {
+        let recorded = converge::record::record(&self.run.dir, round)?;
+        for problem in &recorded.problems {
+            diag::warning(format_args!("round {round}: {}", problem.line()));
+        }
+        self.event(
+            EventKind::RoundComplete,
+            &[
+                ("round", &round.to_string()),
+                ("open", &recorded.open.len().to_string()),
+            ],
+        );
+        let inputs = digests.records.get(&round).cloned().unwrap_or_default();
+        let output = file_sha256(&self.run.layout().convergence_ledger());
+        self.journal
+            .record(&facts::record_step(round), inputs, output, |step| {
+                later_than(step, round)
+            })?;
+        Ok(())
+    }
+
+    /// Compute every item's class.
+    pub(super) fn classify(&mut self, digests: &Digests) -> Result<()> {
+        converge::classify(&self.run.dir)?;
+        let output = file_sha256(&self.run.layout().convergence_ledger());
+        self.journal
+            .record(facts::CLASSIFY, digests.classify.clone(), output, |step| {
+                [facts::FIX_REQUEST, facts::INPUTS, facts::RENDER].contains(&step)
+            })
+    }
+
+    /// The lead contract's fix cycle (`--fix-cycle yes`): the verifiers'
+    /// `blocking` and `major` defects (confirmed by convergence when it ran)
+    /// go to `state/fix-request.md` and the Executor's fix prompt; nothing
+    /// to fix, or an Executor in a host session, is recorded.
+    pub(super) fn fix_request(&mut self, digests: &Digests) -> Result<()> {
+        let info = converge::RunInfo::of(self.run.clone())?;
+        let classified = converge::summary(&info)?;
+        let defects = classified
+            .as_ref()
+            .map(|c| converge::fix::defects(&c.ledger, c.ledger.enabled))
+            .unwrap_or_default();
+        let executor_native = self
+            .run
+            .in_role(Role::Executor)
+            .next()
+            .is_some_and(|a| a.runner == Runner::NativeSession);
+        let output = if defects.is_empty() {
+            self.event(
+                EventKind::FixPassSkipped,
+                &[("reason", "no blocking or major defect")],
+            );
+            None
+        } else if executor_native {
+            self.event(
+                EventKind::FixPassSkipped,
+                &[("reason", "the Executor runs in a host session")],
+            );
+            None
+        } else {
+            let path = self.run.layout().fix_request();
+            dispatch::write_if_changed(&path, converge::fix::request(&defects).as_bytes())?;
+            let state = self.run.team_state()?;
+            dispatch::write_fix_prompt(&self.run, &state, &path)?;
+            self.event(
+                EventKind::FixPass,
+                &[("defects", &defects.len().to_string())],
+            );
+            file_sha256(&path)
+        };
+        self.journal.record(
+            facts::FIX_REQUEST,
+            digests.fix_request.clone(),
+            output,
+            |_| false,
+        )
+    }
+
+    /// The Executor's fix pass, on the prompt the fix request wrote.
+    pub(super) fn fix_pass(&mut self) -> Result<Step<()>> {
+        let state = self.run.team_state()?;
+        let path = dispatch::fix_prompt_path(&self.run)?;
+        let executor = self
+            .run
+            .in_role(Role::Executor)
+            .next()
+            .context("an implementation run has an Executor")?;
+        let planned = dispatch::repair_of(&self.run, &state, &executor.worker_id, &path)?;
+        let batch = self.planned(planned)?;
+        Ok(batch)
+    }
+
+    /// Compute coverage and usage into `state/report-inputs.json`.
+    pub(super) fn inputs(&mut self, digests: &Digests) -> Result<()> {
+        let inputs = crate::coverage::write_inputs(&self.run)?;
+        self.event(
+            EventKind::UsageCollected,
+            &[(
+                "sources",
+                inputs.usage_summary["source"]
+                    .as_str()
+                    .unwrap_or("unavailable"),
+            )],
+        );
+        let output = file_sha256(&self.run.layout().report_inputs());
+        self.journal
+            .record(facts::INPUTS, digests.inputs.clone(), output, |step| {
+                step == facts::RENDER
+            })
+    }
+
+    /// Dispatch the report writer once more, its prompt followed by the
+    /// validator's messages.
+    pub(super) fn repair(&mut self, problems: &[String]) -> Result<Step<()>> {
+        let writer = self
+            .run
+            .assignment(REPORT_WRITER)
+            .context("the report writer is rostered")?;
+        let original = crate::fsread::read(&writer.paths.prompt_path, crate::fsread::Kind::Result)
+            .with_context(|| format!("cannot read `{}`", writer.paths.prompt_path.display()))?;
+        let mut prompt = String::from_utf8_lossy(&original).into_owned();
+        prompt.push_str("\n\n## Repair: your report failed validation\n\n");
+        let problems = if problems.is_empty() {
+            vec![format!(
+                "the report writer wrote no `{}`",
+                self.run.report_data_path.display()
+            )]
+        } else {
+            problems.to_vec()
+        };
+        let _ = write!(
+            prompt,
+            "`okstra validate` found these problems in the report you wrote (`{}`):\n\n",
+            self.run.report_data_path.display()
+        );
+        for problem in &problems {
+            let _ = writeln!(prompt, "- {}", super::one_line(problem));
+        }
+        prompt.push_str(
+            "\nFix exactly these problems and nothing else: do not change a finding's substance \
+             or class. Then print the whole corrected data.json between the result markers, as \
+             your final message.\n",
+        );
+        let path = repair_prompt_path(&self.run);
+        dispatch::write_if_changed(&path, prompt.as_bytes())?;
+        self.event(
+            EventKind::ReportRepair,
+            &[("problems", &problems.len().to_string())],
+        );
+        let state = self.run.team_state()?;
+        let planned = dispatch::repair_of(&self.run, &state, REPORT_WRITER, &path)?;
+        self.planned(planned)
+    }
+
+    /// Validate and render the report.
+    pub(super) fn render(&mut self) -> Result<()> {
+        match crate::report::render(&self.run.dir)? {
+            Ok(_) => {
+                let data = file_sha256(&self.run.report_data_path).unwrap_or_default();
+                self.journal.record(facts::RENDER, data, None, |_| false)
+            }
+            Err(problems) => anyhow::bail!(
+                "the report `{}` passed validation a moment ago and now fails it: {}",
+                self.run.report_data_path.display(),
+                problems.join("; ")
+            ),
+        }
+    }
+
+    /// Run one planned attempt through the engine, or settle/adopt what
+    /// decide says of it.
+    fn planned(&mut self, planned: dispatch::Planned) -> Result<Step<()>> {
+        let options = self.options()?;
+        let mut state = self.run.team_state()?;
+        let prepared = dispatch::prepare(&self.run, &mut state, vec![planned], &options)?;
+        let batch = dispatch::run_prepared(&self.run, prepared, options)?;
+        self.dispatched += batch.rows.len();
+        Ok(self.ended(&batch))
+    }
+}
+
+/// Whether journal step `step` belongs to a round after `round`.
+fn later_than(step: &str, round: u32) -> bool {
+    let number = step
+        .strip_prefix("plan-r")
+        .or_else(|| step.strip_prefix("record-r"))
+        .and_then(|n| n.parse::<u32>().ok());
+    number.is_some_and(|n| n > round)
+        || [
+            facts::CLASSIFY,
+            facts::FIX_REQUEST,
+            facts::INPUTS,
+            facts::RENDER,
+        ]
+        .contains(&step)
+}
+
+/// The verdict token of a valid report, for the last lead event.
+pub fn report_verdict(data: &Path) -> Option<String> {
+    let bytes = crate::fsread::read(data, crate::fsread::Kind::Report).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value
+        .pointer("/finalVerdict/verdictToken")?
+        .as_str()
+        .map(str::to_owned)
+}

@@ -1,0 +1,298 @@
+//! What is true of a run now, gathered from its files for the step machine
+//! (`run::steps`), with the input digests each computed step is judged by.
+//! Reads only: nothing here writes.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use crate::catalog::{DispatchKind, REPORT_WRITER, Role, TaskType};
+use crate::converge::{Ledger, ledger};
+use crate::dispatch::{self, Decision, Planned, Skip};
+use crate::ending::Ending;
+use crate::run::journal::{Digest, file_sha256};
+use crate::run::steps::{Facts, Need, Report, Round, Worker};
+use crate::run::team_state::TeamState;
+
+use super::Lead;
+
+/// The names of the journal's steps.
+pub fn plan_step(round: u32) -> String {
+    format!("plan-r{round}")
+}
+
+pub fn record_step(round: u32) -> String {
+    format!("record-r{round}")
+}
+
+pub const CLASSIFY: &str = "classify";
+pub const FIX_REQUEST: &str = "fix-request";
+pub const INPUTS: &str = "inputs";
+pub const RENDER: &str = "render";
+
+/// The digests of what each computed step is made from now.
+#[derive(Debug, Default)]
+pub struct Digests {
+    pub plans: BTreeMap<u32, String>,
+    pub records: BTreeMap<u32, String>,
+    pub classify: String,
+    pub fix_request: String,
+    pub inputs: String,
+    pub render: Option<String>,
+}
+
+/// The facts, the digests, and the report's problems when it is invalid.
+pub struct Gathered {
+    pub facts: Facts,
+    pub digests: Digests,
+    pub problems: Vec<String>,
+}
+
+/// Gather the facts of `lead`'s run.
+pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
+    let run = &lead.run;
+    let state = run.team_state()?;
+    let journal = &lead.journal;
+    // A run made before the journal existed is judged by its files alone.
+    let legacy = journal.is_empty();
+    let fresh = |step: &str, inputs: &str, file_exists: bool| {
+        if legacy {
+            file_exists
+        } else {
+            file_exists && journal.is_fresh(step, inputs)
+        }
+    };
+    let worker = |planned: &Planned| Worker::new(&planned.worker_id, need(lead, &state, planned));
+    let mut facts = Facts {
+        convergence: run.convergence.enabled,
+        max_rounds: run.convergence.effective_max_rounds,
+        ..Facts::default()
+    };
+    let mut digests = Digests::default();
+
+    if run.task_type == TaskType::Implementation {
+        facts.executor = run
+            .in_role(Role::Executor)
+            .next()
+            .map(|a| worker(&dispatch::select::from_assignment(a, DispatchKind::Initial)));
+    }
+    let mut own = Digest::new();
+    for assignment in run.reviewers() {
+        let planned = dispatch::select::from_assignment(assignment, DispatchKind::Initial);
+        let reviewer = worker(&planned);
+        own = own.text("worker", &assignment.worker_id).text(
+            "done",
+            if reviewer.need == Need::Done {
+                "yes"
+            } else {
+                "no"
+            },
+        );
+        if reviewer.need == Need::Done {
+            own = own.file("result", &assignment.paths.result_path);
+        }
+        facts.reviewers.push(reviewer);
+    }
+    let own = own.finish();
+
+    // Phase 5.5: the rounds planned so far.
+    let ledger_path = run.layout().convergence_ledger();
+    let ledger: Option<Ledger> = ledger::read(&ledger_path, ledger::LEDGER_SCHEMA)
+        .ok()
+        .flatten();
+    let mut classify = Digest::new().text("own", &own);
+    let mut previous_output = own.clone();
+    for number in 1..=facts.max_rounds {
+        let plan_path = run.layout().round_plan(number);
+        if !plan_path.is_file() {
+            break;
+        }
+        let plan_inputs = previous_output.clone();
+        let plan_fresh = fresh(&plan_step(number), &plan_inputs, true);
+        digests.plans.insert(number, plan_inputs);
+        let plan: Option<crate::converge::ledger::Plan> =
+            ledger::read(&plan_path, ledger::PLAN_SCHEMA).ok().flatten();
+        let stopped = plan.as_ref().is_none_or(|p| p.stopped_because.is_some());
+        let mut reviewers = Vec::new();
+        let mut record = Digest::new().file("plan", &plan_path);
+        if plan_fresh && !stopped {
+            for planned in
+                dispatch::select::select(run, &state, DispatchKind::Reverify(number), None)?
+            {
+                let reviewer = worker(&planned);
+                let ending = state
+                    .latest(&planned.dispatch_name)
+                    .and_then(|r| r.ending)
+                    .map_or("none", Ending::as_str);
+                record = record
+                    .text("reviewer", &planned.dispatch_name)
+                    .text("ending", ending)
+                    .file("result", &planned.paths.result_path);
+                reviewers.push(reviewer);
+            }
+        }
+        let record = record.finish();
+        let recorded = ledger.as_ref().is_some_and(|l| l.rounds_run >= number);
+        let recorded_fresh = fresh(&record_step(number), &record, recorded);
+        digests.records.insert(number, record);
+        let stops_after = ledger
+            .as_ref()
+            .is_some_and(|l| l.rounds_run == number && l.stopped_because.is_some());
+        if let Some(output) = journal
+            .get(&record_step(number))
+            .and_then(|e| e.output.clone())
+        {
+            classify = classify.text("round", &output);
+            previous_output = output;
+        } else if legacy {
+            previous_output = file_sha256(&ledger_path).unwrap_or_default();
+        }
+        facts.rounds.push(Round {
+            number,
+            plan_fresh,
+            stopped,
+            reviewers,
+            recorded_fresh,
+            stops_after,
+        });
+    }
+    digests.classify = classify.finish();
+    facts.classified = fresh(CLASSIFY, &digests.classify, ledger.is_some());
+    let classified = journal
+        .get(CLASSIFY)
+        .and_then(|e| e.output.clone())
+        .unwrap_or_default();
+
+    // The implementation fix cycle.
+    if let Some(executor) = run.in_role(Role::Executor).next()
+        && run.task()?.fix_cycle
+    {
+        digests.fix_request = Digest::new().text("ledger", &classified).finish();
+        let request = journal.get(FIX_REQUEST);
+        facts.fix_undecided = request.is_none_or(|e| e.inputs != digests.fix_request);
+        if !facts.fix_undecided && request.is_some_and(|e| e.output.is_some()) {
+            let path = dispatch::fix_prompt_path(run)?;
+            let planned = dispatch::repair_of(run, &state, &executor.worker_id, &path)?;
+            facts.fix_pass = Some(worker(&planned));
+        }
+    }
+
+    // The critic judges the classified ledger.
+    facts.critic = run.in_role(Role::Critic).next().map(|a| {
+        let mut planned = dispatch::select::from_assignment(a, DispatchKind::Critic);
+        planned.inputs_sha256 = lead.tracked_inputs(&planned);
+        worker(&planned)
+    });
+
+    // Phase 6: the report.
+    let Some(writer) = run.assignment(REPORT_WRITER) else {
+        return Ok(Gathered {
+            facts,
+            digests,
+            problems: Vec::new(),
+        });
+    };
+    let mut inputs = Digest::new().text("ledger", &classified);
+    for record in state.latest_attempts() {
+        if record.dispatch_name == writer.dispatch_name {
+            continue;
+        }
+        inputs = inputs
+            .text("dispatch", &record.dispatch_name)
+            .text("attempt", &record.attempt.to_string())
+            .text("ending", record.ending.map_or("none", Ending::as_str))
+            .text("result", record.result_sha256.as_deref().unwrap_or("none"));
+    }
+    digests.inputs = inputs.finish();
+    let inputs_path = run.layout().report_inputs();
+    facts.inputs_fresh = fresh(INPUTS, &digests.inputs, inputs_path.is_file());
+    let mut planned = dispatch::select::from_assignment(writer, DispatchKind::Initial);
+    planned.inputs_sha256 = lead.tracked_inputs(&planned);
+    let writer_state = worker(&planned);
+    let written = state
+        .latest_on(&writer.dispatch_name, &writer.paths.prompt_path)
+        .map_or(0, |r| r.attempt);
+    facts.report_writer = Some(writer_state);
+
+    let mut problems = Vec::new();
+    facts.report = if run.report_data_path.is_file() {
+        problems = match crate::report::problems(&run.dir) {
+            Ok(problems) => problems,
+            Err(err) => vec![format!("{err:#}")],
+        };
+        if problems.is_empty() {
+            let data = file_sha256(&run.report_data_path).unwrap_or_default();
+            let layout = run.layout();
+            let rendered = journal.is_fresh(RENDER, &data)
+                && layout
+                    .report_dir()
+                    .join(crate::run::layout::REPORT_MARKDOWN_NAME)
+                    .is_file()
+                && layout
+                    .report_dir()
+                    .join(crate::run::layout::REPORT_HTML_NAME)
+                    .is_file();
+            digests.render = Some(data);
+            Report::Valid { rendered }
+        } else {
+            Report::Invalid { repaired: false }
+        }
+    } else {
+        Report::Missing
+    };
+    // The one repair belongs to the writer's latest output: an attempt on
+    // the repair prompt made after it.
+    let repair_path = super::act::repair_prompt_path(run);
+    if let Some(repair) = state
+        .latest_on(&writer.dispatch_name, &repair_path)
+        .filter(|r| r.attempt > written)
+    {
+        let need = match repair.ending {
+            None => need_of_unfinished(repair),
+            Some(_) if repair.was_interrupted() => Need::Run,
+            Some(Ending::Completed) => Need::Done,
+            Some(_) => Need::Failed,
+        };
+        if matches!(need, Need::Done | Need::Failed)
+            && let Report::Invalid { repaired } = &mut facts.report
+        {
+            *repaired = true;
+        }
+        facts.repair = Some(Worker::new(&writer.worker_id, need));
+    }
+    Ok(Gathered {
+        facts,
+        digests,
+        problems,
+    })
+}
+
+/// Where `planned` stands: what [`dispatch::select::decide_in`] says of its
+/// attempts, in the step machine's words.
+fn need(lead: &Lead<'_>, state: &TeamState, planned: &Planned) -> Need {
+    let prompt_sha256 = planned
+        .prompt_sha256
+        .clone()
+        .or_else(|| dispatch::prompt_sha256(&planned.paths.prompt_path));
+    let latest = state.latest(&planned.dispatch_name);
+    let facts = dispatch::select::Facts {
+        prompt_sha256,
+        live: latest.map_or(dispatch::select::Live::Nothing, dispatch::liveness),
+        resume: lead.resume_for(&planned.dispatch_name),
+    };
+    match dispatch::select::decide_in(planned, state, &facts) {
+        Decision::Start { .. } | Decision::Adopt(_) | Decision::Settle(_) => Need::Run,
+        Decision::Skip(Skip::Completed) => Need::Done,
+        Decision::Skip(Skip::Failed(_)) => Need::Failed,
+        Decision::Skip(Skip::Running) => Need::Running,
+        Decision::Skip(Skip::Host) => Need::Host,
+    }
+}
+
+/// An unfinished attempt: its driver's, or one to adopt or settle.
+fn need_of_unfinished(record: &crate::run::team_state::DispatchRecord) -> Need {
+    match dispatch::liveness(record) {
+        dispatch::select::Live::Driver => Need::Running,
+        _ => Need::Run,
+    }
+}

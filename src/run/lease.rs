@@ -1,0 +1,177 @@
+//! One driver at a time: the run lease.
+//!
+//! Whoever advances a run or dispatches its workers (`okstra run`,
+//! `okstra dispatch`, a detached dispatcher, `okstra next`) holds the lease:
+//! an exclusive `flock` on `state/run.lease`, whose content names the holder
+//! (pid, start time, command) for the "waiting for pid N" line a second
+//! driver prints. The kernel releases a `flock` when its holder dies, so a
+//! lease is never stale: a driver killed outright leaves a lease anyone
+//! can take.
+//!
+//! A second driver waits up to its timeout, then refuses (exit 2): it never
+//! plans a round twice, starts a worker twice or re-runs the report writer.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use nix::libc;
+use serde::{Deserialize, Serialize};
+
+use crate::diag;
+use crate::run::Run;
+
+/// How often a waiting driver tries again.
+const POLL: Duration = Duration::from_millis(100);
+/// The holder record is a few hundred bytes.
+const MAX_HOLDER_BYTES: u64 = 4096;
+
+/// Who holds a lease (the content of `state/run.lease`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holder {
+    pub pid: i32,
+    /// Unix seconds.
+    pub started_ts: i64,
+    /// `okstra run`, `okstra dispatch` …
+    pub command: String,
+}
+
+/// A held lease; released when dropped (or when the process ends).
+#[derive(Debug)]
+pub struct Lease {
+    file: Flock<File>,
+    path: PathBuf,
+}
+
+impl Lease {
+    /// The lease file of `run`.
+    pub fn path(run: &Run) -> PathBuf {
+        run.layout().lease()
+    }
+
+    /// Take the lease of `run` for `command`, waiting up to `wait` for the
+    /// current holder (saying once who it is); refuse after that.
+    pub fn acquire(run: &Run, command: &str, wait: Duration) -> Result<Lease> {
+        let path = Lease::path(run);
+        let deadline = Instant::now() + wait;
+        let mut said = false;
+        let mut file = open(&path)?;
+        loop {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(locked) => {
+                    let mut lease = Lease { file: locked, path };
+                    lease.record(command)?;
+                    return Ok(lease);
+                }
+                Err((back, Errno::EWOULDBLOCK)) => file = back,
+                Err((_, errno)) => {
+                    bail!("cannot lock the run lease `{}`: {errno}", path.display())
+                }
+            }
+            let holder = holder(&path);
+            if Instant::now() >= deadline {
+                bail!(
+                    "another okstra drives `{}`: {}; wait for it, or stop it with `okstra cancel {}`",
+                    run.dir.display(),
+                    describe(holder.as_ref()),
+                    run.dir.display()
+                );
+            }
+            if !said {
+                diag::progress(format_args!(
+                    "waiting for {} to release `{}`",
+                    describe(holder.as_ref()),
+                    run.dir.display()
+                ));
+                said = true;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// The holder of `run`'s lease, if someone holds it now.
+    pub fn held_by(run: &Run) -> Result<Option<Holder>> {
+        let path = Lease::path(run);
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => {
+                return Err(err).with_context(|| format!("cannot open `{}`", path.display()));
+            }
+        };
+        match Flock::lock(file, FlockArg::LockSharedNonblock) {
+            Ok(_free) => Ok(None),
+            Err((_, Errno::EWOULDBLOCK)) => Ok(Some(holder(&path).unwrap_or(Holder {
+                pid: 0,
+                started_ts: 0,
+                command: "okstra".into(),
+            }))),
+            Err((_, errno)) => bail!("cannot inspect the run lease `{}`: {errno}", path.display()),
+        }
+    }
+
+    /// Name this process as the holder.
+    fn record(&mut self, command: &str) -> Result<()> {
+        let holder = Holder {
+            pid: i32::try_from(std::process::id()).unwrap_or(0),
+            started_ts: crate::clock::unix_now(),
+            command: command.to_owned(),
+        };
+        let bytes = serde_json::to_vec(&holder)?;
+        let file: &mut File = &mut self.file;
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&bytes)
+            .with_context(|| format!("cannot write the run lease `{}`", self.path.display()))?;
+        Ok(())
+    }
+}
+
+/// Open (create) the lease file, never through a symlink.
+fn open(path: &Path) -> Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot open the run lease `{}`", path.display()))?;
+    crate::fsread::check_regular(&file, path)?;
+    Ok(file)
+}
+
+/// The holder a lease file names, if it can be read.
+fn holder(path: &Path) -> Option<Holder> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_HOLDER_BYTES).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `pid 123 (okstra run, since 2026-12-01T10:00:00Z)`.
+fn describe(holder: Option<&Holder>) -> String {
+    match holder {
+        Some(holder) if holder.pid > 0 => format!(
+            "pid {} (`{}`, since {})",
+            holder.pid,
+            crate::fsread::escape(&holder.command),
+            crate::clock::rfc3339(holder.started_ts)
+        ),
+        _ => "another okstra process".to_owned(),
+    }
+}
