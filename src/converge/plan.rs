@@ -252,17 +252,15 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
     let task = info.run.task()?;
     // The run's own copy of the brief, wherever the manifest says it is:
     // it must be inside the run.
-    let brief_path = crate::confine::inside(
-        info.run.resolve(&task.task_brief.copy),
-        info.dir(),
-        "`taskBrief.copy`",
-    )
-    .with_context(|| {
-        format!(
-            "the task manifest `{}` is refused",
-            info.run.task_manifest_path.display()
-        )
-    })?;
+    let brief_path = info
+        .run
+        .confine(&task.task_brief.copy, "`taskBrief.copy`")
+        .with_context(|| {
+            format!(
+                "the task manifest `{}` is refused",
+                info.run.task_manifest_path.display()
+            )
+        })?;
     let brief_text = items::read_result(&brief_path)
         .with_context(|| format!("cannot read the task brief `{}`", brief_path.display()))?;
     let roster: Vec<Value> = info

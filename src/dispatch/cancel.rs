@@ -20,9 +20,9 @@ use serde::Serialize;
 use crate::cli::CancelArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
-use crate::lifecycle::EventKind;
 use crate::process_group as process;
 use crate::run::Run;
+use crate::run::events::EventKind;
 use crate::run::lease::Lease;
 use crate::run::team_state::DispatchRecord;
 
@@ -128,36 +128,7 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
             orphans.push(record);
         }
     }
-    // Record what no driver will: cancelled, so a resume runs it again.
-    let prices = crate::usage::Prices::load(&|name| std::env::var(name).ok())?;
-    let mut finished = Vec::new();
-    for record in orphans {
-        let ended = Ended {
-            exit_code: None,
-            cancelled: true,
-            wrapper_stderr: "cancelled with `okstra cancel`".into(),
-        };
-        finished.push(attempt::conclude(record, &ended, &prices)?.0);
-    }
-    if !finished.is_empty() {
-        let owners: Vec<String> = finished
-            .iter()
-            .map(|r| {
-                run.assignment(&r.worker_id)
-                    .map_or_else(|| r.dispatch_name.clone(), |a| a.dispatch_name.clone())
-            })
-            .collect();
-        let mut changes = Vec::new();
-        for (record, name) in finished.iter().zip(&owners) {
-            changes.push(crate::run::team_state::Change::Put(record));
-            if record.dispatch_name == *name
-                && let Some(ending) = record.ending
-            {
-                changes.push(crate::run::team_state::Change::Terminal(name, ending));
-            }
-        }
-        run.update_team_state(&changes)?;
-    }
+    record_cancelled(&run, orphans, "cancelled with `okstra cancel`")?;
     let resume = format!("okstra run {}", run.dir.display());
     let fields = std::collections::BTreeMap::from([
         ("stopped".to_owned(), stopped.len().to_string()),
@@ -166,9 +137,7 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
             driver.map_or_else(|| "none".to_owned(), |pid| pid.to_string()),
         ),
     ]);
-    if let Err(err) =
-        crate::lifecycle::append_event(&run, EventKind::RunCancelled.as_str(), &fields)
-    {
+    if let Err(err) = crate::run::events::append(&run, EventKind::RunCancelled.as_str(), &fields) {
         diag::warning(format_args!(
             "cannot record lead event `run-cancelled`: {err:#}"
         ));
@@ -193,6 +162,93 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
     }
     diag::progress(format_args!("resume with `{}`", report.resume));
     Ok(ExitStatus::Success)
+}
+
+/// An attempt whose driver is gone while its wrapper still runs.
+#[derive(Debug)]
+pub struct Orphan {
+    pub record: DispatchRecord,
+    /// The wrapper's pid and start time.
+    pub pid: i32,
+    pub started_ts: i64,
+}
+
+/// The attempts of `run` whose driver is gone while their wrapper still
+/// runs; none while a driver holds the run's lease (it adopts them).
+pub fn orphaned(run: &Run) -> Result<Vec<Orphan>> {
+    if Lease::held_by(run)?.is_some() {
+        return Ok(Vec::new());
+    }
+    let state = run.team_state()?;
+    Ok(state
+        .latest_attempts()
+        .into_iter()
+        .filter(|r| r.ending.is_none() && liveness(r) == Live::Wrapper)
+        .filter_map(|r| {
+            let (pid, started_ts) = wrapper_of(r)?;
+            Some(Orphan {
+                record: r.clone(),
+                pid,
+                started_ts,
+            })
+        })
+        .collect())
+}
+
+/// Stop orphaned wrappers (`okstra reap --execute`) and record their
+/// attempts `cancelled`, so the run resumes them. Returns their dispatch
+/// names.
+pub fn reap_orphans(run: &Run, orphans: Vec<Orphan>) -> Result<Vec<String>> {
+    let names = orphans
+        .iter()
+        .map(|o| o.record.dispatch_name.clone())
+        .collect();
+    let mut records = Vec::with_capacity(orphans.len());
+    for orphan in orphans {
+        stop_wrapper(orphan.pid, orphan.started_ts);
+        records.push(orphan.record);
+    }
+    record_cancelled(
+        run,
+        records,
+        "stopped by `okstra reap`: its driver was gone",
+    )?;
+    Ok(names)
+}
+
+/// Finish `records` as `cancelled` (from their files), in one locked write.
+fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let prices = crate::usage::Prices::load(&|name| std::env::var(name).ok())?;
+    let mut finished = Vec::with_capacity(records.len());
+    for record in records {
+        let ended = Ended {
+            exit_code: None,
+            cancelled: true,
+            wrapper_stderr: why.to_owned(),
+        };
+        finished.push(attempt::conclude(record, &ended, &prices)?.0);
+    }
+    let owners: Vec<String> = finished
+        .iter()
+        .map(|r| {
+            run.assignment(&r.worker_id)
+                .map_or_else(|| r.dispatch_name.clone(), |a| a.dispatch_name.clone())
+        })
+        .collect();
+    let mut changes = Vec::new();
+    for (record, name) in finished.iter().zip(&owners) {
+        changes.push(crate::run::team_state::Change::Put(record));
+        if record.dispatch_name == *name
+            && let Some(ending) = record.ending
+        {
+            changes.push(crate::run::team_state::Change::Terminal(name, ending));
+        }
+    }
+    run.update_team_state(&changes)?;
+    Ok(())
 }
 
 /// Stop one wrapper: SIGTERM (it stops its CLI's group and records its

@@ -400,9 +400,9 @@ impl Engine {
                 .note(&format!("cannot record the budget stop: {err:#}"));
         }
         let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
-        if let Err(err) = crate::lifecycle::append_event(
+        if let Err(err) = crate::run::events::append(
             &self.run,
-            crate::lifecycle::EventKind::BudgetStop.as_str(),
+            crate::run::events::EventKind::BudgetStop.as_str(),
             &fields,
         ) {
             self.view

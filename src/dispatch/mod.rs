@@ -38,7 +38,7 @@ use crate::run::Run;
 use crate::run::team_state::{self, DispatchRecord, TeamState};
 
 pub use attempt::prompt_sha256;
-pub use cancel::cancel_command;
+pub use cancel::{cancel_command, orphaned, reap_orphans};
 pub use command::dispatch_command;
 pub use select::{Decision, Kind, Planned, Skip};
 pub use summary::{Row, print_summary};

@@ -372,8 +372,7 @@ fn reverify(run: &Run, round: u32) -> Result<Vec<Planned>> {
         }
         // A plan is a file anyone can edit: its paths must stay in the run.
         let inside = |p: PathBuf, what: &str| {
-            let path = run.resolve(&p);
-            crate::confine::inside(path, &run.dir, what)
+            run.confine(&p, what)
                 .with_context(|| format!("the round plan `{}` is not usable", plan_path.display()))
         };
         let mut next = from_assignment(assignment, Kind::Reverify(round));

@@ -2,7 +2,7 @@
 //! recording in the step journal what it was made from.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -10,25 +10,11 @@ use crate::catalog::{REPORT_WRITER, Role, Runner};
 use crate::converge;
 use crate::diag;
 use crate::dispatch::{self, Kind};
-use crate::lifecycle::EventKind;
-use crate::run::Run;
+use crate::run::events::EventKind;
 use crate::run::journal::file_sha256;
 
-use super::facts::{self, Digests};
+use super::facts::{self, Digests, repair_prompt_path};
 use super::{Lead, Step};
-
-/// The report writer's repair prompt, beside its own.
-pub fn repair_prompt_path(run: &Run) -> PathBuf {
-    run.assignment(REPORT_WRITER).map_or_else(
-        || run.layout().prompt("report-writer.repair"),
-        |writer| {
-            writer
-                .paths
-                .prompt_path
-                .with_file_name(format!("{}.repair.md", writer.dispatch_name))
-        },
-    )
-}
 
 impl Lead<'_> {
     /// Run one batch: the named workers' dispatches of `kind`.
@@ -50,21 +36,6 @@ impl Lead<'_> {
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;
         self.dispatched += batch.rows.len();
         Ok(self.ended(&batch))
-    }
-
-    /// The digest of the files a dispatch's prompt points at that a resume
-    /// must notice: the report writer's inputs, the critic's ledger.
-    pub(super) fn tracked_inputs(&self, planned: &dispatch::Planned) -> Option<String> {
-        match planned.role {
-            Role::ReportWriter => file_sha256(&self.run.layout().report_inputs()),
-            Role::Critic => Some(
-                self.journal
-                    .get(facts::CLASSIFY)
-                    .and_then(|e| e.output.clone())
-                    .unwrap_or_default(),
-            ),
-            _ => None,
-        }
     }
 
     fn dispatch_name(&self, kind: Kind, worker: &str) -> String {
@@ -176,12 +147,8 @@ impl Lead<'_> {
             );
             file_sha256(&path)
         };
-        self.journal.record(
-            facts::FIX_REQUEST,
-            digests.fix_request.clone(),
-            output,
-            |_| false,
-        )
+        self.journal
+            .record(facts::FIX_REQUEST, digests.fix.clone(), output, |_| false)
     }
 
     /// The Executor's fix pass, on the prompt the fix request wrote.

@@ -3,6 +3,7 @@
 //! Reads only: nothing here writes.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use anyhow::Result;
 
@@ -10,6 +11,7 @@ use crate::catalog::{DispatchKind, REPORT_WRITER, Role, TaskType};
 use crate::converge::{Ledger, ledger};
 use crate::dispatch::{self, Decision, Planned, Skip};
 use crate::ending::Ending;
+use crate::run::Run;
 use crate::run::journal::{Digest, file_sha256};
 use crate::run::steps::{Facts, Need, Report, Round, Worker};
 use crate::run::team_state::TeamState;
@@ -36,7 +38,7 @@ pub struct Digests {
     pub plans: BTreeMap<u32, String>,
     pub records: BTreeMap<u32, String>,
     pub classify: String,
-    pub fix_request: String,
+    pub fix: String,
     pub inputs: String,
     pub render: Option<String>,
 }
@@ -167,9 +169,9 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
     if let Some(executor) = run.in_role(Role::Executor).next()
         && run.task()?.fix_cycle
     {
-        digests.fix_request = Digest::new().text("ledger", &classified).finish();
+        digests.fix = Digest::new().text("ledger", &classified).finish();
         let request = journal.get(FIX_REQUEST);
-        facts.fix_undecided = request.is_none_or(|e| e.inputs != digests.fix_request);
+        facts.fix_undecided = request.is_none_or(|e| e.inputs != digests.fix);
         if !facts.fix_undecided && request.is_some_and(|e| e.output.is_some()) {
             let path = dispatch::fix_prompt_path(run)?;
             let planned = dispatch::repair_of(run, &state, &executor.worker_id, &path)?;
@@ -242,7 +244,7 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
     };
     // The one repair belongs to the writer's latest output: an attempt on
     // the repair prompt made after it.
-    let repair_path = super::act::repair_prompt_path(run);
+    let repair_path = repair_prompt_path(run);
     if let Some(repair) = state
         .latest_on(&writer.dispatch_name, &repair_path)
         .filter(|r| r.attempt > written)
@@ -265,6 +267,36 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
         digests,
         problems,
     })
+}
+
+/// The report writer's repair prompt, beside its own.
+pub fn repair_prompt_path(run: &Run) -> PathBuf {
+    run.assignment(REPORT_WRITER).map_or_else(
+        || run.layout().prompt("report-writer.repair"),
+        |writer| {
+            writer
+                .paths
+                .prompt_path
+                .with_file_name(format!("{}.repair.md", writer.dispatch_name))
+        },
+    )
+}
+
+impl Lead<'_> {
+    /// The digest of the files a dispatch's prompt points at that a resume
+    /// must notice: the report writer's inputs, the critic's ledger.
+    pub(super) fn tracked_inputs(&self, planned: &dispatch::Planned) -> Option<String> {
+        match planned.role {
+            Role::ReportWriter => file_sha256(&self.run.layout().report_inputs()),
+            Role::Critic => Some(
+                self.journal
+                    .get(CLASSIFY)
+                    .and_then(|e| e.output.clone())
+                    .unwrap_or_default(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Where `planned` stands: what [`dispatch::select::decide_in`] says of its

@@ -32,8 +32,8 @@ use crate::diag;
 use crate::dispatch::{Batch, Kind, Options};
 use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
-use crate::lifecycle::{self, EventKind};
 use crate::run::Run;
+use crate::run::events::{self, EventKind};
 use crate::run::journal::Journal;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Step as Next};
@@ -210,11 +210,11 @@ impl Lead<'_> {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), one_line(v)))
             .collect();
-        if let Err(err) = lifecycle::append_event(&self.run, kind.as_str(), &fields) {
+        if let Err(err) = events::append(&self.run, kind.as_str(), &fields) {
             diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
         }
         // The same line `okstra event` prints, on stderr: stdout is the report's paths.
-        diag::event(lifecycle::progress_line(kind.as_str(), &fields));
+        diag::event(events::progress_line(kind.as_str(), &fields));
     }
 
     /// Record the start of `phase` once per call.

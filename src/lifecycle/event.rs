@@ -1,76 +1,22 @@
 //! `okstra event <run-dir> <kind> [--field key=value …]`: append one lead
-//! event to the run's `leadEventsPath` and echo it as a `PROGRESS:` line.
-//!
-//! Concurrent writers (the lead, several hooks) are expected, so the append
-//! happens under an exclusive `flock` on the log itself: read the last
-//! sequence number, append one line with `O_APPEND`, fsync, unlock. Every
-//! line is validated against `schemas/lead-event.schema.json` first. A torn
-//! last line (a writer killed mid-write) is closed with a newline and skipped
-//! when numbering, so one crash never poisons the log.
+//! event to the run's `leadEventsPath` (through `run::events`, the one
+//! appender) and echo it as a `PROGRESS:` line.
 
 use std::collections::BTreeMap;
-use std::fmt::{self, Write as _};
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::{self, Write};
 
-use anyhow::{Context, Result, bail};
-use serde::Serialize;
-use serde_json::Value;
+use anyhow::{Result, bail};
 
 use super::Run;
 use crate::cli::EventArgs;
-use crate::clock;
 use crate::exit::ExitStatus;
-use crate::schema;
-use crate::{confine, fsread, slug};
+use crate::run::events::{append, progress_line};
+use crate::slug;
 
-/// Version of the lead-event line format.
-const EVENT_VERSION: u32 = 1;
-/// How much of the log's end is read to find the last sequence number; a
-/// line is far shorter, and the whole file is read only if this holds none.
-const TAIL_BYTES: u64 = 64 * 1024;
 /// Longest field value accepted (a summary, not a document).
 const MAX_VALUE_BYTES: usize = 4096;
 /// Longest field key.
 const MAX_KEY: usize = 64;
-
-closed_set! {
-    /// The lead events okstra itself writes (`okstra run`, the engine).
-    /// `okstra event` takes any slug a host lead chooses; these are the
-    /// ones okstra's own steps record, spelt once.
-    EventKind {
-        RunStart => "run-start",
-        RunResume => "run-resume",
-        PhaseStart => "phase-start",
-        WorkerComplete => "worker-complete",
-        WorkerTerminal => "worker-terminal",
-        ConvergenceSkipped => "convergence-skipped",
-        RoundComplete => "round-complete",
-        FixPass => "fix-pass",
-        FixPassSkipped => "fix-pass-skipped",
-        UsageCollected => "usage-collected",
-        ReportRepair => "report-repair",
-        ReportValidated => "report-validated",
-        RunComplete => "run-complete",
-        RunInterrupted => "run-interrupted",
-        RunFailed => "run-failed",
-        RunCancelled => "run-cancelled",
-        BudgetStop => "budget-stop",
-    }
-}
-
-/// One line of the lead events log.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Event<'a> {
-    schema_version: u32,
-    seq: u64,
-    ts: String,
-    kind: &'a str,
-    run_id: &'a str,
-    fields: &'a BTreeMap<String, String>,
-}
 
 pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
     check_kind(&args.kind)?;
@@ -127,107 +73,6 @@ fn parse_fields(raw: &[String]) -> Result<BTreeMap<String, String>> {
     Ok(fields)
 }
 
-/// `PROGRESS: <kind> key=value …`; values with spaces or quotes are quoted
-/// as JSON strings so the line splits unambiguously.
-pub fn progress_line(kind: &str, fields: &BTreeMap<String, String>) -> String {
-    let mut line = format!("PROGRESS: {kind}");
-    append_fields(&mut line, fields).expect("writing to a String cannot fail");
-    line
-}
-
-fn append_fields(line: &mut String, fields: &BTreeMap<String, String>) -> fmt::Result {
-    for (key, value) in fields {
-        let plain = !value.is_empty() && !value.chars().any(|c| c.is_whitespace() || c == '"');
-        if plain {
-            write!(line, " {key}={value}")?;
-        } else {
-            let quoted = Value::String(value.clone()).to_string();
-            write!(line, " {key}={quoted}")?;
-        }
-    }
-    Ok(())
-}
-
-/// Append the event under the lock; returns its sequence number.
-pub fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Result<u64> {
-    // Inside the run, through no symlink, never a FIFO: a crafted manifest
-    // or a planted link steers no append out of the run.
-    let path = &confine::inside_no_links(&run.lead_events_path, &run.dir, "`leadEventsPath`")?;
-    let mut seq = 0;
-    // Under the log's lock: read the last number, write the next one.
-    crate::durable::append_line(path, |log| -> Result<Vec<u8>> {
-        let last = last_seq(log, path)?;
-        seq = last + 1;
-        let event = Event {
-            schema_version: EVENT_VERSION,
-            seq,
-            ts: clock::rfc3339_now(),
-            kind,
-            run_id: &run.run_id,
-            fields,
-        };
-        let value = serde_json::to_value(&event).context("cannot serialise the lead event")?;
-        schema::check("lead-event.schema.json", &value, "the lead event")?;
-        serde_json::to_vec(&value).context("cannot serialise the lead event")
-    })
-    .with_context(|| format!("cannot append to lead events log `{}`", path.display()))?;
-    Ok(seq)
-}
-
-/// The last sequence number in the log (0 when empty).
-fn last_seq(file: &mut File, path: &Path) -> Result<u64> {
-    let read_err = || format!("cannot read lead events log `{}`", path.display());
-    let len = file.metadata().with_context(read_err)?.len();
-    if len == 0 {
-        return Ok(0);
-    }
-    let start = len.saturating_sub(TAIL_BYTES);
-    let mut tail = Vec::new();
-    file.seek(SeekFrom::Start(start)).with_context(read_err)?;
-    file.read_to_end(&mut tail).with_context(read_err)?;
-    if let Some(seq) = newest_seq(&tail, start > 0) {
-        return Ok(seq);
-    }
-    if start > 0 {
-        let limit = fsread::Kind::Events.limit();
-        if len > limit {
-            return Err(fsread::Error::TooLarge {
-                path: path.to_path_buf(),
-                size: len,
-                limit,
-                noun: fsread::Kind::Events.noun(),
-            }
-            .into());
-        }
-        let mut whole = Vec::new();
-        file.seek(SeekFrom::Start(0)).with_context(read_err)?;
-        file.read_to_end(&mut whole).with_context(read_err)?;
-        if let Some(seq) = newest_seq(&whole, false) {
-            return Ok(seq);
-        }
-    }
-    // Lines exist but none parses: refuse to guess a number.
-    bail!(
-        "lead events log `{}` has lines but none with a sequence number; move it aside to start a new one",
-        path.display()
-    )
-}
-
-/// The `seq` of the last parseable line in `bytes`. When `partial_head`, the
-/// first line may be cut by the tail read and is skipped.
-pub(super) fn newest_seq(bytes: &[u8], partial_head: bool) -> Option<u64> {
-    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    if partial_head && !lines.is_empty() {
-        lines.remove(0);
-    }
-    lines.iter().rev().find_map(|line| {
-        serde_json::from_slice::<Value>(line)
-            .ok()?
-            .get("seq")?
-            .as_u64()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,21 +98,5 @@ mod tests {
         ] {
             assert!(parse_fields(&bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn progress_lines_quote_only_when_needed() {
-        let fields = parse_fields(&["a=1".into(), "b=two words".into(), "c=".into()]).unwrap();
-        assert_eq!(
-            progress_line("phase-start", &fields),
-            r#"PROGRESS: phase-start a=1 b="two words" c="""#
-        );
-    }
-
-    #[test]
-    fn newest_seq_skips_torn_and_cut_lines() {
-        let log = b"{\"seq\":1}\n{\"seq\":2}\n{\"se";
-        assert_eq!(newest_seq(log, false), Some(2));
-        assert_eq!(newest_seq(b"q\":9}\n", true), None);
     }
 }

@@ -21,7 +21,7 @@ mod status;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use event::{EventKind, append as append_event, event_command, progress_line};
+pub use event::event_command;
 pub use reap::reap_command;
 pub use status::status_command;
 

@@ -6,9 +6,10 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use super::{Run, event, status};
+use super::{Run, status};
 use crate::fuzz::{bounded, bytes, config, damaged, json_value};
 use crate::provider_exec::sidecar;
+use crate::run::events as event;
 
 const MANIFEST: &[u8] = br#"{"schemaVersion":1,"runId":"project-analysis-001","createdAt":"2026-11-30T10:00:00Z","runDir":"/old/run","projectRoot":"/old","leadRuntime":"external","taskKey":"p/g/t","taskType":"project-analysis","leadEventsPath":"/old/run/state/lead-events.jsonl","teamStatePath":"state/team-state.json","taskManifestPath":"/old/run/task-manifest.json","finalReport":{"dataPath":"report/data.json"},"assignments":[{"dispatchName":"codex-worker","workerId":"codex","role":"analyser","provider":"codex","modelExecutionValue":"gpt","hostModel":"inherit","runner":"cli-wrapper","wrapper":"okstra-codex-exec","writesProject":false,"promptPath":"/old/run/prompts/codex.md","resultPath":"results/codex.md","workerResultsPath":"/old/run/results/codex.worker-results.md","errorPath":"results/codex.error.md","heartbeatPath":"state/heartbeats/codex.jsonl"}]}"#;
 const SIDECAR: &[u8] = br#"{"schemaVersion":1,"wrapper":"okstra-codex-exec","role":"worker","pid":42,"pgid":43,"started_ts":1700000000,"log_path":"/r/p.log","argv":["codex","exec"],"stage":"exited","exit_code":0,"ended_ts":1700000009,"duration_ms":9000,"reason":"exited"}"#;

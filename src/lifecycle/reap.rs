@@ -11,6 +11,13 @@
 //! - otherwise → nothing to kill; finish the sidecar with `reason:
 //!   wrapper-lost`.
 //!
+//! A second pass looks at each run's attempt records: a wrapper that still
+//! runs while the driver that started it (`okstra run`, `okstra dispatch`)
+//! is gone and nobody holds the run's lease is stopped (SIGTERM, grace,
+//! SIGKILL; its guardian stops the CLI's group) and its attempt recorded
+//! `cancelled`, so `okstra run <run-dir>` runs it again. (A resume, by
+//! contrast, adopts such a wrapper and waits for it.)
+//!
 //! Finishing a sidecar means `stage: exited`, `terminated_by: reaper`,
 //! `reason`, `ended_ts`, written atomically. Nothing else is ever signalled:
 //! only process groups named by okstra sidecars under this project, each
@@ -47,6 +54,8 @@ enum Kind {
     StopGroup,
     /// Only finish the sidecar: nothing of ours is running.
     MarkLost,
+    /// Stop a wrapper whose driver is gone and record its attempt cancelled.
+    StopWrapper,
 }
 
 /// One planned (and maybe performed) action.
@@ -96,6 +105,55 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         for action in &mut actions {
             perform(action);
         }
+    }
+    for dir in super::run_dirs(&root)? {
+        let Ok(run) = crate::run::Run::open(&dir) else {
+            continue;
+        };
+        let orphans = match crate::dispatch::orphaned(&run) {
+            Ok(orphans) => orphans,
+            Err(err) => {
+                diag::warning(format_args!("{err:#}"));
+                continue;
+            }
+        };
+        if orphans.is_empty() {
+            continue;
+        }
+        let mut planned: Vec<Action> = orphans
+            .iter()
+            .map(|orphan| Action {
+                kind: Kind::StopWrapper,
+                sidecar: orphan.record.sidecar_path.clone().unwrap_or_default(),
+                wrapper_pid: orphan.pid,
+                pgid: None,
+                pids: vec![orphan.pid],
+                reason: format!(
+                    "`{}` of `{}`: its driver{} is gone and the wrapper still runs",
+                    orphan.record.dispatch_name,
+                    run.run_id,
+                    orphan
+                        .record
+                        .dispatcher_pid
+                        .map_or_else(String::new, |pid| format!(" pid {pid}"))
+                ),
+                outcome: "planned".into(),
+                failed: false,
+            })
+            .collect();
+        if args.execute {
+            let outcome = crate::dispatch::reap_orphans(&run, orphans);
+            for action in &mut planned {
+                match &outcome {
+                    Ok(_) => action.outcome = "stopped; attempt recorded cancelled".into(),
+                    Err(err) => {
+                        action.outcome = format!("failed: {err:#}");
+                        action.failed = true;
+                    }
+                }
+            }
+        }
+        actions.extend(planned);
     }
 
     let mut out = io::BufWriter::new(io::stdout().lock());
@@ -266,6 +324,8 @@ fn perform(action: &mut Action) {
                 "skipped: its group appeared since planning; run `okstra reap` again".into();
             return;
         }
+        // Planned from the run records, carried out there (never here).
+        (Kind::StopWrapper, _) | (_, Kind::StopWrapper) => return,
     };
     if let Err(err) = fresh.mark_reaped(reason, clock::unix_now(), killed) {
         action.outcome = format!("{}; failed: {err:#}", action.outcome);
@@ -285,6 +345,7 @@ fn describe(action: &Action, execute: bool) -> String {
             )
         }
         Kind::MarkLost => "mark lost".to_owned(),
+        Kind::StopWrapper => format!("stop wrapper {}", action.wrapper_pid),
     };
     let verb = if execute { "" } else { "would " };
     let outcome = if execute {

@@ -11,6 +11,7 @@
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
 //! run).
 
+pub mod events;
 pub mod journal;
 pub mod layout;
 pub mod lease;
@@ -105,6 +106,14 @@ impl Run {
             self.recorded_dir.as_deref(),
             &self.dir,
         )
+    }
+
+    /// `recorded`, a path some record of this run holds (a team-state
+    /// record, a round plan, the task manifest), re-rooted to where the run
+    /// is now and refused when it leads outside the run folder. `what`
+    /// names it in the refusal.
+    pub fn confine(&self, recorded: &Path, what: &str) -> Result<PathBuf, crate::confine::Error> {
+        crate::confine::inside(self.resolve(recorded), &self.dir, what)
     }
 
     /// The team state: every attempt record, its paths confined to the run.

@@ -304,8 +304,7 @@ fn parse(run: &Run, value: &Value) -> Result<TeamState> {
 /// outside the run folder.
 fn confine(run: &Run, record: &mut DispatchRecord) -> Result<(), crate::confine::Error> {
     let fix = |slot: &mut PathBuf, what: &str| -> Result<(), crate::confine::Error> {
-        let rerooted = run.resolve(slot);
-        *slot = crate::confine::inside(rerooted, &run.dir, what)?;
+        *slot = run.confine(slot, what)?;
         Ok(())
     };
     fix(&mut record.prompt_path, "`promptPath`")?;

@@ -25,7 +25,7 @@ use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
 use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
 use crate::catalog::{LeadRuntime, Provider, Runner};
-use crate::lifecycle::Run;
+use crate::run::Run;
 
 /// How complete the whole summary is (the report schema's `source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -318,11 +318,10 @@ fn attempts(
             }
             Ok(provider) => match text(dispatch, "logPath") {
                 // A record is a file anyone can edit: its log must be in the run.
-                Some(log) => match crate::confine::inside_no_links(
-                    &run.resolve(Path::new(&log)),
-                    &run.dir,
-                    "`logPath`",
-                ) {
+                Some(log) => match run
+                    .confine(Path::new(&log), "`logPath`")
+                    .and_then(|log| crate::confine::inside_no_links(&log, &run.dir, "`logPath`"))
+                {
                     Ok(log) => stream::from_log_in(
                         provider,
                         text(dispatch, "model").as_deref(),

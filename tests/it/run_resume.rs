@@ -97,6 +97,15 @@ fn started(run: &Path, names: &[&str]) -> bool {
     })
 }
 
+/// Whether `pid` is gone: no such process, or a zombie its new parent has
+/// not reaped yet (a wrapper whose driver was killed is re-parented).
+fn gone(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
 const REVIEWERS_R1: [&str; 3] = [
     "claude-worker-reverify-r1",
     "codex-worker-reverify-r1",
@@ -325,10 +334,7 @@ fn cancel_stops_a_detached_dispatch_and_the_run_resumes_after_it() {
     let cancelled: Value = serde_json::from_slice(&cancel.stdout).unwrap();
     assert!(cancelled["driver"].is_i64(), "{cancelled}");
     for pid in pids {
-        assert!(
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
-            "wrapper {pid} still runs"
-        );
+        assert!(gone(pid), "wrapper {pid} still runs");
     }
     for name in names {
         assert_eq!(attempts(&run, name)[0]["ending"], "cancelled", "{name}");
@@ -341,4 +347,48 @@ fn cancel_stops_a_detached_dispatch_and_the_run_resumes_after_it() {
         assert_eq!(tries.len(), 2, "{name}");
         assert_eq!(tries[1]["ending"], "completed");
     }
+}
+
+#[test]
+fn reap_stops_the_wrappers_of_a_killed_driver_and_the_run_resumes() {
+    let world = team_project();
+    let run = rendered(&world, ANALYSERS);
+    let mut driver = start(&world, &run, &[("FAKE_SLEEP_REVIEWER", "60")]);
+    wait_for(LIMIT, "round 1's reviewers to start", || {
+        started(&run, &REVIEWERS_R1).then_some(())
+    });
+    driver.signal(Signal::SIGKILL);
+    driver.wait(LIMIT);
+    let listed = world.okstra().arg("reap").output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(text.matches("would stop wrapper").count(), 3, "{text}");
+    let reaped = world
+        .okstra()
+        .args(["reap", "--execute", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        reaped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reaped.stderr)
+    );
+    let report: Value = serde_json::from_slice(&reaped.stdout).unwrap();
+    let stopped: Vec<&Value> = report["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"] == "stop-wrapper")
+        .collect();
+    assert_eq!(stopped.len(), 3, "{report}");
+    for action in stopped {
+        let pid = i32::try_from(action["wrapperPid"].as_i64().unwrap()).unwrap();
+        assert!(gone(pid), "wrapper {pid} still runs");
+    }
+    for name in REVIEWERS_R1 {
+        assert_eq!(attempts(&run, name)[0]["ending"], "cancelled", "{name}");
+    }
+    let (outcome, code, stderr) = resume(&world, &run, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcome["valid"], true);
+    assert_eq!(count_role(&calls(&world), "analyser"), 3);
 }
