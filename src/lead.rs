@@ -8,13 +8,16 @@
 //!    record their verdicts, until a stop; then classify;
 //! 3. the critic, when rostered;
 //! 4. coverage and usage into `state/report-inputs.json`, then the report
-//!    writer; `okstra validate`; when the report is invalid, one repair
-//!    attempt with the validator's messages appended to the writer's
-//!    prompt; then `okstra report`.
+//!    writer; okstra's `reliability` block into data.json
+//!    (`report::finalize`); `okstra validate`; when the report is invalid,
+//!    one repair attempt with the validator's messages appended to the
+//!    writer's prompt; then `okstra report`.
 //!
 //! Every step is a lead event, so `okstra status` shows the run live. Exit
-//! 0 with a valid report, 1 when the run ended without one, 2 on bad input,
-//! 128+N when interrupted.
+//! 0 with a valid report, 1 when the run ended without one or when two or
+//! more reviewers were rostered and it was not cross-verified (the report is
+//! still written: a run that lost its quorum never passes as a normal one),
+//! 2 on bad input, 128+N when interrupted.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -85,6 +88,16 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     }
     drop(stdout);
     if outcome.valid {
+        // A valid report of a run that was not cross-verified is written and
+        // rendered, but the run fails unless one reviewer was all it had.
+        let reliability = crate::report::reliability::compute(&outcome.run_dir)?;
+        if reliability.falls_short() {
+            diag::error(format_args!(
+                "the report is written, but {}",
+                reliability.line()
+            ));
+            return Ok(ExitStatus::Failure);
+        }
         Ok(ExitStatus::Success)
     } else {
         diag::error(format_args!(
@@ -171,11 +184,6 @@ impl Lead<'_> {
 
     fn carry_out(&self) -> Result<Step<Outcome>> {
         let manifest = self.manifest;
-        let analysers = manifest
-            .assignments
-            .iter()
-            .filter(|a| a.role.reviews())
-            .count();
         self.event(
             "run-start",
             &[
@@ -195,19 +203,11 @@ impl Lead<'_> {
                 return Ok(Step::Interrupted(signal));
             }
         }
-        let completed = self.completed_reviewers()?;
-        if completed == 0 {
+        // With fewer than two, `converge plan` stops for quorum and the report
+        // says the run was not cross-verified.
+        if self.completed_reviewers()? == 0 {
             return Ok(Step::Done(self.without_report(
                 "no analyser completed, so there is nothing to report".into(),
-                None,
-            )));
-        }
-        if analysers >= 2 && completed < 2 {
-            self.event("convergence-skipped", &[("reason", "quorum")]);
-            return Ok(Step::Done(self.without_report(
-                format!(
-                    "quorum lost: only {completed} of {analysers} analysers completed, so no finding could be cross-checked"
-                ),
                 None,
             )));
         }
@@ -353,8 +353,10 @@ impl Lead<'_> {
             )]);
         }
         // A data.json that is not JSON at all is a problem to repair, not
-        // an error of okstra's.
-        crate::report::render(self.dir()).unwrap_or_else(|err| Err(vec![format!("{err:#}")]))
+        // an error of okstra's. okstra's own block goes in before any check.
+        crate::report::finalize(self.dir())
+            .and_then(|_| crate::report::render(self.dir()))
+            .unwrap_or_else(|err| Err(vec![format!("{err:#}")]))
     }
 
     /// Dispatch the report writer once more, its prompt followed by the

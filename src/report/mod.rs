@@ -62,6 +62,8 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("2.0", "final-report-v2.0.schema.json"),
     ("2.1", "final-report-v2.1.schema.json"),
 ];
+/// The schema new runs are written against: (`schemaVersion`, file).
+pub const CURRENT: (&str, &str) = SCHEMAS[SCHEMAS.len() - 1];
 /// The first version with the `reliability` block.
 const RELIABILITY_SINCE: &str = "2.1";
 
@@ -578,7 +580,7 @@ mod tests {
     }
 
     #[test]
-    fn every_listed_version_has_its_schema() {
+    fn every_listed_version_has_its_schema_and_the_last_is_current() {
         for (version, file) in SCHEMAS {
             let schema: Value = serde_json::from_str(schema::text(file).unwrap()).unwrap();
             assert_eq!(
@@ -587,6 +589,7 @@ mod tests {
                 "{file}"
             );
         }
+        assert_eq!(CURRENT, ("2.1", "final-report-v2.1.schema.json"));
         assert!(is_at_least("2.1", RELIABILITY_SINCE));
         assert!(!is_at_least("2.0", RELIABILITY_SINCE));
         assert!(!is_at_least("9.9", RELIABILITY_SINCE));

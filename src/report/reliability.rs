@@ -106,6 +106,29 @@ pub struct RoundAnswers {
     pub answered: Vec<String>,
 }
 
+impl Reliability {
+    /// Whether a run with this block must not pass as a normal result: a
+    /// roster of two or more reviewers that ended without cross-verifying.
+    /// A single-reviewer roster is unverified by design, not by failure.
+    pub fn falls_short(&self) -> bool {
+        !self.cross_verified && self.reviewers_rostered >= REVIEWERS_REQUIRED
+    }
+
+    /// The block as one diagnostic line: `not cross-verified (quorum-lost):
+    /// only 1 of 2 reviewers …`, or `cross-verified: 3 of 3 reviewers …`.
+    pub fn line(&self) -> String {
+        let mut detail = self.detail.trim_end_matches('.').to_owned();
+        if let Some(first) = detail.get(..1) {
+            let lower = first.to_lowercase();
+            detail.replace_range(..1, &lower);
+        }
+        match self.reason {
+            Some(reason) => format!("not cross-verified ({reason}): {detail}"),
+            None => format!("cross-verified: {detail}"),
+        }
+    }
+}
+
 /// What the rule needs to know about a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
@@ -513,6 +536,39 @@ mod tests {
             "Convergence round 1 ran, but only 1 of 3 reviewers asked answered, so no other \
              reviewer checked the findings of `codex`; those findings are one model's word."
         );
+    }
+
+    #[test]
+    fn the_diagnostic_line_is_lowercase_with_no_final_period() {
+        let lost = judge(&Facts {
+            reviewers: reviewers(&[("claude", true), ("kimi", false)]),
+            ..Facts::default()
+        });
+        assert_eq!(
+            lost.line(),
+            "not cross-verified (quorum-lost): only 1 of 2 reviewers completed their own work; \
+             cross-verification needs 2, so each finding is one model's word"
+        );
+        assert_eq!(
+            judge(&healthy()).line(),
+            "cross-verified: 3 of 3 reviewers completed their own work and checked each other's \
+             findings in 2 convergence rounds"
+        );
+    }
+
+    #[test]
+    fn only_a_roster_of_two_or_more_falls_short() {
+        let single = judge(&Facts {
+            reviewers: reviewers(&[("claude", true)]),
+            ..Facts::default()
+        });
+        assert!(!single.cross_verified && !single.falls_short());
+        let lost = judge(&Facts {
+            reviewers: reviewers(&[("claude", true), ("kimi", false)]),
+            ..Facts::default()
+        });
+        assert!(lost.falls_short());
+        assert!(!judge(&healthy()).falls_short());
     }
 
     #[test]
