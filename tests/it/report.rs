@@ -89,11 +89,18 @@ fn valid_v2_1_run_folders_pass_against_their_records() {
 fn example_report_is_valid_and_matches_the_fixture() {
     let example = repo_root().join("examples/report");
     assert_eq!(validate(&example).code, 0);
-    assert_eq!(
-        fs::read(example.join("report/data.json")).unwrap(),
-        fs::read(fixture("v2-valid/report/data.json")).unwrap(),
-        "examples/report must stay a copy of the valid v2 fixture"
-    );
+    for file in [
+        "report/data.json",
+        "run-manifest.json",
+        "state/convergence-ledger.json",
+        "state/team-state-error-analysis-001.json",
+    ] {
+        assert_eq!(
+            fs::read(example.join(file)).unwrap(),
+            fs::read(fixture("v2.1-valid").join(file)).unwrap(),
+            "examples/report must stay a copy of the valid v2.1 fixture ({file})"
+        );
+    }
 }
 
 #[test]
