@@ -8,6 +8,10 @@
 //! mapping; a worker that did not complete carries the classified reason,
 //! the record's detail and its log tail; `itemsReported` counts the items
 //! of its Result Path the way `okstra validate` does.
+//!
+//! The report inputs also carry the report's `reliability` block (whether
+//! the run was cross-verified, `report::reliability`), so the writer knows
+//! what it may claim; okstra writes the block into data.json itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +25,7 @@ use crate::cli::CoverageArgs;
 use crate::diag;
 use crate::ending::{Ending, ReportStatus};
 use crate::exit::ExitStatus;
+use crate::report::reliability::{self, Reliability};
 use crate::run::Run;
 use crate::run::layout::RunLayout;
 use crate::run::team_state::TeamState;
@@ -52,7 +57,8 @@ pub struct Failure {
     pub log_tail: Vec<String>,
 }
 
-/// What the report writer copies: coverage and usage, computed by okstra.
+/// What the report writer copies (coverage and usage) and must respect
+/// (reliability), computed by okstra.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportInputs {
@@ -63,6 +69,8 @@ pub struct ReportInputs {
     pub usage_summary: Value,
     /// The convergence ledger, when Phase 5.5 ran.
     pub convergence_ledger: Option<PathBuf>,
+    /// Whether the run was cross-verified; okstra writes it into data.json.
+    pub reliability: Reliability,
 }
 
 /// The coverage of every rostered worker but the report writer.
@@ -150,6 +158,7 @@ pub fn write_inputs(manifest: &Run) -> Result<ReportInputs> {
         worker_coverage: compute(manifest, &state),
         usage_summary: serde_json::to_value(&usage.summary)?,
         convergence_ledger: ledger.is_file().then_some(ledger),
+        reliability: reliability::compute(&manifest.dir)?,
     };
     let path = RunLayout::of(&manifest.dir).report_inputs();
     let mut bytes = serde_json::to_vec_pretty(&inputs)?;
@@ -182,6 +191,11 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
                     crate::fsread::escape(&f.detail)
                 ))
             )?;
+        }
+        if inputs.reliability.cross_verified {
+            diag::progress(inputs.reliability.line());
+        } else {
+            diag::warning(inputs.reliability.line());
         }
         diag::progress(format_args!(
             "wrote `{}`",

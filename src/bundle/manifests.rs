@@ -102,7 +102,7 @@ pub(super) fn run_manifest(
         handoff_prompt_path: &context.run.handoff_path,
         instruction_set: &context.run.instruction_set,
         final_report: NewFinalReport {
-            schema_version: "2.0",
+            schema_version: crate::report::CURRENT.0,
             data_path: &context.run.report_data_path,
             schema_path: &context.run.report_schema_path,
         },

@@ -41,7 +41,7 @@ use self::manifests::{run_manifest, task_manifest, team_state};
 use crate::{confine, fsread};
 
 /// The final-report schema version new runs are written against.
-pub const REPORT_SCHEMA: &str = "final-report-v2.0.schema.json";
+pub const REPORT_SCHEMA: &str = crate::report::CURRENT.1;
 /// The schemas every render validates against, in the order it does.
 const RENDER_SCHEMAS: &[&str] = &[TASK_MANIFEST_SCHEMA, RUN_MANIFEST_SCHEMA, TEAM_STATE_SCHEMA];
 const TASK_MANIFEST_SCHEMA: &str = "task-manifest.schema.json";

@@ -125,7 +125,9 @@ impl RunInfo {
                 record.ending.is_some() && record.dispatch_name.starts_with(&prefix)
             })?;
         let ending = record.ending?;
-        if ending == Ending::Completed {
+        // Stopped by someone (Ctrl-C, `okstra cancel`): not a failure of
+        // the reviewer, whose round runs again on resume.
+        if ending == Ending::Completed || record.was_interrupted() && ending != Ending::Budget {
             return None;
         }
         let round = record.dispatch_name.strip_prefix(&prefix)?.parse().ok()?;

@@ -217,7 +217,13 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
     facts.report_writer = Some(writer_state);
 
     let mut problems = Vec::new();
-    facts.report = if run.report_data_path.is_file() {
+    // okstra's own blocks go in before any check; a data.json it cannot
+    // read is left to validation to name.
+    let unfinalized =
+        run.report_data_path.is_file() && crate::report::needs_finalize(&run.dir).unwrap_or(false);
+    facts.report = if unfinalized {
+        Report::Unfinalized
+    } else if run.report_data_path.is_file() {
         problems = match crate::report::problems(&run.dir) {
             Ok(problems) => problems,
             Err(err) => vec![format!("{err:#}")],

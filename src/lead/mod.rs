@@ -312,6 +312,10 @@ impl Lead<'_> {
                     self.inputs(digests)?;
                     Step::Done(())
                 }
+                Next::Finalize => {
+                    crate::report::finalize(&self.run.dir)?;
+                    Step::Done(())
+                }
                 Next::Repair => self.repair(&gathered.problems)?,
                 Next::Render => {
                     self.render()?;
@@ -326,10 +330,8 @@ impl Lead<'_> {
                     );
                     Step::Done(())
                 }
-                Next::Done => return Ok(Step::Done(self.finished(&gathered.facts)?)),
-                Next::End(stop) => {
-                    return Ok(Step::Done(self.without_report(stop, &gathered.facts)?));
-                }
+                Next::Done => return Ok(Step::Done(self.finished()?)),
+                Next::End(stop) => return Ok(Step::Done(self.without_report(stop)?)),
             };
             if let Step::Interrupted(signal) = step {
                 return Ok(Step::Interrupted(signal));
@@ -338,13 +340,13 @@ impl Lead<'_> {
     }
 
     /// The outcome of a run with a valid, rendered report.
-    fn finished(&self, facts: &steps::Facts) -> Result<Outcome> {
+    fn finished(&self) -> Result<Outcome> {
         let report_dir = self.run.layout().report_dir();
         let verdict =
             act::report_verdict(&self.run.report_data_path).unwrap_or_else(|| "unknown".into());
         self.event(EventKind::RunComplete, &[("verdict", &verdict)]);
         let convergence = self.convergence()?;
-        let not_cross_verified = not_cross_verified(facts, convergence.as_ref());
+        let not_cross_verified = not_cross_verified(&self.run)?;
         Ok(Outcome {
             run_dir: self.run.dir.clone(),
             valid: true,
@@ -358,7 +360,7 @@ impl Lead<'_> {
         })
     }
 
-    fn without_report(&self, stop: steps::Stop, facts: &steps::Facts) -> Result<Outcome> {
+    fn without_report(&self, stop: steps::Stop) -> Result<Outcome> {
         let reason = match stop {
             steps::Stop::ReportInvalid => format!(
                 "{} (see `okstra validate {}`)",
@@ -372,7 +374,7 @@ impl Lead<'_> {
             &[("verdict", "none"), ("reason", &reason)],
         );
         let convergence = self.convergence()?;
-        let not_cross_verified = not_cross_verified(facts, convergence.as_ref());
+        let not_cross_verified = not_cross_verified(&self.run)?;
         Ok(Outcome {
             run_dir: self.run.dir.clone(),
             valid: false,
@@ -393,31 +395,13 @@ impl Lead<'_> {
     }
 }
 
-/// Why a run with two or more reviewers was not cross-verified: fewer than
-/// two completed their own work, or no convergence round was recorded.
-/// `None` when it was, or when one reviewer was all the roster had.
-fn not_cross_verified(
-    facts: &steps::Facts,
-    convergence: Option<&converge::Classified>,
-) -> Option<String> {
-    let rostered = facts.reviewers.len();
-    if rostered < 2 {
-        return None;
-    }
-    let completed = facts
-        .reviewers
-        .iter()
-        .filter(|w| w.need == steps::Need::Done)
-        .count();
-    if completed < 2 {
-        return Some(format!(
-            "quorum lost: only {completed} of {rostered} reviewers completed, so no finding could be checked by another"
-        ));
-    }
-    if convergence.is_none_or(|c| c.rounds_run == 0) {
-        return Some("no convergence round was recorded".to_owned());
-    }
-    None
+/// Whether the run falls short of cross-verification (two or more
+/// reviewers rostered, and the findings were not checked by a quorum), and
+/// the one line that says why: from the same records the report's
+/// `reliability` block is computed from.
+fn not_cross_verified(run: &Run) -> Result<Option<String>> {
+    let reliability = crate::report::reliability::compute(&run.dir)?;
+    Ok(reliability.falls_short().then(|| reliability.line()))
 }
 
 /// The phase a batch belongs to, for its `phase-start` event.

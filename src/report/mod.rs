@@ -8,8 +8,14 @@
 //! it, `render.rs` lays it out with the templates in `templates/report/`
 //! (Markdown filters in `markdown.rs`, the HTML escape in `html.rs`).
 //!
-//! Exit codes: 0 valid / written; 1 the report is invalid (nothing written by
-//! `report`); 2 okstra could not check it (missing file, bad JSON, unknown
+//! Schema 2.1 adds `reliability`, whether the run was cross-verified:
+//! okstra computes it from the run's records (`reliability.rs`) and
+//! [`finalize`] writes it into data.json before anything validates it
+//! (`okstra run`, and `okstra report` on a run); `okstra validate` only
+//! checks it, against the same records.
+//!
+//! Exit codes: 0 valid / written; 1 the report is invalid (nothing rendered
+//! by `report`); 2 okstra could not check it (missing file, bad JSON, unknown
 //! `schemaVersion`). Problems are data and go to stdout for `validate`; the
 //! one-line summary and warnings go to stderr.
 
@@ -18,6 +24,7 @@ mod markdown;
 mod model;
 #[cfg(test)]
 mod proptests;
+pub mod reliability;
 mod render;
 mod strict_json;
 mod validate;
@@ -43,7 +50,36 @@ use crate::run::layout::{
 use crate::schema;
 use crate::{confine, fsread};
 
+use self::reliability::Reliability;
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
+
+/// Every final-report schema okstra reads, oldest first, as (`schemaVersion`,
+/// embedded schema in `schemas/`). The last one is what new runs are written
+/// against. A new version is its schema file and one line here.
+pub const SCHEMAS: &[(&str, &str)] = &[
+    ("1.0", "final-report-v1.0.schema.json"),
+    ("2.0", "final-report-v2.0.schema.json"),
+    ("2.1", "final-report-v2.1.schema.json"),
+];
+/// The schema new runs are written against: (`schemaVersion`, file).
+pub const CURRENT: (&str, &str) = SCHEMAS[SCHEMAS.len() - 1];
+/// The first version with the `reliability` block.
+const RELIABILITY_SINCE: &str = "2.1";
+
+/// The embedded schema of report version `version`, if okstra knows it.
+fn schema_of(version: &str) -> Option<&'static str> {
+    SCHEMAS
+        .iter()
+        .find(|(known, _)| *known == version)
+        .map(|(_, file)| *file)
+}
+
+/// Whether `version` is a known version at or after `since` (versions are
+/// listed oldest first).
+fn is_at_least(version: &str, since: &str) -> bool {
+    let position = |wanted: &str| SCHEMAS.iter().position(|(known, _)| *known == wanted);
+    matches!((position(version), position(since)), (Some(found), Some(since)) if found >= since)
+}
 
 /// A report read from disk with whatever its run manifest tells us.
 struct Loaded {
@@ -116,6 +152,11 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
 }
 
 pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
+    // A run's data.json gets okstra's own block before it is checked, as in
+    // `okstra run`: a host lead renders through here.
+    if let Some(run_dir) = run_of(&args.target)? {
+        finalize(&run_dir)?;
+    }
     let mut loaded = load(&args.target, true)?;
     let verdict = check(&mut loaded, true)?;
     if !verdict.cross_file_checks {
@@ -162,6 +203,97 @@ pub fn problems(target: &Path) -> Result<Vec<String>> {
     let mut loaded = load(target, true)?;
     let verdict = check(&mut loaded, true)?;
     Ok(verdict.problems.iter().map(problem_line).collect())
+}
+
+/// Write okstra's computed `reliability` block into the data.json of the run
+/// in `run_dir`, atomically, and return it. A 2.0 report of a run written
+/// against 2.1 or later becomes 2.1. `None` (nothing computed or written)
+/// for a report whose version has no such block (1.0, or 2.0 of an older
+/// run) and for a data.json that is not a JSON object: validation judges
+/// those. The file is only replaced when the block or the version changes.
+pub fn finalize(run_dir: &Path) -> Result<Option<Reliability>> {
+    let Some(finalized) = finalized(run_dir)? else {
+        return Ok(None);
+    };
+    if let Some(bytes) = &finalized.bytes {
+        crate::durable::write_atomic(&finalized.data_path, bytes)
+            .with_context(|| format!("cannot write `{}`", finalized.data_path.display()))?;
+    }
+    Ok(Some(finalized.computed))
+}
+
+/// Whether [`finalize`] would change the data.json of the run in `run_dir`
+/// (nothing is written).
+pub fn needs_finalize(run_dir: &Path) -> Result<bool> {
+    Ok(finalized(run_dir)?.is_some_and(|f| f.bytes.is_some()))
+}
+
+/// What [`finalize`] computes: the block, and the new bytes when the file
+/// must change.
+struct Finalized {
+    data_path: PathBuf,
+    computed: Reliability,
+    bytes: Option<Vec<u8>>,
+}
+
+fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
+    let (data_path, run) = read_manifest(run_dir)?;
+    let bytes = fsread::read(&data_path, fsread::Kind::Report)
+        .with_context(|| format!("cannot read report `{}`", data_path.display()))?;
+    let mut value = strict_json::from_slice(&bytes)
+        .with_context(|| format!("report `{}` is not valid JSON", data_path.display()))?;
+    drop(bytes);
+    let expected = run.schema_version.as_deref().unwrap_or_default();
+    let version = match value.get("schemaVersion").and_then(Value::as_str) {
+        Some(found) if is_at_least(found, RELIABILITY_SINCE) => found.to_owned(),
+        Some("2.0") if is_at_least(expected, RELIABILITY_SINCE) => RELIABILITY_SINCE.to_owned(),
+        _ => return Ok(None),
+    };
+    let Some(report) = value.as_object_mut() else {
+        return Ok(None);
+    };
+    let computed = reliability::compute(run_dir)?;
+    let block =
+        serde_json::to_value(&computed).context("cannot serialise the reliability block")?;
+    let unchanged = report.get("reliability") == Some(&block)
+        && report.get("schemaVersion").and_then(Value::as_str) == Some(version.as_str());
+    let bytes = if unchanged {
+        None
+    } else {
+        report.insert("schemaVersion".to_owned(), Value::String(version));
+        report.insert("reliability".to_owned(), block);
+        let mut bytes = serde_json::to_vec_pretty(&value).context("cannot serialise the report")?;
+        bytes.push(b'\n');
+        Some(bytes)
+    };
+    Ok(Some(Finalized {
+        data_path,
+        computed,
+        bytes,
+    }))
+}
+
+/// The run folder `target` belongs to: itself when it holds a run manifest,
+/// else the nearest one above a report folder or data.json.
+fn run_of(target: &Path) -> Result<Option<PathBuf>> {
+    if target.is_dir() && RunLayout::of(target).run_manifest().is_file() {
+        return Ok(Some(target.to_path_buf()));
+    }
+    let data_path = if target.is_dir() {
+        target.join(REPORT_DATA_NAME)
+    } else {
+        target.to_path_buf()
+    };
+    if !data_path.exists() {
+        return Ok(None);
+    }
+    let absolute = fs::canonicalize(&data_path)
+        .with_context(|| format!("cannot resolve `{}`", data_path.display()))?;
+    Ok(absolute
+        .ancestors()
+        .skip(1)
+        .find(|dir| RunLayout::of(dir).run_manifest().is_file())
+        .map(Path::to_path_buf))
 }
 
 /// Write the Markdown and HTML of a valid report into `out_dir` (default:
@@ -212,8 +344,9 @@ fn skipped_warning(data_path: &Path) -> String {
 /// Schema first, then (unless `invariants` is false) the invariants; all
 /// problems sorted together.
 fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
-    let schema_name = format!("final-report-v{}.schema.json", loaded.schema_version);
-    let violations = schema::violations(&schema_name, &loaded.value)
+    let schema_name = schema_of(&loaded.schema_version)
+        .context("the schema version was checked when the report was loaded")?;
+    let violations = schema::violations(schema_name, &loaded.value)
         .with_context(|| format!("cannot check against `{schema_name}`"))?;
     let mut problems: Vec<Problem> = violations
         .0
@@ -225,6 +358,13 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         })
         .collect();
     if invariants {
+        // The records' own answer, only for a report that carries the block.
+        if let Some(run) = loaded.run.as_mut()
+            && loaded.value.get("reliability").is_some()
+        {
+            run.reliability =
+                Some(reliability::compute(&run.run_dir).map_err(|err| format!("{err:#}")));
+        }
         let indexes = loaded
             .pending
             .take()
@@ -281,15 +421,24 @@ fn load(target: &Path, index_results: bool) -> Result<Loaded> {
     let value = strict_json::from_slice(&bytes)
         .with_context(|| format!("report `{}` is not valid JSON", data_path.display()))?;
     drop(bytes);
+    let known = || {
+        SCHEMAS
+            .iter()
+            .map(|(version, _)| format!("`{version}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let schema_version = match value.get("schemaVersion") {
-        Some(Value::String(version)) if version == "1.0" || version == "2.0" => version.clone(),
+        Some(Value::String(version)) if schema_of(version).is_some() => version.clone(),
         Some(other) => bail!(
-            "report `{}` has unknown `schemaVersion` {other}; okstra knows `1.0` and `2.0`",
-            data_path.display()
+            "report `{}` has unknown `schemaVersion` {other}; okstra knows {}",
+            data_path.display(),
+            known()
         ),
         None => bail!(
-            "report `{}` has no `schemaVersion`, so okstra cannot pick a schema (`1.0` or `2.0`)",
-            data_path.display()
+            "report `{}` has no `schemaVersion`, so okstra cannot pick a schema ({})",
+            data_path.display(),
+            known()
         ),
     };
     Ok(Loaded {
@@ -345,6 +494,7 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         run_id: Some(run.run_id.clone()),
         task_key: Some(run.task_key.clone()),
         ledger: read_ledger(&run.dir),
+        reliability: None,
     };
     Ok((data_path, facts))
 }
@@ -412,5 +562,55 @@ mod tests {
                 .is_some()
         );
         assert_eq!(v1, v2);
+    }
+
+    /// 2.1 is 2.0 plus one required top-level block; nothing else moves.
+    #[test]
+    fn v2_1_is_v2_0_plus_the_reliability_block() {
+        let load =
+            |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
+        let v20 = load("final-report-v2.0.schema.json");
+        let mut v21 = load("final-report-v2.1.schema.json");
+        assert_eq!(
+            v21.pointer("/properties/schemaVersion/const").unwrap(),
+            "2.1"
+        );
+        let root = v21.as_object_mut().unwrap();
+        for key in ["$id", "title", "description"] {
+            root[key] = v20[key].clone();
+        }
+        root["properties"]["schemaVersion"] = v20["properties"]["schemaVersion"].clone();
+        assert!(
+            root["properties"]
+                .as_object_mut()
+                .unwrap()
+                .remove("reliability")
+                .is_some()
+        );
+        let required = root["required"].as_array_mut().unwrap();
+        assert_eq!(required.pop().unwrap(), "reliability");
+        let defs = root["$defs"].as_object_mut().unwrap();
+        for name in ["Reliability", "ReliabilityReason", "ReliabilityRound"] {
+            assert!(defs.remove(name).is_some(), "{name}");
+        }
+        assert_eq!(v21, v20);
+    }
+
+    #[test]
+    fn every_listed_version_has_its_schema_and_the_last_is_current() {
+        for (version, file) in SCHEMAS {
+            let schema: Value = serde_json::from_str(schema::text(file).unwrap()).unwrap();
+            assert_eq!(
+                schema.pointer("/properties/schemaVersion/const"),
+                Some(&Value::from(*version)),
+                "{file}"
+            );
+        }
+        assert_eq!(CURRENT, ("2.1", "final-report-v2.1.schema.json"));
+        assert!(is_at_least("2.1", RELIABILITY_SINCE));
+        assert!(!is_at_least("2.0", RELIABILITY_SINCE));
+        assert!(!is_at_least("9.9", RELIABILITY_SINCE));
+        assert_eq!(schema_of("2.0"), Some("final-report-v2.0.schema.json"));
+        assert_eq!(schema_of("3.0"), None);
     }
 }

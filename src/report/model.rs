@@ -11,8 +11,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::reliability::Reliability;
+
 /// A whole report, schema v1 or v2 (the shapes are the same; header values
-/// and the Markdown layout differ).
+/// and the Markdown layout differ; 2.1 adds `reliability`).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
@@ -29,6 +31,9 @@ pub struct Report {
     pub usage_summary: UsageSummary,
     pub recommended_next_steps: Vec<NextStep>,
     pub workflow: Workflow,
+    /// Whether the findings were cross-verified (schema 2.1 and later).
+    #[serde(default)]
+    pub reliability: Option<Reliability>,
 }
 
 impl Report {

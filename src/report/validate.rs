@@ -18,6 +18,8 @@ use crate::converge::FinalClass;
 use crate::fsread;
 use crate::items;
 
+use super::reliability::Reliability;
+
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
 
@@ -26,7 +28,7 @@ pub const SCHEMA_RULE: &str = "schema";
 pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
-    /// `header`, `convergence`).
+    /// `header`, `convergence`, `reliability`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,
@@ -86,6 +88,9 @@ pub struct RunFacts {
     /// The convergence ledger, when the run has one (`Err` when it cannot
     /// be read).
     pub ledger: Option<Result<LedgerClasses, String>>,
+    /// The `reliability` block the run's records give (`Err` when they
+    /// cannot be read); `None` when the report carries no block to check.
+    pub reliability: Option<Result<Reliability, String>>,
 }
 
 /// Each ledger item's final class (`None` when it has not been classified).
@@ -132,6 +137,7 @@ pub fn invariants(
             convergence(report, ledger, &mut problems);
         }
     }
+    reliability(report, run, &mut problems);
     row_ids(report, &mut problems);
     source_items(report, run, indexes, &mut problems);
     coverage(report, run, indexes, &mut problems);
@@ -578,6 +584,195 @@ fn convergence(
     }
 }
 
+/// Phrases that tell a reader nothing was found, which an unverified report
+/// with no rows may not say: its reviewers may simply have failed.
+const NO_FINDINGS: &[&str] = &[
+    "no findings",
+    "no issues found",
+    "found no issues",
+    "no problems found",
+    "nothing was found",
+    "found nothing",
+];
+
+/// The `reliability` block (schema 2.1): in a run folder it must be what the
+/// run's records give; without one, it must at least agree with itself. Either
+/// way a report that was not cross-verified claims no consensus, and one with
+/// no rows at all does not say it found nothing.
+fn reliability(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>) {
+    let Some(block) = report.get("reliability").and_then(Value::as_object) else {
+        return;
+    };
+    match run.and_then(|run| run.reliability.as_ref()) {
+        Some(Ok(computed)) => against_records(block, computed, problems),
+        Some(Err(reason)) => problems.push(Problem::new(
+            "reliability",
+            "/reliability",
+            format!("`reliability` cannot be checked against the run's records: {reason}"),
+        )),
+        None => self_consistent(block, problems),
+    }
+    let count = |key: &str| block.get(key).and_then(Value::as_u64);
+    if let (Some(claimed), Some(rounds)) = (
+        report
+            .pointer("/workflow/convergenceRounds")
+            .and_then(Value::as_u64),
+        count("roundsRun"),
+    ) && claimed != rounds
+    {
+        problems.push(Problem::new(
+            "reliability",
+            "/workflow/convergenceRounds",
+            format!(
+                "`workflow.convergenceRounds` is {claimed} but `reliability.roundsRun` is {rounds}"
+            ),
+        ));
+    }
+    if block.get("crossVerified").and_then(Value::as_bool) != Some(false) {
+        return;
+    }
+    for (index, row) in rows(report, "consensus") {
+        if let Some(claimed) = row.get("convergence").and_then(Value::as_str)
+            && [FinalClass::FullConsensus, FinalClass::PartialConsensus]
+                .iter()
+                .any(|class| class.as_str() == claimed)
+        {
+            problems.push(Problem::new(
+                "reliability",
+                format!("/consensus/{index}/convergence"),
+                format!(
+                    "`{claimed}` claims the finding was cross-verified, but \
+                     `reliability.crossVerified` is false; an unverified finding belongs in \
+                     `differences`"
+                ),
+            ));
+        }
+    }
+    if rows(report, "consensus").next().is_none() && rows(report, "differences").next().is_none() {
+        no_findings_claims(report, problems);
+    }
+}
+
+/// One problem per field of the block that differs from the records' answer.
+fn against_records(
+    block: &serde_json::Map<String, Value>,
+    computed: &Reliability,
+    problems: &mut Vec<Problem>,
+) {
+    let Ok(Value::Object(expected)) = serde_json::to_value(computed) else {
+        return;
+    };
+    let show = |value: Option<&Value>| match value {
+        None => "none".to_owned(),
+        Some(Value::String(text)) => format!("`{text}`"),
+        Some(other) => format!("`{other}`"),
+    };
+    for (key, found) in block {
+        let wanted = expected.get(key);
+        if wanted != Some(found) {
+            problems.push(Problem::new(
+                "reliability",
+                format!("/reliability/{key}"),
+                format!(
+                    "`reliability.{key}` is {} but okstra computes {} from the run's records; \
+                     okstra writes this block, never edit it",
+                    show(Some(found)),
+                    show(wanted)
+                ),
+            ));
+        }
+    }
+}
+
+/// Without the run's records: the counts the block states must support what
+/// it says.
+fn self_consistent(block: &serde_json::Map<String, Value>, problems: &mut Vec<Problem>) {
+    let count = |key: &str| block.get(key).and_then(Value::as_u64);
+    if let (Some(completed), Some(rostered)) =
+        (count("reviewersCompleted"), count("reviewersRostered"))
+        && completed > rostered
+    {
+        problems.push(Problem::new(
+            "reliability",
+            "/reliability/reviewersCompleted",
+            format!("{completed} reviewers completed but only {rostered} were rostered"),
+        ));
+    }
+    if let (Some(rounds), Some(listed)) = (
+        count("roundsRun"),
+        block.get("rounds").and_then(Value::as_array),
+    ) && usize::try_from(rounds).ok() != Some(listed.len())
+    {
+        problems.push(Problem::new(
+            "reliability",
+            "/reliability/rounds",
+            format!(
+                "`reliability.roundsRun` is {rounds} but `reliability.rounds` lists {}",
+                listed.len()
+            ),
+        ));
+    }
+    if block.get("crossVerified").and_then(Value::as_bool) == Some(true) {
+        let completed = count("reviewersCompleted").unwrap_or(0);
+        let required = count("reviewersRequired").unwrap_or(0);
+        let why = if completed < required {
+            Some(format!(
+                "`reliability.reviewersCompleted` ({completed}) is below \
+                 `reliability.reviewersRequired` ({required})"
+            ))
+        } else if count("roundsRun") == Some(0) {
+            Some("no convergence round ran".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            problems.push(Problem::new(
+                "reliability",
+                "/reliability/crossVerified",
+                format!("`reliability.crossVerified` is true but {why}"),
+            ));
+        }
+    }
+}
+
+/// Text fields of an unverified report with no rows that say nothing was
+/// found.
+fn no_findings_claims(report: &Value, problems: &mut Vec<Problem>) {
+    let mut fields: Vec<(String, &str)> = Vec::new();
+    for pointer in [
+        "/humanSummary/headline",
+        "/finalVerdict/statement",
+        "/verdictCard/headline",
+        "/task/userNarrative",
+    ] {
+        if let Some(text) = report.pointer(pointer).and_then(Value::as_str) {
+            fields.push((pointer.to_owned(), text));
+        }
+    }
+    for list in ["/humanSummary/paragraphs", "/verdictCard/keyRisks"] {
+        let texts = report.pointer(list).and_then(Value::as_array);
+        for (index, text) in texts.into_iter().flatten().enumerate() {
+            if let Some(text) = text.as_str() {
+                fields.push((format!("{list}/{index}"), text));
+            }
+        }
+    }
+    for (pointer, text) in fields {
+        let lower = text.to_lowercase();
+        if let Some(phrase) = NO_FINDINGS.iter().find(|phrase| lower.contains(*phrase)) {
+            problems.push(Problem::new(
+                "reliability",
+                pointer,
+                format!(
+                    "says \"{phrase}\", but the run was not cross-verified \
+                     (`reliability.crossVerified` is false): failed reviewers may be why nothing \
+                     was found; say that no finding was cross-verified"
+                ),
+            ));
+        }
+    }
+}
+
 fn coverage(
     report: &Value,
     run: Option<&RunFacts>,
@@ -708,6 +903,10 @@ mod tests {
             serde_json::json!([1, 2]),
             serde_json::json!({"consensus": "x", "workerCoverage": [1, {"workerId": 3}]}),
             serde_json::json!({"consensus": [{"id": 1, "sourceItems": [5, "nocolon"]}]}),
+            serde_json::json!({"reliability": {"crossVerified": false, "roundsRun": -1,
+                "rounds": 3}, "consensus": [{"convergence": 5}], "humanSummary": 7}),
+            serde_json::json!({"reliability": {"crossVerified": true, "reviewersCompleted": "x"},
+                "workflow": {"convergenceRounds": "2"}}),
         ] {
             let _ = invariants(&value, None, &HashMap::new());
         }

@@ -15,12 +15,15 @@ use super::html::class;
 use super::model::{
     Coverage, DifferenceRow, EvidenceRow, NextStep, Report, TokenUsage, label, tokens,
 };
+use super::reliability::Reason;
 
 /// The whole report as the templates see it (`report` in their context).
 #[derive(Debug, Serialize)]
 pub struct View<'a> {
     pub schema_version: &'a str,
     pub header: Header<'a>,
+    /// Whether the findings were cross-verified; `None` before schema 2.1.
+    pub verification: Option<Verification<'a>>,
     pub verdict: Verdict<'a>,
     pub card: Card<'a>,
     pub summary: Summary<'a>,
@@ -46,6 +49,20 @@ pub struct Header<'a> {
     /// The HTML `lang` attribute: the report language when it is a plain
     /// language tag, else `en`.
     pub lang: &'a str,
+}
+
+/// Whether the findings were cross-verified. When they were not, both
+/// layouts say so before the verdict, and an empty table says that no
+/// finding was cross-verified rather than that there are none.
+#[derive(Debug, Serialize)]
+pub struct Verification<'a> {
+    pub cross_verified: bool,
+    /// The stable word for why not (`quorum-lost`, …).
+    pub reason: Option<&'static str>,
+    pub detail: &'a str,
+    pub reviewers_completed: u32,
+    pub reviewers_rostered: u32,
+    pub rounds_run: u32,
 }
 
 /// The final verdict, as both layouts state it.
@@ -241,6 +258,14 @@ impl<'a> View<'a> {
         let card = &report.verdict_card;
         View {
             schema_version: &report.schema_version,
+            verification: report.reliability.as_ref().map(|block| Verification {
+                cross_verified: block.cross_verified,
+                reason: block.reason.map(Reason::as_str),
+                detail: &block.detail,
+                reviewers_completed: block.reviewers_completed,
+                reviewers_rostered: block.reviewers_rostered,
+                rounds_run: block.rounds_run,
+            }),
             header: Header {
                 title: &header.title,
                 task_key: &header.task_key,

@@ -70,6 +70,9 @@ pub enum Report {
     /// No `data.json` (or not from the current inputs).
     #[default]
     Missing,
+    /// Written, but without okstra's own blocks (`reliability`) as the
+    /// records now say them.
+    Unfinalized,
     /// It fails validation; `repaired` once the one repair attempt ran.
     Invalid { repaired: bool },
     /// Valid; `rendered` once the Markdown and HTML match it.
@@ -133,6 +136,8 @@ pub enum Step {
     FixPass,
     /// Compute coverage and usage into `state/report-inputs.json`.
     Inputs,
+    /// Write okstra's own blocks into the report (`reliability`).
+    Finalize,
     /// The report writer's one repair attempt.
     Repair,
     /// Finish the report: reliability, validation, Markdown and HTML.
@@ -281,6 +286,7 @@ pub fn advance(facts: &Facts) -> Step {
                 Some(Need::Done | Need::Failed) => Step::End(Stop::ReportInvalid),
             }
         }
+        Report::Unfinalized => Step::Finalize,
         Report::Invalid { repaired: true } => Step::End(Stop::ReportInvalid),
         Report::Valid { rendered: false } => Step::Render,
         Report::Valid { rendered: true } => Step::Done,

@@ -204,6 +204,11 @@ fn advance_table() {
             Step::End(Stop::ReportInvalid),
         ),
         (
+            "written, okstra's blocks not in it yet",
+            |f| f.report = Report::Unfinalized,
+            Step::Finalize,
+        ),
+        (
             "valid, not rendered",
             |f| f.report = Report::Valid { rendered: false },
             Step::Render,

@@ -15,6 +15,9 @@ use serde_json::Value;
 
 use crate::support::{copy_dir, okstra, repo_root, wait_for};
 
+#[path = "report_reliability.rs"]
+mod reliability;
+
 fn fixture(name: &str) -> PathBuf {
     repo_root().join("tests/fixtures/reports").join(name)
 }
@@ -69,14 +72,35 @@ fn valid_v1_run_folder_passes() {
 }
 
 #[test]
+fn valid_v2_1_run_folders_pass_against_their_records() {
+    for name in ["v2.1-valid", "v2.1-unverified"] {
+        let out = validate(&fixture(name));
+        assert_eq!(out.code, 0, "{name}: {}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("is a valid v2.1 report"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("warning"), "{name}: {}", out.stderr);
+    }
+}
+
+#[test]
 fn example_report_is_valid_and_matches_the_fixture() {
     let example = repo_root().join("examples/report");
     assert_eq!(validate(&example).code, 0);
-    assert_eq!(
-        fs::read(example.join("report/data.json")).unwrap(),
-        fs::read(fixture("v2-valid/report/data.json")).unwrap(),
-        "examples/report must stay a copy of the valid v2 fixture"
-    );
+    for file in [
+        "report/data.json",
+        "run-manifest.json",
+        "state/convergence-ledger.json",
+        "state/team-state-error-analysis-001.json",
+    ] {
+        assert_eq!(
+            fs::read(example.join(file)).unwrap(),
+            fs::read(fixture("v2.1-valid").join(file)).unwrap(),
+            "examples/report must stay a copy of the valid v2.1 fixture ({file})"
+        );
+    }
 }
 
 #[test]
@@ -496,7 +520,7 @@ fn html_v1_snapshot() {
 
 #[test]
 fn rendering_is_deterministic() {
-    for name in ["v1-valid", "v2-valid"] {
+    for name in ["v1-valid", "v2-valid", "v2.1-valid", "v2.1-unverified"] {
         let (first, _) = render(&fixture(name));
         let (second, _) = render(&fixture(name));
         for file in ["final-report.md", "final-report.html"] {
@@ -655,16 +679,19 @@ fn screenshot_shows_content(browser: &Path, page: &Path, width: u32, height: u32
 #[test]
 fn html_renders_in_headless_chromium_on_a_phone_and_a_laptop() {
     let Some(browser) = chromium() else { return };
-    let (dir, out) = render(&fixture("v2-valid"));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let page = dir.path().join("final-report.html");
-    let phone = std::thread::scope(|scope| {
-        let phone = scope.spawn(|| screenshot_shows_content(&browser, &page, 390, 844));
-        screenshot_shows_content(&browser, &page, 1366, 900);
-        phone.join()
-    });
-    if let Err(panic) = phone {
-        std::panic::resume_unwind(panic);
+    // The unverified report adds its banner above the summary.
+    for name in ["v2-valid", "v2.1-unverified"] {
+        let (dir, out) = render(&fixture(name));
+        assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+        let page = dir.path().join("final-report.html");
+        let phone = std::thread::scope(|scope| {
+            let phone = scope.spawn(|| screenshot_shows_content(&browser, &page, 390, 844));
+            screenshot_shows_content(&browser, &page, 1366, 900);
+            phone.join()
+        });
+        if let Err(panic) = phone {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 

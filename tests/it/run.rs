@@ -133,6 +133,18 @@ fn a_headless_run_ends_in_a_valid_report_with_every_convergence_class() {
     assert!(run.join("report/final-report.md").is_file());
     assert!(run.join("report/final-report.html").is_file());
     let report = read_json(&run.join("report/data.json"));
+    // okstra wrote the block the writer left out: four of four reviewers
+    // answered round 1.
+    assert_eq!(report["schemaVersion"], "2.1");
+    let reliability = &report["reliability"];
+    assert_eq!(reliability["crossVerified"], true, "{reliability}");
+    assert!(reliability.get("reason").is_none(), "{reliability}");
+    assert_eq!(reliability["reviewersCompleted"], 4);
+    assert_eq!(reliability["roundsRun"], 2);
+    assert_eq!(
+        reliability["rounds"][0]["answered"],
+        serde_json::json!(["claude", "codex", "antigravity", "kimi"])
+    );
     let contested: Vec<&Value> = report["differences"]
         .as_array()
         .unwrap()
@@ -290,8 +302,18 @@ fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
     assert!(events.contains("\"attempts\":\"2\""));
 }
 
+/// The first paragraph of a Markdown report after its title.
+fn first_paragraph(markdown: &str) -> &str {
+    let mut paragraphs = markdown.split("\n\n");
+    assert!(paragraphs.next().unwrap().starts_with("# "), "{markdown}");
+    paragraphs.next().unwrap()
+}
+
+/// Every reviewer but one fails: the analysers were paid for, so the report
+/// is written and rendered, but it says first that nothing was
+/// cross-verified, and the run fails.
 #[test]
-fn a_run_that_loses_quorum_still_reports_but_exits_1_not_cross_verified() {
+fn a_run_that_loses_quorum_writes_an_unverified_report_and_exits_1() {
     let world = team_project();
     let (outcome, code, stderr) = run(
         &world,
@@ -299,23 +321,79 @@ fn a_run_that_loses_quorum_still_reports_but_exits_1_not_cross_verified() {
         &[("FAKE_AUTH_FAIL", "kimi")],
     );
     assert_eq!(code, 1, "{stderr}");
-    // The analysers were paid for: the report is written and valid ...
     assert_eq!(outcome["valid"], true, "{outcome}");
-    assert!(run_dir(&outcome).join("report/data.json").is_file());
-    // ... and it never passes for a cross-verified one.
-    assert_eq!(outcome["crossVerified"], false);
+    assert_eq!(outcome["crossVerified"], false, "{outcome}");
+    let run = run_dir(&outcome);
+    let report = read_json(&run.join("report/data.json"));
+    let reliability = &report["reliability"];
+    assert_eq!(reliability["crossVerified"], false, "{reliability}");
+    assert_eq!(reliability["reason"], "quorum-lost");
+    assert_eq!(reliability["reviewersCompleted"], 1);
+    assert_eq!(reliability["reviewersRostered"], 2);
+    assert_eq!(report["consensus"], serde_json::json!([]));
+    let markdown = fs::read_to_string(run.join("report/final-report.md")).unwrap();
     assert!(
-        outcome["notCrossVerified"]
-            .as_str()
-            .unwrap()
-            .contains("quorum lost"),
-        "{outcome}"
+        first_paragraph(&markdown).starts_with(
+            "> **Not cross-verified** (`quorum-lost`): Only 1 of 2 reviewers completed"
+        ),
+        "{markdown}"
     );
+    assert!(markdown.contains("_No finding was cross-verified._"));
+    // The report writer was told, through the report inputs.
+    let inputs = read_json(&run.join("state/report-inputs.json"));
+    assert_eq!(inputs["reliability"], *reliability);
     let last = stderr.lines().last().unwrap();
     assert!(
-        last.contains("not cross-verified") && last.contains("quorum lost"),
+        last.starts_with(
+            "error: the report is written, but not cross-verified (quorum-lost): only 1 of 2"
+        ),
         "{stderr}"
     );
+    okstra()
+        .arg("validate")
+        .arg(&run)
+        .timeout(LIMIT)
+        .assert()
+        .success();
+
+    // A hand edit claiming cross-verification is caught against the records.
+    let data_path = run.join("report/data.json");
+    let mut edited = report.clone();
+    edited["reliability"]["crossVerified"] = true.into();
+    fs::write(&data_path, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+    let out = okstra()
+        .arg("validate")
+        .arg(&run)
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("/reliability/crossVerified: [reliability] ")
+            && stdout.contains("okstra computes `false`"),
+        "{stdout}"
+    );
+}
+
+/// One analyser is unverified by design, not by failure: exit 0.
+#[test]
+fn a_single_analyser_run_is_not_cross_verified_and_exits_0() {
+    let world = team_project();
+    let (outcome, code, stderr) = run(&world, "claude,report-writer", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcome["valid"], true);
+    let run = run_dir(&outcome);
+    let reliability = &read_json(&run.join("report/data.json"))["reliability"];
+    assert_eq!(reliability["crossVerified"], false, "{reliability}");
+    assert_eq!(reliability["reason"], "single-reviewer");
+    let markdown = fs::read_to_string(run.join("report/final-report.md")).unwrap();
+    assert!(
+        first_paragraph(&markdown).starts_with("> **Not cross-verified** (`single-reviewer`)"),
+        "{markdown}"
+    );
+    assert!(!stderr.contains("error:"), "{stderr}");
 }
 
 #[test]
