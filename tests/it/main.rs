@@ -7,6 +7,7 @@ mod dispatch;
 mod doctor;
 mod hostile;
 mod hostile_exec;
+mod hostile_memory;
 mod install;
 mod launcher;
 mod lifecycle;
