@@ -224,6 +224,9 @@ impl Lead<'_> {
                     seed: None,
                 },
             )?;
+            for warning in &plan.warnings {
+                diag::warning(warning);
+            }
             if let Some(stop) = plan.stopped_because {
                 self.event("convergence-skipped", &[("reason", stop.as_str())]);
                 break;

@@ -222,7 +222,9 @@ impl RunInfo {
             .collect()
     }
 
-    /// Every completed analyser's items, in roster then file order.
+    /// Every completed analyser's items, in roster then file order, within
+    /// the caps of `items`; a result that hit one gets a `warning:` line per
+    /// cap (items cut and marked `truncated`, items left out).
     pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Item>)>> {
         let mut all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
@@ -231,7 +233,12 @@ impl RunInfo {
             };
             let text = items::read_result(path)
                 .with_context(|| format!("cannot read result `{}`", path.display()))?;
-            all.push((analyser, items::parse(&text)));
+            let parsed = items::parse(&text);
+            drop(text);
+            for warning in parsed.warnings(&analyser.assignment.worker_id, path) {
+                diag::warning(warning);
+            }
+            all.push((analyser, parsed.items));
         }
         Ok(all)
     }
@@ -327,6 +334,7 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
                     section: Some(item.section),
                     text: Some(item.text),
                     evidence: item.evidence,
+                    truncated: item.truncated,
                     ..ledger::LedgerItem::default()
                 });
             }
@@ -408,6 +416,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
                     "line": item.line,
                     "text": item.text,
                     "evidence": item.evidence,
+                    "truncated": item.truncated,
                 })
             })
             .collect();
@@ -417,11 +426,12 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
         for (owner, item) in &listed {
             writeln!(
                 out,
-                "{owner}:{}\t{}\t{}\t{} cited",
+                "{owner}:{}\t{}\t{}\t{} cited{}",
                 item.id,
                 item.section,
                 item.text,
-                item.evidence.len()
+                item.evidence.len(),
+                if item.truncated { " (truncated)" } else { "" }
             )
             .context("cannot write to stdout")?;
         }
