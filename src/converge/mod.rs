@@ -32,6 +32,7 @@ use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
+use crate::fsread;
 use crate::items::{self, Item};
 use crate::lifecycle::{Assignment, Run};
 use crate::run::layout::RunLayout;
@@ -423,13 +424,16 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
         let value = serde_json::json!({ "items": items, "skipped": skipped });
         writeln!(out, "{value}").context("cannot write to stdout")?;
     } else {
+        // Text from a worker's file: escaped, so no terminal sequence in an
+        // item reaches the screen and each item stays one line.
         for (owner, item) in &listed {
             writeln!(
                 out,
-                "{owner}:{}\t{}\t{}\t{} cited{}",
-                item.id,
-                item.section,
-                item.text,
+                "{}:{}\t{}\t{}\t{} cited{}",
+                fsread::escape(owner),
+                fsread::escape(&item.id),
+                fsread::escape(&item.section),
+                fsread::escape(&item.text),
                 item.evidence.len(),
                 if item.truncated { " (truncated)" } else { "" }
             )
@@ -463,8 +467,12 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 writeln!(out).context("cannot write to stdout")?;
             } else {
                 for reviewer in &plan.reviewers {
-                    writeln!(out, "{}", reviewer.prompt_path.display())
-                        .context("cannot write to stdout")?;
+                    writeln!(
+                        out,
+                        "{}",
+                        fsread::escape(&reviewer.prompt_path.to_string_lossy())
+                    )
+                    .context("cannot write to stdout")?;
                 }
             }
             out.flush().context("cannot write to stdout")?;
@@ -499,7 +507,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 writeln!(out).context("cannot write to stdout")?;
             } else {
                 for id in &outcome.open {
-                    writeln!(out, "{id}").context("cannot write to stdout")?;
+                    writeln!(out, "{}", fsread::escape(id)).context("cannot write to stdout")?;
                 }
             }
             out.flush().context("cannot write to stdout")?;
@@ -531,7 +539,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 for item in &classified.ledger.items {
                     let class = item.final_class.map_or("", FinalClass::as_str);
                     let open = if item.open { "\topen" } else { "" };
-                    writeln!(out, "{}\t{class}{open}", item.item_id)
+                    writeln!(out, "{}\t{class}{open}", fsread::escape(&item.item_id))
                         .context("cannot write to stdout")?;
                 }
             }

@@ -8,6 +8,7 @@ mod doctor;
 mod hostile;
 mod hostile_exec;
 mod hostile_memory;
+mod hostile_print;
 mod install;
 mod launcher;
 mod lifecycle;
