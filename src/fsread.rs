@@ -280,7 +280,7 @@ pub fn read_tail(path: &Path, max_bytes: u64, follow: Follow) -> Result<(Vec<u8>
 /// A line that fits the cap is handed out whole; a longer one is cut to its
 /// first `cap` bytes *while it is read*: the rest is skipped as it streams
 /// past, never held. Memory is one fixed read buffer plus at most `cap`
-/// bytes of a line that spans reads ([`LineReader::held`]). Lines end at
+/// bytes of a line that spans reads (the tests check `held`). Lines end at
 /// `\n` (kept out of the line; a `\r` before it stays); the last line counts
 /// even without one. With every line under the cap, the lines are exactly
 /// those of `BufRead::split(b'\n')`.

@@ -150,7 +150,7 @@ pub fn parse(provider: Provider, reader: impl Read) -> Transcript {
     parse_lines(provider, reader, false)
 }
 
-/// [`parse`]; `mid_line` when the stream starts inside a line (the end of a
+/// The parse of a stream; `mid_line` when it starts inside a line (the end of a
 /// huge log), whose rest is skipped.
 fn parse_lines(provider: Provider, reader: impl Read, mid_line: bool) -> Transcript {
     let mut transcript = Transcript::default();
