@@ -275,6 +275,179 @@ pub fn read_tail(path: &Path, max_bytes: u64, follow: Follow) -> Result<(Vec<u8>
     Ok((bytes, start > 0))
 }
 
+/// Lines of a stream in memory bounded by a cap, whatever the stream holds.
+///
+/// A line that fits the cap is handed out whole; a longer one is cut to its
+/// first `cap` bytes *while it is read*: the rest is skipped as it streams
+/// past, never held. Memory is one fixed read buffer plus at most `cap`
+/// bytes of a line that spans reads (the tests check `held`). Lines end at
+/// `\n` (kept out of the line; a `\r` before it stays); the last line counts
+/// even without one. With every line under the cap, the lines are exactly
+/// those of `BufRead::split(b'\n')`.
+pub struct LineReader<R> {
+    inner: R,
+    /// Fixed-size read buffer; `start..end` is not handed out yet.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// The kept part of a line that spans reads (capacity ≤ `cap`).
+    carry: Vec<u8>,
+    cap: usize,
+    done: bool,
+    bytes_read: u64,
+}
+
+/// One line from a [`LineReader`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// The line without its `\n`, at most the cap.
+    pub bytes: &'a [u8],
+    /// Length of the whole line as it was in the stream.
+    pub len: u64,
+}
+
+impl Line<'_> {
+    /// The line was longer than the cap, so `bytes` is its start only.
+    pub fn is_cut(&self) -> bool {
+        self.len > self.bytes.len() as u64
+    }
+}
+
+/// The read buffer of a [`LineReader`]: most lines are handed out from it
+/// without a copy.
+const LINE_CHUNK: usize = 64 * 1024;
+
+impl<R: Read> LineReader<R> {
+    /// Lines of `inner`, each cut to at most `cap` bytes (`cap` ≥ 1).
+    pub fn new(inner: R, cap: usize) -> Self {
+        Self::with_chunk(inner, cap, LINE_CHUNK)
+    }
+
+    /// [`LineReader::new`] with a read buffer of `chunk` bytes (tests use
+    /// tiny ones to cross every boundary).
+    pub fn with_chunk(inner: R, cap: usize, chunk: usize) -> Self {
+        LineReader {
+            inner,
+            buf: vec![0; chunk.max(1)],
+            start: 0,
+            end: 0,
+            carry: Vec::new(),
+            cap: cap.max(1),
+            done: false,
+            bytes_read: 0,
+        }
+    }
+
+    /// The next line, `None` at the end of the stream.
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.carry.clear();
+        let mut len: u64 = 0;
+        // Part of this line went to `carry`: it spans reads.
+        let mut carried = false;
+        // The line, when it lies whole in `buf` (cut to the cap).
+        let mut in_buf = None;
+        loop {
+            if self.start == self.end && (self.done || !self.fill()?) {
+                if !carried {
+                    return Ok(None);
+                }
+                break;
+            }
+            let window = &self.buf[self.start..self.end];
+            if let Some(at) = memchr::memchr(b'\n', window) {
+                len += at as u64;
+                let from = self.start;
+                self.start += at + 1;
+                if carried {
+                    self.keep(from, from + at);
+                } else {
+                    in_buf = Some((from, from + at.min(self.cap)));
+                }
+                break;
+            }
+            len += window.len() as u64;
+            let (from, to) = (self.start, self.end);
+            self.keep(from, to);
+            self.start = self.end;
+            carried = true;
+        }
+        let bytes = match in_buf {
+            Some((from, to)) => &self.buf[from..to],
+            None => self.carry.as_slice(),
+        };
+        Ok(Some(Line { bytes, len }))
+    }
+
+    /// Read the next chunk; `false` at the end of the stream.
+    fn fill(&mut self) -> io::Result<bool> {
+        let read = loop {
+            match self.inner.read(&mut self.buf) {
+                Ok(n) => break n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        };
+        self.start = 0;
+        self.end = read;
+        self.bytes_read += read as u64;
+        self.done = read == 0;
+        Ok(read > 0)
+    }
+
+    /// Keep `buf[from..to]` in `carry`, up to the cap. Growth is doubling
+    /// but clamped, so the carry's capacity never passes the cap.
+    fn keep(&mut self, from: usize, to: usize) {
+        let take = (to - from).min(self.cap - self.carry.len());
+        if take == 0 {
+            return;
+        }
+        let need = self.carry.len() + take;
+        if need > self.carry.capacity() {
+            let target = need.max(self.carry.capacity() * 2).min(self.cap);
+            self.carry.reserve_exact(target - self.carry.len());
+        }
+        self.carry.extend_from_slice(&self.buf[from..from + take]);
+    }
+
+    /// Bytes this reader holds: its read buffer and its carry (the
+    /// property tests check it never passes the buffer plus the cap).
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.buf.len() + self.carry.capacity()
+    }
+
+    /// Bytes read from the stream so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+}
+
+/// The longest prefix of `bytes` that is whole UTF-8 where a cut split the
+/// last character (a cut line ends anywhere); other invalid bytes are left
+/// for the caller's lossy decoding.
+pub fn trim_split_char(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Err(err) if err.error_len().is_none() => &bytes[..err.valid_up_to()],
+        _ => bytes,
+    }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…`
+/// added when something was cut; one allocation of the kept size.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut out = String::with_capacity(cut + '…'.len_utf8());
+    out.push_str(&text[..cut]);
+    out.push('…');
+    out
+}
+
 /// `text` with every control character escaped (C0, DEL, C1; newlines and
 /// tabs too), so text from a file prints as one inert line: no terminal
 /// escape sequence, no forged second line. Borrowed when nothing changes.
@@ -389,6 +562,97 @@ mod tests {
             read_tail(&path, 40, Follow::No).unwrap(),
             (b"0123456789".to_vec(), false)
         );
+    }
+
+    /// Every line of `bytes` as `(kept bytes, whole length)`, and the most
+    /// the reader held at any point.
+    fn capped_lines(bytes: &[u8], cap: usize, chunk: usize) -> (Vec<(Vec<u8>, u64)>, usize) {
+        let mut reader = LineReader::with_chunk(bytes, cap, chunk);
+        let mut lines = Vec::new();
+        let mut most = reader.held();
+        while let Some(line) = reader.next_line().unwrap() {
+            lines.push((line.bytes.to_vec(), line.len));
+            most = most.max(reader.held());
+        }
+        (lines, most)
+    }
+
+    fn unbounded_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+        io::BufRead::split(bytes, b'\n')
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_cut_while_it_streams_past() {
+        // 20 MB of one line from a reader that never holds it: the line
+        // reader keeps 1 KiB of it and then the next line.
+        let huge = io::repeat(b'x').take(20_000_000).chain(&b"\nafter\n"[..]);
+        let mut reader = LineReader::new(huge, 1024);
+        let first = reader.next_line().unwrap().unwrap();
+        assert_eq!((first.bytes.len(), first.len), (1024, 20_000_000));
+        assert!(first.is_cut());
+        assert!(reader.held() <= LINE_CHUNK + 1024);
+        let second = reader.next_line().unwrap().unwrap();
+        assert_eq!((second.bytes, second.is_cut()), (&b"after"[..], false));
+        assert!(reader.next_line().unwrap().is_none());
+        assert_eq!(reader.bytes_read(), 20_000_007);
+    }
+
+    #[test]
+    fn lines_end_at_newlines_and_the_last_needs_none() {
+        for (input, expected) in [
+            (&b""[..], vec![]),
+            (b"\n", vec![b"".to_vec()]),
+            (
+                b"a\r\nbb\n\nc",
+                vec![b"a\r".to_vec(), b"bb".to_vec(), vec![], b"c".to_vec()],
+            ),
+        ] {
+            let (lines, _) = capped_lines(input, 8, 2);
+            let kept: Vec<Vec<u8>> = lines.into_iter().map(|(bytes, _)| bytes).collect();
+            assert_eq!(kept, expected);
+        }
+    }
+
+    #[test]
+    fn cuts_keep_whole_characters_and_clips_mark_themselves() {
+        assert_eq!(trim_split_char("aé".as_bytes().split_at(2).0), b"a");
+        assert_eq!(trim_split_char(b"a\xffb"), b"a\xffb");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("aéb", 2), "a…");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        #[test]
+        fn proptest_line_reader_memory_stays_within_its_cap(
+            input in crate::fuzz::bytes(),
+            cap in 1_usize..48,
+            chunk in 1_usize..24,
+        ) {
+            let (lines, most) = capped_lines(&input, cap, chunk);
+            proptest::prop_assert!(most <= chunk + cap, "held {most}");
+            let reference = unbounded_lines(&input);
+            proptest::prop_assert_eq!(lines.len(), reference.len());
+            for ((kept, len), whole) in lines.iter().zip(&reference) {
+                proptest::prop_assert_eq!(*len, whole.len() as u64);
+                proptest::prop_assert_eq!(kept.as_slice(), &whole[..whole.len().min(cap)]);
+            }
+        }
+
+        #[test]
+        fn proptest_line_reader_matches_the_unbounded_reader_under_the_cap(
+            input in crate::fuzz::bytes(),
+            chunk in 1_usize..24,
+        ) {
+            let reference = unbounded_lines(&input);
+            let cap = reference.iter().map(Vec::len).max().unwrap_or(0) + 1;
+            let (lines, _) = capped_lines(&input, cap, chunk);
+            let kept: Vec<Vec<u8>> = lines.into_iter().map(|(bytes, _)| bytes).collect();
+            proptest::prop_assert_eq!(kept, reference);
+        }
     }
 
     #[test]

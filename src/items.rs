@@ -8,12 +8,33 @@
 //! emphasis or code marks around an id are ignored. Each item knows the
 //! `## ` heading it sits under, its text, and the evidence that text cites:
 //! `path:line` references, backticked commands and quoted output.
+//!
+//! What is kept is capped (README "Hostile files"), so memory follows the
+//! caps, not the file: a result of a million one-line items or an item
+//! citing a million things (both fit in the 16 MiB result limit) costs the
+//! caps. An item over a per-item cap is cut and marked `truncated`; items
+//! past the per-result cap are left out; either way [`Parsed::warnings`]
+//! says so in one line each, never silently.
 
 use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use crate::fsread;
+
+/// Most items kept per result; later ones are left out (and said to be).
+/// Real results hold tens; the convergence benchmark uses 200.
+pub const MAX_ITEMS: usize = 500;
+/// Most bytes of an item's text kept (a finding is a paragraph, not a file).
+pub const MAX_TEXT_BYTES: usize = 8 * 1024;
+/// Most bytes of an item's `## ` heading kept.
+pub const MAX_SECTION_BYTES: usize = 256;
+/// Most citations kept per item (one item cited 1.2 M in a hostile result).
+pub const MAX_CITATIONS: usize = 32;
+/// Most bytes of one citation kept.
+pub const MAX_CITATION_BYTES: usize = 512;
 
 /// One item of a worker's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,6 +49,9 @@ pub struct Item {
     /// 1-based line of the item in its file.
     pub line: usize,
     pub evidence: Vec<Evidence>,
+    /// Cut to the per-item caps: text, heading, citations or a citation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// One checkable thing an item (or a verdict) cites.
@@ -114,28 +138,124 @@ fn scan<'a>(text: &'a str, mut found: impl FnMut(Found<'a>)) {
     }
 }
 
-/// Every item of `text`, in file order.
-pub fn parse(text: &str) -> Vec<Item> {
-    let mut items: Vec<Item> = Vec::new();
+/// The items of one result, within the caps.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    /// At most [`MAX_ITEMS`], in file order.
+    pub items: Vec<Item>,
+    /// Items past [`MAX_ITEMS`], not kept.
+    pub left_out: usize,
+    /// The line of the first item left out.
+    pub first_left_out: Option<usize>,
+    /// The first item cut to the per-item caps, as it was before the cut.
+    pub first_cut: Option<Uncut>,
+}
+
+/// An item's size before it was cut (for the warning).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uncut {
+    pub id: String,
+    pub line: usize,
+    pub text_bytes: usize,
+    pub citations: usize,
+}
+
+impl Parsed {
+    /// One line per cap the result `path` of worker `owner` hit, for
+    /// `warning:`: items cut (and marked `truncated`), items left out.
+    pub fn warnings(&self, owner: &str, path: &Path) -> Vec<String> {
+        let mut lines = Vec::new();
+        let cut = self.items.iter().filter(|item| item.truncated).count();
+        if let Some(first) = &self.first_cut {
+            lines.push(format!(
+                "{cut} item{} of `{owner}` in `{}` cut to the caps per item ({MAX_TEXT_BYTES} \
+                 bytes of text, {MAX_SECTION_BYTES} of heading, {MAX_CITATIONS} citations of \
+                 {MAX_CITATION_BYTES} bytes) and marked `truncated`; the first, `{owner}:{}` \
+                 (line {}), had {} bytes and {} citations",
+                if cut == 1 { "" } else { "s" },
+                path.display(),
+                first.id,
+                first.line,
+                first.text_bytes,
+                first.citations
+            ));
+        }
+        if self.left_out > 0 {
+            lines.push(format!(
+                "`{owner}`'s result `{}` has {} items, over the cap of {MAX_ITEMS} per result; \
+                 the {} from line {} on are left out",
+                path.display(),
+                self.items.len() + self.left_out,
+                self.left_out,
+                self.first_left_out.unwrap_or_default()
+            ));
+        }
+        lines
+    }
+}
+
+/// Every item of `text`, in file order, within the caps.
+pub fn parse(text: &str) -> Parsed {
+    let mut parsed = Parsed::default();
+    // The item being read, text whole until it is finished (its evidence
+    // is read from all of it, then it is cut).
+    let mut current: Option<Item> = None;
     scan(text, |found| match found {
-        Found::Item(id, section, rest, line) => items.push(Item {
-            id: id.to_owned(),
-            section: section.to_owned(),
-            text: rest.to_owned(),
-            line,
-            evidence: Vec::new(),
-        }),
+        Found::Item(id, section, rest, line) => {
+            if let Some(done) = current.take() {
+                finish(done, &mut parsed);
+            }
+            if parsed.items.len() < MAX_ITEMS {
+                let (section, cut) = capped(section, MAX_SECTION_BYTES);
+                current = Some(Item {
+                    id: id.to_owned(),
+                    section,
+                    text: rest.to_owned(),
+                    line,
+                    evidence: Vec::new(),
+                    truncated: cut,
+                });
+            } else {
+                parsed.left_out += 1;
+                parsed.first_left_out.get_or_insert(line);
+            }
+        }
         Found::More(line) => {
-            if let Some(last) = items.last_mut() {
-                last.text.push(' ');
-                last.text.push_str(line);
+            if let Some(item) = current.as_mut() {
+                item.text.push(' ');
+                item.text.push_str(line);
             }
         }
     });
-    for item in &mut items {
-        item.evidence = evidence(&item.text);
+    if let Some(done) = current.take() {
+        finish(done, &mut parsed);
     }
-    items
+    parsed
+}
+
+/// Read a finished item's evidence from its whole text, cut it to the
+/// caps, and keep it.
+fn finish(mut item: Item, parsed: &mut Parsed) {
+    let (evidence, citations, cut_citation) = capped_evidence(&item.text);
+    item.evidence = evidence;
+    let text_bytes = item.text.len();
+    let (text, cut_text) = capped(&item.text, MAX_TEXT_BYTES);
+    item.text = text;
+    item.truncated |= cut_text || cut_citation || citations > MAX_CITATIONS;
+    if item.truncated && parsed.first_cut.is_none() {
+        parsed.first_cut = Some(Uncut {
+            id: item.id.clone(),
+            line: item.line,
+            text_bytes,
+            citations,
+        });
+    }
+    parsed.items.push(item);
+}
+
+/// `text` cut to `max` bytes (with `…`), and whether it was cut.
+fn capped(text: &str, max: usize) -> (String, bool) {
+    (fsread::clip(text, max), text.len() > max)
 }
 
 /// How often each item id occurs in `text` (what `validate` checks).
@@ -176,9 +296,27 @@ pub fn read_result(path: &Path) -> io::Result<String> {
     })
 }
 
-/// Every checkable citation in `text`, in order.
-pub fn evidence(text: &str) -> Vec<Evidence> {
+/// The checkable citations in `text`, in order, at most [`MAX_CITATIONS`]
+/// of them (each cut to [`MAX_CITATION_BYTES`]); with how many `text` has
+/// in all and whether one kept was cut.
+fn capped_evidence(text: &str) -> (Vec<Evidence>, usize, bool) {
     let mut found = Vec::new();
+    let mut total = 0;
+    let mut cut = false;
+    each_citation(text, |kind, citation| {
+        total += 1;
+        if found.len() < MAX_CITATIONS {
+            let (text, clipped) = capped(citation, MAX_CITATION_BYTES);
+            cut |= clipped;
+            found.push(Evidence { kind, text });
+        }
+    });
+    (found, total, cut)
+}
+
+/// Call `cite` with every checkable citation in `text`, in order:
+/// backticked spans, then `path:line` words, then quoted output.
+fn each_citation(text: &str, mut cite: impl FnMut(EvidenceKind, &str)) {
     // Backticked spans: a command when it has an argument, else maybe a
     // `path:line` reference in code marks.
     let mut outside = String::with_capacity(text.len());
@@ -193,15 +331,9 @@ pub fn evidence(text: &str) -> Vec<Evidence> {
         };
         let span = after[..end].trim();
         if span.contains(char::is_whitespace) {
-            found.push(Evidence {
-                kind: EvidenceKind::Command,
-                text: span.to_owned(),
-            });
+            cite(EvidenceKind::Command, span);
         } else if is_path_line(span) {
-            found.push(Evidence {
-                kind: EvidenceKind::PathLine,
-                text: span.to_owned(),
-            });
+            cite(EvidenceKind::PathLine, span);
         }
         outside.push(' ');
         rest = &after[end + 1..];
@@ -212,10 +344,7 @@ pub fn evidence(text: &str) -> Vec<Evidence> {
             word.trim_matches(|ch: char| matches!(ch, '(' | ')' | ',' | ';' | '*' | '[' | ']'));
         let word = word.trim_end_matches(['.', ':']);
         if is_path_line(word) {
-            found.push(Evidence {
-                kind: EvidenceKind::PathLine,
-                text: word.to_owned(),
-            });
+            cite(EvidenceKind::PathLine, word);
         }
     }
     for (open, close) in [('"', '"'), ('“', '”')] {
@@ -225,20 +354,18 @@ pub fn evidence(text: &str) -> Vec<Evidence> {
             let Some(end) = after.find(close) else { break };
             let quoted = after[..end].trim();
             if quoted.chars().count() >= MIN_QUOTE {
-                found.push(Evidence {
-                    kind: EvidenceKind::Quote,
-                    text: quoted.to_owned(),
-                });
+                cite(EvidenceKind::Quote, quoted);
             }
             rest = &after[end + close.len_utf8()..];
         }
     }
-    found
 }
 
 /// Whether `text` cites anything checkable.
 pub fn is_checkable(text: &str) -> bool {
-    !evidence(text).is_empty()
+    let mut any = false;
+    each_citation(text, |_, _| any = true);
+    any
 }
 
 /// `src/cart.rs:88`, `Cargo.toml:3-9`, `a/b:12`: a path (with a `/` or a
@@ -312,6 +439,8 @@ fn bracketed_id(body: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
 
     #[test]
@@ -370,7 +499,7 @@ mod tests {
   then check config/payments.toml:12.
 - [R-2] no evidence at all
 ";
-        let items = parse(text);
+        let items = parse(text).items;
         assert_eq!(items.len(), 3);
         assert_eq!(items[0].id, "F-001");
         assert_eq!(items[0].section, "1. Findings");
@@ -424,6 +553,64 @@ mod tests {
     }
 
     #[test]
+    fn an_item_over_the_caps_is_cut_and_marked_and_later_items_left_out() {
+        let cites = vec!["a.rs:1"; MAX_CITATIONS * 3].join(" ");
+        let long = "x".repeat(MAX_CITATION_BYTES * 2);
+        let heading = "h".repeat(MAX_SECTION_BYTES * 2);
+        let mut text = format!(
+            "## {heading}\n| F-1 | {cites} `{long} arg` |\n## Short\n| F-2 | fine src/b.rs:2 |\n"
+        );
+        for n in 3..=MAX_ITEMS + 4 {
+            let _ = write!(text, "- [F-{n}] more\n  continued\n");
+        }
+        let parsed = parse(&text);
+        assert_eq!(parsed.items.len(), MAX_ITEMS);
+        assert_eq!(
+            (parsed.left_out, parsed.first_left_out),
+            (4, Some(2 * MAX_ITEMS + 1))
+        );
+        let first = &parsed.items[0];
+        assert!(first.truncated);
+        assert_eq!(first.evidence.len(), MAX_CITATIONS);
+        assert!(first.section.len() <= MAX_SECTION_BYTES + '…'.len_utf8());
+        assert!(first.text.len() <= MAX_TEXT_BYTES + '…'.len_utf8());
+        assert!(!parsed.items[1].truncated);
+        assert_eq!(parsed.items[1].section, "Short");
+        assert_eq!(parsed.items[MAX_ITEMS - 1].text, "more continued");
+        assert_eq!(
+            parsed.first_cut,
+            Some(Uncut {
+                id: "F-1".into(),
+                line: 2,
+                text_bytes: cites.len() + 1 + long.len() + 6,
+                citations: MAX_CITATIONS * 3 + 1,
+            })
+        );
+        let warnings = parsed.warnings("claude", Path::new("r.md"));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("1 item of `claude` in `r.md` cut"),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[0].contains("had 1702 bytes and 97 citations"),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[1].ends_with("has 504 items, over the cap of 500 per result; the 4 from line 1001 on are left out"),
+            "{}",
+            warnings[1]
+        );
+        assert!(
+            parse("| F-1 | ok `cargo test` |")
+                .warnings("c", Path::new("r"))
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn hostile_results_are_refused_or_cut() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
@@ -442,6 +629,6 @@ mod tests {
         assert!(read_result(&link).is_err());
         let bad = dir.path().join("bad.md");
         std::fs::write(&bad, b"- [F-1] caf\xff\n").unwrap();
-        assert_eq!(parse(&read_result(&bad).unwrap())[0].id, "F-1");
+        assert_eq!(parse(&read_result(&bad).unwrap()).items[0].id, "F-1");
     }
 }

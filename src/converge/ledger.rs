@@ -178,6 +178,9 @@ pub struct LedgerItem {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
+    /// The item was cut to the per-item caps (`items::MAX_*`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Who the item was sent to, round by round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sent_to: Vec<Sent>,
@@ -240,7 +243,8 @@ pub struct Plan {
     pub stopped_because: Option<StopReason>,
     pub items: Vec<PlanItem>,
     pub reviewers: Vec<Reviewer>,
-    /// Things the plan had to skip (duplicate item ids), one line each.
+    /// Things the plan had to skip (duplicate item ids, items past the
+    /// plan's caps), one line each.
     #[serde(default)]
     pub warnings: Vec<String>,
 }
@@ -254,6 +258,9 @@ pub struct PlanItem {
     pub section: String,
     pub text: String,
     pub evidence: Vec<Evidence>,
+    /// The item was cut to the per-item caps (`items::MAX_*`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// The owner's result file.
     pub source: PathBuf,
     pub reviewers: Vec<String>,

@@ -32,6 +32,7 @@ use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
+use crate::fsread;
 use crate::items::{self, Item};
 use crate::run::Run;
 use crate::run::layout::RunLayout;
@@ -161,14 +162,21 @@ impl RunInfo {
             .collect()
     }
 
-    /// Every completed analyser's items, in roster then file order.
+    /// Every completed analyser's items, in roster then file order, within
+    /// the caps of `items`; a result that hit one gets a `warning:` line per
+    /// cap (items cut and marked `truncated`, items left out).
     pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Item>)>> {
         let mut all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
             let path = &analyser.assignment.paths.result_path;
             let text = items::read_result(path)
                 .with_context(|| format!("cannot read result `{}`", path.display()))?;
-            all.push((analyser, items::parse(&text)));
+            let parsed = items::parse(&text);
+            drop(text);
+            for warning in parsed.warnings(&analyser.assignment.worker_id, path) {
+                diag::warning(warning);
+            }
+            all.push((analyser, parsed.items));
         }
         Ok(all)
     }
@@ -321,6 +329,7 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
                     section: Some(item.section),
                     text: Some(item.text),
                     evidence: item.evidence,
+                    truncated: item.truncated,
                     ..ledger::LedgerItem::default()
                 });
             }
@@ -402,20 +411,25 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
                     "line": item.line,
                     "text": item.text,
                     "evidence": item.evidence,
+                    "truncated": item.truncated,
                 })
             })
             .collect();
         let value = serde_json::json!({ "items": items, "skipped": skipped });
         writeln!(out, "{value}").context("cannot write to stdout")?;
     } else {
+        // Text from a worker's file: escaped, so no terminal sequence in an
+        // item reaches the screen and each item stays one line.
         for (owner, item) in &listed {
             writeln!(
                 out,
-                "{owner}:{}\t{}\t{}\t{} cited",
-                item.id,
-                item.section,
-                item.text,
-                item.evidence.len()
+                "{}:{}\t{}\t{}\t{} cited{}",
+                fsread::escape(owner),
+                fsread::escape(&item.id),
+                fsread::escape(&item.section),
+                fsread::escape(&item.text),
+                item.evidence.len(),
+                if item.truncated { " (truncated)" } else { "" }
             )
             .context("cannot write to stdout")?;
         }
@@ -447,8 +461,12 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 writeln!(out).context("cannot write to stdout")?;
             } else {
                 for reviewer in &plan.reviewers {
-                    writeln!(out, "{}", reviewer.prompt_path.display())
-                        .context("cannot write to stdout")?;
+                    writeln!(
+                        out,
+                        "{}",
+                        fsread::escape(&reviewer.prompt_path.to_string_lossy())
+                    )
+                    .context("cannot write to stdout")?;
                 }
             }
             out.flush().context("cannot write to stdout")?;
@@ -483,7 +501,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 writeln!(out).context("cannot write to stdout")?;
             } else {
                 for id in &outcome.open {
-                    writeln!(out, "{id}").context("cannot write to stdout")?;
+                    writeln!(out, "{}", fsread::escape(id)).context("cannot write to stdout")?;
                 }
             }
             out.flush().context("cannot write to stdout")?;
@@ -515,7 +533,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 for item in &classified.ledger.items {
                     let class = item.final_class.map_or("", FinalClass::as_str);
                     let open = if item.open { "\topen" } else { "" };
-                    writeln!(out, "{}\t{class}{open}", item.item_id)
+                    writeln!(out, "{}\t{class}{open}", fsread::escape(&item.item_id))
                         .context("cannot write to stdout")?;
                 }
             }

@@ -41,6 +41,60 @@ pub struct PlanOptions {
 /// Seeds are kept below 2^53 so every JSON reader holds them exactly.
 const SEED_MASK: u64 = (1 << 53) - 1;
 
+/// Most items one round plan holds: five analysers' whole results
+/// (`items::MAX_ITEMS` each). Later items are left out of the round, with
+/// a warning in the plan and on stderr.
+pub const MAX_PLAN_ITEMS: usize = 5 * items::MAX_ITEMS;
+/// Most bytes of item text (text, heading, citations, earlier verdicts) one
+/// round plan holds: each reviewer's prompt inlines its batch, so this also
+/// bounds every prompt (a model reads far less than this anyway).
+pub const MAX_PLAN_BYTES: usize = 8 * 1024 * 1024;
+
+/// What a plan has taken in so far, against [`MAX_PLAN_ITEMS`] and
+/// [`MAX_PLAN_BYTES`].
+#[derive(Default)]
+struct Budget {
+    items: usize,
+    bytes: usize,
+    left_out: usize,
+    first_left_out: Option<String>,
+}
+
+impl Budget {
+    /// Whether `item` still fits; one that does not is counted as left out.
+    fn admits(&mut self, item: &PlanItem) -> bool {
+        let bytes = item.text.len()
+            + item.section.len()
+            + item.evidence.iter().map(|e| e.text.len()).sum::<usize>()
+            + item
+                .previous_verdicts
+                .iter()
+                .map(|v| v.evidence.len() + v.addition.as_ref().map_or(0, String::len))
+                .sum::<usize>();
+        if self.left_out == 0 && self.items < MAX_PLAN_ITEMS && self.bytes + bytes <= MAX_PLAN_BYTES
+        {
+            self.items += 1;
+            self.bytes += bytes;
+            return true;
+        }
+        self.left_out += 1;
+        self.first_left_out
+            .get_or_insert_with(|| item.item_id.clone());
+        false
+    }
+
+    /// The warning for a plan that left items out.
+    fn warning(&self, round: u32) -> Option<String> {
+        let first = self.first_left_out.as_deref()?;
+        Some(format!(
+            "round {round} holds {} items, the cap per plan ({MAX_PLAN_ITEMS} items or \
+             {MAX_PLAN_BYTES} bytes of item text); the {} from `{first}` on are left out of this \
+             round and not reviewed in it",
+            self.items, self.left_out
+        ))
+    }
+}
+
 /// Compute, persist and render round `round` of the run in `run_dir`.
 pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     let info = RunInfo::load(run_dir)?;
@@ -76,6 +130,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         warnings: Vec::new(),
     };
     let available: BTreeSet<String>;
+    let mut budget = Budget::default();
     if round == 1 {
         available = info.available(None);
         let mut listed = BTreeSet::new();
@@ -99,16 +154,20 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
                     ));
                     continue;
                 }
-                plan.items.push(PlanItem {
+                let planned = PlanItem {
                     item_id,
                     owner: owner.clone(),
                     section: item.section,
                     text: item.text,
                     evidence: item.evidence,
+                    truncated: item.truncated,
                     source: source(analyser),
                     reviewers: reviewers.clone(),
                     previous_verdicts: Vec::new(),
-                });
+                };
+                if budget.admits(&planned) {
+                    plan.items.push(planned);
+                }
             }
         }
     } else {
@@ -120,12 +179,13 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
                 .analysers
                 .iter()
                 .find(|a| a.assignment.worker_id == item.owner);
-            plan.items.push(PlanItem {
+            let planned = PlanItem {
                 item_id: item.item_id.clone(),
                 owner: item.owner.clone(),
                 section: item.section.clone().unwrap_or_default(),
                 text: item.text.clone().unwrap_or_default(),
                 evidence: item.evidence.clone(),
+                truncated: item.truncated,
                 source: owner.map(source).unwrap_or_default(),
                 reviewers: info
                     .analysers
@@ -134,9 +194,13 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
                     .filter(|id| available.contains(id))
                     .collect(),
                 previous_verdicts: item.verdicts.clone(),
-            });
+            };
+            if budget.admits(&planned) {
+                plan.items.push(planned);
+            }
         }
     }
+    plan.warnings.extend(budget.warning(round));
     plan.stopped_because = if rostered.len() < 2 {
         Some(StopReason::SingleWorker)
     } else if available.len() < 2 {
@@ -421,6 +485,43 @@ fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> Sho
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn planned(id: &str, text_bytes: usize) -> PlanItem {
+        PlanItem {
+            item_id: id.to_owned(),
+            owner: "claude".to_owned(),
+            section: String::new(),
+            text: "x".repeat(text_bytes),
+            evidence: Vec::new(),
+            truncated: false,
+            source: PathBuf::new(),
+            reviewers: Vec::new(),
+            previous_verdicts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_plan_stops_taking_items_at_its_caps_and_says_from_which_on() {
+        let mut budget = Budget::default();
+        assert!(budget.admits(&planned("claude:F-1", MAX_PLAN_BYTES - 10)));
+        assert!(!budget.admits(&planned("claude:F-2", 11)));
+        // Once one is left out, every later one is too (even a small one).
+        assert!(!budget.admits(&planned("claude:F-3", 1)));
+        assert_eq!(
+            budget.warning(1).unwrap(),
+            format!(
+                "round 1 holds 1 items, the cap per plan ({MAX_PLAN_ITEMS} items or \
+                 {MAX_PLAN_BYTES} bytes of item text); the 2 from `claude:F-2` on are left out \
+                 of this round and not reviewed in it"
+            )
+        );
+        let mut budget = Budget::default();
+        for n in 0..MAX_PLAN_ITEMS {
+            assert!(budget.admits(&planned(&format!("claude:F-{n}"), 1)));
+        }
+        assert!(!budget.admits(&planned("claude:F-last", 1)));
+        assert!(Budget::default().warning(2).is_none());
+    }
 
     #[test]
     fn shuffles_are_deterministic_per_seed_and_reviewer() {

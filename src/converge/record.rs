@@ -136,6 +136,7 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
                 section: Some(planned.section.clone()),
                 text: Some(planned.text.clone()),
                 evidence: planned.evidence.clone(),
+                truncated: planned.truncated,
                 ..LedgerItem::default()
             });
             ledger.items.len() - 1

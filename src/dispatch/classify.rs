@@ -12,7 +12,7 @@
 use crate::ending::Ending;
 use crate::exit;
 
-use super::recover::Transcript;
+use super::recover::{Cuts, Transcript};
 
 /// A `crash` this quick with no output is worth the one retry: a CLI that
 /// fell over at start-up, not one that worked and failed.
@@ -43,6 +43,12 @@ static SILENT: Transcript = Transcript {
     reported_failure: false,
     tail: Vec::new(),
     bytes: 0,
+    cuts: Cuts {
+        lines: 0,
+        longest: 0,
+        skipped: 0,
+        text: 0,
+    },
 };
 
 impl Default for Evidence<'_> {
@@ -202,20 +208,20 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
 
 /// The text the patterns are matched against: the CLI's error events and
 /// non-JSON lines, and the wrapper's stderr — never the assistant's prose,
-/// which may well discuss rate limits.
-fn error_text(evidence: &Evidence<'_>) -> Vec<String> {
+/// which may well discuss rate limits. Borrowed: the transcript already
+/// keeps each line clipped, and nothing here copies one whole.
+fn error_text<'a>(evidence: &Evidence<'a>) -> Vec<&'a str> {
     evidence
         .transcript
         .errors
         .iter()
         .map(String::as_str)
         .chain(evidence.wrapper_stderr.lines())
-        .map(str::to_owned)
         .collect()
 }
 
 /// The first error line containing one of `needles` (case-insensitive).
-fn find(lines: &[String], needles: &[&str]) -> Option<String> {
+fn find(lines: &[&str], needles: &[&str]) -> Option<String> {
     lines.iter().find_map(|line| {
         let lower = line.to_lowercase();
         needles
@@ -244,17 +250,10 @@ fn last_error(evidence: &Evidence<'_>) -> Option<String> {
         .errors
         .iter()
         .rev()
-        .chain(
-            evidence
-                .wrapper_stderr
-                .lines()
-                .rev()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-                .iter(),
-        )
+        .map(String::as_str)
+        .chain(evidence.wrapper_stderr.lines().rev())
         .find(|line| !line.trim().is_empty())
-        .map(|line| one_line(line))
+        .map(one_line)
 }
 
 fn first_line(text: &str, fallback: &str) -> String {
@@ -263,17 +262,23 @@ fn first_line(text: &str, fallback: &str) -> String {
         .map_or_else(|| fallback.to_owned(), one_line)
 }
 
-/// One printable line of at most 300 characters.
+/// Longest detail line, in characters.
+const MAX_DETAIL_CHARS: usize = 300;
+
+/// One printable line of at most [`MAX_DETAIL_CHARS`] characters; only
+/// that much of `text` is looked at, however long it is.
 fn one_line(text: &str) -> String {
-    let clean: String = text
+    let mut chars = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let clean = clean.trim();
-    match clean.char_indices().nth(300) {
-        Some((cut, _)) => format!("{}…", &clean[..cut]),
-        None => clean.to_owned(),
+        .skip_while(|c| c.is_whitespace());
+    let mut clean: String = chars.by_ref().take(MAX_DETAIL_CHARS).collect();
+    if chars.any(|c| !c.is_whitespace()) {
+        clean.push('…');
+    } else {
+        clean.truncate(clean.trim_end().len());
     }
+    clean
 }
 
 #[cfg(test)]

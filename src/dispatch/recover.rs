@@ -6,14 +6,25 @@
 //! CLI's stream format, collects the assistant's text (never the prompt a
 //! CLI may echo, which holds the markers as an example), finds the last
 //! complete marked block of each kind, and gathers the error text the
-//! classifier reads. Everything is line by line with a bound on what is kept.
+//! classifier reads.
+//!
+//! Memory is bounded by what is kept, never by the log: lines come from the
+//! one bounded line reader (`fsread::LineReader`), so a line past
+//! [`MAX_LINE_BYTES`] is cut while it streams past (a model that prints a
+//! 300 MB line costs 32 MiB, not copies of 300 MB); error and tail lines are
+//! clipped before they are copied; the assistant's text keeps its newest
+//! [`MAX_TEXT_BYTES`]; and a log past [`MAX_LOG_BYTES`] is read from its
+//! end, where the final message is. Each log that needed a cut gets one
+//! `warning:` line naming it.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::catalog::Provider;
+use crate::diag;
+use crate::fsread::{self, LineReader};
 
 /// First line of the result block a worker prints.
 pub const RESULT_BEGIN: &str = "=== OKSTRA RESULT BEGIN ===";
@@ -24,16 +35,23 @@ pub const WORKER_RESULTS_BEGIN: &str = "=== OKSTRA WORKER-RESULTS BEGIN ===";
 /// Last line of the worker-results block.
 pub const WORKER_RESULTS_END: &str = "=== OKSTRA WORKER-RESULTS END ===";
 
-/// Most of a log we read: a worker's final message is text, and a log past
-/// this is mostly tool output we do not need.
-const MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;
-/// Longest line we parse as JSON; longer ones are counted and skipped.
-const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+const MIB: usize = 1024 * 1024;
+/// Most of a log we read, from its end: the worker's final message is
+/// last, and what comes before past this is tool output we do not need.
+const MAX_LOG_BYTES: u64 = 256 * MIB as u64;
+/// Longest line we keep (and parse as JSON); a longer one is cut to this
+/// while it is read, and is then plain text. A result (16 MiB at most)
+/// fits in one JSON event with room for its escapes.
+pub const MAX_LINE_BYTES: usize = 32 * MIB;
 /// Lines kept for the dispatch record's `logTail`.
 pub const TAIL_LINES: usize = 40;
+/// Longest tail line kept, in bytes (a `…` marks the cut).
+const MAX_TAIL_LINE: usize = 2000;
+/// Longest error line kept: the classifier's words come early in a message.
+const MAX_ERROR_LINE: usize = 4096;
 /// Most assistant text we keep: the last messages matter, and a result
 /// block longer than this is not a result a report can use.
-const MAX_TEXT_BYTES: usize = 32 * 1024 * 1024;
+const MAX_TEXT_BYTES: usize = 32 * MIB;
 
 /// What one attempt's log says.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -50,6 +68,53 @@ pub struct Transcript {
     pub tail: Vec<String>,
     /// Bytes of the log.
     pub bytes: u64,
+    /// What had to be cut to stay within the bounds.
+    pub cuts: Cuts,
+}
+
+/// What a parse cut to keep its memory bounded (all zero for a sane log).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cuts {
+    /// Lines longer than [`MAX_LINE_BYTES`], cut to it while read.
+    pub lines: u64,
+    /// The longest of them.
+    pub longest: u64,
+    /// Bytes at the start of the log that were not read ([`MAX_LOG_BYTES`]).
+    pub skipped: u64,
+    /// Assistant text dropped from the front past [`MAX_TEXT_BYTES`].
+    pub text: u64,
+}
+
+impl Cuts {
+    /// One line for people, `None` when nothing was cut.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.lines > 0 {
+            parts.push(format!(
+                "{} line{} longer than {} MiB cut to that length while reading (the longest \
+                 had {} bytes)",
+                self.lines,
+                if self.lines == 1 { "" } else { "s" },
+                MAX_LINE_BYTES / MIB,
+                self.longest
+            ));
+        }
+        if self.skipped > 0 {
+            parts.push(format!(
+                "only its last {} MiB read ({} bytes before them skipped)",
+                MAX_LOG_BYTES / MIB as u64,
+                self.skipped
+            ));
+        }
+        if self.text > 0 {
+            parts.push(format!(
+                "the assistant's text kept to its newest {} MiB ({} bytes dropped)",
+                MAX_TEXT_BYTES / MIB,
+                self.text
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 /// The two files a worker's result fills.
@@ -59,69 +124,93 @@ pub struct Blocks {
     pub worker_results: Option<String>,
 }
 
-/// Read a log (missing or unreadable: an empty transcript).
+/// Read a log (missing or unreadable: an empty transcript). A log that
+/// needed a cut gets one `warning:` line naming it and what was cut.
 pub fn read_log(provider: Provider, log: &Path) -> Transcript {
-    let Ok(file) = open_regular(log) else {
+    let Ok((mut file, size)) = fsread::open(log, fsread::Follow::No) else {
         return Transcript::default();
     };
-    parse(provider, file.take(MAX_LOG_BYTES))
+    // Only the end of a huge log: the final message is there.
+    let skipped = size.saturating_sub(MAX_LOG_BYTES);
+    if skipped > 0 && file.seek(SeekFrom::Start(skipped)).is_err() {
+        return Transcript::default();
+    }
+    let mut transcript = parse_lines(provider, file.take(MAX_LOG_BYTES), skipped > 0);
+    transcript.cuts.skipped = skipped;
+    if let Some(cuts) = transcript.cuts.describe() {
+        diag::warning(format_args!("log `{}`: {cuts}", log.display()));
+    }
+    transcript
 }
 
-/// A log opened through the one bounded reader's checks (no FIFO, no
-/// symlink); it is then streamed, at most [`MAX_LOG_BYTES`] of it.
-fn open_regular(path: &Path) -> Result<std::fs::File, crate::fsread::Error> {
-    crate::fsread::open(path, crate::fsread::Follow::No).map(|(file, _)| file)
-}
-
-/// Parse a stream in `provider`'s format.
+/// Parse a stream in `provider`'s format (what [`read_log`] does to a log
+/// that needs no cut; the tests drive it with in-memory logs).
+#[cfg(test)]
 pub fn parse(provider: Provider, reader: impl Read) -> Transcript {
+    parse_lines(provider, reader, false)
+}
+
+/// The parse of a stream; `mid_line` when it starts inside a line (the end of a
+/// huge log), whose rest is skipped.
+fn parse_lines(provider: Provider, reader: impl Read, mid_line: bool) -> Transcript {
     let mut transcript = Transcript::default();
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    let mut line = Vec::new();
+    let mut lines = LineReader::new(reader, MAX_LINE_BYTES);
     // Gemini-style streams send the answer as deltas; they are joined into
     // one message until something else happens.
     let mut delta: Option<String> = None;
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => transcript.bytes += n as u64,
+    let mut first = mid_line;
+    // An unreadable stream ends the parse like its end.
+    while let Ok(Some(line)) = lines.next_line() {
+        if std::mem::take(&mut first) {
+            continue;
         }
-        let text = String::from_utf8_lossy(&line);
+        let cut = line.is_cut();
+        if cut {
+            transcript.cuts.lines += 1;
+            transcript.cuts.longest = transcript.cuts.longest.max(line.len);
+        }
+        let bytes = if cut {
+            fsread::trim_split_char(line.bytes)
+        } else {
+            line.bytes
+        };
+        let text = String::from_utf8_lossy(bytes);
         let text = text.trim_end_matches(['\n', '\r']);
         push_tail(&mut transcript.tail, text);
         if text.trim().is_empty() {
             continue;
         }
-        let parsed = (line.len() <= MAX_LINE_BYTES && text.trim_start().starts_with('{'))
+        // A cut line is no JSON: it is kept as (clipped) plain text.
+        let parsed = (!cut && text.trim_start().starts_with('{'))
             .then(|| serde_json::from_str::<Value>(text).ok())
             .flatten();
         let Some(event) = parsed else {
             // Plain text: stderr, or a CLI without a JSON stream.
-            transcript.errors.push(text.to_owned());
-            keep_last(&mut transcript.errors, TAIL_LINES);
+            push_error(&mut transcript.errors, text);
             continue;
         };
         let step = read_event(provider, &event);
         if let Some(piece) = step.delta {
-            delta.get_or_insert_with(String::new).push_str(&piece);
+            let joined = delta.get_or_insert_with(String::new);
+            joined.push_str(&piece);
+            transcript.cuts.text += keep_newest(joined);
             continue;
         }
         if let Some(joined) = delta.take() {
-            push_message(&mut transcript.messages, joined);
+            push_message(&mut transcript, joined);
         }
         if let Some(message) = step.message {
-            push_message(&mut transcript.messages, message);
+            push_message(&mut transcript, message);
         }
         if let Some(error) = step.error {
-            transcript.errors.push(error);
-            keep_last(&mut transcript.errors, TAIL_LINES);
+            push_error(&mut transcript.errors, &error);
         }
         transcript.reported_failure |= step.failed;
     }
     if let Some(joined) = delta.take() {
-        push_message(&mut transcript.messages, joined);
+        push_message(&mut transcript, joined);
     }
+    transcript.bytes = lines.bytes_read();
     transcript
 }
 
@@ -253,30 +342,44 @@ fn content_text(content: Option<&Value>) -> Option<String> {
     }
 }
 
-fn push_message(messages: &mut Vec<String>, message: String) {
+fn push_message(transcript: &mut Transcript, message: String) {
     if message.trim().is_empty() {
         return;
     }
+    let messages = &mut transcript.messages;
     messages.push(message);
     // Keep the newest messages within the bound.
     let mut total: usize = messages.iter().map(String::len).sum();
     while total > MAX_TEXT_BYTES && messages.len() > 1 {
-        total -= messages.remove(0).len();
+        let dropped = messages.remove(0).len();
+        total -= dropped;
+        transcript.cuts.text += dropped as u64;
     }
 }
 
-fn push_tail(tail: &mut Vec<String>, line: &str) {
-    const MAX_TAIL_LINE: usize = 2000;
-    let mut line = line.to_owned();
-    if line.len() > MAX_TAIL_LINE {
-        let mut cut = MAX_TAIL_LINE;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        line.truncate(cut);
-        line.push('…');
+/// Keep the newest [`MAX_TEXT_BYTES`] of a growing message (its end holds
+/// the result block); returns the bytes dropped. Trimmed in steps of a
+/// quarter of the bound, so a stream of small deltas does not move the
+/// whole text each time.
+fn keep_newest(text: &mut String) -> u64 {
+    if text.len() <= MAX_TEXT_BYTES + MAX_TEXT_BYTES / 4 {
+        return 0;
     }
-    tail.push(line);
+    let mut cut = text.len() - MAX_TEXT_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    text.drain(..cut);
+    cut as u64
+}
+
+fn push_error(errors: &mut Vec<String>, line: &str) {
+    errors.push(fsread::clip(line, MAX_ERROR_LINE));
+    keep_last(errors, TAIL_LINES);
+}
+
+fn push_tail(tail: &mut Vec<String>, line: &str) {
+    tail.push(fsread::clip(line, MAX_TAIL_LINE));
     keep_last(tail, TAIL_LINES);
 }
 
@@ -309,24 +412,31 @@ impl Transcript {
 
 /// The text between the last `begin` line and the first `end` line after
 /// it, without the marker lines. A block whose end is missing is not
-/// complete and does not count.
+/// complete and does not count. One pass, nothing held but the answer.
 pub fn last_block(text: &str, begin: &str, end: &str) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
     let is = |line: &str, marker: &str| line.trim() == marker;
-    let mut found = None;
-    let mut index = 0;
-    while index < lines.len() {
-        if is(lines[index], begin)
-            && let Some(offset) = lines[index + 1..].iter().position(|line| is(line, end))
-        {
-            let body = &lines[index + 1..index + 1 + offset];
-            found = Some(body.join("\n") + "\n");
-            index += offset + 2;
-            continue;
+    // Byte offsets: where the open block's body starts, and the last
+    // complete body found.
+    let mut open: Option<usize> = None;
+    let mut found: Option<(usize, usize)> = None;
+    let mut at = 0;
+    for raw in text.split_inclusive('\n') {
+        let line = raw.strip_suffix('\n').unwrap_or(raw);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        match open {
+            None if is(line, begin) => open = Some(at + raw.len()),
+            Some(start) if is(line, end) => {
+                found = Some((start, at));
+                open = None;
+            }
+            _ => {}
         }
-        index += 1;
+        at += raw.len();
     }
-    found.filter(|body| !body.trim().is_empty())
+    let (start, stop) = found?;
+    let mut body = text[start..stop].lines().collect::<Vec<_>>().join("\n");
+    body.push('\n');
+    (!body.trim().is_empty()).then_some(body)
 }
 
 #[cfg(test)]

@@ -229,14 +229,17 @@ pub fn parse_version(text: &str) -> Option<String> {
         .map(|found| found.as_str().to_owned())
 }
 
-/// The first non-empty line, at most 160 characters.
+/// The first non-empty line, at most 160 characters, with its control
+/// characters escaped: it is a CLI's own output, printed by the doctor and
+/// kept in its cache, and no terminal sequence in it may reach a screen.
 pub fn first_line(text: &str) -> String {
     let line = text
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    line.chars().take(160).collect()
+    let line: String = line.chars().take(160).collect();
+    crate::fsread::escape(&line).into_owned()
 }
 
 /// Where credentials for `provider` were seen: `NAME set` for a non-empty

@@ -28,6 +28,7 @@ use crate::cli::DoctorArgs;
 use crate::cli_facts::{self as cache, Entry, Program, Stamp};
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::fsread;
 use probe::ProbeReport;
 
 /// Version of the `--json` report.
@@ -239,6 +240,8 @@ fn table(findings: &[Finding], required: &[Provider]) -> String {
         "PROBE",
         "READY",
     ];
+    // Paths, versions and notes come from `PATH`, a CLI's output and the
+    // cache: every cell and note is escaped before it is measured and shown.
     let rows: Vec<[String; 7]> = findings
         .iter()
         .map(|f| {
@@ -264,6 +267,7 @@ fn table(findings: &[Finding], required: &[Provider]) -> String {
                     (false, false) => "no".to_owned(),
                 },
             ]
+            .map(|cell| fsread::escape(&cell).into_owned())
         })
         .collect();
     let mut widths = header.map(str::len);
@@ -288,7 +292,7 @@ fn table(findings: &[Finding], required: &[Provider]) -> String {
     }
     for finding in findings {
         for note in &finding.notes {
-            let _ = writeln!(text, "{}: {note}", finding.provider);
+            let _ = writeln!(text, "{}: {}", finding.provider, fsread::escape(note));
         }
     }
     text

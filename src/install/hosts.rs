@@ -130,20 +130,78 @@ fn hook_group(command: &str) -> Json {
     Json::Object(vec![("hooks".to_owned(), Json::Array(vec![handler]))])
 }
 
+/// Every host, for the checks that look at all of them.
+pub const HOSTS: [Host; 3] = [Host::ClaudeCode, Host::Codex, Host::Antigravity];
+
+/// The folder `host` reads user skills from.
+fn skills_dir(host: Host, homes: &Homes) -> PathBuf {
+    match host {
+        Host::ClaudeCode => homes.claude.join("skills"),
+        Host::Codex => homes.home.join(".agents/skills"),
+        Host::Antigravity => homes.home.join(".gemini/antigravity-cli/skills"),
+    }
+}
+
+/// The skill file okstra writes for `host`.
+pub fn skill_path(host: Host, homes: &Homes) -> PathBuf {
+    skills_dir(host, homes).join("okstra").join("SKILL.md")
+}
+
+/// The settings file okstra merges `host`'s hook into, if it has one.
+pub fn settings_path(host: Host, homes: &Homes) -> Option<PathBuf> {
+    match host {
+        Host::ClaudeCode => Some(homes.claude.join("settings.json")),
+        Host::Codex => Some(homes.codex.join("hooks.json")),
+        Host::Antigravity => None,
+    }
+}
+
+/// Whether `name` is one of the `okstra-<provider>-exec` links.
+pub fn is_wrapper_name(name: &str) -> bool {
+    Provider::ALL
+        .iter()
+        .any(|provider| provider.wrapper() == name)
+}
+
+/// Whether `group` is exactly a reap hook group okstra merges, for some
+/// okstra binary (a path whose file name starts with `okstra`): what
+/// uninstall checks before it takes a recorded group out of a user's file.
+pub fn is_reap_group(group: &serde_json::Value) -> bool {
+    let Some(command) = group
+        .pointer("/hooks/0/command")
+        .and_then(serde_json::Value::as_str)
+    else {
+        return false;
+    };
+    let Some(quoted) = command.split(" reap").next() else {
+        return false;
+    };
+    let Some(okstra) = quoted
+        .strip_prefix('\'')
+        .and_then(|rest| rest.strip_suffix('\''))
+        .map(|inner| PathBuf::from(inner.replace(r"'\''", "'")))
+    else {
+        return false;
+    };
+    let is_okstra = okstra
+        .file_name()
+        .is_some_and(|name| name.to_string_lossy().starts_with("okstra"));
+    is_okstra
+        && [Some(CLAUDE_PROJECT_ROOT), None]
+            .iter()
+            .any(|root| hook_group(&reap_command(&okstra, *root)).to_value() == *group)
+}
+
+/// The project root Claude Code's reap hook names.
+const CLAUDE_PROJECT_ROOT: &str = "\"$CLAUDE_PROJECT_DIR\"";
+
 /// Everything `host` gets.
 pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>, template::Error> {
-    let (skill_dir, runtime, project_root) = match host {
-        Host::ClaudeCode => (
-            homes.claude.join("skills"),
-            "claude-code",
-            "\"${CLAUDE_PROJECT_DIR}\"",
-        ),
-        Host::Codex => (homes.home.join(".agents/skills"), "codex", "\"$PWD\""),
-        Host::Antigravity => (
-            homes.home.join(".gemini/antigravity-cli/skills"),
-            "antigravity",
-            "\"$PWD\"",
-        ),
+    let skill_dir = skills_dir(host, homes);
+    let (runtime, project_root) = match host {
+        Host::ClaudeCode => ("claude-code", "\"${CLAUDE_PROJECT_DIR}\""),
+        Host::Codex => ("codex", "\"$PWD\""),
+        Host::Antigravity => ("antigravity", "\"$PWD\""),
     };
     let env = template::environment();
     let text = template::render(
@@ -162,7 +220,7 @@ pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>,
     }];
     match host {
         Host::ClaudeCode => {
-            let group = hook_group(&reap_command(okstra, Some("\"$CLAUDE_PROJECT_DIR\"")));
+            let group = hook_group(&reap_command(okstra, Some(CLAUDE_PROJECT_ROOT)));
             items.push(Item::Hooks {
                 path: homes.claude.join("settings.json"),
                 groups: vec![
@@ -240,6 +298,39 @@ mod tests {
             reap_command(Path::new("/bin/okstra"), None),
             "'/bin/okstra' reap --execute >/dev/null 2>&1 || true"
         );
+    }
+
+    #[test]
+    fn only_okstra_reap_groups_and_wrapper_names_are_recognised() {
+        let okstra = Path::new("/o/it's/okstra");
+        let claude = host_items(Host::ClaudeCode, &homes(), okstra).unwrap();
+        let codex = host_items(Host::Codex, &homes(), okstra).unwrap();
+        for items in [&claude, &codex] {
+            let Item::Hooks { path, groups } = &items[1] else {
+                panic!()
+            };
+            assert!(
+                HOSTS
+                    .iter()
+                    .any(|&h| settings_path(h, &homes()).as_ref() == Some(path))
+            );
+            for (_, group) in groups {
+                assert!(is_reap_group(&group.to_value()));
+            }
+        }
+        assert_eq!(
+            skill_path(Host::Codex, &homes()),
+            Path::new("/h/.agents/skills/okstra/SKILL.md")
+        );
+        let foreign = hook_group("notify-send done").to_value();
+        let evil = hook_group(&reap_command(Path::new("/bin/rm"), None)).to_value();
+        let tail = hook_group("'/bin/okstra' reap --execute; rm -rf ~").to_value();
+        for group in [foreign, evil, tail, serde_json::json!({})] {
+            assert!(!is_reap_group(&group), "{group}");
+        }
+        assert!(is_wrapper_name("okstra-kimi-exec"));
+        assert!(!is_wrapper_name("okstra-sh-exec"));
+        assert!(!is_wrapper_name("okstra"));
     }
 
     #[test]

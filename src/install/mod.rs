@@ -71,6 +71,10 @@ enum Record {
         created: bool,
         /// The file as it was before okstra first changed it.
         backup: Option<PathBuf>,
+        /// The backup's sha256 when okstra wrote it (absent in manifests
+        /// written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backup_sha256: Option<String>,
     },
     Dir {
         path: PathBuf,
@@ -399,12 +403,13 @@ fn merge_settings(
             groups,
             created,
             backup,
-        } if p == path => Some((groups, *created, backup.clone())),
+            backup_sha256,
+        } if p == path => Some((groups, *created, backup.clone(), backup_sha256.clone())),
         _ => None,
     });
     // Groups an earlier install added that this one no longer wants (say,
     // okstra moved) are taken out first.
-    if let Some((old_groups, _, _)) = &previous {
+    if let Some((old_groups, ..)) = &previous {
         for stale in *old_groups {
             let wanted = groups
                 .iter()
@@ -424,8 +429,10 @@ fn merge_settings(
     }
     let created = previous
         .as_ref()
-        .map_or(before.is_none(), |(_, created, _)| *created);
-    let mut backup = previous.and_then(|(_, _, backup)| backup);
+        .map_or(before.is_none(), |(_, created, ..)| *created);
+    let (mut backup, mut backup_sha256) = previous
+        .map(|(_, _, backup, sha256)| (backup, sha256))
+        .unwrap_or_default();
     if before.as_deref() != Some(after.as_str()) {
         if backup.is_none()
             && !created
@@ -437,6 +444,7 @@ fn merge_settings(
                 write_private(&target, text.as_bytes())?;
             }
             backup = Some(target);
+            backup_sha256 = Some(sha256_hex(text.as_bytes()));
         }
         records.extend(parent_dirs(&real, out.dry_run)?);
         let diff = similar::TextDiff::from_lines(before.as_deref().unwrap_or(""), &after)
@@ -467,6 +475,7 @@ fn merge_settings(
             .collect(),
         created,
         backup,
+        backup_sha256,
     });
     Ok(())
 }

@@ -125,11 +125,11 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
         Ok(ExitStatus::Success)
     } else if outcome.valid {
         diag::error(format_args!(
-            "the report is written, but its findings were not cross-verified: {}",
+            "the report is written, but {}",
             outcome
                 .not_cross_verified
                 .as_deref()
-                .unwrap_or("see the report")
+                .unwrap_or("it was not cross-verified")
         ));
         Ok(ExitStatus::Failure)
     } else {

@@ -17,6 +17,7 @@ use super::tally::Record;
 use crate::cli::UsageArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::fsread;
 
 pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
     let computed = record(&args.run_dir)?;
@@ -59,6 +60,8 @@ fn table(computed: &Computed) -> String {
         "MODEL".into(),
         "USAGE".into(),
     ]];
+    // Model names, reasons and dispatch names come from CLI output and run
+    // files: every cell is escaped, so no terminal sequence reaches the screen.
     let row = |what: String, provider: &str, record: &Record| {
         let usage = match (&record.reason, record.input_tokens) {
             (Some(reason), None) => format!("unavailable: {reason}"),
@@ -70,6 +73,7 @@ fn table(computed: &Computed) -> String {
             record.model.clone().unwrap_or_else(|| "-".into()),
             usage,
         ]
+        .map(|cell| fsread::escape(&cell).into_owned())
     };
     for attempt in &computed.attempts {
         rows.push(row(
@@ -120,7 +124,7 @@ fn table(computed: &Computed) -> String {
     let _ = writeln!(
         text,
         "prices as of {} · summary source {source}",
-        summary.prices_as_of
+        fsread::escape(&summary.prices_as_of)
     );
     text
 }

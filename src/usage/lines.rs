@@ -2,15 +2,18 @@
 //!
 //! Logs and session transcripts can be hundreds of megabytes, still growing,
 //! or hostile (a FIFO, a link to `/dev/zero`). Files are opened non-blocking
-//! and must be regular; lines are handed out as slices of one fixed buffer
-//! (no copy when a line fits), a line longer than [`MAX_LINE`] is skipped
-//! without being kept, and the last line counts even without a newline.
+//! and must be regular; lines come from `fsread::LineReader` as slices of
+//! one fixed buffer (no copy when a line fits), a line longer than
+//! [`MAX_LINE`] is skipped without being kept, and the last line counts even
+//! without a newline.
 
 use nix::libc;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use crate::fsread::LineReader;
 
 /// Read buffer: large enough that most lines are handed out without a copy.
 const CHUNK: usize = 1 << 20;
@@ -43,51 +46,18 @@ pub struct Pass {
     pub skipped: u64,
 }
 
-/// Call `each` with every line of `reader` (without its `\n`), in order.
-pub fn for_each_line(mut reader: impl Read, mut each: impl FnMut(&[u8])) -> io::Result<Pass> {
-    let mut buf = vec![0_u8; CHUNK];
-    // Bytes of a line that did not fit the rest of the buffer.
-    let mut carry: Vec<u8> = Vec::new();
-    let mut skipping = false;
+/// Call `each` with every line of `reader` (without its `\n`), in order;
+/// a line longer than [`MAX_LINE`] is skipped (it is cut while read by the
+/// one bounded line reader, so it is never held whole).
+pub fn for_each_line(reader: impl Read, mut each: impl FnMut(&[u8])) -> io::Result<Pass> {
+    let mut lines = LineReader::with_chunk(reader, MAX_LINE, CHUNK);
     let mut pass = Pass::default();
-    loop {
-        let read = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        };
-        let mut rest = &buf[..read];
-        while let Some(end) = memchr::memchr(b'\n', rest) {
-            let piece = &rest[..end];
-            rest = &rest[end + 1..];
-            if skipping {
-                skipping = false;
-                continue;
-            }
-            if carry.is_empty() {
-                each(piece);
-            } else if carry.len() + piece.len() > MAX_LINE {
-                carry.clear();
-                pass.skipped += 1;
-            } else {
-                carry.extend_from_slice(piece);
-                each(&carry);
-                carry.clear();
-            }
+    while let Some(line) = lines.next_line()? {
+        if line.is_cut() {
+            pass.skipped += 1;
+        } else {
+            each(line.bytes);
         }
-        if !skipping && !rest.is_empty() {
-            if carry.len() + rest.len() > MAX_LINE {
-                carry = Vec::new();
-                skipping = true;
-                pass.skipped += 1;
-            } else {
-                carry.extend_from_slice(rest);
-            }
-        }
-    }
-    if !skipping && !carry.is_empty() {
-        each(&carry);
     }
     Ok(pass)
 }
