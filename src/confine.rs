@@ -23,8 +23,8 @@ pub const OKSTRA_DIR: &str = ".okstra";
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(
-        "`{}` is a symlink; okstra keeps runs inside the project and does not follow a \
-         symlinked `.okstra` or task folder (make it a real folder)",
+        "`{}` is a symlink; okstra keeps runs inside the project and follows no symlinked \
+         folder below the project (make it a real folder)",
         .path.display()
     )]
     Symlink { path: PathBuf },

@@ -29,22 +29,8 @@ pub fn write_atomic_public(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 fn write_atomic_with(path: &Path, bytes: &[u8], mode: Option<Permissions>) -> io::Result<()> {
-    let dir = parent_dir(path);
-    let mut builder = tempfile::Builder::new();
-    let prefix = format!(
-        ".{}.",
-        path.file_name()
-            .map_or_else(|| "okstra".into(), |name| name.to_string_lossy())
-    );
-    let mut tmp = builder.prefix(&prefix).suffix(".tmp").tempfile_in(dir)?;
-    if let Some(mode) = mode {
-        // fchmod, not the open mode: the umask must not make a report private.
-        tmp.as_file().set_permissions(mode)?;
-    }
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|err| err.error)?;
-    sync_dir(dir)
+    // fchmod, not the open mode: the umask must not make a report private.
+    crate::beneath::write_atomic(path, bytes, mode.map(|m| m.mode()))
 }
 
 /// Replace several files atomically and durably, as [`write_atomic`] does
@@ -55,30 +41,26 @@ fn write_atomic_with(path: &Path, bytes: &[u8], mode: Option<Permissions>) -> io
 pub fn write_atomic_all(files: &[(PathBuf, &[u8])]) -> io::Result<()> {
     let mut staged = Vec::with_capacity(files.len());
     for (path, bytes) in files {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(
-                ".{}.",
-                path.file_name()
-                    .map_or_else(|| "okstra".into(), |name| name.to_string_lossy())
-            ))
-            .suffix(".tmp")
-            .tempfile_in(parent_dir(path))?;
-        tmp.write_all(bytes)?;
-        start_writeback(tmp.as_file());
+        let mut tmp = crate::beneath::Staged::new(path, None)?;
+        tmp.file().write_all(bytes)?;
+        start_writeback(tmp.file());
         staged.push((tmp, path));
     }
-    for (tmp, _) in &staged {
-        tmp.as_file().sync_all()?;
+    for (tmp, _) in &mut staged {
+        tmp.file().sync_all()?;
     }
-    let mut dirs: Vec<&Path> = Vec::new();
+    let mut dirs: Vec<(&Path, std::os::fd::OwnedFd)> = Vec::new();
     for (tmp, path) in staged {
-        tmp.persist(path).map_err(|err| err.error)?;
-        let dir = parent_dir(path);
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
+        let dir = tmp.commit()?;
+        let parent = parent_dir(path);
+        if !dirs.iter().any(|(seen, _)| *seen == parent) {
+            dirs.push((parent, dir));
         }
     }
-    dirs.into_iter().try_for_each(sync_dir)
+    for (_, dir) in dirs {
+        nix::unistd::fsync(&dir)?;
+    }
+    Ok(())
 }
 
 /// Append one line to the JSONL log at `path` and make it durable.
@@ -97,14 +79,13 @@ pub fn append_line<E: From<io::Error>>(
     line: impl FnOnce(&mut File) -> Result<Vec<u8>, E>,
 ) -> Result<(), E> {
     use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::OpenOptionsExt;
 
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+    use nix::fcntl::OFlag;
+    let file = crate::beneath::open(
+        path,
+        OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+    )?;
     crate::fsread::check_regular(&file, path).map_err(io::Error::other)?;
     let mut log = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, errno)| io::Error::from(errno))?;

@@ -18,12 +18,13 @@
 //! Not here: which paths may be read (confinement lives with the callers,
 //! see `confine`), and writing (`durable`).
 
+use nix::fcntl::OFlag;
 use nix::libc;
 use std::borrow::Cow;
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// What a file is, which sets how much of it okstra will read.
@@ -127,26 +128,29 @@ pub const OPEN_FLAGS: i32 = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC;
 /// Open `path` with [`OPEN_FLAGS`], unchecked: for callers that go on to
 /// [`read_opened`] (or [`check_regular`]).
 pub fn open_raw(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(OPEN_FLAGS)
-        .open(path)
+    crate::beneath::open(
+        path,
+        OFlag::from_bits_truncate(OPEN_FLAGS),
+        nix::sys::stat::Mode::empty(),
+    )
 }
 
 /// Open `path` for reading without blocking, and check it is a regular file.
 /// Returns the file and its size.
+///
+/// Under a project's `.okstra/` no symlink is followed on the way, whatever
+/// `follow` says (`beneath`).
 pub fn open(path: &Path, follow: Follow) -> Result<(File, u64), Error> {
-    let mut flags = libc::O_NONBLOCK;
+    let mut flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK;
     if follow == Follow::No {
-        flags |= libc::O_NOFOLLOW;
+        flags |= OFlag::O_NOFOLLOW;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(|source| Error::Open {
-            path: path.to_path_buf(),
-            source,
+    let file =
+        crate::beneath::open(path, flags, nix::sys::stat::Mode::empty()).map_err(|source| {
+            Error::Open {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
     let size = check_regular(&file, path)?;
     Ok((file, size))

@@ -12,6 +12,7 @@ mod words;
 
 mod ask;
 mod assign;
+mod beneath;
 mod bundle;
 mod catalog;
 mod cli;

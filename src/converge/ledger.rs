@@ -8,11 +8,8 @@
 //! by hand or by a host lead: only `items[]` with `itemId`, `owner` and
 //! `verdicts[]` is required, everything else has a default.
 
-use nix::libc;
 use std::fmt;
-use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -309,11 +306,11 @@ pub fn discard<T: Send + 'static>(value: T) {
 /// A FIFO, device or symlink in its place is refused, and it is cut at
 /// 64 MiB (which then fails to parse).
 pub fn read<T: DeserializeOwned>(path: &Path, schema_name: &str) -> Result<Option<T>, Error> {
-    let file = match File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)
-    {
+    let file = match crate::beneath::open(
+        path,
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW,
+        nix::sys::stat::Mode::empty(),
+    ) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {

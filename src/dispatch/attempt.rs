@@ -42,6 +42,7 @@ pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecor
         started_at: None,
         ended_at: None,
         dispatcher_pid: i32::try_from(std::process::id()).ok(),
+        wrapper_pid: None,
         ending: None,
         exit_code: None,
         detail: None,

@@ -1,12 +1,10 @@
 //! `okstra dispatch`: hold the run's lease, select and decide what starts,
 //! run it (or hand it to a detached dispatcher), print one summary.
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use nix::libc;
 use serde::Serialize;
 
 use crate::catalog::Runner;
@@ -306,11 +304,7 @@ fn dry_run(run: &Run, planned: &[Planned], args: &DispatchArgs) -> Result<ExitSt
 fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
     let program = std::env::current_exe().context("cannot find the okstra binary to detach")?;
     let log_path = run.layout().dispatch_log();
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&log_path)
+    let log = crate::beneath::open_append(&log_path)
         .with_context(|| format!("cannot open `{}`", log_path.display()))?;
     crate::fsread::check_regular(&log, &log_path)?;
     let forwarded: Vec<std::ffi::OsString> = std::env::args_os()

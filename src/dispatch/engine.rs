@@ -310,6 +310,9 @@ impl Engine {
                     continue;
                 }
             };
+            // The wrapper is findable from here on, sidecar or not.
+            record.wrapper_pid = pid;
+            team_state::update(&self.run, &[Change::Put(&record)])?;
             self.view.started(&record);
             let meter = record.log_path.as_deref().map(|log| {
                 crate::usage::Follow::new(queued.planned.provider, Some(&queued.planned.model), log)

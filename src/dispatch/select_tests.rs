@@ -39,6 +39,7 @@ fn record(ending: Option<Ending>, prompt: &str) -> DispatchRecord {
         started_at: Some("2026-12-01T00:00:00Z".into()),
         ended_at: None,
         dispatcher_pid: Some(1),
+        wrapper_pid: None,
         ending,
         exit_code: None,
         detail: None,

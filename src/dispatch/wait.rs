@@ -152,16 +152,29 @@ pub fn liveness(record: &DispatchRecord) -> Live {
     Live::Nothing
 }
 
-/// The live wrapper of `record`, from its sidecar: its pid and start time.
+/// The live wrapper of `record`: its pid and start time, from its sidecar,
+/// else from the pid the driver recorded when it spawned it (a wrapper that
+/// has not written its sidecar yet). `None` when it has exited.
 pub fn wrapper_of(record: &DispatchRecord) -> Option<(i32, i64)> {
-    let found = sidecar::read(record.sidecar_path.as_deref()?)
-        .ok()
-        .flatten()?;
-    if found.is_exited() {
-        return None;
+    let found = record
+        .sidecar_path
+        .as_deref()
+        .and_then(|path| sidecar::read(path).ok().flatten());
+    if let Some(found) = found {
+        if found.is_exited() {
+            return None;
+        }
+        let (pid, started) = (found.pid?, found.started_ts?);
+        return process::wrapper_alive(pid, started).then_some((pid, started));
     }
-    let (pid, started) = (found.pid?, found.started_ts?);
-    process::wrapper_alive(pid, started).then_some((pid, started))
+    let pid = record.wrapper_pid?;
+    let started = record
+        .started_at
+        .as_deref()
+        .and_then(crate::clock::parse_rfc3339)?;
+    // Started no earlier than the record says (to the second): a pid
+    // handed to a process born later is someone else's.
+    process::wrapper_alive(pid, started + 1).then_some((pid, started))
 }
 
 /// Finish every record of `orphans` (attempts that never recorded an

@@ -9,7 +9,6 @@
 use nix::libc;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -83,10 +82,11 @@ struct Wire {
 /// followed: provider-exec writes sidecars by rename, never as links.
 pub fn read(path: &Path) -> Result<Option<Sidecar>, Error> {
     read_with(path, |path| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(fsread::OPEN_FLAGS | libc::O_NOFOLLOW)
-            .open(path)
+        crate::beneath::open(
+            path,
+            nix::fcntl::OFlag::from_bits_truncate(fsread::OPEN_FLAGS | libc::O_NOFOLLOW),
+            nix::sys::stat::Mode::empty(),
+        )
     })
 }
 

@@ -485,11 +485,13 @@ fn write_status(status: &Status, path: &std::path::Path) -> io::Result<()> {
     };
     bytes.push(b'\n');
     let in_place = || -> io::Result<()> {
-        use std::os::unix::fs::{FileExt, OpenOptionsExt};
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)?;
+        use nix::fcntl::OFlag;
+        use std::os::unix::fs::FileExt;
+        let file = crate::beneath::open(
+            path,
+            OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK,
+            nix::sys::stat::Mode::empty(),
+        )?;
         crate::fsread::check_regular(&file, path).map_err(io::Error::other)?;
         file.write_all_at(&bytes, 0)?;
         file.set_len(bytes.len() as u64)?;
@@ -503,18 +505,23 @@ fn write_status(status: &Status, path: &std::path::Path) -> io::Result<()> {
 /// by someone) is removed and the log created fresh: the file it pointed to
 /// is never touched.
 fn create_log(path: &std::path::Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use nix::fcntl::OFlag;
     let open = || {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
+        crate::beneath::open(
+            path,
+            OFlag::O_WRONLY
+                | OFlag::O_CREAT
+                | OFlag::O_TRUNC
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+        )
     };
     let file = match open() {
+        // The link itself goes (never its target), and only when the folder
+        // it sits in is reached through no link.
         Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
-            std::fs::remove_file(path)?;
+            crate::beneath::unlink(path)?;
             open()?
         }
         other => other?,

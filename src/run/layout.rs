@@ -35,6 +35,17 @@ pub const REPORT_SCHEMA_NAME: &str = "final-report-schema.json";
 /// in `state/`).
 pub const TEAM_STATE_LOCK_NAME: &str = ".team-state.lock";
 
+/// Every folder of a run, relative to it: okstra's own, never a symlink.
+pub const FOLDERS: [&str; 7] = [
+    STATE,
+    "state/heartbeats",
+    PROMPTS,
+    RESULTS,
+    REPORT,
+    INSTRUCTION_SET,
+    INPUTS,
+];
+
 /// Folders of a run, relative to it.
 const STATE: &str = "state";
 const HEARTBEATS: &str = "heartbeats";

@@ -13,14 +13,12 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use nix::libc;
 use serde::{Deserialize, Serialize};
 
 use crate::diag;
@@ -98,11 +96,7 @@ impl Lease {
     /// The holder of `run`'s lease, if someone holds it now.
     pub fn held_by(run: &Run) -> Result<Option<Holder>> {
         let path = Lease::path(run);
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(&path)
-        {
+        let file = match crate::beneath::open_read(&path) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => {
@@ -139,13 +133,7 @@ impl Lease {
 
 /// Open (create) the lease file, never through a symlink.
 fn open(path: &Path) -> Result<File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
+    let file = crate::beneath::open_lock(path)
         .with_context(|| format!("cannot open the run lease `{}`", path.display()))?;
     crate::fsread::check_regular(&file, path)?;
     Ok(file)
@@ -153,11 +141,7 @@ fn open(path: &Path) -> Result<File> {
 
 /// The holder a lease file names, if it can be read.
 fn holder(path: &Path) -> Option<Holder> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let file = crate::beneath::open_read(path).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_HOLDER_BYTES).read_to_end(&mut bytes).ok()?;
     serde_json::from_slice(&bytes).ok()

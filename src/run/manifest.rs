@@ -35,6 +35,12 @@ pub enum Error {
         #[source]
         source: crate::confine::Error,
     },
+    #[error("run folder `{}` is refused", .dir.display())]
+    Folder {
+        dir: PathBuf,
+        #[source]
+        source: crate::confine::Error,
+    },
     #[error("run manifest `{}` cannot be read as a run manifest", .path.display())]
     Json {
         path: PathBuf,

@@ -67,9 +67,22 @@ impl Run {
     /// Open the run in `dir`: read `run-manifest.json` (bounded, never
     /// through a symlink), re-root its paths for a moved run and refuse any
     /// that leads outside the run folder.
+    /// Its folders (`state/`, `prompts/`, `results/` …) must be real
+    /// folders: a symlink planted in their place is refused here, before
+    /// anything is read or written through it (and every later open refuses
+    /// a link on the way, see `beneath`).
     pub fn open(dir: &Path) -> Result<Run, Error> {
         let bytes = manifest::read(dir)?;
-        Run::parse(dir, &bytes)
+        let run = Run::parse(dir, &bytes)?;
+        for folder in layout::FOLDERS {
+            crate::confine::check_no_links(&run.dir, Path::new(folder)).map_err(|source| {
+                Error::Folder {
+                    dir: run.dir.clone(),
+                    source,
+                }
+            })?;
+        }
+        Ok(run)
     }
 
     /// A run manifest's bytes, for the run in `dir`.

@@ -17,13 +17,11 @@
 //! (`Queued → Held → Started → Ended`), and changed only through the
 //! transition methods beside it.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use nix::fcntl::{Flock, FlockArg};
-use nix::libc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -77,6 +75,10 @@ pub struct DispatchRecord {
     pub ended_at: Option<String>,
     #[serde(default)]
     pub dispatcher_pid: Option<i32>,
+    /// The wrapper's pid, recorded as soon as it is spawned: a driver that
+    /// dies before the wrapper writes its sidecar still leaves it findable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapper_pid: Option<i32>,
     #[serde(default)]
     pub ending: Option<Ending>,
     #[serde(default)]
@@ -427,12 +429,7 @@ fn worker_mut<'v>(
 fn lock(path: &Path) -> Result<Flock<File>> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let lock_path = dir.join(layout::TEAM_STATE_LOCK_NAME);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(&lock_path)
+    let file = crate::beneath::open_lock(&lock_path)
         .with_context(|| format!("cannot open the lock `{}`", lock_path.display()))?;
     if !file.metadata()?.is_file() {
         bail!("the lock `{}` is not a regular file", lock_path.display());
@@ -501,6 +498,7 @@ mod tests {
             started_at: None,
             ended_at: None,
             dispatcher_pid: Some(1),
+            wrapper_pid: None,
             ending: None,
             exit_code: None,
             detail: None,

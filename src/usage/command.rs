@@ -42,6 +42,9 @@ pub fn record(run_dir: &std::path::Path) -> Result<Computed> {
     let env = |name: &str| std::env::var(name).ok();
     let prices = Prices::load(&env)?;
     let info = RunInfo::load(run_dir)?;
+    // The records' paths are checked first: a record naming a file outside
+    // the run is refused, as by every command.
+    info.run.team_state()?;
     let mut computed = None;
     crate::run::team_state::modify(&info.run, |state| {
         let ledger = ledger::compute(&info, state, &prices, &env);

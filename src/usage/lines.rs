@@ -7,10 +7,8 @@
 //! [`MAX_LINE`] is skipped without being kept, and the last line counts even
 //! without a newline.
 
-use nix::libc;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::fsread::LineReader;
@@ -25,10 +23,11 @@ pub const MAX_LINE: usize = 16 << 20;
 /// Open `path` for reading only if it is a regular file; a FIFO does not
 /// block the open, a device or a folder is refused.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    let file = File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+    let file = crate::beneath::open(
+        path,
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK,
+        nix::sys::stat::Mode::empty(),
+    )?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(

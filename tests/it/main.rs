@@ -9,6 +9,7 @@ mod hostile;
 mod hostile_exec;
 mod hostile_memory;
 mod hostile_print;
+mod hostile_run;
 mod hostile_uninstall;
 mod install;
 mod launcher;
