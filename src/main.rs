@@ -10,6 +10,7 @@ mod ask;
 mod assign;
 mod bundle;
 mod catalog;
+mod child;
 mod cli;
 mod cli_docs;
 mod cli_facts;
@@ -27,6 +28,7 @@ mod exit;
 mod fsread;
 #[cfg(test)]
 mod fuzz;
+mod git;
 mod install;
 mod items;
 mod launch;
@@ -44,6 +46,7 @@ mod slug;
 mod task_key;
 mod template;
 mod usage;
+mod workspace;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -336,7 +336,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         },
         "run": {
             "dir": info.dir(),
-            "projectRoot": task.project_root.map_or_else(|| info.dir().to_path_buf(), PathBuf::from),
+            "projectRoot": task.project_root.as_deref().map_or_else(|| info.dir().to_path_buf(), PathBuf::from),
         },
         "convergence": {
             "enabled": info.settings.enabled,
@@ -346,6 +346,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         "roster": roster,
         "executor": executor,
         "continuation": { "kind": "none", "inputPath": null },
+        "workspace": null,
     });
     let env = template::environment();
     let round = plan.round;
@@ -397,9 +398,11 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             "resultPath": analyser.assignment.result_path,
             "writesProject": false,
         });
+        let workspace = reviewer_workspace(info, &task, &analyser.assignment)?;
         let context = minijinja::context! {
             assignment => Serde(&assignment),
             reverifyDispatch => Serde(&view),
+            workspace => Serde(&workspace),
             ..minijinja::Value::from(Serde(&base))
         };
         let prompt = template::render(&env, "templates/worker-prompt.md.j2", context)?;
@@ -423,6 +426,46 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
     }
     plan.reviewers = reviewers;
     Ok(prompts)
+}
+
+/// The reviewer's own copy of the project when its CLI has no read-only
+/// mode: the same place the bundle named in its initial prompt
+/// (`workspace::locate`), which the engine makes at dispatch.
+fn reviewer_workspace(
+    info: &RunInfo,
+    task: &TaskManifest,
+    assignment: &super::Assignment,
+) -> Result<Option<PathBuf>> {
+    let provider = assignment.provider.parse::<crate::catalog::Provider>();
+    let role = assignment.role.parse::<Role>();
+    let (Ok(provider), Ok(role)) = (provider, role) else {
+        return Ok(None);
+    };
+    if assignment.runner != crate::catalog::Runner::CliWrapper.as_str()
+        || !crate::workspace::needs_copy(provider, role)
+    {
+        return Ok(None);
+    }
+    let Some(project_root) = task.project_root.as_deref() else {
+        bail!(
+            "the task manifest `{}` records no project root, so `{}`'s isolated copy cannot be placed",
+            info.task_manifest_path.display(),
+            assignment.worker_id
+        );
+    };
+    let location = crate::workspace::locate(
+        Path::new(project_root),
+        &task.task_key,
+        &info.run.run_id,
+        &assignment.worker_id,
+    )
+    .with_context(|| {
+        format!(
+            "cannot place the isolated copy of `{}`",
+            assignment.worker_id
+        )
+    })?;
+    Ok(Some(location.project))
 }
 
 /// `item` as `reviewer` sees it under `label`.

@@ -17,7 +17,6 @@ mod attempt;
 mod classify;
 mod engine;
 mod gate;
-mod isolate;
 mod recover;
 mod select;
 mod summary;
@@ -36,6 +35,7 @@ use crate::ending::Ending;
 use crate::exit::{self, ExitStatus};
 use crate::run::manifest::RunManifest;
 use crate::run::team_state;
+use crate::workspace;
 
 pub use wait::{await_command, latest_attempts};
 
@@ -57,6 +57,10 @@ pub struct Options {
     pub idle_timeout: Option<u64>,
     pub budget: crate::usage::Budget,
     pub prices: crate::usage::Prices,
+    /// `--allow-unisolated`: run in place when no copy can be made.
+    pub allow_unisolated: bool,
+    /// `--pass-env`: extra variables every provider CLI may see.
+    pub pass_env: Vec<String>,
 }
 
 impl Options {
@@ -76,6 +80,15 @@ impl Options {
                 "invalid value `{cost}` for `--max-cost`: expected a positive number of US dollars"
             );
         }
+        let mut pass_env = Vec::new();
+        for entry in args.pass_env.iter().map(|entry| entry.trim()) {
+            if entry.is_empty() {
+                continue;
+            }
+            crate::provider_exec::check_pass_env(entry)
+                .map_err(|why| anyhow::anyhow!("invalid value for `--pass-env`: {why}"))?;
+            pass_env.push(entry.to_owned());
+        }
         let env = |name: &str| std::env::var(name).ok();
         Ok(Options {
             max_parallel: args.max_parallel.unwrap_or(usize::MAX),
@@ -90,6 +103,8 @@ impl Options {
                 max_tokens: args.max_tokens,
             },
             prices: crate::usage::Prices::load(&env)?,
+            allow_unisolated: args.allow_unisolated,
+            pass_env,
         })
     }
 }
@@ -282,7 +297,22 @@ pub fn run_planned(
             interrupted: None,
         });
     }
+    let run = workspace::RunIdentity {
+        project_root: manifest.project_root.clone(),
+        task_key: manifest.task_key.clone(),
+        run_id: manifest.run_id.clone(),
+        run_dir: std::fs::canonicalize(&manifest.run_dir)
+            .unwrap_or_else(|_| manifest.run_dir.clone()),
+        created_at: crate::run::manifest::Record::load(&manifest.run_dir)?
+            .created_at
+            .unwrap_or_default(),
+    };
     let engine = engine::Engine {
+        snapshots: std::sync::Arc::new(workspace::Snapshots::new(run.clone())),
+        run,
+        allow_unisolated: options.allow_unisolated,
+        pass_env: options.pass_env,
+        ended_early: Vec::new(),
         project_root: manifest.project_root.clone(),
         team_state: manifest.team_state_path.clone(),
         max_parallel: options.max_parallel,
