@@ -23,7 +23,6 @@ mod summary;
 mod view;
 mod wait;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -530,15 +529,16 @@ fn detach(manifest: &RunManifest, planned: &[Planned], args: &DispatchArgs) -> R
         .skip(1)
         .filter(|arg| arg != "--detach")
         .collect();
-    let mut command = std::process::Command::new(program);
-    command
+    // Its own group (`child::Builder`): a Ctrl-C at this terminal must not
+    // reach the dispatcher that outlives it.
+    let mut builder = crate::child::Builder::new(program);
+    builder
         .args(&forwarded)
         .env(DETACHED_ENV, "1")
-        .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
+    let mut child = builder
+        .into_std()
         .spawn()
         .context("cannot start the detached dispatcher")?;
     let pid = i32::try_from(child.id()).ok();
