@@ -213,8 +213,9 @@ pub const HOST_SESSION_MARKERS: &[&str] = &[
 /// What every provider CLI is given from okstra's environment whatever its
 /// provider: what a program needs to run at all (`PATH`, `HOME`, the user,
 /// shell, terminal, locale, time zone and temp folder), the XDG folders,
-/// the proxy variables in both spellings and the CA bundles a TLS client
-/// reads. A name ending in `*` is a prefix. Nothing here is a credential.
+/// the proxy variables in both spellings, the CA bundles a TLS client
+/// reads, and a codex host's sandbox description. A name ending in `*` is
+/// a prefix. Nothing here is a credential.
 /// Each provider adds its own ([`Provider::env_names`]); the user adds more
 /// with `--pass-env` (README, "What a CLI sees").
 pub const NEUTRAL_ENV: &[&str] = &[
@@ -243,6 +244,9 @@ pub const NEUTRAL_ENV: &[&str] = &[
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
     "NODE_EXTRA_CA_CERTS",
+    // Inside a codex host's sandbox: a restriction that really applies to
+    // every child (see `HOST_SESSION_MARKERS`).
+    "CODEX_SANDBOX*",
 ];
 
 /// The worker id that names the report writer in `--workers`.
