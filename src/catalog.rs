@@ -182,6 +182,45 @@ pub const HOST_SESSION_MARKERS: &[&str] = &[
     "CLAUDE_CODE_SSE_PORT",
 ];
 
+/// What every provider CLI is given from okstra's environment whatever its
+/// provider: what a program needs to run at all (`PATH`, `HOME`, the user,
+/// shell, terminal, locale, time zone and temp folder), the XDG folders,
+/// the proxy variables in both spellings, the CA bundles a TLS client
+/// reads, and a codex host's sandbox description. A name ending in `*` is
+/// a prefix. Nothing here is a credential.
+/// Each provider adds its own ([`Provider::env_names`]); the user adds more
+/// with `--pass-env` (README, "What a CLI sees").
+pub const NEUTRAL_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TMPDIR",
+    "XDG_*",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    // Inside a codex host's sandbox: a restriction that really applies to
+    // every child (see `HOST_SESSION_MARKERS`).
+    "CODEX_SANDBOX*",
+];
+
 /// The worker id that names the report writer in `--workers`.
 pub const REPORT_WRITER: &str = "report-writer";
 
@@ -237,6 +276,36 @@ impl Provider {
         match self {
             Provider::Claude => "opus",
             other => other.default_model(Role::Analyser),
+        }
+    }
+
+    /// The credential and configuration variables this provider's CLI reads
+    /// (research/provider-clis.md, hosts.md): only these, besides
+    /// [`NEUTRAL_ENV`], reach it, so no CLI is handed another provider's
+    /// key. A name ending in `*` is a prefix.
+    pub fn env_names(self) -> &'static [&'static str] {
+        match self {
+            // API key or OAuth token, a relocated config folder, and the
+            // Bedrock (AWS) and Vertex (Google) routes.
+            Provider::Claude => &[
+                "ANTHROPIC_*",
+                "CLAUDE_CONFIG_DIR",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CODE_USE_BEDROCK",
+                "CLAUDE_CODE_USE_VERTEX",
+                "AWS_*",
+                "CLOUD_ML_REGION",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+            ],
+            Provider::Codex => &["OPENAI_*", "CODEX_HOME", "CODEX_API_KEY"],
+            // Gemini keys and settings, Google Cloud (Vertex) and gcloud's config.
+            Provider::Antigravity => &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_CONFIG"],
+            // Grok Build reads `XAI_API_KEY`; vibe-kit `GROK_API_KEY`,
+            // `GROK_BASE_URL`, `GROK_MODEL`.
+            Provider::Grok => &["XAI_*", "GROK_*"],
+            // `KIMI_MODEL_*` env-key auth, `KIMI_CODE_HOME`, telemetry and
+            // update switches; Moonshot's platform keys.
+            Provider::Kimi => &["KIMI_*", "MOONSHOT_*"],
         }
     }
 

@@ -485,6 +485,24 @@ pub struct EngineArgs {
     /// [default: the wrapper's, 600 s or 1500 s for executor and verifier]
     #[arg(long, value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
+
+    /// Run a worker whose CLI has no read-only mode (kimi, grok) in the
+    /// project itself when no isolated copy of the project can be made for
+    /// it (a project outside git over the copy bound, or a failed copy);
+    /// without it such an attempt is refused.
+    #[arg(long)]
+    pub allow_unisolated: bool,
+
+    /// Also give every provider CLI the variable NAME (or, as `PREFIX*`,
+    /// every variable starting with PREFIX); repeatable or comma-separated.
+    /// A CLI otherwise sees only neutral variables and its own provider's.
+    #[arg(
+        long = "pass-env",
+        value_name = "NAME",
+        env = "OKSTRA_PASS_ENV",
+        value_delimiter = ','
+    )]
+    pub pass_env: Vec<String>,
 }
 
 /// `okstra cancel`.

@@ -28,7 +28,9 @@ use crate::exit::ExitStatus;
 use crate::report::reliability::{self, Reliability};
 use crate::run::Run;
 use crate::run::layout::RunLayout;
-use crate::run::team_state::TeamState;
+use crate::run::roster::Assignment;
+use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::workspace::Isolation;
 
 /// The report keeps at most this many log lines per failure.
 const MAX_TAIL: usize = 40;
@@ -107,20 +109,7 @@ pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
                 }
             });
             let items_reported = count_items(&a.paths.result_path);
-            // Any attempt of this worker (its own or a review) that no
-            // read-only mode or worktree could contain.
-            let unisolated = state
-                .dispatches
-                .iter()
-                .any(|r| r.worker_id == a.worker_id && r.isolation.as_deref() == Some("none"));
-            let notes = if unisolated {
-                vec![format!(
-                    "{} has no read-only mode and the project is not a git repository, so it ran in the project itself",
-                    a.provider
-                )]
-            } else {
-                Vec::new()
-            };
+            let notes = isolation_note(a, &state.dispatches).into_iter().collect();
             Entry {
                 notes,
                 worker_id: a.worker_id.clone(),
@@ -132,6 +121,53 @@ pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
             }
         })
         .collect()
+}
+
+/// How `assignment`'s worker was kept from changing the project, from the
+/// `isolation` of all its attempts (its own work and its reviews). The
+/// weakest one decides: a reader must know that one attempt ran in the
+/// project itself, whatever the others did.
+fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option<String> {
+    let mine: Vec<&DispatchRecord> = records
+        .iter()
+        .filter(|r| r.worker_id == assignment.worker_id)
+        .collect();
+    let used: Vec<Isolation> = mine
+        .iter()
+        .filter_map(|r| r.isolation.as_deref().and_then(Isolation::parse))
+        .collect();
+    let provider = assignment.provider;
+    let has = |isolation: Isolation| used.contains(&isolation);
+    let note = if has(Isolation::None) {
+        format!(
+            "{provider} has no read-only mode and no copy of the project could be made for it, so it ran in the project itself (allowed by `--allow-unisolated`)"
+        )
+    } else if has(Isolation::GitWorktree) {
+        format!(
+            "{provider} has no read-only mode, so it worked in a throwaway git worktree of the project"
+        )
+    } else if has(Isolation::FileCopy) {
+        format!(
+            "{provider} has no read-only mode, so it worked in its own file copy of the project (not a git repository), never in the project itself"
+        )
+    } else if has(Isolation::GitCopy) {
+        let snapshot = mine
+            .iter()
+            .find_map(|r| r.workspace.as_ref()?.snapshot_ref.clone())
+            .map_or_else(String::new, |reference| format!(" (`{reference}`)"));
+        format!(
+            "{provider} has no read-only mode, so it worked in its own git copy of the run's snapshot of the working tree{snapshot}, never in the project itself"
+        )
+    } else if has(Isolation::CliSandbox) {
+        if assignment.role == Role::Executor {
+            "the Executor worked in the project itself, as its role requires".to_owned()
+        } else {
+            format!("{provider} worked in the project under its own read-only mode")
+        }
+    } else {
+        return None;
+    };
+    Some(note)
 }
 
 /// Items in a result file, counted exactly as `okstra validate` counts

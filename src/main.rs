@@ -15,6 +15,7 @@ mod assign;
 mod beneath;
 mod bundle;
 mod catalog;
+mod child;
 mod cli;
 mod cli_docs;
 mod cli_facts;
@@ -32,6 +33,7 @@ mod exit;
 mod fsread;
 #[cfg(test)]
 mod fuzz;
+mod git;
 mod install;
 mod items;
 mod launch;
@@ -49,6 +51,7 @@ mod slug;
 mod task_key;
 mod template;
 mod usage;
+mod workspace;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -334,6 +334,37 @@ pub fn stop_group(pgid: i32, grace: Duration) -> Result<Stopped, Errno> {
     }
 }
 
+/// This process's current children, as the kernel lists them per thread in
+/// `/proc/self/task/<tid>/children` (Linux; empty elsewhere). In a
+/// sub-reaper that includes orphans adopted from its children's trees.
+pub fn children_of_this_process() -> Vec<i32> {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for task in tasks.flatten() {
+        let Ok(list) = fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        found.extend(
+            list.split_ascii_whitespace()
+                .filter_map(|pid| pid.parse::<i32>().ok()),
+        );
+    }
+    found
+}
+
+/// SIGKILL an adopted orphan `pid` — with its whole group when it leads one
+/// (a `setsid` daemon does) — and reap it.
+pub fn kill_adopted(pid: i32) {
+    let target = Pid::from_raw(pid);
+    if proc_info(pid).is_some_and(|info| info.pgrp == pid) {
+        let _ = signal(pid, Signal::SIGKILL);
+    }
+    let _ = kill(target, Signal::SIGKILL);
+    let _ = nix::sys::wait::waitpid(target, None);
+}
+
 /// Wait until group `pgid` has no live member, at most `limit`.
 fn wait_gone(pgid: i32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;

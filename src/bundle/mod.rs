@@ -82,6 +82,10 @@ struct RenderContext<'a> {
     /// Always null here: the worker-prompt template renders a reverify
     /// prompt when it is set, and only `okstra converge plan` sets it.
     reverify_dispatch: Option<()>,
+    /// The worker's own copy of the project, when its CLI has no read-only
+    /// mode (`workspace::locate`); its prompt names it as the project root.
+    /// Set per worker prompt; null everywhere else.
+    workspace: Option<PathBuf>,
     /// Every ending class of a dispatch and what the report makes of it.
     endings: Vec<EndingView>,
 }
@@ -550,6 +554,7 @@ fn render_files(
         assignment: None,
         reverify: &reverify,
         reverify_dispatch: None,
+        workspace: None,
         endings: ending_views(),
         run,
     };
@@ -585,10 +590,15 @@ fn render_files(
         )?;
     }
     for assignment in &roster {
+        let workspace = worker_workspace(settings, run_id, assignment)?;
         text(
             relative.prompt(&assignment.dispatch_name),
             "templates/worker-prompt.md.j2",
-            minijinja::context! { assignment => Serde(assignment), ..base.clone() },
+            minijinja::context! {
+                assignment => Serde(assignment),
+                workspace => Serde(&workspace),
+                ..base.clone()
+            },
         )?;
     }
     text(relative.handoff(), "templates/handoff.md.j2", base)?;
@@ -649,6 +659,33 @@ fn render_files(
         files.push((path, bytes));
     }
     Ok(files)
+}
+
+/// Where `assignment`'s CLI works when it has no read-only mode: its copy
+/// of the project (nothing is made here; the engine makes it at dispatch).
+fn worker_workspace(
+    settings: &Settings,
+    run_id: &str,
+    assignment: &Assignment,
+) -> Result<Option<PathBuf>> {
+    if assignment.runner != Runner::CliWrapper
+        || !crate::workspace::needs_copy(assignment.provider, assignment.role)
+    {
+        return Ok(None);
+    }
+    let location = crate::workspace::locate(
+        &settings.project_root,
+        &settings.task_key.joined(),
+        run_id,
+        &assignment.worker_id,
+    )
+    .with_context(|| {
+        format!(
+            "cannot place the isolated copy of `{}`",
+            assignment.worker_id
+        )
+    })?;
+    Ok(Some(location.project))
 }
 
 /// Every reverify dispatch of Phase 5.5: one per reviewing worker (analysers,

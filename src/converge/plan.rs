@@ -368,6 +368,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         "roster": roster,
         "executor": executor,
         "continuation": { "kind": "none", "inputPath": null },
+        "workspace": null,
     });
     let env = template::environment();
     let round = plan.round;
@@ -419,9 +420,11 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             "resultPath": analyser.assignment.paths.result_path,
             "writesProject": false,
         });
+        let workspace = reviewer_workspace(info, &task, &analyser.assignment)?;
         let context = minijinja::context! {
             assignment => Serde(&assignment),
             reverifyDispatch => Serde(&view),
+            workspace => Serde(&workspace),
             ..minijinja::Value::from(Serde(&base))
         };
         let prompt = template::render(&env, "templates/worker-prompt.md.j2", context)?;
@@ -445,6 +448,34 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
     }
     plan.reviewers = reviewers;
     Ok(prompts)
+}
+
+/// The reviewer's own copy of the project when its CLI has no read-only
+/// mode: the same place the bundle named in its initial prompt
+/// (`workspace::locate`), which the engine makes at dispatch.
+fn reviewer_workspace(
+    info: &RunInfo,
+    task: &crate::run::task::TaskManifest,
+    assignment: &super::Assignment,
+) -> Result<Option<PathBuf>> {
+    if assignment.runner != crate::catalog::Runner::CliWrapper
+        || !crate::workspace::needs_copy(assignment.provider, assignment.role)
+    {
+        return Ok(None);
+    }
+    let location = crate::workspace::locate(
+        &task.project_root,
+        &task.task_key,
+        &info.run.run_id,
+        &assignment.worker_id,
+    )
+    .with_context(|| {
+        format!(
+            "cannot place the isolated copy of `{}`",
+            assignment.worker_id
+        )
+    })?;
+    Ok(Some(location.project))
 }
 
 /// `item` as `reviewer` sees it under `label`.

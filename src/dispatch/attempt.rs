@@ -52,6 +52,7 @@ pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecor
         log_tail: None,
         usage: None,
         isolation: None,
+        workspace: None,
     }
 }
 

@@ -1,7 +1,6 @@
 //! `okstra dispatch`: hold the run's lease, select and decide what starts,
 //! run it (or hand it to a detached dispatcher), print one summary.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -312,15 +311,16 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
         .filter(|arg| arg != "--detach")
         .collect();
     drop(lease);
-    let mut command = std::process::Command::new(program);
-    command
+    // Its own group (`child::Builder`): a Ctrl-C at this terminal must not
+    // reach the dispatcher that outlives it.
+    let mut builder = crate::child::Builder::new(program);
+    builder
         .args(&forwarded)
         .env(DETACHED_ENV, "1")
-        .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
+    let mut child = builder
+        .into_std()
         .spawn()
         .context("cannot start the detached dispatcher")?;
     let pid = i32::try_from(child.id()).ok();

@@ -10,9 +10,16 @@
 //! leaves its wrappers running to completion; the next driver of the run
 //! adopts them (waits for each and finishes its record: it is paid for), and
 //! `okstra await` finishes their records too.
+//!
+//! A worker whose CLI has no read-only mode works in a copy of the project
+//! (`workspace`): recorded first, then made on a blocking thread (a copy of
+//! a large tree takes a second or more) while the loop goes on starting the
+//! others; its wrapper starts when the copy is ready, and the copy is
+//! removed, again off the loop, when the wrapper has exited.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -22,15 +29,16 @@ use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
 
+use crate::child;
 use crate::ending::Ending;
-use crate::provider_exec::status as exec_status;
+use crate::provider_exec::{self, status as exec_status};
 use crate::run::Run;
 use crate::run::team_state::{self, Change, DispatchRecord};
+use crate::workspace::{self, Isolation};
 
 use super::attempt::{self, Ended, Outcome};
 use super::classify::QUICK_CRASH_SECS;
 use super::gate::Gates;
-use super::isolate;
 use super::select::{Kind, Planned};
 use super::view::{LiveRow, View};
 
@@ -48,6 +56,17 @@ pub struct Engine {
     pub budget: crate::usage::Budget,
     /// Attempts the budget stopped before they started.
     pub budget_stopped: Vec<DispatchRecord>,
+    /// The run, for the workspaces of CLIs with no read-only mode.
+    pub identity: workspace::RunIdentity,
+    /// The run's one snapshot, shared by every copy this engine makes.
+    pub snapshots: Arc<workspace::Snapshots>,
+    /// `--allow-unisolated`: run in place when no copy can be made.
+    pub allow_unisolated: bool,
+    /// `--pass-env`: handed to every wrapper in `OKSTRA_PASS_ENV`.
+    pub pass_env: Vec<String>,
+    /// Attempts that ended before their wrapper ran (refused, or the
+    /// wrapper could not start).
+    pub ended_early: Vec<DispatchRecord>,
 }
 
 /// The wrapper's stderr we keep for the classifier.
@@ -66,7 +85,7 @@ struct Queued {
 pub struct Adopted {
     pub planned: Planned,
     pub record: DispatchRecord,
-    /// The wrapper's pid and start time, from its sidecar.
+    /// The wrapper's pid and start time.
     pub pid: i32,
     pub started_ts: i64,
 }
@@ -75,10 +94,11 @@ pub struct Adopted {
 /// looked at.
 const ADOPTED_POLL: Duration = Duration::from_millis(250);
 
-/// One attempt whose wrapper runs.
+/// One attempt whose wrapper runs, or whose copy is being made (no pid yet).
 struct Running {
     planned: Planned,
     record: DispatchRecord,
+    /// The wrapper's pid, once it started.
     pid: Option<i32>,
     started: Instant,
     /// Reads the log's new lines each tick for the live usage figure.
@@ -90,6 +110,23 @@ struct Exit {
     index: usize,
     code: Option<i64>,
     stderr: String,
+    /// Why its copy could not be removed, if it could not.
+    cleanup: Option<String>,
+}
+
+/// What a finished copy task hands back.
+struct Prepared {
+    index: usize,
+    plan: workspace::Plan,
+    made: Result<workspace::Made, workspace::Error>,
+}
+
+/// Where an attempt's CLI runs.
+enum Place {
+    /// The project (the CLI's own read-only mode keeps it safe).
+    Project,
+    /// A copy still to be made.
+    Copy(Box<workspace::Plan>),
 }
 
 impl Engine {
@@ -125,6 +162,7 @@ impl Engine {
             .collect();
         let mut running: Vec<Option<Running>> = Vec::new();
         let mut tasks: JoinSet<Exit> = JoinSet::new();
+        let mut preparing: JoinSet<Prepared> = JoinSet::new();
         let mut finished: Vec<DispatchRecord> = Vec::new();
         let mut interrupted: Option<Signal> = None;
         for adopted in adopted {
@@ -149,6 +187,7 @@ impl Engine {
                     index,
                     code: None,
                     stderr: String::new(),
+                    cleanup: None,
                 }
             });
         }
@@ -157,9 +196,12 @@ impl Engine {
 
         loop {
             if interrupted.is_none() {
-                self.start_ready(&mut queue, &mut running, &mut tasks)?;
+                self.start_ready(&mut queue, &mut running, &mut tasks, &mut preparing)?;
             }
-            if tasks.is_empty() && (queue.is_empty() || interrupted.is_some()) {
+            if tasks.is_empty()
+                && preparing.is_empty()
+                && (queue.is_empty() || interrupted.is_some())
+            {
                 break;
             }
             let live = self.running_view(&mut running);
@@ -168,6 +210,9 @@ impl Engine {
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                     let Ok(exit) = joined else { continue };
                     let Some(Running { planned, record, .. }) = running[exit.index].take() else { continue };
+                    if let Some(why) = &exit.cleanup {
+                        self.view.note(&format!("{}: {why}", record.dispatch_name));
+                    }
                     let ended = Ended {
                         exit_code: exit.code,
                         cancelled: interrupted.is_some(),
@@ -186,6 +231,12 @@ impl Engine {
                     }
                     finished.push(record);
                 }
+                Some(joined) = preparing.join_next(), if !preparing.is_empty() => {
+                    let Ok(prepared) = joined else { continue };
+                    if let Some(record) = self.prepared(prepared, interrupted.is_some(), &mut running, &mut tasks).await? {
+                        finished.push(record);
+                    }
+                }
                 _ = tick.tick() => {}
                 _ = term.recv() => interrupted = Some(self.interrupt(Signal::SIGTERM, interrupted, &running)),
                 _ = int.recv() => interrupted = Some(self.interrupt(Signal::SIGINT, interrupted, &running)),
@@ -203,6 +254,7 @@ impl Engine {
             }
         }
         finished.append(&mut self.budget_stopped);
+        finished.append(&mut self.ended_early);
         self.view.finish();
         Ok((finished, interrupted))
     }
@@ -213,6 +265,7 @@ impl Engine {
         queue: &mut VecDeque<Queued>,
         running: &mut Vec<Option<Running>>,
         tasks: &mut JoinSet<Exit>,
+        preparing: &mut JoinSet<Prepared>,
     ) -> Result<()> {
         let now = Instant::now();
         while running.iter().flatten().count() < self.max_parallel {
@@ -272,69 +325,233 @@ impl Engine {
                 .record
                 .unwrap_or_else(|| attempt::record(&queued.planned, sha));
             record.start();
-            let (worktree, isolation) =
-                if isolate::needs_worktree(queued.planned.provider, queued.planned.role) {
-                    match isolate::worktree(&self.run.project_root) {
-                        Ok(tree) => (Some(tree), isolate::Isolation::Worktree),
-                        Err(why) => {
-                            self.view
-                                .note(&format!("{}: not isolated: {why}", record.dispatch_name));
-                            (None, isolate::Isolation::None)
-                        }
-                    }
-                } else {
-                    (None, isolate::Isolation::Cli)
-                };
-            record.isolation = Some(isolation.as_str().to_owned());
-            // Persisted before the attempt starts: a crash from here on
-            // leaves a record that `await` can finish.
+            let place = self.place(&queued.planned, &mut record);
+            // Persisted before the attempt starts (and before its copy is
+            // made): a crash from here on leaves a record that `await` can
+            // finish and a copy that `reap` can find.
             team_state::update(&self.run, &[Change::Put(&record)])?;
-            let index = running.len();
-            let (pid, exit) = self.spawn(&queued.planned, index, worktree);
-            let exit = match exit {
-                Ok(exit) => exit,
-                Err(err) => {
-                    let ended = Ended {
-                        exit_code: Some(i64::from(crate::exit::NOT_FOUND)),
-                        cancelled: false,
-                        wrapper_stderr: format!("cannot start the wrapper: {err}"),
-                    };
-                    let (record, outcome) = attempt::finish(
-                        &self.run,
-                        record,
-                        &queued.planned.assignment_name,
-                        &ended,
-                        &self.prices,
-                    )?;
-                    self.view.ended(&record, &outcome);
+            let place = match place {
+                Ok(place) => place,
+                Err(why) => {
+                    let record = self.refuse(record, &queued.planned, &why)?;
+                    self.ended_early.push(record);
                     continue;
                 }
             };
-            // The wrapper is findable from here on, sidecar or not.
-            record.wrapper_pid = pid;
-            team_state::update(&self.run, &[Change::Put(&record)])?;
-            self.view.started(&record);
+            let index = running.len();
             let meter = record.log_path.as_deref().map(|log| {
                 crate::usage::Follow::new(queued.planned.provider, Some(&queued.planned.model), log)
             });
             running.push(Some(Running {
                 planned: queued.planned,
                 record,
-                pid,
+                pid: None,
                 started: Instant::now(),
                 meter,
             }));
-            tasks.spawn(exit);
+            match place {
+                Place::Project => self.launch(index, None, running, tasks)?,
+                Place::Copy(plan) => {
+                    let snapshots = Arc::clone(&self.snapshots);
+                    let allow = self.allow_unisolated;
+                    preparing.spawn_blocking(move || Prepared {
+                        made: workspace::make(&plan, &snapshots, allow),
+                        index,
+                        plan: *plan,
+                    });
+                }
+            }
         }
         Ok(())
     }
 
-    /// Start one wrapper; returns its pid and a future of its exit.
+    /// Where `planned` runs, written into `record` (`isolation`, and the
+    /// copy's path and snapshot ref before it exists); `Err` when a CLI
+    /// with no read-only mode cannot even be given a place for a copy.
+    fn place(&mut self, planned: &Planned, record: &mut DispatchRecord) -> Result<Place, String> {
+        if !workspace::needs_copy(planned.provider, planned.role) {
+            record.isolation = Some(Isolation::CliSandbox.as_str().to_owned());
+            return Ok(Place::Project);
+        }
+        match workspace::plan(&self.identity, &planned.worker_id) {
+            Ok(plan) => {
+                if !names(&planned.paths.prompt_path, &plan.location.project) {
+                    self.view.note(&format!(
+                        "{}: its prompt does not name `{}`, where its copy is made, as its project root (was it rendered with another `XDG_STATE_HOME` or `HOME`?)",
+                        record.dispatch_name,
+                        plan.location.project.display()
+                    ));
+                }
+                record.isolation = Some(plan.kind.isolation().as_str().to_owned());
+                record.workspace = Some(plan.record());
+                Ok(Place::Copy(Box::new(plan)))
+            }
+            Err(err) if self.allow_unisolated => {
+                self.view.note(&format!(
+                    "{}: not isolated (`--allow-unisolated`): {err}",
+                    record.dispatch_name
+                ));
+                record.isolation = Some(Isolation::None.as_str().to_owned());
+                Ok(Place::Project)
+            }
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    /// End an attempt that may not start because it cannot be isolated: one
+    /// line saying why and what would let it run.
+    fn refuse(
+        &mut self,
+        record: DispatchRecord,
+        planned: &Planned,
+        why: &str,
+    ) -> Result<DispatchRecord> {
+        let line = format!(
+            "cannot isolate `{}`: {why}; pass `--allow-unisolated` to run it in the project itself",
+            record.dispatch_name
+        );
+        self.view.note(&line);
+        let ended = Ended {
+            exit_code: Some(i64::from(crate::exit::EXEC_WORKTREE)),
+            cancelled: false,
+            wrapper_stderr: line,
+        };
+        // The note above is the one line people read (whole, where the
+        // record's detail is cut at 300 characters); no `ended` line repeats it.
+        let (record, _) = attempt::finish(
+            &self.run,
+            record,
+            &planned.assignment_name,
+            &ended,
+            &self.prices,
+        )?;
+        Ok(record)
+    }
+
+    /// A copy task ended: start the attempt's wrapper in it, or end the
+    /// attempt (refused, or stopped while its copy was made). Returns the
+    /// record of an attempt that ended here.
+    async fn prepared(
+        &mut self,
+        prepared: Prepared,
+        interrupted: bool,
+        running: &mut [Option<Running>],
+        tasks: &mut JoinSet<Exit>,
+    ) -> Result<Option<DispatchRecord>> {
+        let Prepared { index, plan, made } = prepared;
+        let Some(slot) = running.get_mut(index) else {
+            return Ok(None);
+        };
+        let Some(entry) = slot.as_mut() else {
+            return Ok(None);
+        };
+        match made {
+            Ok(made) => {
+                entry.record.isolation = Some(made.kind.isolation().as_str().to_owned());
+                entry.record.workspace = Some(made.record(&plan));
+                team_state::update(&self.run, &[Change::Put(&entry.record)])?;
+                if let Some(why) = &made.fallback {
+                    let name = entry.record.dispatch_name.clone();
+                    self.view.note(&format!(
+                        "{name}: not isolated (`--allow-unisolated`), it runs in the project itself: {why}"
+                    ));
+                }
+                if interrupted {
+                    let Some(Running {
+                        planned, record, ..
+                    }) = slot.take()
+                    else {
+                        return Ok(None);
+                    };
+                    let _ = tokio::task::spawn_blocking(move || made.remove()).await;
+                    let ended = Ended {
+                        exit_code: None,
+                        cancelled: true,
+                        wrapper_stderr: "never started: the dispatch was stopped".into(),
+                    };
+                    let (record, outcome) = attempt::finish(
+                        &self.run,
+                        record,
+                        &planned.assignment_name,
+                        &ended,
+                        &self.prices,
+                    )?;
+                    self.view.ended(&record, &outcome);
+                    return Ok(Some(record));
+                }
+                self.launch(index, Some(made), running, tasks)?;
+                Ok(None)
+            }
+            Err(err) => {
+                let Some(Running {
+                    planned, record, ..
+                }) = slot.take()
+                else {
+                    return Ok(None);
+                };
+                let why = format!("{:#}", anyhow::Error::from(err));
+                self.refuse(record, &planned, &why).map(Some)
+            }
+        }
+    }
+
+    /// Start the wrapper of the attempt at `index`, in `copy` when it has
+    /// one; a wrapper that cannot start ends the attempt.
+    fn launch(
+        &mut self,
+        index: usize,
+        copy: Option<workspace::Made>,
+        running: &mut [Option<Running>],
+        tasks: &mut JoinSet<Exit>,
+    ) -> Result<()> {
+        let Some(entry) = running.get_mut(index).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        let (pid, exit) = self.spawn(&entry.planned, index, copy);
+        match exit {
+            Ok(exit) => {
+                entry.pid = pid;
+                entry.started = Instant::now();
+                // The wrapper is findable from here on, sidecar or not: a
+                // driver killed now leaves it to the next one to adopt.
+                entry.record.wrapper_pid = pid;
+                team_state::update(&self.run, &[Change::Put(&entry.record)])?;
+                self.view.started(&entry.record);
+                tasks.spawn(exit);
+            }
+            Err(err) => {
+                let Some(Running {
+                    planned, record, ..
+                }) = running[index].take()
+                else {
+                    return Ok(());
+                };
+                let ended = Ended {
+                    exit_code: Some(i64::from(crate::exit::NOT_FOUND)),
+                    cancelled: false,
+                    wrapper_stderr: format!("cannot start the wrapper: {err}"),
+                };
+                let (record, outcome) = attempt::finish(
+                    &self.run,
+                    record,
+                    &planned.assignment_name,
+                    &ended,
+                    &self.prices,
+                )?;
+                self.view.ended(&record, &outcome);
+                self.ended_early.push(record);
+            }
+        }
+        Ok(())
+    }
+
+    /// Start one wrapper; returns its pid and a future of its exit, which
+    /// removes `copy` (off the event loop) once the wrapper has exited.
     fn spawn(
         &self,
         planned: &Planned,
         index: usize,
-        worktree: Option<isolate::Worktree>,
+        copy: Option<workspace::Made>,
     ) -> (
         Option<i32>,
         std::io::Result<impl std::future::Future<Output = Exit> + Send + 'static>,
@@ -343,25 +560,34 @@ impl Engine {
             Ok(program) => program,
             Err(err) => return (None, Err(err)),
         };
-        let mut command = tokio::process::Command::new(program);
-        let tree = worktree.as_ref().map(isolate::Worktree::path);
-        command.arg("provider-exec").args(wrapper_args(
-            planned,
-            &self.run.project_root,
-            tree.as_deref(),
-            self.idle_timeout,
-        ));
-        command
+        // Its own group (a terminal's Ctrl-C reaches us only, and we decide
+        // how the wrappers stop; they forward to their CLIs), no PDEATHSIG
+        // (a dispatcher killed outright leaves them to finish).
+        let mut builder = child::Builder::new(program);
+        builder
+            .arg("provider-exec")
+            .args(wrapper_args(
+                planned,
+                &self.run.project_root,
+                copy.as_ref().map(|made| made.project.as_path()),
+                self.idle_timeout,
+            ))
             .env(exec_status::ATTEMPT_ENV, planned.attempt.to_string())
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            // Its own group: a terminal's Ctrl-C reaches us only, and we
-            // decide how the wrappers stop (they forward to their CLIs).
-            .process_group(0);
-        let mut child = match command.spawn() {
+            .stderr(Stdio::piped());
+        if self.pass_env.is_empty() {
+            builder.env_remove(provider_exec::PASS_ENV);
+        } else {
+            builder.env(provider_exec::PASS_ENV, self.pass_env.join(","));
+        }
+        let mut child = match builder.into_tokio().spawn() {
             Ok(child) => child,
-            Err(err) => return (None, Err(err)),
+            Err(err) => {
+                if let Some(made) = copy {
+                    let _ = made.remove();
+                }
+                return (None, Err(err));
+            }
         };
         let pid = child.id().and_then(|id| i32::try_from(id).ok());
         let stderr = child.stderr.take();
@@ -376,13 +602,24 @@ impl Engine {
                 text = String::from_utf8_lossy(&bytes).into_owned();
             }
             let status = child.wait().await.ok();
-            // The throwaway copy goes once the wrapper (and its CLI) ended.
-            drop(worktree);
+            // The copy goes once the wrapper (and its CLI) ended.
+            let cleanup = match copy {
+                Some(made) => match tokio::task::spawn_blocking(move || made.remove()).await {
+                    Ok(Ok(())) => None,
+                    Ok(Err(err)) => Some(format!(
+                        "its copy was not removed: {:#}",
+                        anyhow::Error::from(err)
+                    )),
+                    Err(err) => Some(format!("its copy was not removed: {err}")),
+                },
+                None => None,
+            };
             let code = status.and_then(|s| s.code()).map(i64::from);
             Exit {
                 index,
                 code,
                 stderr: text,
+                cleanup,
             }
         };
         (pid, Ok(future))
@@ -492,8 +729,8 @@ impl Engine {
 }
 
 /// The arguments after `okstra provider-exec` for `planned`: the
-/// reference wrapper's positional contract; the worktree is the read-only
-/// copy an unsandboxable CLI runs in, else empty.
+/// reference wrapper's positional contract; the worktree is the copy a CLI
+/// with no read-only mode runs in, else empty.
 pub fn wrapper_args(
     planned: &Planned,
     project_root: &std::path::Path,
@@ -512,6 +749,15 @@ pub fn wrapper_args(
         args.push(idle.to_string().into());
     }
     args
+}
+
+/// Whether the prompt at `prompt` names `root` (a prompt that cannot be
+/// read is the wrapper's to refuse, not this check's).
+fn names(prompt: &std::path::Path, root: &std::path::Path) -> bool {
+    let Ok(bytes) = crate::fsread::read(prompt, crate::fsread::Kind::Result) else {
+        return true;
+    };
+    memchr::memmem::find(&bytes, root.as_os_str().as_encoded_bytes()).is_some()
 }
 
 /// Rows of the live view for attempts not yet started.

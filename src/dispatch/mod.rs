@@ -20,7 +20,6 @@ mod classify;
 mod command;
 mod engine;
 mod gate;
-mod isolate;
 mod recover;
 pub mod select;
 mod summary;
@@ -57,6 +56,10 @@ pub struct Options {
     /// An explicit resume (`okstra run <run-dir>`): a worker whose last
     /// attempt ended for a reason the user can fix gets one fresh attempt.
     pub resume: bool,
+    /// `--allow-unisolated`: run in place when no copy can be made.
+    pub allow_unisolated: bool,
+    /// `--pass-env`: extra variables every provider CLI may see.
+    pub pass_env: Vec<String>,
 }
 
 impl Options {
@@ -76,6 +79,15 @@ impl Options {
                 "invalid value `{cost}` for `--max-cost`: expected a positive number of US dollars"
             );
         }
+        let mut pass_env = Vec::new();
+        for entry in args.pass_env.iter().map(|entry| entry.trim()) {
+            if entry.is_empty() {
+                continue;
+            }
+            crate::provider_exec::check_pass_env(entry)
+                .map_err(|why| anyhow::anyhow!("invalid value for `--pass-env`: {why}"))?;
+            pass_env.push(entry.to_owned());
+        }
         let env = |name: &str| std::env::var(name).ok();
         Ok(Options {
             max_parallel: args.max_parallel.unwrap_or(usize::MAX),
@@ -91,6 +103,8 @@ impl Options {
             },
             prices: crate::usage::Prices::load(&env)?,
             resume: false,
+            allow_unisolated: args.allow_unisolated,
+            pass_env,
         })
     }
 }
@@ -192,7 +206,19 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
             interrupted: None,
         });
     }
+    let identity = crate::workspace::RunIdentity {
+        project_root: run.project_root.clone(),
+        task_key: run.task_key.clone(),
+        run_id: run.run_id.clone(),
+        run_dir: std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone()),
+        created_at: run.created_at.clone(),
+    };
     let engine = engine::Engine {
+        snapshots: std::sync::Arc::new(crate::workspace::Snapshots::new(identity.clone())),
+        identity,
+        allow_unisolated: options.allow_unisolated,
+        pass_env: options.pass_env,
+        ended_early: Vec::new(),
         run: run.clone(),
         max_parallel: options.max_parallel,
         gates: options.gates,

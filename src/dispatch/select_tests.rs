@@ -40,6 +40,7 @@ fn record(ending: Option<Ending>, prompt: &str) -> DispatchRecord {
         ended_at: None,
         dispatcher_pid: Some(1),
         wrapper_pid: None,
+        workspace: None,
         ending,
         exit_code: None,
         detail: None,

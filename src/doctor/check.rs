@@ -3,34 +3,27 @@
 //! credentials look configured (from the environment and files under
 //! `HOME`; a secret is never read or printed, only "set" or "found").
 //!
-//! Every CLI is started with a bounded wall time, a bounded output buffer,
-//! stdin on `/dev/null`, in its own process group (killed whole at the end),
-//! and never without arguments: a bare `kimi` from the legacy `PyPI` package
-//! pipes a remote installer into a shell.
+//! Every CLI is started through `child::run_captured`: a bounded wall time,
+//! a bounded output buffer, stdin on `/dev/null`, in its own process group
+//! (killed whole at the end), as a child of the doctor's sub-reaper (so a
+//! daemon it starts with `setsid` is killed too), and never without
+//! arguments: a bare `kimi` from the legacy `PyPI` package pipes a remote
+//! installer into a shell.
 
 use std::io::{self, Read};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use regex::Regex;
 
-use crate::catalog::HOST_SESSION_MARKERS;
 use crate::catalog::Provider;
+use crate::child::{self, Subreaper};
 use crate::cli_facts::Program;
 
 /// How long `--version` or `--help` may take (node CLIs start in 0.3–3 s).
 pub const VERSION_LIMIT: Duration = Duration::from_secs(10);
 /// How much of a CLI's output is kept (the rest is read and dropped).
 const OUTPUT_LIMIT: usize = 16 * 1024;
-/// Between SIGTERM and SIGKILL when a bounded run overstays.
-const GRACE: Duration = Duration::from_secs(5);
-/// How often a bounded run looks whether the child has exited.
-const POLL: Duration = Duration::from_millis(20);
 
 /// The outcome of one bounded run.
 #[derive(Debug, Clone, Default)]
@@ -42,79 +35,34 @@ pub struct Captured {
     pub timed_out: bool,
 }
 
-/// Run `program args…` for at most `limit`, then stop its whole group.
-pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> io::Result<Captured> {
-    let (mut reader, writer) = io::pipe()?;
-    let mut command = Command::new(program);
-    command
+/// Run `program args…` for at most `limit` (`child::run_captured`: its own
+/// group, stdin `/dev/null`, the group stopped at the end), as a child of
+/// `subreaper` when there is one, so a daemon it starts with `setsid` is
+/// stopped too.
+pub fn run_bounded(
+    program: &Path,
+    args: &[&str],
+    limit: Duration,
+    subreaper: Option<&Subreaper>,
+) -> io::Result<Captured> {
+    let mut builder = child::Builder::new(program);
+    builder
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
-        .stderr(writer)
         .env("NO_COLOR", "1")
         .env("DISABLE_AUTOUPDATER", "1")
-        .env("KIMI_CODE_NO_AUTO_UPDATE", "1")
-        .process_group(0);
-    for name in HOST_SESSION_MARKERS {
-        command.env_remove(name);
-    }
-    let mut child = command.spawn()?;
-    // Our copies of the write end must close, or EOF never comes.
-    drop(command);
-    let group = i32::try_from(child.id()).ok().map(Pid::from_raw);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buf = [0_u8; 8192];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let room = OUTPUT_LIMIT.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buf[..n.min(room)]);
-                }
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        let _ = tx.send(kept);
-    });
-    let deadline = Instant::now() + limit;
-    let mut timed_out = false;
-    let mut stop_sent: Option<Instant> = None;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        let now = Instant::now();
-        match stop_sent {
-            None if now >= deadline => {
-                timed_out = true;
-                signal(group, Signal::SIGTERM);
-                stop_sent = Some(now);
-            }
-            Some(sent) if now >= sent + GRACE => {
-                signal(group, Signal::SIGKILL);
-                break child.wait()?;
-            }
-            _ => {}
-        }
-        std::thread::sleep(POLL);
+        .env("KIMI_CODE_NO_AUTO_UPDATE", "1");
+    let capture = child::Capture {
+        limit,
+        keep: OUTPUT_LIMIT,
+        merge: true,
+        input: None,
     };
-    // Whatever the CLI left in its group goes with it.
-    signal(group, Signal::SIGKILL);
-    let kept = rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    let captured = child::run_captured(builder, &capture, subreaper)?;
     Ok(Captured {
-        code: status.code(),
-        output: String::from_utf8_lossy(&kept).into_owned(),
-        timed_out,
+        code: captured.code,
+        output: String::from_utf8_lossy(&captured.stdout).into_owned(),
+        timed_out: captured.timed_out,
     })
-}
-
-fn signal(group: Option<Pid>, signal: Signal) {
-    if let Some(group) = group {
-        let _ = crate::process_group::signal(group.as_raw(), signal);
-    }
 }
 
 /// What `--version` (and `--help` for grok) said about a CLI.
@@ -126,8 +74,8 @@ pub struct Identity {
 }
 
 /// Ask the CLI at `path` who it is.
-pub fn identify(provider: Provider, path: &Path) -> Identity {
-    let version = match run_bounded(path, &["--version"], VERSION_LIMIT) {
+pub fn identify(provider: Provider, path: &Path, subreaper: Option<&Subreaper>) -> Identity {
+    let version = match run_bounded(path, &["--version"], VERSION_LIMIT, subreaper) {
         Ok(captured) => captured,
         Err(err) => {
             return Identity {
@@ -138,7 +86,7 @@ pub fn identify(provider: Provider, path: &Path) -> Identity {
         }
     };
     let help = if provider == Provider::Grok && version.code == Some(0) {
-        run_bounded(path, &["--help"], VERSION_LIMIT).ok()
+        run_bounded(path, &["--help"], VERSION_LIMIT, subreaper).ok()
     } else {
         None
     };

@@ -63,6 +63,18 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
     } else {
         selected.clone()
     };
+    // Every CLI the doctor starts is our child: a daemon one of them starts
+    // with `setsid` (outside its process group) re-parents to us, and
+    // `child::run_captured` stops it after each run.
+    let subreaper = match crate::child::Subreaper::start() {
+        Ok(subreaper) => Some(subreaper),
+        Err(err) => {
+            diag::warning(format_args!(
+                "cannot adopt what the CLIs leave behind, so a daemon one starts may outlive the doctor: {err}"
+            ));
+            None
+        }
+    };
     let env = |name: &str| std::env::var(name).ok();
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -90,7 +102,7 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
                     finding.cached = true;
                     Some(entry)
                 }
-                None => identify(provider, &path),
+                None => identify(provider, &path, subreaper.as_ref()),
             };
             if let Some(entry) = entry {
                 finding.resolved_path = Some(entry.path.clone());
@@ -116,7 +128,7 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
     }
     for finding in &mut findings {
         if args.probe && finding.program.is_some_and(Program::is_usable) {
-            let report = probe::probe(finding.provider)
+            let report = probe::probe(finding.provider, subreaper.as_ref())
                 .with_context(|| format!("cannot probe `{}`", finding.provider))?;
             finding.probe = Some(report);
         }
@@ -150,10 +162,14 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
 }
 
 /// Ask the CLI at `path` who it is, as a cache entry.
-fn identify(provider: Provider, path: &std::path::Path) -> Option<Entry> {
+fn identify(
+    provider: Provider,
+    path: &std::path::Path,
+    subreaper: Option<&crate::child::Subreaper>,
+) -> Option<Entry> {
     let resolved = std::fs::canonicalize(path).ok()?;
     let stamp = Stamp::of(&resolved)?;
-    let identity = check::identify(provider, &resolved);
+    let identity = check::identify(provider, &resolved, subreaper);
     Some(Entry {
         provider: provider.as_str().to_owned(),
         path: resolved,

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use super::check::{self, Captured};
 use crate::catalog::{Provider, Role};
+use crate::child::Subreaper;
 use crate::ending::Ending;
 
 /// The idle timeout given to provider-exec: long enough for a healthy CLI's
@@ -45,7 +46,7 @@ pub struct ProbeReport {
 }
 
 /// Run the probe for `provider` with its default analyser model.
-pub fn probe(provider: Provider) -> io::Result<ProbeReport> {
+pub fn probe(provider: Provider, subreaper: Option<&Subreaper>) -> io::Result<ProbeReport> {
     let model = provider.default_model(Role::Analyser);
     let scratch = tempfile::Builder::new().prefix("okstra-probe-").tempdir()?;
     let project = scratch.path().join("project");
@@ -65,7 +66,7 @@ pub fn probe(provider: Provider) -> io::Result<ProbeReport> {
         timeout.as_str(),
     ];
     let started = Instant::now();
-    let captured = check::run_bounded(&okstra, &args, PROBE_LIMIT)?;
+    let captured = check::run_bounded(&okstra, &args, PROBE_LIMIT, subreaper)?;
     let seconds = started.elapsed().as_secs_f64();
     let sidecar = crate::run::layout::sidecar(&prompt);
     let reason = std::fs::read(&sidecar)

@@ -22,6 +22,12 @@
 //! `reason`, `ended_ts`, written atomically. Nothing else is ever signalled:
 //! only process groups named by okstra sidecars under this project, each
 //! identified again right before the signal.
+//!
+//! Then the isolated copies (`workspace`) the runs' dispatch records name:
+//! a copy whose every attempt's dispatcher is gone and whose wrapper has
+//! ended (its sidecar finished, or never written) is removed — only when
+//! the marker at its root names this project and that run
+//! (`workspace::remove`); a path from a record is never trusted alone.
 
 use std::fs;
 use std::io::{self, Write};
@@ -38,6 +44,8 @@ use crate::exit::ExitStatus;
 use crate::process_group::{self as process, Group, ProcTable, Stopped};
 use crate::provider_exec::sidecar::{self, Sidecar};
 use crate::provider_exec::status::Reason;
+use crate::run::team_state::DispatchRecord;
+use crate::workspace;
 
 /// Version of the `--json` document.
 const REAP_VERSION: u32 = 1;
@@ -76,6 +84,22 @@ struct Action {
     failed: bool,
 }
 
+/// One isolated copy to remove (and maybe removed).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CopyAction {
+    path: PathBuf,
+    kind: String,
+    run_dir: PathBuf,
+    /// The attempts that worked in it (`dispatch#attempt`).
+    attempts: Vec<String>,
+    reason: String,
+    /// `planned` in a dry run; what happened with `--execute`.
+    outcome: String,
+    #[serde(skip)]
+    failed: bool,
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Report<'a> {
@@ -83,6 +107,7 @@ struct Report<'a> {
     execute: bool,
     project_root: &'a Path,
     actions: &'a [Action],
+    copies: &'a [CopyAction],
 }
 
 pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
@@ -155,6 +180,14 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         }
         actions.extend(planned);
     }
+    // Planned after the sidecars are finished: a wrapper the reaper just
+    // declared lost no longer holds its copy.
+    let mut copies = plan_copies(&root, args.execute);
+    if args.execute {
+        for copy in &mut copies {
+            remove_copy(copy, &root);
+        }
+    }
 
     let mut out = io::BufWriter::new(io::stdout().lock());
     if args.json {
@@ -163,6 +196,7 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
             execute: args.execute,
             project_root: &root,
             actions: &actions,
+            copies: &copies,
         };
         serde_json::to_writer(&mut out, &report).context("cannot write the reap report")?;
         writeln!(out)?;
@@ -174,17 +208,24 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
                 crate::fsread::escape(&describe(action, args.execute))
             )?;
         }
+        for copy in &copies {
+            writeln!(
+                out,
+                "{}",
+                crate::fsread::escape(&describe_copy(copy, args.execute))
+            )?;
+        }
     }
     out.flush()?;
-    if actions.is_empty() && !args.json {
+    if actions.is_empty() && copies.is_empty() && !args.json {
         diag::progress(format_args!(
             "nothing to reap under `{}`",
             okstra_dir.display()
         ));
-    } else if !args.execute && !actions.is_empty() {
+    } else if !(args.execute || actions.is_empty() && copies.is_empty()) {
         diag::progress("dry run; pass `--execute` to do the above");
     }
-    if actions.iter().any(|a| a.failed) {
+    if actions.iter().any(|a| a.failed) || copies.iter().any(|c| c.failed) {
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
@@ -331,6 +372,130 @@ fn perform(action: &mut Action) {
         action.outcome = format!("{}; failed: {err:#}", action.outcome);
         action.failed = true;
     }
+}
+
+/// Every isolated copy the project's runs record that nothing uses any more:
+/// each attempt that worked in it has a dead dispatcher and an ended
+/// wrapper (with `execute`, the sidecar must say so; in a dry run a wrapper
+/// that is gone counts, as the reaper would finish its sidecar first).
+fn plan_copies(root: &Path, execute: bool) -> Vec<CopyAction> {
+    let Ok(runs) = super::run_dirs(root) else {
+        return Vec::new();
+    };
+    let mut copies: Vec<CopyAction> = Vec::new();
+    let mut held: Vec<PathBuf> = Vec::new();
+    for dir in runs {
+        let Ok(run) = super::Run::open(&dir) else {
+            continue;
+        };
+        let Ok(state) = run.team_state() else {
+            continue;
+        };
+        for record in &state.dispatches {
+            let Some(copy) = &record.workspace else {
+                continue;
+            };
+            if copy.path.symlink_metadata().is_err() {
+                continue;
+            }
+            let attempt = format!("{}#{}", record.dispatch_name, record.attempt);
+            match still_used(record, &run, execute) {
+                Some(_) => held.push(copy.path.clone()),
+                None => match copies.iter_mut().find(|c| c.path == copy.path) {
+                    Some(found) => found.attempts.push(attempt),
+                    None => copies.push(CopyAction {
+                        path: copy.path.clone(),
+                        kind: copy.kind.clone(),
+                        run_dir: dir.clone(),
+                        attempts: vec![attempt],
+                        reason: format!(
+                            "dispatcher pid {} is gone and its wrapper has ended",
+                            record
+                                .dispatcher_pid
+                                .map_or_else(|| "?".to_owned(), |pid| pid.to_string())
+                        ),
+                        outcome: "planned".into(),
+                        failed: false,
+                    }),
+                },
+            }
+        }
+    }
+    // A copy another attempt still works in stays, whatever the rest say.
+    copies.retain(|copy| !held.contains(&copy.path));
+    copies
+}
+
+/// Why `record`'s attempt may still be using its copy, if it may.
+fn still_used(record: &DispatchRecord, run: &super::Run, execute: bool) -> Option<&'static str> {
+    let since = record
+        .started_at
+        .as_deref()
+        .and_then(clock::parse_rfc3339)
+        .unwrap_or_else(clock::unix_now);
+    if record
+        .dispatcher_pid
+        .is_some_and(|pid| process::wrapper_alive(pid, since))
+    {
+        return Some("its dispatcher runs");
+    }
+    let sidecar_path = record.sidecar_path.as_ref().map(|path| {
+        confine::inside(run.resolve(path), &run.dir, "`sidecarPath`").unwrap_or_default()
+    });
+    let found = match sidecar_path.filter(|path| !path.as_os_str().is_empty()) {
+        Some(path) => match sidecar::read(&path) {
+            Ok(found) => found,
+            Err(_) => return Some("its sidecar cannot be read"),
+        },
+        None if record.sidecar_path.is_some() => return Some("its sidecar is outside the run"),
+        None => None,
+    };
+    match found {
+        None => None,
+        Some(side) if side.is_exited() => None,
+        Some(side) => {
+            let alive = match (side.pid, side.started_ts) {
+                (Some(pid), Some(started)) => process::wrapper_alive(pid, started),
+                _ => true,
+            };
+            (alive || execute).then_some("its wrapper has not ended")
+        }
+    }
+}
+
+/// Remove one planned copy, checked against its marker.
+fn remove_copy(copy: &mut CopyAction, root: &Path) {
+    let Some(kind) = workspace::Kind::parse(&copy.kind) else {
+        copy.outcome = format!("skipped: unknown workspace kind `{}`", copy.kind);
+        return;
+    };
+    match workspace::remove(&copy.path, kind, root, &copy.run_dir) {
+        Ok(()) => copy.outcome = "removed".into(),
+        Err(err @ workspace::Error::Foreign { .. }) => {
+            copy.outcome = format!("skipped: {err}");
+        }
+        Err(err) => {
+            copy.outcome = format!("failed: {:#}", anyhow::Error::from(err));
+            copy.failed = true;
+        }
+    }
+}
+
+/// One text line for a copy.
+fn describe_copy(copy: &CopyAction, execute: bool) -> String {
+    let verb = if execute { "" } else { "would " };
+    let outcome = if execute {
+        format!(" -> {}", copy.outcome)
+    } else {
+        String::new()
+    };
+    format!(
+        "{verb}remove {} copy `{}` of {}: {}{outcome}",
+        copy.kind,
+        copy.path.display(),
+        copy.attempts.join(", "),
+        copy.reason
+    )
 }
 
 /// One text line for an action.

@@ -20,6 +20,9 @@
 //! - The prompt's bytes are never decoded: stdin providers receive them
 //!   exactly (CRLF, invalid UTF-8 and NUL included), argv-only providers get
 //!   a pointer to the file, so no prompt is refused for its content.
+//! - The CLI gets an allowlisted environment, not ours (see `provider`):
+//!   the neutral variables, its own provider's, and the names listed in
+//!   `OKSTRA_PASS_ENV` (`--pass-env`); a bad entry there is refused with 64.
 
 mod copy;
 mod guardian;
@@ -41,7 +44,7 @@ use crate::cli_facts::{self, Program};
 use crate::diag;
 use crate::exit;
 
-pub use provider::{CommandPlan, Invocation, plan};
+pub use provider::{CommandPlan, Invocation, PASS_ENV, check_pass_env, plan};
 
 /// Prefix of every line we print, as in the reference.
 const PROGRAM: diag::Program = diag::Program::new("okstra-provider-exec");
@@ -109,6 +112,8 @@ pub enum Preflight {
     Worktree(PathBuf),
     #[error("`{0}` is not on `PATH`")]
     NotFound(&'static str),
+    #[error("invalid `{PASS_ENV}`: {0}")]
+    PassEnv(String),
     #[error("the `{binary}` at `{}` is {found}; okstra drives {expected} (see `okstra doctor`)", .path.display())]
     WrongCli {
         binary: &'static str,
@@ -123,7 +128,8 @@ impl Preflight {
         match self {
             Preflight::Usage { .. }
             | Preflight::UnknownProvider { .. }
-            | Preflight::WrongCli { .. } => exit::EXEC_USAGE,
+            | Preflight::WrongCli { .. }
+            | Preflight::PassEnv(_) => exit::EXEC_USAGE,
             Preflight::ProjectRoot(_) => exit::EXEC_PROJECT_ROOT,
             Preflight::Model => exit::EXEC_MODEL,
             Preflight::Prompt { .. } => exit::EXEC_PROMPT,
@@ -265,6 +271,15 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         }
         None => project_root,
     };
+    let pass_env = std::env::var_os(PASS_ENV)
+        .map(|raw| {
+            raw.to_str()
+                .ok_or_else(|| "it is not UTF-8".to_owned())
+                .and_then(provider::parse_pass_env)
+        })
+        .transpose()
+        .map_err(Preflight::PassEnv)?
+        .unwrap_or_default();
     let program =
         which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
     let cached = cli_facts::lookup(&program);
@@ -288,6 +303,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         idle_timeout_secs: (idle_timeout_secs > 0).then_some(idle_timeout_secs),
         kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()),
         vibe_kit_grok,
+        pass_env,
     };
     let plan = plan(&invocation);
     // Anything but a whole number ≥ 2 means the first attempt: a stray

@@ -14,11 +14,23 @@
 //! community vibe-kit grok via a pointer in `-p`);
 //! the prompt's own bytes never go into argv (Linux caps one argument at
 //! 128 KiB).
+//!
+//! Environment: a CLI gets only the variables the catalog lists as neutral
+//! (`NEUTRAL_ENV`), its own provider's (`Provider::env_names`) and the ones
+//! the user passes (`--pass-env`, carried here in [`PASS_ENV`]); never the
+//! host session's markers. kimi and grok read untrusted code with every tool
+//! call approved: they must not hold the user's `OPENAI_API_KEY` or
+//! `GITHUB_TOKEN` while they do.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::catalog::{HOST_SESSION_MARKERS, Provider};
+use crate::catalog::{HOST_SESSION_MARKERS, NEUTRAL_ENV, Provider};
+
+/// Extra variable names (or `PREFIX*` patterns) a CLI may see, comma
+/// separated: how `--pass-env` reaches provider-exec without changing its
+/// positional argv contract. Never passed on to the CLI itself.
+pub const PASS_ENV: &str = "OKSTRA_PASS_ENV";
 
 /// antigravity's own wall-clock limit for `--print` (default 5 min). Our idle
 /// watchdog is the liveness guard, so the CLI's limit must never fire first:
@@ -44,6 +56,8 @@ pub struct Invocation {
     /// grok: the `grok` on `PATH` is the community `@vibe-kit/grok-cli`
     /// (known from its install path or the doctor's cache), not Grok Build.
     pub vibe_kit_grok: bool,
+    /// Names (or `PREFIX*` patterns) passed with `--pass-env`, checked.
+    pub pass_env: Vec<String>,
 }
 
 impl Invocation {
@@ -71,6 +85,9 @@ pub struct CommandPlan {
     /// Binary name, looked up on `PATH`.
     pub program: &'static str,
     pub args: Vec<OsString>,
+    /// Inherited variables the CLI may see: names, or prefixes ending in `*`.
+    pub env_keep: Vec<String>,
+    /// Never passed, even when kept or passed by the user.
     pub env_remove: Vec<&'static str>,
     pub env_set: Vec<(&'static str, OsString)>,
     pub stdin: Stdin,
@@ -213,14 +230,81 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
     CommandPlan {
         program: inv.provider.binary(),
         args,
+        env_keep: NEUTRAL_ENV
+            .iter()
+            .chain(inv.provider.env_names())
+            .map(|name| (*name).to_owned())
+            .chain(inv.pass_env.iter().cloned())
+            .collect(),
         env_remove: HOST_SESSION_MARKERS
             .iter()
             .copied()
-            .chain([super::status::ATTEMPT_ENV])
+            .chain([super::status::ATTEMPT_ENV, PASS_ENV])
             .collect(),
         env_set,
         stdin,
         cwd: inv.execution_root.clone(),
+    }
+}
+
+impl CommandPlan {
+    /// The CLI's whole environment, from `inherited` (okstra's own): the
+    /// kept variables, minus the removed ones, plus the plan's own settings.
+    pub fn environment(
+        &self,
+        inherited: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = inherited
+            .into_iter()
+            .filter(|(name, _)| {
+                name.to_str().is_some_and(|name| {
+                    !self.env_remove.contains(&name)
+                        && self.env_keep.iter().any(|keep| env_matches(name, keep))
+                })
+            })
+            .collect();
+        for (name, value) in &self.env_set {
+            env.retain(|(kept, _)| kept != name);
+            env.push(((*name).into(), value.clone()));
+        }
+        env
+    }
+}
+
+/// Whether variable `name` is `pattern`, or starts with it when the
+/// pattern ends in `*`.
+pub fn env_matches(name: &str, pattern: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+/// The names in a `--pass-env` list (comma separated, as [`PASS_ENV`]
+/// carries it): each a variable name (`[A-Za-z_][A-Za-z0-9_]*`), or a
+/// non-empty prefix of one followed by `*`. The first bad entry is the error.
+pub fn parse_pass_env(text: &str) -> Result<Vec<String>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| check_pass_env(entry).map(|()| entry.to_owned()))
+        .collect()
+}
+
+/// One `--pass-env` entry, checked (see [`parse_pass_env`]).
+pub fn check_pass_env(entry: &str) -> Result<(), String> {
+    let name = entry.strip_suffix('*').unwrap_or(entry);
+    let mut bytes = name.bytes();
+    let good = bytes
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if good {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{entry}` is not an environment variable name: expected one like `AWS_PROFILE`, or a prefix ending in `*` like `AWS_*`"
+        ))
     }
 }
 
@@ -244,6 +328,7 @@ mod tests {
             idle_timeout_secs: Some(600),
             kimi_env_auth: false,
             vibe_kit_grok: false,
+            pass_env: Vec::new(),
         }
     }
 
@@ -457,7 +542,8 @@ mod tests {
                     "CLAUDECODE",
                     "CLAUDE_CODE_ENTRYPOINT",
                     "CLAUDE_CODE_SSE_PORT",
-                    "OKSTRA_EXEC_ATTEMPT"
+                    "OKSTRA_EXEC_ATTEMPT",
+                    "OKSTRA_PASS_ENV"
                 ]
             );
             assert_eq!(plan.cwd, PathBuf::from("/src/wt"));
@@ -471,6 +557,109 @@ mod tests {
             let plan = plan(&invocation(provider, "worker"));
             let total: usize = plan.args.iter().map(|a| a.len()).sum();
             assert!(total < 512, "{provider}: argv is {total} bytes");
+        }
+    }
+
+    fn environment(plan: &CommandPlan, inherited: &[(&str, &str)]) -> Vec<String> {
+        let mut names: Vec<String> = plan
+            .environment(
+                inherited
+                    .iter()
+                    .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+            )
+            .into_iter()
+            .map(|(name, value)| format!("{}={}", name.to_string_lossy(), value.to_string_lossy()))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// What a user's shell typically holds: every provider's secret, a
+    /// forge token, a cloud key, and the neutral basics.
+    const SHELL: &[(&str, &str)] = &[
+        ("PATH", "/usr/bin"),
+        ("HOME", "/home/u"),
+        ("LC_ALL", "C.UTF-8"),
+        ("XDG_CONFIG_HOME", "/home/u/.config"),
+        ("https_proxy", "http://proxy:3128"),
+        ("ANTHROPIC_API_KEY", "a"),
+        ("OPENAI_API_KEY", "o"),
+        ("GEMINI_API_KEY", "g"),
+        ("XAI_API_KEY", "x"),
+        ("MOONSHOT_API_KEY", "m"),
+        ("KIMI_MODEL_API_KEY", "k"),
+        ("GITHUB_TOKEN", "gh"),
+        ("AWS_SECRET_ACCESS_KEY", "aws"),
+        ("CLAUDECODE", "1"),
+        ("OKSTRA_PASS_ENV", "GITHUB_TOKEN"),
+        ("OKSTRA_EXEC_ATTEMPT", "2"),
+    ];
+
+    #[test]
+    fn each_cli_sees_only_its_own_provider_s_secrets() {
+        let neutral = [
+            "HOME=/home/u",
+            "LC_ALL=C.UTF-8",
+            "PATH=/usr/bin",
+            "XDG_CONFIG_HOME=/home/u/.config",
+            "https_proxy=http://proxy:3128",
+        ];
+        let with = |extra: &[&str]| -> Vec<String> {
+            let mut all: Vec<String> = neutral
+                .iter()
+                .chain(extra)
+                .map(|s| (*s).to_owned())
+                .collect();
+            all.sort();
+            all
+        };
+        let kimi = plan(&invocation(Provider::Kimi, "analyser"));
+        assert_eq!(
+            environment(&kimi, SHELL),
+            with(&[
+                "KIMI_CODE_NO_AUTO_UPDATE=1",
+                "KIMI_MODEL_API_KEY=k",
+                "MOONSHOT_API_KEY=m"
+            ])
+        );
+        let grok = plan(&invocation(Provider::Grok, "critic"));
+        assert_eq!(environment(&grok, SHELL), with(&["XAI_API_KEY=x"]));
+        let codex = plan(&invocation(Provider::Codex, "analyser"));
+        assert_eq!(environment(&codex, SHELL), with(&["OPENAI_API_KEY=o"]));
+        let claude = plan(&invocation(Provider::Claude, "analyser"));
+        assert_eq!(
+            environment(&claude, SHELL),
+            with(&[
+                "ANTHROPIC_API_KEY=a",
+                "AWS_SECRET_ACCESS_KEY=aws",
+                "DISABLE_AUTOUPDATER=1"
+            ])
+        );
+        let agy = plan(&invocation(Provider::Antigravity, "analyser"));
+        assert_eq!(environment(&agy, SHELL), with(&["GEMINI_API_KEY=g"]));
+    }
+
+    #[test]
+    fn passed_names_and_prefixes_are_added_but_markers_never() {
+        let mut inv = invocation(Provider::Kimi, "analyser");
+        inv.pass_env = vec!["GITHUB_TOKEN".into(), "AWS_*".into(), "CLAUDECODE".into()];
+        let env = environment(&plan(&inv), SHELL);
+        assert!(env.contains(&"GITHUB_TOKEN=gh".to_owned()));
+        assert!(env.contains(&"AWS_SECRET_ACCESS_KEY=aws".to_owned()));
+        assert!(!env.iter().any(|line| line.starts_with("CLAUDECODE=")));
+        assert!(!env.iter().any(|line| line.starts_with("OKSTRA_")));
+    }
+
+    #[test]
+    fn pass_env_lists_are_names_or_prefixes() {
+        assert_eq!(
+            parse_pass_env("GITHUB_TOKEN, AWS_*,,_X1").unwrap(),
+            vec!["GITHUB_TOKEN", "AWS_*", "_X1"]
+        );
+        assert_eq!(parse_pass_env("").unwrap(), Vec::<String>::new());
+        for bad in ["1ABC", "A-B", "*", "A*B", "A B", "É"] {
+            let err = parse_pass_env(bad).unwrap_err();
+            assert!(err.starts_with(&format!("`{bad}` is not")), "{err}");
         }
     }
 }

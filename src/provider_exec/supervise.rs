@@ -33,15 +33,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use nix::errno::Errno;
 #[cfg(target_os = "linux")]
 use nix::sys::prctl;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
-#[cfg(target_os = "linux")]
-use nix::unistd::{getpid, getppid};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, sleep, timeout};
@@ -52,8 +49,8 @@ use super::provider::Stdin;
 use super::status::{self, Reason, Stage, Status, TerminatedBy};
 use super::watchdog::{Activity, Watchdog};
 use super::{PROGRAM, Ready};
-use crate::exit;
 use crate::process_group::{self, GRACE};
+use crate::{child, exit};
 
 /// How long we keep draining the pipe after the group is gone, for holders we
 /// cannot signal (not in the group and not our descendants).
@@ -201,23 +198,18 @@ async fn supervise(ready: Ready) -> u8 {
         }
     };
 
-    let mut command = Command::new(&ready.program);
-    command
+    let mut builder = child::Builder::new(&ready.program);
+    builder
         .arg0(plan.program)
         .args(&plan.args)
         .current_dir(&plan.cwd)
+        .environment(plan.environment(std::env::vars_os()))
         .stdin(setup.child_stdin)
         .stdout(setup.child_stdout_for_stdout)
         .stderr(setup.child_stdout_for_stderr)
-        .process_group(0)
-        .kill_on_drop(true);
-    for name in &plan.env_remove {
-        command.env_remove(name);
-    }
-    for (name, value) in &plan.env_set {
-        command.env(name, value);
-    }
-    die_with_parent(&mut command);
+        .die_with_parent();
+    let mut command = builder.into_tokio();
+    command.kill_on_drop(true);
     let spawned = command.spawn();
     // Our copies of the pipe's write end must close now, or EOF never comes.
     drop(command);
@@ -555,56 +547,13 @@ fn reap(pid: Pid) -> bool {
 
 /// Our current children other than the CLI (already reaped when this is
 /// called) and the guardian: orphans of its tree adopted through
-/// `PR_SET_CHILD_SUBREAPER`. Linux lists each thread's children in
-/// `/proc/self/task/<tid>/children`.
+/// `PR_SET_CHILD_SUBREAPER`.
 fn orphans(guardian: Option<Pid>) -> Vec<Pid> {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for task in tasks.flatten() {
-        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
-            continue;
-        };
-        found.extend(
-            list.split_ascii_whitespace()
-                .filter_map(|pid| pid.parse().ok())
-                .map(Pid::from_raw)
-                .filter(|pid| Some(*pid) != guardian),
-        );
-    }
-    found
-}
-
-/// Elsewhere there is no parent-death signal; the sidecar's `pgid` remains.
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_command: &mut Command) {}
-
-/// Have the kernel SIGKILL the CLI if the wrapper dies, even by SIGKILL, so
-/// no CLI outlives its supervisor unnoticed. (Grandchildren are not covered;
-/// the sidecar's `pgid` lets a later okstra reap them.)
-#[cfg(target_os = "linux")]
-#[expect(
-    unsafe_code,
-    reason = "PR_SET_PDEATHSIG must be set in the child between fork and exec; only pre_exec runs there"
-)]
-fn die_with_parent(command: &mut Command) {
-    let parent = getpid();
-    // SAFETY: the closure runs in the forked child before exec, where only
-    // async-signal-safe work is allowed. It makes two raw syscalls (prctl,
-    // getppid) and builds an `io::Error` from an errno, which neither
-    // allocates nor takes a lock.
-    unsafe {
-        command.pre_exec(move || {
-            prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-            // If the wrapper died before prctl took effect, the death signal
-            // will never come: we were already re-parented. Refuse to run.
-            if getppid() != parent {
-                return Err(io::Error::from(Errno::ESRCH));
-            }
-            Ok(())
-        });
-    }
+    process_group::children_of_this_process()
+        .into_iter()
+        .map(Pid::from_raw)
+        .filter(|pid| Some(*pid) != guardian)
+        .collect()
 }
 
 /// The shell's view of a status: the code, or 128+N for signal N; never negative.

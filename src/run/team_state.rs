@@ -95,10 +95,35 @@ pub struct DispatchRecord {
     pub log_tail: Option<Vec<String>>,
     #[serde(default)]
     pub usage: Option<Value>,
-    /// How the attempt was kept read-only: `cli-sandbox`, `git-worktree`,
-    /// or `none` (the project is not a git repository).
+    /// How the attempt was kept read-only: `cli-sandbox`, `git-copy`,
+    /// `file-copy` or `none` (`git-worktree` in records of older okstras);
+    /// the words are `workspace::Isolation`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<String>,
+    /// The copy the attempt works in, recorded before it is made, so
+    /// `okstra reap` can remove it when its dispatcher dies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceRecord>,
+}
+
+/// Where an isolated attempt works (`dispatches[].workspace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceRecord {
+    /// The copy's root (its marker names the run), or for `none` the
+    /// symlink to the project.
+    pub path: PathBuf,
+    /// The ref that keeps the run's snapshot (git copies).
+    #[serde(default)]
+    pub snapshot_ref: Option<String>,
+    /// `git-copy`, `file-copy` or `none` (`workspace::Kind`).
+    pub kind: String,
+    /// Milliseconds this attempt spent on the run's snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_ms: Option<u64>,
+    /// Milliseconds spent making the copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_ms: Option<u64>,
 }
 
 fn first_attempt() -> u32 {
@@ -508,6 +533,7 @@ mod tests {
             log_tail: None,
             usage: None,
             isolation: None,
+            workspace: None,
         }
     }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{Project, copy_dir, okstra, repo_root};
+use crate::support::{Project, copy_dir, hide_workspaces, okstra, repo_root};
 
 #[path = "converge_plan.rs"]
 mod plan;
@@ -252,8 +252,10 @@ fn blind_round_two_prompt_snapshot() {
     let prompt =
         fs::read_to_string(reviewer(&plan2, "kimi")["promptPath"].as_str().unwrap()).unwrap();
     let project = run.dir.ancestors().nth(6).unwrap();
-    let shown = prompt
-        .replace(run.path(), "[RUN]")
-        .replace(project.to_str().unwrap(), "[PROJECT]");
+    let shown = hide_workspaces(
+        &prompt
+            .replace(run.path(), "[RUN]")
+            .replace(project.to_str().unwrap(), "[PROJECT]"),
+    );
     insta::assert_snapshot!("reverify_blind_round_2_kimi", shown);
 }

@@ -440,3 +440,32 @@ fn kimi_code_gets_a_note_when_the_default_model_is_no_alias_of_its_config() {
     assert_eq!(kimi["ready"], json!(true), "{kimi}");
     assert_eq!(kimi["credentials"].as_array().unwrap().len(), 1);
 }
+
+/// A CLI that starts a daemon with `setsid` (its own session, outside the
+/// CLI's process group, as the interactive codex does) while the doctor asks
+/// it for its version: the doctor is a sub-reaper, so the daemon re-parents
+/// to it and is stopped with the probe, not left running.
+#[test]
+fn the_doctor_leaves_no_daemon_a_cli_started_with_setsid() {
+    let world = doctor_project();
+    world.copy_cli("kimi", "providers/setsid-grandchild.sh");
+    let output = world
+        .okstra()
+        .args(["doctor", "--json", "--provider", "kimi"])
+        .output()
+        .unwrap();
+    assert!(output.status.code().is_some(), "the doctor ends");
+    let pid: i32 = fs::read_to_string(world.path("fake/grandchild.pid"))
+        .expect("the fake CLI ran and started its daemon")
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    if alive {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(!alive, "the daemon {pid} outlived the doctor");
+}

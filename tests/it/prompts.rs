@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::Project;
+use crate::support::{Project, hide_workspaces};
 
 const TASK_TYPES: [&str; 7] = [
     "requirements-discovery",
@@ -146,8 +146,10 @@ impl Bundle {
                 }
             }
         }
-        out.replace(self.run_dir.to_str().unwrap(), "[RUN]")
-            .replace(self.root.to_str().unwrap(), "[PROJECT]")
+        hide_workspaces(
+            &out.replace(self.run_dir.to_str().unwrap(), "[RUN]")
+                .replace(self.root.to_str().unwrap(), "[PROJECT]"),
+        )
     }
 
     fn all_markdown(&self) -> Vec<(String, String)> {

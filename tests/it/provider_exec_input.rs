@@ -104,6 +104,7 @@ fn host_session_markers_are_removed_and_the_cwd_is_the_worktree() {
     cmd.env("CLAUDECODE", "1")
         .env("CLAUDE_CODE_ENTRYPOINT", "cli")
         .env("KEEP_ME", "yes")
+        .env("OKSTRA_PASS_ENV", "FAKE_*,KEEP_ME,CLAUDECODE")
         .stdout(File::create(world.path("stdout")).unwrap())
         .stderr(File::create(world.path("stderr")).unwrap());
     let run = world.run_with(cmd.spawn().unwrap(), QUICK);
@@ -119,6 +120,111 @@ fn host_session_markers_are_removed_and_the_cwd_is_the_worktree() {
     );
     assert!(world.recorded_argv().ends_with(&["acceptEdits".to_owned()]));
     assert_eq!(world.status()["idle_timeout_seconds"], 1500);
+}
+
+/// What a CLI with no read-only mode holds while it reads untrusted code:
+/// the neutral variables, its own provider's, and what the user passed —
+/// never another provider's key or the user's other secrets.
+#[test]
+fn a_cli_sees_only_its_own_providers_secrets() {
+    let secrets = [
+        ("ANTHROPIC_API_KEY", "sk-ant"),
+        ("OPENAI_API_KEY", "sk-openai"),
+        ("GEMINI_API_KEY", "gem"),
+        ("XAI_API_KEY", "xai"),
+        ("MOONSHOT_API_KEY", "moon"),
+        ("KIMI_CODE_HOME", "/kimi-home"),
+        ("GITHUB_TOKEN", "ghp"),
+        ("AWS_SECRET_ACCESS_KEY", "aws"),
+        ("DATABASE_URL", "postgres://secret"),
+        ("LC_ALL", "C.UTF-8"),
+        ("https_proxy", "http://proxy:3128"),
+    ];
+    let seen = |provider: &str, pass: &str| -> Vec<String> {
+        let world = World::new(provider, "record.sh");
+        let mut cmd = world.command(
+            &okstra_path(),
+            &prepend("provider-exec", &world.args(provider, &[])),
+        );
+        cmd.envs(secrets)
+            .env("OKSTRA_PASS_ENV", pass)
+            .stdout(File::create(world.path("stdout")).unwrap())
+            .stderr(File::create(world.path("stderr")).unwrap());
+        let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let env = String::from_utf8(world.recorded("env")).unwrap();
+        let mut names: Vec<String> = env
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_owned()))
+            .filter(|name| secrets.iter().any(|(secret, _)| secret == name))
+            .collect();
+        names.sort();
+        // The basics a CLI needs are always there.
+        for line in ["PATH=", "HOME=", "FAKE_DIR="] {
+            assert!(
+                env.lines().any(|l| l.starts_with(line)),
+                "{provider}: no {line}"
+            );
+        }
+        names
+    };
+    assert_eq!(
+        seen("kimi", "FAKE_*"),
+        [
+            "KIMI_CODE_HOME",
+            "LC_ALL",
+            "MOONSHOT_API_KEY",
+            "https_proxy"
+        ]
+    );
+    assert_eq!(
+        seen("grok", "FAKE_*"),
+        ["LC_ALL", "XAI_API_KEY", "https_proxy"]
+    );
+    assert_eq!(
+        seen("codex", "FAKE_*"),
+        ["LC_ALL", "OPENAI_API_KEY", "https_proxy"]
+    );
+    assert_eq!(
+        seen("claude", "FAKE_*"),
+        [
+            "ANTHROPIC_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "LC_ALL",
+            "https_proxy"
+        ]
+    );
+    // `--pass-env` adds names and prefixes.
+    assert_eq!(
+        seen("kimi", "FAKE_*,GITHUB_TOKEN,DATABASE_*"),
+        [
+            "DATABASE_URL",
+            "GITHUB_TOKEN",
+            "KIMI_CODE_HOME",
+            "LC_ALL",
+            "MOONSHOT_API_KEY",
+            "https_proxy"
+        ]
+    );
+}
+
+#[test]
+fn a_bad_pass_env_list_is_refused_before_anything_starts() {
+    let world = World::new("kimi", "record.sh");
+    let mut cmd = world.command(
+        &okstra_path(),
+        &prepend("provider-exec", &world.args("kimi", &[])),
+    );
+    cmd.env("OKSTRA_PASS_ENV", "FAKE_*,NOT-A-NAME")
+        .stdout(File::create(world.path("stdout")).unwrap())
+        .stderr(File::create(world.path("stderr")).unwrap());
+    let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+    assert_eq!(run.code(), 64);
+    assert_eq!(
+        run.stderr,
+        "okstra-provider-exec: error: invalid `OKSTRA_PASS_ENV`: `NOT-A-NAME` is not an environment variable name: expected one like `AWS_PROFILE`, or a prefix ending in `*` like `AWS_*`\n"
+    );
+    assert!(!world.sidecar().exists());
 }
 
 #[test]

@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_mins(2);
 
 /// A copy of `examples/tiny-service` with the example brief, and the fake
 /// team installed under every provider CLI's name.
-fn team_project() -> Project {
+pub fn team_project() -> Project {
     let brief = fs::read_to_string(repo_root().join("examples/brief.md")).unwrap();
     let project = Project::new()
         .key("demo", "review", "reservations")
@@ -34,7 +34,7 @@ fn team_project() -> Project {
 
 /// `okstra run` rendering a headless run of `workers`; the JSON outcome,
 /// exit code and stderr.
-fn run(project: &Project, workers: &str, env: &[(&str, &str)]) -> (Value, i32, String) {
+pub fn run(project: &Project, workers: &str, env: &[(&str, &str)]) -> (Value, i32, String) {
     run_with(
         project,
         &["--task-type", "project-analysis", "--workers", workers],
@@ -43,7 +43,7 @@ fn run(project: &Project, workers: &str, env: &[(&str, &str)]) -> (Value, i32, S
 }
 
 /// `okstra run` rendering a headless run with launcher flags `flags`.
-fn run_with(project: &Project, flags: &[&str], env: &[(&str, &str)]) -> (Value, i32, String) {
+pub fn run_with(project: &Project, flags: &[&str], env: &[(&str, &str)]) -> (Value, i32, String) {
     let mut cmd = project.task_command(&["run"], &[flags, &["--yes", "--json"]].concat());
     cmd.timeout(LIMIT);
     for (name, value) in env {
@@ -56,30 +56,8 @@ fn run_with(project: &Project, flags: &[&str], env: &[(&str, &str)]) -> (Value, 
     (outcome, output.status.code().unwrap(), stderr)
 }
 
-/// Make `project` a git repository (ignoring `.okstra/`) with everything
-/// committed.
-fn commit_all(project: &std::path::Path) {
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(project)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
-    git(&["add", "."]);
-    git(&["commit", "-q", "-m", "example"]);
-}
-
 /// An implementation run: claude the Executor, codex and kimi verifiers.
-const IMPLEMENTATION: &[&str] = &[
+pub const IMPLEMENTATION: &[&str] = &[
     "--task-type",
     "implementation",
     "--executor",
@@ -89,7 +67,7 @@ const IMPLEMENTATION: &[&str] = &[
 ];
 
 /// Every attempt record of dispatch `name`, in order.
-fn attempts(run: &std::path::Path, name: &str) -> Vec<Value> {
+pub fn attempts(run: &std::path::Path, name: &str) -> Vec<Value> {
     read_json(&team_state_path(run))["dispatches"]
         .as_array()
         .unwrap()
@@ -99,7 +77,7 @@ fn attempts(run: &std::path::Path, name: &str) -> Vec<Value> {
         .collect()
 }
 
-fn run_dir(outcome: &Value) -> PathBuf {
+pub fn run_dir(outcome: &Value) -> PathBuf {
     PathBuf::from(outcome["runDir"].as_str().unwrap())
 }
 
@@ -205,67 +183,6 @@ fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
             .contains("No model configured")
     );
     assert_eq!(kimi["itemsReported"], 0);
-}
-
-#[test]
-fn a_cli_without_a_read_only_mode_runs_in_a_throwaway_worktree() {
-    let world = team_project();
-    let project = world.root().to_path_buf();
-    commit_all(&project);
-    let (outcome, code, stderr) = run(
-        &world,
-        "claude,codex,kimi,report-writer",
-        &[("FAKE_SCRIBBLE", "kimi")],
-    );
-    assert_eq!(code, 0, "{stderr}");
-    // kimi wrote where it ran: a worktree of HEAD, gone afterwards.
-    assert!(!project.join("scribbled.txt").exists());
-    let worktrees = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&project)
-        .args(["worktree", "list"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&worktrees.stdout).lines().count(),
-        1
-    );
-    let run = run_dir(&outcome);
-    let state_path = team_state_path(&run);
-    let state = read_json(&state_path);
-    let isolation = |name: &str| {
-        state["dispatches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["dispatchName"] == name)
-            .unwrap()["isolation"]
-            .clone()
-    };
-    assert_eq!(isolation("kimi-worker"), "git-worktree");
-    assert_eq!(isolation("kimi-worker-reverify-r1"), "git-worktree");
-    assert_eq!(isolation("claude-worker"), "cli-sandbox");
-}
-
-#[test]
-fn a_project_outside_git_says_its_unsandboxable_cli_ran_unisolated() {
-    let world = team_project();
-    let (outcome, code, stderr) = run(&world, "claude,codex,kimi,report-writer", &[]);
-    assert_eq!(code, 0, "{stderr}");
-    let report = read_json(&run_dir(&outcome).join("report/data.json"));
-    let coverage = report["workerCoverage"].as_array().unwrap();
-    let kimi = coverage.iter().find(|w| w["workerId"] == "kimi").unwrap();
-    assert!(
-        kimi["notes"][0]
-            .as_str()
-            .unwrap()
-            .contains("not a git repository"),
-        "{kimi}"
-    );
-    let claude = coverage.iter().find(|w| w["workerId"] == "claude").unwrap();
-    assert!(claude.get("notes").is_none());
-    let markdown = fs::read_to_string(run_dir(&outcome).join("report/final-report.md")).unwrap();
-    assert!(markdown.contains("ran in the project itself"));
 }
 
 #[test]
@@ -497,26 +414,4 @@ fn with_fix_cycle_no_the_executor_runs_once() {
     let run = run_dir(&outcome);
     assert!(!run.join("state/fix-request.md").exists());
     assert_eq!(attempts(&run, "claude-executor").len(), 1);
-}
-
-/// A verifier on a CLI without a read-only mode runs in a worktree; that
-/// worktree must hold the Executor's uncommitted change it is to verify.
-#[test]
-fn an_isolated_verifier_sees_the_executors_uncommitted_change() {
-    let world = team_project();
-    let project = world.root().to_path_buf();
-    commit_all(&project);
-    let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[("FAKE_EDIT", "1")]);
-    assert_eq!(code, 0, "{stderr}");
-    let run = run_dir(&outcome);
-    let kimi = fs::read_to_string(run.join("results/kimi-verifier.md")).unwrap();
-    assert!(kimi.contains("saw-executor-change"), "{kimi}");
-    let record = &attempts(&run, "kimi-verifier")[0];
-    assert_eq!(record["isolation"], "git-worktree", "{record}");
-    assert!(
-        fs::read_to_string(project.join("src/inventory.py"))
-            .unwrap()
-            .contains("okstra-fake-change"),
-        "the Executor's change stays in the project"
-    );
 }

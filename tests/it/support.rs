@@ -183,6 +183,12 @@ impl Project {
             .join(format!("{task_type}-{sequence:03}"))
     }
 
+    /// Where isolated copies of this project's runs go (`HOME` is the temp
+    /// folder's `home/`).
+    pub fn workspaces(&self) -> PathBuf {
+        self.path("home/.local/state/okstra/workspaces")
+    }
+
     /// `rel` in the temp folder, beside the root: outside the project.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.base.join(rel)
@@ -209,9 +215,12 @@ impl Project {
 
     /// `program` in the root with the project's clean environment: okstra's
     /// variables and provider credentials removed, `HOME` and
-    /// `XDG_CACHE_HOME` in the temp folder, `PATH=bin:/usr/bin:/bin` (the
+    /// `XDG_CACHE_HOME` in the temp folder (so isolated copies go to
+    /// `home/.local/state/okstra/workspaces`), `PATH=bin:/usr/bin:/bin` (the
     /// fake CLIs and the system's tools, never the developer's real CLIs),
-    /// `FAKE_DIR=fake`, and stdin empty.
+    /// `FAKE_DIR=fake`, `OKSTRA_PASS_ENV=FAKE_*` (a provider CLI sees only
+    /// allowlisted variables; the fakes' `FAKE_*` switches are passed the way
+    /// a user passes `--pass-env`), and stdin empty.
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(&self.root)
@@ -222,6 +231,7 @@ impl Project {
                 format!("{}:/usr/bin:/bin", self.path("bin").display()),
             )
             .env("FAKE_DIR", self.path("fake"))
+            .env("OKSTRA_PASS_ENV", "FAKE_*")
             .stdin(Stdio::null());
         for name in OKSTRA_ENV.iter().chain(&PROVIDER_ENV) {
             cmd.env_remove(name);
@@ -378,6 +388,45 @@ pub fn copy_dir(from: &Path, to: &Path) {
             fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// `text` with every isolated copy's folder prefix
+/// (`…/okstra/workspaces/<16 hex>`, which holds a temp folder and a hash of
+/// the project's path) shown as `[WORKSPACES]`.
+pub fn hide_workspaces(text: &str) -> String {
+    static PREFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"/[^\s`]*/okstra/workspaces/[0-9a-f]{16}").expect("a valid pattern")
+    });
+    PREFIX.replace_all(text, "[WORKSPACES]").into_owned()
+}
+
+/// Make `project` a git repository (ignoring `.okstra/`) with everything
+/// committed on `main`.
+pub fn commit_all(project: &Path) {
+    git(project, &["init", "-q", "-b", "main"]);
+    fs::write(project.join(".gitignore"), ".okstra/\n").unwrap();
+    git(project, &["add", "."]);
+    git(project, &["commit", "-q", "-m", "example"]);
+}
+
+/// `git args…` in `dir` as a test's author, which must succeed; its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
 }
 
 /// The team state file of a run folder (`state/team-state-<runId>.json`).

@@ -1,0 +1,625 @@
+//! Workspaces: where a worker whose CLI has no read-only mode works, so that
+//! nothing it does can change the user's files, index or refs.
+//!
+//! kimi's `-p` and the community `grok` approve every tool call
+//! (research/provider-clis.md §12), yet every analyser, verifier, critic and
+//! reviewer must leave the project as it was. Each such attempt works in a
+//! **copy** of the project, and its prompt names the copy as its project
+//! root (the bundle and `converge plan` both ask [`locate`] where it is):
+//!
+//! - **Inside git:** the working tree is snapshotted once per run
+//!   (`snapshot`: tracked changes and untracked files that are not ignored,
+//!   nothing under `.okstra/`, made on a scratch copy of the index) and kept
+//!   reachable under `refs/okstra/snapshots/…` in the user's repository —
+//!   the only ref okstra writes there. Each copy (`git_copy`) is a repository
+//!   of its own (`git init`: its own `.git`, refs, config, no hooks) that
+//!   borrows the user's objects read-only through `objects/info/alternates`,
+//!   with the snapshot checked out. Unlike a linked worktree it shares no
+//!   ref, config or hook with the user's repository: a CLI that runs
+//!   `git checkout -b` or `git update-ref` there changes only the copy.
+//! - **Outside git:** a plain file copy (`file_copy`), honouring the
+//!   project's ignore rules, skipping `.okstra/` and `.git`, and bounded by
+//!   [`MAX_COPY_FILES`] and [`MAX_COPY_BYTES`]; a larger project is refused.
+//! - **In place** only with `--allow-unisolated`, when no copy can be made:
+//!   the copy's path is then a symlink to the project, so the prompt still
+//!   names a real folder.
+//!
+//! A copy lives at a path fixed by the run and the worker ([`locate`]:
+//! `${XDG_STATE_HOME:-$HOME/.local/state}/okstra/workspaces/<16 hex of the
+//! project root's SHA-256>/<project>/<group>/<task>/<run-id>/<worker-id>/`),
+//! outside the project (a nested `.git` would show in the user's
+//! `git status`) and the same every time, so a resumed run's prompts stay
+//! byte for byte the same. Its root holds a marker ([`MARKER`]) naming the
+//! project, the run folder and the worker; a copy that exists with a
+//! matching marker is reused, else rebuilt, and only a folder whose marker
+//! names the run is ever removed ([`remove`]).
+
+mod file_copy;
+mod git_copy;
+mod snapshot;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Provider, Role};
+use crate::git;
+use crate::run::team_state::WorkspaceRecord;
+
+pub use snapshot::Snapshots;
+
+/// A file copy refuses a project with more files than this after its ignore
+/// rules (a large service is a few thousand; twenty thousand is a monorepo
+/// that belongs in git).
+pub const MAX_COPY_FILES: u64 = 20_000;
+/// … or more bytes than this (512 MiB): copying more per worker costs more
+/// disk and seconds than an analysis is worth.
+pub const MAX_COPY_BYTES: u64 = 512 * 1024 * 1024;
+/// The marker file at a copy's root.
+pub const MARKER: &str = ".okstra-workspace.json";
+/// Version of the marker's format.
+const MARKER_VERSION: u32 = 1;
+/// Hex digits of the project root's SHA-256 in the path: enough to tell
+/// projects apart, short enough for a path.
+const PROJECT_HASH_LEN: usize = 16;
+
+/// How an attempt was kept from changing the project (the dispatch
+/// record's `isolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// The CLI's own read-only mode (claude `plan`, codex `read-only`,
+    /// antigravity without write approval), or the one role allowed to write.
+    CliSandbox,
+    /// A git copy of the run's snapshot.
+    GitCopy,
+    /// A file copy of a project outside git.
+    FileCopy,
+    /// Nothing: it ran in the project itself (`--allow-unisolated`).
+    None,
+    /// A linked git worktree: what okstra did before copies (read only).
+    GitWorktree,
+}
+
+impl Isolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::CliSandbox => "cli-sandbox",
+            Isolation::GitCopy => "git-copy",
+            Isolation::FileCopy => "file-copy",
+            Isolation::None => "none",
+            Isolation::GitWorktree => "git-worktree",
+        }
+    }
+
+    /// A recorded word; `None` for one this okstra does not know.
+    pub fn parse(text: &str) -> Option<Isolation> {
+        [
+            Isolation::CliSandbox,
+            Isolation::GitCopy,
+            Isolation::FileCopy,
+            Isolation::None,
+            Isolation::GitWorktree,
+        ]
+        .into_iter()
+        .find(|isolation| isolation.as_str() == text)
+    }
+}
+
+/// What a workspace is (the record's `workspace.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    GitCopy,
+    FileCopy,
+    /// The project itself, through a symlink at the copy's path.
+    None,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::GitCopy => "git-copy",
+            Kind::FileCopy => "file-copy",
+            Kind::None => "none",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        [Kind::GitCopy, Kind::FileCopy, Kind::None]
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+
+    pub fn isolation(self) -> Isolation {
+        match self {
+            Kind::GitCopy => Isolation::GitCopy,
+            Kind::FileCopy => Isolation::FileCopy,
+            Kind::None => Isolation::None,
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether `provider` in `role` needs a copy to stay read-only: the CLIs
+/// with no read-only mode, in every role but the Executor's (which writes
+/// the project by design).
+pub fn needs_copy(provider: Provider, role: Role) -> bool {
+    matches!(provider, Provider::Kimi | Provider::Grok) && role != Role::Executor
+}
+
+/// Why a workspace could not be placed, made or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "neither `XDG_STATE_HOME` nor `HOME` names an absolute folder, so there is nowhere to put isolated copies"
+    )]
+    NoStateHome,
+    #[error("`{value}` is not a valid {what} for a workspace path: expected a slug")]
+    Name { what: &'static str, value: String },
+    #[error("cannot snapshot the working tree of `{}`", .project.display())]
+    Snapshot {
+        project: PathBuf,
+        #[source]
+        source: git::Error,
+    },
+    #[error("cannot make a git copy at `{}`", .path.display())]
+    GitCopy {
+        path: PathBuf,
+        #[source]
+        source: git::Error,
+    },
+    #[error(
+        "the project `{}` has more than {limit} after its ignore rules, too much to copy for an isolated worker",
+        .project.display()
+    )]
+    TooLarge { project: PathBuf, limit: String },
+    #[error("cannot {action} `{}`", .path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read the project `{}` to copy it", .path.display())]
+    Walk {
+        path: PathBuf,
+        #[source]
+        source: ignore::Error,
+    },
+    #[error("`{}` is not an okstra workspace of this run ({why}), so it is left alone", .path.display())]
+    Foreign { path: PathBuf, why: String },
+}
+
+impl Error {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
+        let path = path.to_path_buf();
+        move |source| Error::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// The run a workspace belongs to, as its manifest records it.
+#[derive(Debug, Clone)]
+pub struct RunIdentity {
+    pub project_root: PathBuf,
+    /// `project/group/task`.
+    pub task_key: String,
+    pub run_id: String,
+    /// The run folder (canonical).
+    pub run_dir: PathBuf,
+    /// The manifest's `createdAt`: tells a run from an earlier one that had
+    /// the same id (after `.okstra/` was deleted).
+    pub created_at: String,
+}
+
+/// Where one worker's copy lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The copy's root: its marker, and its `.git` for a git copy.
+    pub root: PathBuf,
+    /// The project inside the copy, the worker's project root: the root
+    /// itself, or the project's subfolder when the project lies in a
+    /// subfolder of its repository.
+    pub project: PathBuf,
+    /// Whether the project lies in a git repository (a `.git` above it).
+    pub in_git: bool,
+}
+
+/// Where isolated copies live: `${XDG_STATE_HOME:-$HOME/.local/state}/okstra/workspaces`.
+/// A relative or empty value is ignored, as the XDG spec says.
+pub fn workspaces_root(env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
+    let absolute = |name: &str| {
+        env(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    let state = absolute("XDG_STATE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
+        .ok_or(Error::NoStateHome)?;
+    Ok(state.join("okstra").join("workspaces"))
+}
+
+/// The one path function: where `worker_id`'s copy for run `run_id` of
+/// `task_key` (`project/group/task`) in `project_root` lives. The bundle
+/// (initial prompts), `converge plan` (reverify prompts) and the engine
+/// (which makes the copy) all ask here, so they always agree.
+pub fn locate(
+    project_root: &Path,
+    task_key: &str,
+    run_id: &str,
+    worker_id: &str,
+) -> Result<Location, Error> {
+    let workspaces = workspaces_root(&|name| std::env::var_os(name))?;
+    locate_in(&workspaces, project_root, task_key, run_id, worker_id)
+}
+
+fn locate_in(
+    workspaces: &Path,
+    project_root: &Path,
+    task_key: &str,
+    run_id: &str,
+    worker_id: &str,
+) -> Result<Location, Error> {
+    let project = canonical(project_root);
+    let root =
+        run_folder_in(workspaces, &project, task_key, run_id)?.join(slug("worker id", worker_id)?);
+    let prefix = repository_prefix(&project);
+    Ok(Location {
+        project: match prefix.as_deref() {
+            Some(prefix) if !prefix.as_os_str().is_empty() => root.join(prefix),
+            _ => root.clone(),
+        },
+        in_git: prefix.is_some(),
+        root,
+    })
+}
+
+/// The folder holding every copy of one run.
+fn run_folder_in(
+    workspaces: &Path,
+    project: &Path,
+    task_key: &str,
+    run_id: &str,
+) -> Result<PathBuf, Error> {
+    let parts: Vec<&str> = task_key.split('/').collect();
+    let [project_id, task_group, task_id] = parts.as_slice() else {
+        return Err(Error::Name {
+            what: "task key",
+            value: task_key.to_owned(),
+        });
+    };
+    Ok(workspaces
+        .join(project_hash(project))
+        .join(slug("project id", project_id)?)
+        .join(slug("task group", task_group)?)
+        .join(slug("task id", task_id)?)
+        .join(slug("run id", run_id)?))
+}
+
+fn slug<'a>(what: &'static str, value: &'a str) -> Result<&'a str, Error> {
+    if crate::slug::is_slug(value) {
+        Ok(value)
+    } else {
+        Err(Error::Name {
+            what,
+            value: value.to_owned(),
+        })
+    }
+}
+
+/// The project root resolved (symlinks, `..`), or as given when it cannot be.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The first hex digits of the SHA-256 of the canonical project root.
+fn project_hash(project: &Path) -> String {
+    let mut hex = crate::digest::sha256_hex(project.as_os_str().as_bytes());
+    hex.truncate(PROJECT_HASH_LEN);
+    hex
+}
+
+/// Where `project` lies in its git repository: the path from the nearest
+/// folder above it (itself included) that holds a `.git`, or `None` outside
+/// git. Read from the file system only (no git runs), so a render can ask.
+fn repository_prefix(project: &Path) -> Option<PathBuf> {
+    project
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .and_then(|top| project.strip_prefix(top).ok())
+        .map(Path::to_path_buf)
+}
+
+/// The ref that keeps run `run`'s snapshot in the user's repository:
+/// `refs/okstra/snapshots/<run-id>-<16 hex>`, the hex from the project,
+/// task key, run id and creation time, so two runs never share one.
+pub fn snapshot_ref(run: &RunIdentity) -> String {
+    let identity = [
+        canonical(&run.project_root).as_os_str().as_bytes(),
+        run.task_key.as_bytes(),
+        run.run_id.as_bytes(),
+        run.created_at.as_bytes(),
+    ]
+    .join(&0);
+    let mut hex = crate::digest::sha256_hex(&identity);
+    hex.truncate(PROJECT_HASH_LEN);
+    // Only characters git allows anywhere in a ref name.
+    let name: String = run
+        .run_id
+        .chars()
+        .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+        .collect();
+    format!("refs/okstra/snapshots/{name}-{hex}")
+}
+
+/// The marker at a copy's root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Marker {
+    schema_version: u32,
+    project_root: PathBuf,
+    run_dir: PathBuf,
+    worker_id: String,
+    kind: Kind,
+    snapshot_ref: Option<String>,
+    created_at: String,
+}
+
+impl Marker {
+    /// Whether a copy with marker `self` is the one `wanted` describes (the
+    /// creation time aside).
+    fn is_for(&self, wanted: &Marker) -> bool {
+        self.project_root == wanted.project_root
+            && self.run_dir == wanted.run_dir
+            && self.worker_id == wanted.worker_id
+            && self.kind == wanted.kind
+            && self.snapshot_ref == wanted.snapshot_ref
+    }
+
+    fn write(&self, root: &Path) -> Result<(), Error> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(|err| Error::Io {
+            action: "write the marker of",
+            path: root.to_path_buf(),
+            source: io::Error::other(err),
+        })?;
+        bytes.push(b'\n');
+        crate::durable::write_atomic(&root.join(MARKER), &bytes)
+            .map_err(Error::io("write the marker of", root))
+    }
+
+    /// The marker at `root`, when there is a regular file that reads as one.
+    fn read(root: &Path) -> Option<Marker> {
+        let bytes =
+            crate::fsread::read_no_follow(&root.join(MARKER), crate::fsread::Kind::Manifest)
+                .ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// One attempt's workspace as decided before anything is made: cheap (no
+/// git runs, no copying), so the engine records it first.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kind: Kind,
+    pub location: Location,
+    pub snapshot_ref: Option<String>,
+    project_root: PathBuf,
+    marker: Marker,
+}
+
+/// Decide `worker_id`'s workspace in `run`: a git copy inside git, a file
+/// copy outside.
+pub fn plan(run: &RunIdentity, worker_id: &str) -> Result<Plan, Error> {
+    let location = locate(&run.project_root, &run.task_key, &run.run_id, worker_id)?;
+    let kind = if location.in_git {
+        Kind::GitCopy
+    } else {
+        Kind::FileCopy
+    };
+    let snapshot_ref = (kind == Kind::GitCopy).then(|| snapshot_ref(run));
+    let project_root = canonical(&run.project_root);
+    Ok(Plan {
+        marker: Marker {
+            schema_version: MARKER_VERSION,
+            project_root: project_root.clone(),
+            run_dir: canonical(&run.run_dir),
+            worker_id: worker_id.to_owned(),
+            kind,
+            snapshot_ref: snapshot_ref.clone(),
+            created_at: crate::clock::rfc3339_now(),
+        },
+        kind,
+        location,
+        snapshot_ref,
+        project_root,
+    })
+}
+
+impl Plan {
+    /// What the dispatch record says before the copy is made.
+    pub fn record(&self) -> WorkspaceRecord {
+        WorkspaceRecord {
+            path: self.location.root.clone(),
+            snapshot_ref: self.snapshot_ref.clone(),
+            kind: self.kind.as_str().to_owned(),
+            snapshot_ms: None,
+            copy_ms: None,
+        }
+    }
+}
+
+/// A workspace that exists.
+#[derive(Debug, Clone)]
+pub struct Made {
+    pub kind: Kind,
+    /// What the record names (the copy's root, or the in-place symlink).
+    pub path: PathBuf,
+    /// The worker's project root (its working folder).
+    pub project: PathBuf,
+    /// Why no copy could be made, when it runs in place.
+    pub fallback: Option<String>,
+    /// Time spent on the run's snapshot (making or waiting for it).
+    pub snapshot_ms: Option<u64>,
+    /// Time spent making the copy.
+    pub copy_ms: u64,
+    project_root: PathBuf,
+    run_dir: PathBuf,
+}
+
+impl Made {
+    /// The record with the figures of what was made.
+    pub fn record(&self, plan: &Plan) -> WorkspaceRecord {
+        WorkspaceRecord {
+            path: self.path.clone(),
+            snapshot_ref: plan.snapshot_ref.clone(),
+            kind: self.kind.as_str().to_owned(),
+            snapshot_ms: self.snapshot_ms,
+            copy_ms: Some(self.copy_ms),
+        }
+    }
+
+    /// Remove it (see [`remove`]).
+    pub fn remove(&self) -> Result<(), Error> {
+        remove(&self.path, self.kind, &self.project_root, &self.run_dir)
+    }
+}
+
+/// Make `plan`'s workspace (blocking: run it off the engine's event loop).
+/// With `allow_unisolated`, a copy that cannot be made becomes the project
+/// itself (a symlink at the copy's path); without, its error.
+pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Result<Made, Error> {
+    let mut snapshot_ms = None;
+    let started = Instant::now();
+    let made = match plan.kind {
+        Kind::GitCopy => {
+            let waited = Instant::now();
+            let snapshot = snapshots.get();
+            snapshot_ms = Some(millis(waited));
+            snapshot.and_then(|snapshot| {
+                git_copy::make(&plan.location, &snapshot, &plan.marker, &plan.project_root)
+            })
+        }
+        Kind::FileCopy => file_copy::make(&plan.project_root, &plan.location, &plan.marker),
+        Kind::None => Ok(()),
+    };
+    let copy_ms = millis(started).saturating_sub(snapshot_ms.unwrap_or(0));
+    let made_as = |kind: Kind, path: PathBuf, fallback: Option<String>| Made {
+        kind,
+        path,
+        project: plan.location.project.clone(),
+        fallback,
+        snapshot_ms,
+        copy_ms,
+        project_root: plan.project_root.clone(),
+        run_dir: plan.marker.run_dir.clone(),
+    };
+    match made {
+        Ok(()) if plan.kind != Kind::None => {
+            Ok(made_as(plan.kind, plan.location.root.clone(), None))
+        }
+        Ok(()) => in_place(plan).map(|()| made_as(Kind::None, plan.location.project.clone(), None)),
+        Err(err) => {
+            // A half-made copy carries our marker; nothing else is touched.
+            let _ = remove(
+                &plan.location.root,
+                plan.kind,
+                &plan.project_root,
+                &plan.marker.run_dir,
+            );
+            if !allow_unisolated {
+                return Err(err);
+            }
+            let why = format!("{:#}", anyhow::Error::from(err));
+            in_place(plan)?;
+            Ok(made_as(
+                Kind::None,
+                plan.location.project.clone(),
+                Some(why),
+            ))
+        }
+    }
+}
+
+/// The project itself at the copy's path: a symlink, so the prompt's project
+/// root leads to it.
+fn in_place(plan: &Plan) -> Result<(), Error> {
+    let link = &plan.location.project;
+    if let Some(parent) = link.parent() {
+        std::fs::create_dir_all(parent).map_err(Error::io("create", parent))?;
+    }
+    match std::fs::read_link(link) {
+        Ok(target) if target == plan.project_root => return Ok(()),
+        Ok(_) => std::fs::remove_file(link).map_err(Error::io("replace", link))?,
+        Err(_) => {}
+    }
+    std::os::unix::fs::symlink(&plan.project_root, link).map_err(Error::io("link", link))
+}
+
+/// Remove the workspace at `path` of `kind`, when it is provably okstra's
+/// for `run_dir` of `project_root`: a copy whose marker names both (never
+/// followed through a symlink), or a symlink to the project itself. A path
+/// that does not exist is already removed. Anything else is left alone and
+/// is an [`Error::Foreign`].
+pub fn remove(path: &Path, kind: Kind, project_root: &Path, run_dir: &Path) -> Result<(), Error> {
+    let meta = match path.symlink_metadata() {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(Error::Io {
+                action: "inspect",
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let foreign = |why: &str| Error::Foreign {
+        path: path.to_path_buf(),
+        why: why.to_owned(),
+    };
+    if kind == Kind::None {
+        if !meta.file_type().is_symlink() {
+            return Err(foreign(
+                "an in-place workspace is a symlink, and this is not",
+            ));
+        }
+        let target = std::fs::read_link(path).map_err(Error::io("read", path))?;
+        if canonical(&target) != canonical(project_root) {
+            return Err(foreign("the symlink does not lead to the project"));
+        }
+        std::fs::remove_file(path).map_err(Error::io("remove", path))?;
+        return Ok(());
+    }
+    if !meta.is_dir() {
+        return Err(foreign("not a folder"));
+    }
+    let Some(marker) = Marker::read(path) else {
+        return Err(foreign("it holds no okstra marker"));
+    };
+    if canonical(&marker.project_root) != canonical(project_root)
+        || canonical(&marker.run_dir) != canonical(run_dir)
+    {
+        return Err(foreign("its marker names another run"));
+    }
+    std::fs::remove_dir_all(path).map_err(Error::io("remove", path))
+}
+
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,210 @@
+use std::process::Command;
+
+use super::*;
+
+fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| OsString::from(value))
+    }
+}
+
+#[test]
+fn copies_live_under_the_state_home_never_in_the_project() {
+    assert_eq!(
+        workspaces_root(&env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")])).unwrap(),
+        PathBuf::from("/s/okstra/workspaces")
+    );
+    // A relative or empty XDG_STATE_HOME is ignored, as the spec says.
+    for state in ["", "rel/state"] {
+        let pairs: &'static [(&'static str, &'static str)] = match state {
+            "" => &[("XDG_STATE_HOME", ""), ("HOME", "/h")],
+            _ => &[("XDG_STATE_HOME", "rel/state"), ("HOME", "/h")],
+        };
+        assert_eq!(
+            workspaces_root(&env(pairs)).unwrap(),
+            PathBuf::from("/h/.local/state/okstra/workspaces")
+        );
+    }
+    assert!(matches!(
+        workspaces_root(&env(&[("HOME", "relative")])),
+        Err(Error::NoStateHome)
+    ));
+}
+
+#[test]
+fn the_path_is_fixed_by_project_task_run_and_worker() {
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    let place = |worker: &str| {
+        locate_in(
+            Path::new("/w"),
+            &root,
+            "demo/shop/t1",
+            "project-analysis-001",
+            worker,
+        )
+    };
+    let kimi = place("kimi").unwrap();
+    let hash = project_hash(&root);
+    assert_eq!(hash.len(), 16);
+    assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(
+        kimi.root,
+        PathBuf::from(format!("/w/{hash}/demo/shop/t1/project-analysis-001/kimi"))
+    );
+    assert_eq!(
+        kimi.project, kimi.root,
+        "outside git the copy is the project"
+    );
+    assert!(!kimi.in_git);
+    assert_eq!(place("kimi").unwrap(), kimi, "the same every time");
+    assert_ne!(place("grok").unwrap().root, kimi.root);
+    // Another project gets another folder.
+    let other = tempfile::tempdir().unwrap();
+    let elsewhere = locate_in(
+        Path::new("/w"),
+        other.path(),
+        "demo/shop/t1",
+        "project-analysis-001",
+        "kimi",
+    )
+    .unwrap();
+    assert_ne!(elsewhere.root, kimi.root);
+    // Names that are not slugs never become path components.
+    for (key, run, worker) in [
+        ("demo/../t1", "r-001", "kimi"),
+        ("demo/shop", "r-001", "kimi"),
+        ("demo/shop/t1", "..", "kimi"),
+        ("demo/shop/t1", "r-001", "../../etc"),
+        ("demo/shop/t1", "r-001", ""),
+    ] {
+        assert!(
+            matches!(
+                locate_in(Path::new("/w"), &root, key, run, worker),
+                Err(Error::Name { .. })
+            ),
+            "{key} {run} {worker}"
+        );
+    }
+}
+
+#[test]
+fn a_project_in_a_subfolder_of_its_repository_keeps_its_place_in_the_copy() {
+    let repo = tempfile::tempdir().unwrap();
+    let top = repo.path().canonicalize().unwrap();
+    std::fs::create_dir_all(top.join(".git")).unwrap();
+    std::fs::create_dir_all(top.join("services/api")).unwrap();
+    let located = locate_in(
+        Path::new("/w"),
+        &top.join("services/api"),
+        "p/g/t",
+        "r-001",
+        "kimi",
+    )
+    .unwrap();
+    assert!(located.in_git);
+    assert_eq!(located.project, located.root.join("services/api"));
+}
+
+#[test]
+fn snapshot_refs_differ_per_run_and_stay_valid_ref_names() {
+    let run = |id: &str, created: &str| RunIdentity {
+        project_root: "/p".into(),
+        task_key: "a/b/c".into(),
+        run_id: id.into(),
+        run_dir: "/p/.okstra/tasks/a/b/c/x".into(),
+        created_at: created.into(),
+    };
+    let first = snapshot_ref(&run("project-analysis-001", "2026-01-01T00:00:00.000Z"));
+    assert!(first.starts_with("refs/okstra/snapshots/project-analysis-001-"));
+    assert_eq!(
+        first,
+        snapshot_ref(&run("project-analysis-001", "2026-01-01T00:00:00.000Z"))
+    );
+    // The same id made again later (after `.okstra/` was deleted) is another run.
+    assert_ne!(
+        first,
+        snapshot_ref(&run("project-analysis-001", "2026-02-01T00:00:00.000Z"))
+    );
+    let odd = snapshot_ref(&run("a..b.lock", "t"));
+    let status = Command::new("git")
+        .args(["check-ref-format", &odd])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{odd}");
+}
+
+#[test]
+fn only_clis_without_a_read_only_mode_need_a_copy() {
+    assert!(needs_copy(Provider::Kimi, Role::Analyser));
+    assert!(needs_copy(Provider::Grok, Role::Critic));
+    assert!(needs_copy(Provider::Kimi, Role::Verifier));
+    assert!(!needs_copy(Provider::Kimi, Role::Executor));
+    assert!(!needs_copy(Provider::Claude, Role::Analyser));
+    assert!(!needs_copy(Provider::Codex, Role::Verifier));
+}
+
+#[test]
+fn isolation_words_read_old_records() {
+    for word in [
+        "cli-sandbox",
+        "git-copy",
+        "file-copy",
+        "none",
+        "git-worktree",
+    ] {
+        assert_eq!(Isolation::parse(word).unwrap().as_str(), word);
+    }
+    assert_eq!(Isolation::parse("chroot"), None);
+    assert_eq!(Kind::GitCopy.isolation(), Isolation::GitCopy);
+    assert_eq!(Kind::parse("file-copy"), Some(Kind::FileCopy));
+}
+
+#[test]
+fn only_a_folder_whose_marker_names_the_run_is_removed() {
+    let base = tempfile::tempdir().unwrap();
+    let project = base.path().join("project");
+    let run_dir = project.join(".okstra/tasks/p/g/t/r-001");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let copy = base.path().join("copy");
+    std::fs::create_dir_all(copy.join("src")).unwrap();
+    let marker = Marker {
+        schema_version: MARKER_VERSION,
+        project_root: canonical(&project),
+        run_dir: canonical(&run_dir),
+        worker_id: "kimi".into(),
+        kind: Kind::FileCopy,
+        snapshot_ref: None,
+        created_at: "now".into(),
+    };
+    // No marker: left alone.
+    assert!(matches!(
+        remove(&copy, Kind::FileCopy, &project, &run_dir),
+        Err(Error::Foreign { .. })
+    ));
+    marker.write(&copy).unwrap();
+    // A marker of another run: left alone.
+    let other_run = project.join(".okstra/tasks/p/g/t/r-002");
+    std::fs::create_dir_all(&other_run).unwrap();
+    assert!(matches!(
+        remove(&copy, Kind::FileCopy, &project, &other_run),
+        Err(Error::Foreign { .. })
+    ));
+    // A symlink to it is never followed.
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(&copy, &link).unwrap();
+    assert!(remove(&link, Kind::FileCopy, &project, &run_dir).is_err());
+    assert!(copy.is_dir());
+    remove(&copy, Kind::FileCopy, &project, &run_dir).unwrap();
+    assert!(!copy.exists());
+    // Already gone is removed.
+    remove(&copy, Kind::FileCopy, &project, &run_dir).unwrap();
+    // An in-place workspace: only a symlink to the project goes.
+    std::os::unix::fs::symlink(&project, &copy).unwrap();
+    assert!(remove(&copy, Kind::None, base.path(), &run_dir).is_err());
+    remove(&copy, Kind::None, &project, &run_dir).unwrap();
+    assert!(!copy.exists() && project.is_dir());
+}
