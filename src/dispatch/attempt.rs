@@ -137,7 +137,8 @@ pub fn conclude(
         .or_else(|| found.as_ref().and_then(|s| s.exit_code));
     let evidence = Evidence {
         exit_code,
-        reason: found.as_ref().and_then(|s| s.reason.as_deref()),
+        sidecar: found.is_some(),
+        reason: found.as_ref().and_then(|s| s.reason),
         child_signal: None,
         cancelled: ended.cancelled,
         has_result: recovered_from.is_some(),

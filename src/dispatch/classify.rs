@@ -11,6 +11,7 @@
 
 use crate::ending::Ending;
 use crate::exit;
+use crate::provider_exec::status::Reason;
 
 use super::recover::{Cuts, Transcript};
 
@@ -23,8 +24,10 @@ pub const QUICK_CRASH_SECS: u64 = 30;
 pub struct Evidence<'a> {
     /// The wrapper's exit code (`None`: it was killed by a signal).
     pub exit_code: Option<i64>,
-    /// The sidecar's `reason`, when the wrapper wrote one.
-    pub reason: Option<&'a str>,
+    /// Whether the wrapper wrote a sidecar at all.
+    pub sidecar: bool,
+    /// The sidecar's `reason`, when the wrapper wrote one this build knows.
+    pub reason: Option<Reason>,
     /// The sidecar's `child_signal`: the CLI was killed by a signal.
     pub child_signal: Option<&'a str>,
     /// okstra (dispatch) stopped this attempt on the user's request.
@@ -55,6 +58,7 @@ impl Default for Evidence<'_> {
     fn default() -> Self {
         Evidence {
             exit_code: None,
+            sidecar: false,
             reason: None,
             child_signal: None,
             cancelled: false,
@@ -132,7 +136,7 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
         return (Ending::Completed, "result recovered".into());
     }
     let code = evidence.exit_code;
-    if evidence.reason.is_none() {
+    if !evidence.sidecar {
         // No sidecar: the wrapper refused before starting anything.
         match code {
             Some(c) if c == i64::from(exit::NOT_FOUND) => {
@@ -153,7 +157,7 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
             _ => {}
         }
     }
-    if evidence.reason == Some("spawn-failed") {
+    if evidence.reason == Some(Reason::SpawnFailed) {
         return (
             Ending::CliMissing,
             first_line(evidence.wrapper_stderr, "the CLI could not be started"),
@@ -173,10 +177,10 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
         return (Ending::Network, hit);
     }
     match evidence.reason {
-        Some("idle-timeout") => {
+        Some(Reason::IdleTimeout) => {
             return (Ending::IdleTimeout, "stopped by the idle watchdog".into());
         }
-        Some("signal") => {
+        Some(Reason::Signal) => {
             return (
                 Ending::Signalled,
                 "the wrapper was stopped by a signal".into(),

@@ -5,6 +5,7 @@ use pretty_assertions::assert_eq;
 use super::*;
 use crate::catalog::Provider;
 use crate::dispatch::recover::parse;
+use crate::provider_exec::status::Reason;
 
 fn transcript(provider: Provider, lines: &[serde_json::Value], stderr: &[&str]) -> Transcript {
     let mut log = String::new();
@@ -86,7 +87,8 @@ fn the_classification_table() {
 
     let base = |t: &'static Transcript| Evidence {
         exit_code: Some(1),
-        reason: Some("exited"),
+        sidecar: true,
+        reason: Some(Reason::Exited),
         transcript: t,
         ..Evidence::default()
     };
@@ -98,7 +100,8 @@ fn the_classification_table() {
             "result beats everything but cancel",
             Evidence {
                 has_result: true,
-                reason: Some("idle-timeout"),
+                sidecar: true,
+                reason: Some(Reason::IdleTimeout),
                 exit_code: Some(124),
                 ..base(empty)
             },
@@ -117,6 +120,7 @@ fn the_classification_table() {
             "no sidecar, 127",
             Evidence {
                 exit_code: Some(127),
+                sidecar: false,
                 reason: None,
                 wrapper_stderr: "okstra-provider-exec: error: `claude` is not on `PATH`",
                 ..base(empty)
@@ -127,7 +131,8 @@ fn the_classification_table() {
             "spawn failed",
             Evidence {
                 exit_code: Some(126),
-                reason: Some("spawn-failed"),
+                sidecar: true,
+                reason: Some(Reason::SpawnFailed),
                 ..base(empty)
             },
             Ending::CliMissing,
@@ -136,6 +141,7 @@ fn the_classification_table() {
             "wrapper preflight",
             Evidence {
                 exit_code: Some(67),
+                sidecar: false,
                 reason: None,
                 ..base(empty)
             },
@@ -155,7 +161,8 @@ fn the_classification_table() {
             "codex offline, idle-killed",
             Evidence {
                 exit_code: Some(124),
-                reason: Some("idle-timeout"),
+                sidecar: true,
+                reason: Some(Reason::IdleTimeout),
                 ..base(leak(codex_offline))
             },
             Ending::Network,
@@ -182,7 +189,8 @@ fn the_classification_table() {
             "silent idle",
             Evidence {
                 exit_code: Some(124),
-                reason: Some("idle-timeout"),
+                sidecar: true,
+                reason: Some(Reason::IdleTimeout),
                 ..base(empty)
             },
             Ending::IdleTimeout,
@@ -191,7 +199,8 @@ fn the_classification_table() {
             "wrapper signalled",
             Evidence {
                 exit_code: Some(143),
-                reason: Some("signal"),
+                sidecar: true,
+                reason: Some(Reason::Signal),
                 ..base(empty)
             },
             Ending::Signalled,
@@ -240,7 +249,8 @@ fn details_are_one_printable_line() {
     let t = transcript(Provider::Codex, &[], &["bad\u{1b}]0;title\u{7} thing"]);
     let (end, detail) = classify(&Evidence {
         exit_code: Some(3),
-        reason: Some("exited"),
+        sidecar: true,
+        reason: Some(Reason::Exited),
         transcript: &t,
         ..Evidence::default()
     });

@@ -415,7 +415,9 @@ pub fn classify_answer(
     let answered = exit_code == Some(0) && transcript.has_text() && !transcript.reported_failure;
     let evidence = classify::Evidence {
         exit_code,
-        reason,
+        // A wrapper that wrote its sidecar always wrote a reason.
+        sidecar: reason.is_some(),
+        reason: reason.and_then(|word| word.parse().ok()),
         has_result: answered,
         transcript: &transcript,
         wrapper_stderr,

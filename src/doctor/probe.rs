@@ -69,10 +69,10 @@ pub fn probe(provider: Provider, subreaper: Option<&Subreaper>) -> io::Result<Pr
     let captured = check::run_bounded(&okstra, &args, PROBE_LIMIT, subreaper)?;
     let seconds = started.elapsed().as_secs_f64();
     let sidecar = crate::run::layout::sidecar(&prompt);
-    let reason = std::fs::read(&sidecar)
+    let reason = crate::provider_exec::sidecar::read(&sidecar)
         .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .and_then(|value| value.get("reason")?.as_str().map(str::to_owned));
+        .flatten()
+        .and_then(|found| found.reason_text);
     let log_path = crate::run::layout::log(&prompt);
     let log = tail(&log_path).unwrap_or_default();
     // Before the CLI starts (preflight), the only words are the wrapper's.

@@ -54,9 +54,13 @@ pub struct Sidecar {
     pub duration_ms: Option<i64>,
     pub exit_code: Option<i64>,
     pub timeout: bool,
-    pub terminated_by: Option<String>,
+    /// `None` when missing or a word this build does not know.
+    pub terminated_by: Option<TerminatedBy>,
     pub signal: Option<String>,
-    pub reason: Option<String>,
+    /// `None` when missing or a word this build does not know.
+    pub reason: Option<Reason>,
+    /// The `reason` as written (a newer wrapper's word is shown as it is).
+    pub reason_text: Option<String>,
     pub log_path: Option<PathBuf>,
 }
 
@@ -137,7 +141,7 @@ fn read_raw(path: &Path) -> Result<Map<String, Value>, Error> {
 }
 
 fn stage_of(stage: Option<&str>) -> Option<Stage> {
-    stage.and_then(Stage::parse)
+    stage.and_then(|word| word.parse().ok())
 }
 
 /// A positive pid that fits `pid_t`.
@@ -162,9 +166,10 @@ impl Sidecar {
             duration_ms: wire.duration_ms,
             exit_code: wire.exit_code,
             timeout: wire.timeout == Some(true),
-            terminated_by: wire.terminated_by,
+            terminated_by: wire.terminated_by.and_then(|word| word.parse().ok()),
             signal: wire.signal,
-            reason: wire.reason,
+            reason: wire.reason.as_deref().and_then(|word| word.parse().ok()),
+            reason_text: wire.reason,
             log_path: wire.log_path.map(PathBuf::from),
         }
     }
@@ -182,9 +187,10 @@ impl Sidecar {
             duration_ms: int("duration_ms"),
             exit_code: int("exit_code"),
             timeout: raw.get("timeout").and_then(Value::as_bool) == Some(true),
-            terminated_by: text("terminated_by"),
+            terminated_by: text("terminated_by").and_then(|word| word.parse().ok()),
             signal: text("signal"),
-            reason: text("reason"),
+            reason: text("reason").and_then(|word| word.parse().ok()),
+            reason_text: text("reason"),
             log_path: text("log_path").map(PathBuf::from),
         }
     }

@@ -17,113 +17,57 @@ use crate::durable;
 /// Version of the sidecar format (the reference's `schemaVersion: 1`).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Where the run is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stage {
-    /// Written before anything is spawned; the run is in progress.
-    #[default]
-    Started,
-    /// Terminal: the wrapper has finished (whatever the reason).
-    Exited,
-}
-
-impl Stage {
-    /// Every stage, in the schema's order.
-    pub const ALL: [Stage; 2] = [Stage::Started, Stage::Exited];
-
-    /// The wire word.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Stage::Started => "started",
-            Stage::Exited => "exited",
-        }
-    }
-
-    /// A stage read back from a sidecar; `None` for a word this build does
-    /// not know (a newer wrapper's), which readers treat as not terminal.
-    pub fn parse(word: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|stage| stage.as_str() == word)
+closed_set! {
+    /// Where the run is.
+    Stage {
+        /// Written before anything is spawned; the run is in progress.
+        Started => "started",
+        /// Terminal: the wrapper has finished (whatever the reason).
+        Exited => "exited",
     }
 }
 
-/// Why the run ended (`reason`, always present once `stage` is `exited`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reason {
-    /// The CLI exited on its own (with a code, or killed by a signal nobody here sent).
-    Exited,
-    /// The idle watchdog stopped it; exit code 124.
-    IdleTimeout,
-    /// A signal to the wrapper made it stop the CLI; exit code 128+N.
-    Signal,
-    /// The CLI could not be started; exit code 126 or 127.
-    SpawnFailed,
-    /// The log file could not be created; nothing was started; exit code 73.
-    LogUnavailable,
-    /// The wrapper could not set up supervision (e.g. no pipe); exit code 71.
-    WrapperError,
-    /// Written by `okstra reap`: the wrapper died and the reaper stopped
-    /// its leftover group.
-    OrphanedGroupStopped,
-    /// Written by `okstra reap`: the wrapper died and nothing of its group
-    /// was left to stop.
-    WrapperLost,
-}
-
-impl Reason {
-    #[cfg(test)]
-    pub const ALL: &'static [Reason] = &[
-        Reason::Exited,
-        Reason::IdleTimeout,
-        Reason::Signal,
-        Reason::SpawnFailed,
-        Reason::LogUnavailable,
-        Reason::WrapperError,
-        Reason::OrphanedGroupStopped,
-        Reason::WrapperLost,
-    ];
-
-    /// The wire word (what serde writes).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Exited => "exited",
-            Reason::IdleTimeout => "idle-timeout",
-            Reason::Signal => "signal",
-            Reason::SpawnFailed => "spawn-failed",
-            Reason::LogUnavailable => "log-unavailable",
-            Reason::WrapperError => "wrapper-error",
-            Reason::OrphanedGroupStopped => "orphaned-group-stopped",
-            Reason::WrapperLost => "wrapper-lost",
-        }
+#[expect(
+    clippy::derivable_impls,
+    reason = "the closed-set macro owns the derive list"
+)]
+impl Default for Stage {
+    fn default() -> Self {
+        Stage::Started
     }
 }
 
-/// Who stopped the CLI, in the reference's words (`reaper`: `okstra reap`
-/// closed the sidecar of a wrapper that died).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TerminatedBy {
-    IdleWatchdog,
-    Signal,
-    Reaper,
+closed_set! {
+    /// Why the run ended (`reason`, always present once `stage` is `exited`).
+    Reason {
+        /// The CLI exited on its own (with a code, or killed by a signal nobody here sent).
+        Exited => "exited",
+        /// The idle watchdog stopped it; exit code 124.
+        IdleTimeout => "idle-timeout",
+        /// A signal to the wrapper made it stop the CLI; exit code 128+N.
+        Signal => "signal",
+        /// The CLI could not be started; exit code 126 or 127.
+        SpawnFailed => "spawn-failed",
+        /// The log file could not be created; nothing was started; exit code 73.
+        LogUnavailable => "log-unavailable",
+        /// The wrapper could not set up supervision (e.g. no pipe); exit code 71.
+        WrapperError => "wrapper-error",
+        /// Written by `okstra reap`: the wrapper died and the reaper stopped
+        /// its leftover group.
+        OrphanedGroupStopped => "orphaned-group-stopped",
+        /// Written by `okstra reap`: the wrapper died and nothing of its group
+        /// was left to stop.
+        WrapperLost => "wrapper-lost",
+    }
 }
 
-impl TerminatedBy {
-    #[cfg(test)]
-    pub const ALL: &'static [TerminatedBy] = &[
-        TerminatedBy::IdleWatchdog,
-        TerminatedBy::Signal,
-        TerminatedBy::Reaper,
-    ];
-
-    /// The wire word (what serde writes).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TerminatedBy::IdleWatchdog => "idle-watchdog",
-            TerminatedBy::Signal => "signal",
-            TerminatedBy::Reaper => "reaper",
-        }
+closed_set! {
+    /// Who stopped the CLI, in the reference's words (`reaper`: `okstra reap`
+    /// closed the sidecar of a wrapper that died).
+    TerminatedBy {
+        IdleWatchdog => "idle-watchdog",
+        Signal => "signal",
+        Reaper => "reaper",
     }
 }
 
@@ -274,7 +218,7 @@ mod tests {
         assert_eq!(words("stage"), stages);
         for stage in Stage::ALL {
             assert_eq!(serde_json::to_value(stage).unwrap(), json!(stage.as_str()));
-            assert_eq!(Stage::parse(stage.as_str()), Some(stage));
+            assert_eq!(stage.as_str().parse::<Stage>(), Ok(*stage));
         }
         for reason in Reason::ALL {
             assert_eq!(

@@ -198,25 +198,25 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
 
     if let Some(side) = &evidence.sidecar {
         if side.is_exited() {
-            let by = side.terminated_by.as_deref();
+            let by = side.terminated_by;
             let code = side
                 .exit_code
                 .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
-            return if by == Some(TerminatedBy::Reaper.as_str()) {
+            return if by == Some(TerminatedBy::Reaper) {
                 let why = side
-                    .reason
+                    .reason_text
                     .as_deref()
                     .unwrap_or(Reason::WrapperLost.as_str());
                 verdict(
                     State::Lost,
                     format!("finished by `okstra reap` ({why})").into(),
                 )
-            } else if side.timeout || by == Some(TerminatedBy::IdleWatchdog.as_str()) {
+            } else if side.timeout || by == Some(TerminatedBy::IdleWatchdog) {
                 verdict(
                     State::IdleKilled,
                     format!("idle watchdog stopped it ({code})").into(),
                 )
-            } else if by == Some("signal") {
+            } else if by == Some(TerminatedBy::Signal) {
                 let signal = side.signal.as_deref().unwrap_or("a signal");
                 verdict(
                     State::Signalled,
