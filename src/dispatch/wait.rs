@@ -58,6 +58,7 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
     } else {
         Vec::new()
     };
+    let mut said = false;
     loop {
         let state = run.team_state()?;
         let mut selected: Vec<DispatchRecord> = state
@@ -96,6 +97,31 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
             .map(native_row)
             .collect();
         pending += native_rows.iter().filter(|r| r.ending.is_none()).count();
+        if pending > 0 && !said {
+            // Once, on the first look: what it waits for.
+            let waiting: Vec<String> = selected
+                .iter()
+                .filter(|r| r.ending.is_none())
+                .map(|r| {
+                    if r.runner == Some(Runner::NativeSession) {
+                        format!("{} (host session)", r.dispatch_name)
+                    } else {
+                        r.dispatch_name.clone()
+                    }
+                })
+                .chain(
+                    native_rows
+                        .iter()
+                        .filter(|r| r.ending.is_none())
+                        .map(|r| format!("{} (host session)", r.dispatch_name)),
+                )
+                .collect();
+            diag::progress(format_args!(
+                "waiting for {pending} dispatch(es): {}",
+                waiting.join(", ")
+            ));
+            said = true;
+        }
         let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
         if pending == 0 || timed_out {
             let mut rows: Vec<Row> = selected.iter().map(Row::from_record).collect();

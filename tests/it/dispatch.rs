@@ -346,7 +346,14 @@ fn await_waits_for_native_and_wrapper_workers_alike() {
         "{stderr}"
     );
     let mut waiter = spawn(&world, &["await", run_s, "--json"], &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Evidence, not a pause: await says what it waits for on its first look.
+    let mut stderr = std::io::BufReader::new(waiter.0.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(
+        line.contains("waiting for 1 dispatch(es): claude-worker (host session)"),
+        "{line}"
+    );
     assert!(
         waiter.0.try_wait().unwrap().is_none(),
         "await ended before the native worker"

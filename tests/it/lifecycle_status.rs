@@ -194,8 +194,18 @@ fn watch_appends_a_snapshot_per_change_and_ends_when_all_are_terminal() {
     wait_for(LIMIT, "the first snapshot", || {
         output.lock().unwrap().contains("1 running").then_some(())
     });
-    // Several intervals pass with no change: still one snapshot.
-    std::thread::sleep(Duration::from_millis(300));
+    // Several intervals pass with no change: still one snapshot. Evidence,
+    // not a pause: a second watcher looks every 50 ms until its timeout
+    // and prints only the first snapshot.
+    let quiet = Command::new(okstra_path())
+        .arg("status")
+        .arg(&run)
+        .args(["--watch", "--interval", "50ms", "--timeout", "400ms"])
+        .output()
+        .unwrap();
+    assert_eq!(quiet.status.code(), Some(1));
+    let quiet = String::from_utf8_lossy(&quiet.stdout);
+    assert_eq!(quiet.matches("--- ").count(), 1, "{quiet}");
     assert_eq!(output.lock().unwrap().matches("--- ").count(), 1);
 
     write_results(&codex);
