@@ -469,15 +469,7 @@ impl Engine {
                         cancelled: true,
                         wrapper_stderr: "never started: the dispatch was stopped".into(),
                     };
-                    let (record, outcome) = attempt::finish(
-                        &self.run,
-                        record,
-                        &planned.assignment_name,
-                        &ended,
-                        &self.prices,
-                    )?;
-                    self.view.ended(&record, &outcome);
-                    return Ok(Some(record));
+                    return self.end_early(&planned, record, &ended).map(Some);
                 }
                 self.launch(index, Some(made), running, tasks)?;
                 Ok(None)
@@ -493,6 +485,25 @@ impl Engine {
                 self.refuse(record, &planned, &why).map(Some)
             }
         }
+    }
+
+    /// Finish an attempt whose wrapper never ran (stopped while its copy was
+    /// made, or the wrapper could not start) and show how it ended.
+    fn end_early(
+        &mut self,
+        planned: &Planned,
+        record: DispatchRecord,
+        ended: &Ended,
+    ) -> Result<DispatchRecord> {
+        let (record, outcome) = attempt::finish(
+            &self.run,
+            record,
+            &planned.assignment_name,
+            ended,
+            &self.prices,
+        )?;
+        self.view.ended(&record, &outcome);
+        Ok(record)
     }
 
     /// Start the wrapper of the attempt at `index`, in `copy` when it has
@@ -531,14 +542,7 @@ impl Engine {
                     cancelled: false,
                     wrapper_stderr: format!("cannot start the wrapper: {err}"),
                 };
-                let (record, outcome) = attempt::finish(
-                    &self.run,
-                    record,
-                    &planned.assignment_name,
-                    &ended,
-                    &self.prices,
-                )?;
-                self.view.ended(&record, &outcome);
+                let record = self.end_early(&planned, record, &ended)?;
                 self.ended_early.push(record);
             }
         }
