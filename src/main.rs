@@ -14,6 +14,7 @@ mod ask;
 mod assign;
 mod bundle;
 mod catalog;
+mod change;
 mod cli;
 mod cli_docs;
 mod cli_facts;
@@ -31,6 +32,7 @@ mod exit;
 mod fsread;
 #[cfg(test)]
 mod fuzz;
+mod gate;
 mod install;
 mod items;
 mod launch;
@@ -38,12 +40,14 @@ mod lead;
 mod lifecycle;
 mod process_group;
 mod provider_exec;
+mod publish;
 mod report;
 mod resume;
 mod run;
 mod run_log;
 mod schema;
 mod settings;
+mod severity;
 mod slug;
 mod task_key;
 mod template;
@@ -82,6 +86,8 @@ fn main() -> ExitCode {
         Some(Command::ProviderExec { args }) => return provider_exec::main(None, args),
         Some(Command::Validate(args)) => report::validate_command(&args),
         Some(Command::Report(args)) => report::report_command(&args),
+        Some(Command::Gate(args)) => gate::gate_command(&args),
+        Some(Command::Publish(command)) => publish::publish_command(&command),
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),

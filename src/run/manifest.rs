@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Capabilities, LeadRuntime, Provider, TaskType};
+use crate::change::{Change, Source};
 use crate::run::Run;
 use crate::run::layout::{RUN_MANIFEST, RunLayout};
 use crate::run::paths::reroot;
@@ -105,6 +106,12 @@ pub struct NewRunManifest<'a> {
     pub prompt_sha256: &'a BTreeMap<String, String>,
     /// The wrapper providers' CLIs as the render found them.
     pub provider_clis: &'a Value,
+    /// The commit the project was at (absent outside a git work tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a Source>,
+    /// The change the run is scoped to (`--diff`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<&'a Change>,
 }
 
 /// The lead of a new run (`lead`).
@@ -173,6 +180,10 @@ struct Wire {
     task_manifest_path: Option<PathBuf>,
     #[serde(default)]
     final_report: Option<WireFinalReport>,
+    #[serde(default)]
+    source: Option<Source>,
+    #[serde(default)]
+    change: Option<Change>,
 }
 
 fn external() -> LeadRuntime {
@@ -276,6 +287,8 @@ pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
         task_type: wire.task_type,
         lead_runtime: wire.lead_runtime,
         convergence: wire.convergence,
+        source: wire.source,
+        change: wire.change,
         assignments,
         dir,
     })

@@ -13,6 +13,7 @@ mod hostile_uninstall;
 mod install;
 mod launcher;
 mod lifecycle;
+mod outputs;
 mod prompts;
 mod provider_exec;
 mod report;
