@@ -14,6 +14,7 @@ mod install;
 mod launcher;
 mod lifecycle;
 mod outputs;
+mod plugin;
 mod prompts;
 mod provider_exec;
 mod report;
