@@ -11,9 +11,14 @@
     reason = "doc comments are the command-line help text, shown verbatim"
 )]
 // The same reason for rustdoc: `<provider>` and `[role]` are usage syntax in
-// the help text, not HTML or links. (`allow`: rustc itself never runs these
-// lints, so an `expect` would always be unfulfilled.)
-#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+// the help text, not HTML or links, and a URL in an example is typed, not
+// followed. (`allow`: rustc itself never runs these lints, so an `expect`
+// would always be unfulfilled.)
+#![allow(
+    rustdoc::invalid_html_tags,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::bare_urls
+)]
 
 use std::path::PathBuf;
 
