@@ -11,9 +11,14 @@
     reason = "doc comments are the command-line help text, shown verbatim"
 )]
 // The same reason for rustdoc: `<provider>` and `[role]` are usage syntax in
-// the help text, not HTML or links. (`allow`: rustc itself never runs these
-// lints, so an `expect` would always be unfulfilled.)
-#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+// the help text, not HTML or links, and a URL in an example is typed, not
+// followed. (`allow`: rustc itself never runs these lints, so an `expect`
+// would always be unfulfilled.)
+#![allow(
+    rustdoc::invalid_html_tags,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::bare_urls
+)]
 
 use std::path::PathBuf;
 
@@ -68,6 +73,22 @@ pub enum Command {
     },
     /// Check a final report (data.json) against its schema and invariants.
     Validate(ValidateArgs),
+    /// Gate on a run's findings: fail on any at or above a severity
+    ///
+    /// Decides, in this order: 3 when the report does not validate; 1 when a
+    /// counted finding is at or above --fail-on (each listed on stdout, one
+    /// line each); 3 when the run was not cross-verified, is still running or
+    /// was stopped by its budget; otherwise 0. 2 for bad input.
+    ///
+    /// Examples:
+    ///   okstra gate .okstra/tasks/shop/review/pr-42/project-analysis-001 --fail-on high
+    ///   okstra gate <run-dir> --fail-on medium --classes full-consensus,partial-consensus
+    ///   okstra gate <run-dir> --fail-on high --new-only
+    #[command(verbatim_doc_comment)]
+    Gate(GateArgs),
+    /// Post a run's findings where reviews happen (a GitHub pull request)
+    #[command(subcommand)]
+    Publish(PublishCommand),
     /// Derive the handoff Markdown and the human HTML from a final report.
     Report(ReportArgs),
     /// Append one lead event to a run's event log.
@@ -329,6 +350,13 @@ pub struct LaunchArgs {
     /// File with the approved plan an implementation run carries out.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub approved_plan: Option<PathBuf>,
+
+    /// Scope the run to a change: `BASE...HEAD` (HEAD must be the commit
+    /// checked out). Its diff goes into the brief, and a finding whose lines
+    /// lie outside the changed hunks is marked pre-existing (see `okstra
+    /// gate --new-only`).
+    #[arg(long, value_name = "BASE...HEAD")]
+    pub diff: Option<String>,
 }
 
 /// `okstra validate`.
@@ -349,6 +377,92 @@ pub struct ValidateArgs {
     pub schema_only: bool,
 }
 
+/// `okstra gate`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// A run folder, a report folder or a data.json file.
+    #[arg(value_name = "RUN_DIR|DATA_JSON", value_hint = ValueHint::AnyPath)]
+    pub target: PathBuf,
+
+    /// The lowest severity that fails the gate: critical, high, medium, low
+    /// or info.
+    #[arg(long, value_name = "SEVERITY", value_parser = crate::severity::parse_threshold)]
+    pub fail_on: crate::severity::Severity,
+
+    #[command(flatten)]
+    pub rules: GateRules,
+
+    /// Print the decision as one JSON object instead of one line per finding.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which findings a gate counts (shared by `gate` and `run --fail-on`).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Gate")]
+pub struct GateRules {
+    /// Convergence classes that count (comma-separated): full-consensus,
+    /// partial-consensus, contested, worker-unique (anchored ones only).
+    /// [default: full-consensus,partial-consensus,contested]
+    #[arg(long, value_name = "CLASS,...", value_delimiter = ',', value_parser = crate::severity::parse_class)]
+    pub classes: Vec<crate::converge::FinalClass>,
+
+    /// Count only findings the change introduced: an anchor inside the
+    /// changed hunks of a run scoped with --diff (unanchored ones count).
+    #[arg(long)]
+    pub new_only: bool,
+
+    /// Count only findings whose fingerprint is not in this earlier SARIF
+    /// log (from `okstra report --format sarif`).
+    #[arg(long, value_name = "SARIF", value_hint = ValueHint::FilePath)]
+    pub baseline: Option<PathBuf>,
+}
+
+/// `okstra publish`.
+#[derive(Debug, Subcommand)]
+pub enum PublishCommand {
+    /// One review on a GitHub pull request: a summary and inline comments
+    ///
+    /// Posts one `COMMENT` review, pinned to the commit the run analysed, with
+    /// one inline comment per finding anchored in the pull request's diff (at
+    /// most 50; the rest, and findings outside the diff, in the summary). The
+    /// token comes from GITHUB_TOKEN (or GH_TOKEN). Publishing the same run
+    /// again finds its earlier review and posts nothing.
+    ///
+    /// Examples:
+    ///   okstra publish github <run-dir> --repo acme/shop --pr 42
+    ///   okstra publish github <run-dir> --repo acme/shop --pr 42 --dry-run
+    ///   okstra publish github <run-dir> --repo acme/shop --pr 42 --api-url https://ghe.acme.dev/api/v3
+    #[command(verbatim_doc_comment)]
+    Github(PublishGithubArgs),
+}
+
+/// `okstra publish github`.
+#[derive(Debug, Args)]
+pub struct PublishGithubArgs {
+    /// The run folder whose report is published.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// The repository, `OWNER/NAME`.
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: String,
+
+    /// The pull request number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pr: u64,
+
+    /// The REST API base the paths are appended to (GitHub Enterprise:
+    /// `https://HOST/api/v3`). https only; plain http only for loopback.
+    #[arg(long, value_name = "URL", default_value = "https://api.github.com")]
+    pub api_url: String,
+
+    /// Read the pull request, then print the exact review request body and
+    /// post nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
 /// `okstra report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -358,12 +472,31 @@ pub struct ReportArgs {
 
     /// Where to write final-report.md and final-report.html. [default: beside
     /// data.json]
-    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, conflicts_with = "out")]
     pub out_dir: Option<PathBuf>,
+
+    /// What to write: `human` (final-report.md and final-report.html) or
+    /// `sarif` (one SARIF 2.1.0 log for code scanning).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+
+    /// With --format sarif: the file to write (`-` for stdout). [default:
+    /// final-report.sarif beside data.json]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "format")]
+    pub out: Option<PathBuf>,
 
     /// Print the written paths as one JSON object.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What `okstra report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// The handoff Markdown and the human HTML.
+    Human,
+    /// A SARIF 2.1.0 log of the findings.
+    Sarif,
 }
 
 /// `okstra event`.
@@ -643,6 +776,14 @@ pub struct RunArgs {
     /// below render a headless one first.
     #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
     pub run_dir: Option<PathBuf>,
+
+    /// Gate the finished run as `okstra gate --fail-on` does (its exit
+    /// codes replace the run's: 0, 1 findings, 3 no reliable answer).
+    #[arg(long, value_name = "SEVERITY", value_parser = crate::severity::parse_threshold, help_heading = "Gate")]
+    pub fail_on: Option<crate::severity::Severity>,
+
+    #[command(flatten)]
+    pub gate: GateRules,
 
     #[command(flatten)]
     pub launch: LaunchArgs,

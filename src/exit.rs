@@ -3,7 +3,10 @@
 //! Two policies live here. The launcher and its subcommands use a small set:
 //! 0 success, 1 "the thing you asked me to check is wrong", 2 "okstra could not
 //! do its job" (bad input, I/O, template error; clap's usage code too), and
-//! 128+N when a signal stopped us. `provider-exec` is a transparent wrapper: it
+//! 128+N when a signal stopped us. The gate (`okstra gate`, `okstra run
+//! --fail-on`) adds 3: "there is no reliable answer to gate on" (the report
+//! is invalid, or the run was not cross-verified, is still running or was
+//! stopped by its budget). `provider-exec` is a transparent wrapper: it
 //! exits with the CLI's own code, 124 after an idle kill, 128+N after a signal
 //! to the wrapper, and the reference preflight codes 64–69 / 127 before
 //! anything starts.
@@ -19,6 +22,8 @@ pub enum ExitStatus {
     Failure,
     /// okstra could not do its job.
     Error,
+    /// The gate has no reliable answer to judge (see [`UNRELIABLE`]).
+    Unreliable,
     /// A raw code decided elsewhere in this module (provider-exec passes the
     /// child's code through).
     Code(u8),
@@ -36,6 +41,7 @@ impl ExitStatus {
             ExitStatus::Success => SUCCESS,
             ExitStatus::Failure => FAILURE,
             ExitStatus::Error => USAGE,
+            ExitStatus::Unreliable => UNRELIABLE,
             ExitStatus::Code(code) => code,
         }
     }
@@ -47,6 +53,10 @@ pub const SUCCESS: u8 = 0;
 pub const FAILURE: u8 = 1;
 /// Bad input or okstra could not do its job; the same code clap uses for usage errors.
 pub const USAGE: u8 = 2;
+/// The gate found no reliable answer: the report does not validate, or the
+/// run was not cross-verified, is still running or was stopped by its
+/// budget. (1 stays "findings at or above the threshold", 2 bad input.)
+pub const UNRELIABLE: u8 = 3;
 
 /// provider-exec preflight: wrong argument count or unknown provider (sysexits `EX_USAGE`).
 pub const EXEC_USAGE: u8 = 64;
@@ -93,6 +103,7 @@ mod tests {
         assert_eq!(ExitStatus::Success.code(), 0);
         assert_eq!(ExitStatus::Failure.code(), 1);
         assert_eq!(ExitStatus::Error.code(), 2);
+        assert_eq!(ExitStatus::Unreliable.code(), 3);
         assert_eq!(ExitStatus::Code(124).code(), 124);
     }
 }

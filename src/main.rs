@@ -15,6 +15,7 @@ mod assign;
 mod beneath;
 mod bundle;
 mod catalog;
+mod change;
 mod child;
 mod cli;
 mod cli_docs;
@@ -33,6 +34,7 @@ mod exit;
 mod fsread;
 #[cfg(test)]
 mod fuzz;
+mod gate;
 mod git;
 mod install;
 mod items;
@@ -41,12 +43,14 @@ mod lead;
 mod lifecycle;
 mod process_group;
 mod provider_exec;
+mod publish;
 mod report;
 mod resume;
 mod run;
 mod run_log;
 mod schema;
 mod settings;
+mod severity;
 mod slug;
 mod task_key;
 mod template;
@@ -86,6 +90,8 @@ fn main() -> ExitCode {
         Some(Command::ProviderExec { args }) => return provider_exec::main(None, args),
         Some(Command::Validate(args)) => report::validate_command(&args),
         Some(Command::Report(args)) => report::report_command(&args),
+        Some(Command::Gate(args)) => gate::gate_command(&args),
+        Some(Command::Publish(command)) => publish::publish_command(&command),
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),

@@ -82,6 +82,9 @@ pub struct Settings {
     pub previous_run: Option<PathBuf>,
     pub render_only: bool,
     pub json: bool,
+    /// The change the run is scoped to (`--diff`); its diff is already in
+    /// `brief_text`.
+    pub change: Option<crate::change::Change>,
 }
 
 /// Worker model resolution for one run: explicit overrides, environment
@@ -145,7 +148,15 @@ pub fn resolve_with(
     let history = crate::resume::runs(&project_root, &task_key)?;
     let previous = previous_run(&history, &request, &task_key)?;
     let task_type = task_type(args, &request, previous, &history, &mut prompt)?;
-    let (task_brief, brief_text) = task_brief(args, cwd, &mut prompt)?;
+    let (task_brief, mut brief_text) = task_brief(args, cwd, &mut prompt)?;
+    let change = match args.diff.as_deref() {
+        Some(spec) => {
+            let resolved = crate::change::resolve(spec, &project_root)?;
+            brief_text.push_str(&resolved.brief_section);
+            Some(resolved.change)
+        }
+        None => None,
+    };
     check_native_claude(
         lead_runtime,
         task_type,
@@ -179,6 +190,7 @@ pub fn resolve_with(
         previous_run: previous.map(|run| run.dir.clone()),
         render_only: args.render_only,
         json: args.json,
+        change,
     })
 }
 

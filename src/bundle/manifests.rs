@@ -57,6 +57,7 @@ pub(super) fn run_manifest(
     prompt_hashes: &BTreeMap<String, String>,
     provider_clis: &Value,
     created_at: &str,
+    source: Option<&crate::change::Source>,
 ) -> serde_json::Result<Value> {
     let relative = RunLayout::relative();
     let assignments = roster
@@ -109,6 +110,8 @@ pub(super) fn run_manifest(
         continues: context.continuation.previous_run.as_deref(),
         prompt_sha256: prompt_hashes,
         provider_clis,
+        source,
+        change: settings.change.as_ref(),
     })
 }
 

@@ -307,6 +307,8 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
         .map(|assignment| assignment.provider)
         .collect();
     let cli_facts = doctor::render_facts(&wrapper_providers);
+    // The commit the workers will see, for the gate and the PR review.
+    let source = crate::change::source(&settings.project_root);
     let render = |sequence: u32| -> Result<(String, Vec<RenderedFile>)> {
         let run_id = format!("{}-{sequence:03}", settings.task_type);
         let files = render_files(
@@ -316,6 +318,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
             sequence,
             &created_at,
             &cli_facts.clis,
+            source.as_ref(),
         )?;
         Ok((run_id, files))
     };
@@ -445,6 +448,7 @@ fn render_files(
     sequence: u32,
     created_at: &str,
     provider_clis: &Value,
+    source: Option<&crate::change::Source>,
 ) -> Result<Vec<RenderedFile>> {
     let roster = assign::roster(settings, run_dir);
     let convergence_enabled = assign::convergence_enabled(&roster);
@@ -638,6 +642,7 @@ fn render_files(
         &prompt_hashes,
         provider_clis,
         created_at,
+        source,
     )?;
     let team_state = team_state(settings, &context, &roster, created_at);
     for (path, value, schema_name) in [

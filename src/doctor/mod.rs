@@ -139,6 +139,8 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
         .iter()
         .filter(|f| required.contains(&f.provider))
         .all(|f| f.ready);
+    // Which host integrations are there (install, plugin), and any twice.
+    let integrations = crate::install::integrations(&env);
     let mut out = io::stdout().lock();
     if args.json {
         let report = json!({
@@ -147,13 +149,27 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
             "required": required,
             "cachePath": cache::cache_path(),
             "providers": findings,
+            "integrations": integrations,
         });
         serde_json::to_writer(&mut out, &report).context("cannot write the report")?;
         writeln!(out)?;
     } else {
         out.write_all(table(&findings, &required).as_bytes())?;
+        for found in &integrations.found {
+            writeln!(
+                out,
+                "integration: {} {} `{}`",
+                found.host,
+                found.kind,
+                fsread::escape(&found.path.display().to_string())
+            )?;
+        }
     }
     out.flush()?;
+    drop(out);
+    for warning in &integrations.warnings {
+        diag::warning(fsread::escape(warning));
+    }
     Ok(if all_ready {
         ExitStatus::Success
     } else {

@@ -109,7 +109,7 @@ fn shell_word(path: &Path) -> String {
 /// The hook command: reap the project's dead wrappers, never fail, never
 /// print (a hook's exit 2 would block the host; reap only stops groups whose
 /// wrapper is already gone, so running it after every turn is safe).
-fn reap_command(okstra: &Path, project_root: Option<&str>) -> String {
+pub(super) fn reap_command(okstra: &Path, project_root: Option<&str>) -> String {
     let root = project_root.map_or_else(String::new, |root| format!(" --project-root {root}"));
     format!(
         "{} reap{root} --execute >/dev/null 2>&1 || true",
@@ -121,7 +121,7 @@ fn reap_command(okstra: &Path, project_root: Option<&str>) -> String {
 const HOOK_TIMEOUT_SECS: u64 = 60;
 
 /// One hook group, keys in the order the hosts' docs write them.
-fn hook_group(command: &str) -> Json {
+pub(super) fn hook_group(command: &str) -> Json {
     let handler = Json::Object(vec![
         ("type".to_owned(), Json::String("command".to_owned())),
         ("command".to_owned(), Json::String(command.to_owned())),
@@ -193,7 +193,7 @@ pub fn is_reap_group(group: &serde_json::Value) -> bool {
 }
 
 /// The project root Claude Code's reap hook names.
-const CLAUDE_PROJECT_ROOT: &str = "\"$CLAUDE_PROJECT_DIR\"";
+pub(super) const CLAUDE_PROJECT_ROOT: &str = "\"$CLAUDE_PROJECT_DIR\"";
 
 /// Everything `host` gets.
 pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>, template::Error> {

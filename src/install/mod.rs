@@ -20,7 +20,12 @@
 
 mod hosts;
 mod json_doc;
+#[cfg(test)]
+mod plugin;
+mod present;
 mod uninstall;
+
+pub use present::integrations;
 
 use std::fs;
 use std::io::{self, Read, Write};

@@ -71,8 +71,9 @@ pub(crate) enum Step<T> {
 
 /// `okstra run`.
 pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
-    // Check the engine flags before anything is rendered or started.
+    // Check the engine and gate flags before anything is rendered or started.
     Options::from_args(&args.engine)?;
+    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
     let (run_dir, resumed) = match &args.run_dir {
         Some(dir) => (dir.clone(), true),
         None => (render(args)?, false),
@@ -121,6 +122,10 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
         writeln!(stdout, "{}", html.display())?;
     }
     drop(stdout);
+    if let Some(rules) = &gate {
+        // `--fail-on`: the gate's decision is the exit code (README "The gate").
+        return crate::gate::after_run(&outcome.run_dir, rules);
+    }
     if outcome.valid && outcome.cross_verified {
         Ok(ExitStatus::Success)
     } else if outcome.valid {

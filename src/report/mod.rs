@@ -19,6 +19,9 @@
 //! `schemaVersion`). Problems are data and go to stdout for `validate`; the
 //! one-line summary and warnings go to stderr.
 
+pub mod anchor;
+pub mod findings;
+mod floor;
 mod html;
 mod markdown;
 mod model;
@@ -26,6 +29,7 @@ mod model;
 mod proptests;
 pub mod reliability;
 mod render;
+pub mod sarif;
 mod strict_json;
 mod validate;
 mod view;
@@ -38,14 +42,15 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::{ReportArgs, ValidateArgs};
+use crate::cli::{ReportArgs, ReportFormat, ValidateArgs};
 use crate::converge;
 use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
 use crate::run::Run;
 use crate::run::layout::{
-    REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, RUN_MANIFEST, RunLayout,
+    REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, REPORT_SARIF_NAME, RUN_MANIFEST,
+    RunLayout,
 };
 use crate::schema;
 use crate::{confine, fsread};
@@ -157,6 +162,9 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
     if let Some(run_dir) = run_of(&args.target)? {
         finalize(&run_dir)?;
     }
+    if args.format == ReportFormat::Sarif {
+        return sarif_command(args);
+    }
     let mut loaded = load(&args.target, true)?;
     let verdict = check(&mut loaded, true)?;
     if !verdict.cross_file_checks {
@@ -186,6 +194,52 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// `okstra report --format sarif`: the findings of a valid report as one
+/// SARIF log, written atomically (or to stdout with `--out -`).
+fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
+    let checked = check_report(&args.target)?;
+    if !checked.is_valid() {
+        for problem in &checked.problems {
+            diag::detail(problem);
+        }
+        diag::error(format_args!(
+            "refusing to write SARIF for `{}`: it has {} problem{} (see `okstra validate`)",
+            checked.data_path.display(),
+            checked.problems.len(),
+            if checked.problems.len() == 1 { "" } else { "s" }
+        ));
+        return Ok(ExitStatus::Failure);
+    }
+    let findings = findings::collect(&checked.value, checked.run_dir.as_deref())?;
+    let verification = findings::verification(&checked.value);
+    let log = sarif::log(&findings, &checked.value, &verification);
+    let mut bytes = serde_json::to_vec_pretty(&log).context("cannot serialise the SARIF log")?;
+    bytes.push(b'\n');
+    let out = match &args.out {
+        Some(path) if path.as_os_str() == "-" => {
+            let mut stdout = io::stdout().lock();
+            stdout.write_all(&bytes).context("cannot write to stdout")?;
+            return Ok(ExitStatus::Success);
+        }
+        Some(path) => path.clone(),
+        None => checked
+            .data_path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+            .join(REPORT_SARIF_NAME),
+    };
+    write_atomic_public(&out, &bytes)
+        .with_context(|| format!("cannot write `{}`", out.display()))?;
+    let mut stdout = io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::json!({ "sarif": out }))
+            .context("cannot write to stdout")?;
+    } else {
+        writeln!(stdout, "{}", out.display()).context("cannot write to stdout")?;
+    }
+    Ok(ExitStatus::Success)
+}
+
 /// Validate and render a report beside its data.json; the two paths, or
 /// the problems when it is invalid.
 pub fn render(target: &Path) -> Result<Result<(PathBuf, PathBuf), Vec<String>>> {
@@ -195,6 +249,44 @@ pub fn render(target: &Path) -> Result<Result<(PathBuf, PathBuf), Vec<String>>> 
         return Ok(Err(verdict.problems.iter().map(problem_line).collect()));
     }
     write_outputs(loaded, None).map(Ok)
+}
+
+/// A report as the outputs read it (SARIF, the gate, the pull-request
+/// review): validated like `okstra validate` does, nothing written.
+pub struct Checked {
+    pub data_path: PathBuf,
+    /// The raw report; the typed views are built from it when it is valid.
+    pub value: Value,
+    /// The run folder, when a run manifest was found.
+    pub run_dir: Option<PathBuf>,
+    /// One line per problem (`okstra validate`'s lines); empty when valid.
+    pub problems: Vec<String>,
+}
+
+impl Checked {
+    pub fn is_valid(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Read and check the report at `target` (a run folder, a report folder or
+/// a data.json). `Err` when it cannot be read at all (missing, not JSON,
+/// an unknown `schemaVersion`).
+pub fn check_report(target: &Path) -> Result<Checked> {
+    let mut loaded = load(target, true)?;
+    let verdict = check(&mut loaded, true)?;
+    Ok(Checked {
+        run_dir: loaded.run.as_ref().map(|run| run.run_dir.clone()),
+        problems: verdict.problems.iter().map(problem_line).collect(),
+        data_path: loaded.data_path,
+        value: loaded.value,
+    })
+}
+
+/// The run folder `target` names or sits in, if any (nothing is read but
+/// the folders' names and whether a run manifest exists).
+pub fn run_folder(target: &Path) -> Result<Option<PathBuf>> {
+    run_of(target)
 }
 
 /// The problems `okstra validate` finds in the report at `target` (none
@@ -564,7 +656,9 @@ mod tests {
         assert_eq!(v1, v2);
     }
 
-    /// 2.1 is 2.0 plus one required top-level block; nothing else moves.
+    /// 2.1 is 2.0 plus one required top-level block and optional row
+    /// fields (a severity on difference rows, a suggested fix on both);
+    /// nothing else moves.
     #[test]
     fn v2_1_is_v2_0_plus_the_reliability_block() {
         let load =
@@ -592,6 +686,14 @@ mod tests {
         let defs = root["$defs"].as_object_mut().unwrap();
         for name in ["Reliability", "ReliabilityReason", "ReliabilityRound"] {
             assert!(defs.remove(name).is_some(), "{name}");
+        }
+        for (row, field) in [
+            ("ConsensusRow", "suggestedFix"),
+            ("DifferenceRow", "severity"),
+            ("DifferenceRow", "suggestedFix"),
+        ] {
+            let properties = defs[row]["properties"].as_object_mut().unwrap();
+            assert!(properties.remove(field).is_some(), "{row}.{field}");
         }
         assert_eq!(v21, v20);
     }

@@ -17,6 +17,7 @@ use crate::catalog::Role;
 use crate::converge::FinalClass;
 use crate::fsread;
 use crate::items;
+use crate::severity::{self, Severities};
 
 use super::reliability::Reliability;
 
@@ -28,7 +29,7 @@ pub const SCHEMA_RULE: &str = "schema";
 pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
-    /// `header`, `convergence`, `reliability`).
+    /// `header`, `convergence`, `reliability`, `severity`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,
@@ -36,7 +37,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
+    pub(super) fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
         Self {
             rule,
             pointer: pointer.into(),
@@ -138,6 +139,7 @@ pub fn invariants(
         }
     }
     reliability(report, run, &mut problems);
+    super::floor::severities(report, indexes, &mut problems);
     row_ids(report, &mut problems);
     source_items(report, run, indexes, &mut problems);
     coverage(report, run, indexes, &mut problems);
@@ -234,7 +236,10 @@ fn schema_version(report: &Value, run: &RunFacts, problems: &mut Vec<Problem>) {
 
 /// The rows of one table as `(index, row)` pairs; pointers are only built
 /// when a problem needs one.
-fn rows<'a>(report: &'a Value, table: &'a str) -> impl Iterator<Item = (usize, &'a Value)> {
+pub(super) fn rows<'a>(
+    report: &'a Value,
+    table: &'a str,
+) -> impl Iterator<Item = (usize, &'a Value)> {
     report
         .get(table)
         .and_then(Value::as_array)
@@ -266,10 +271,11 @@ fn row_ids(report: &Value, problems: &mut Vec<Problem>) {
     }
 }
 
-/// A worker's result file, indexed once.
+/// A worker's result file, indexed once: how often each item id occurs,
+/// and each item's severity.
 #[derive(Debug)]
 pub enum Indexed {
-    Items(HashMap<String, u32>),
+    Items(HashMap<String, u32>, Severities),
     Unreadable(String),
 }
 
@@ -407,7 +413,7 @@ fn source_items(
                             ),
                         ));
                     }
-                    Some(Indexed::Items(items)) => match items.get(item).copied().unwrap_or(0) {
+                    Some(Indexed::Items(items, _)) => match items.get(item).copied().unwrap_or(0) {
                         1 => {}
                         0 => problems.push(Problem::new(
                             "source-item",
@@ -436,8 +442,11 @@ fn index_file(path: &Path) -> Indexed {
     // the run when the manifest was read).
     match fsread::read_no_follow(path, fsread::Kind::Result) {
         Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => Indexed::Items(items::counts(&text)),
-            Err(err) => Indexed::Items(items::counts(&String::from_utf8_lossy(err.as_bytes()))),
+            Ok(text) => Indexed::Items(items::counts(&text), severity::of_result(&text)),
+            Err(err) => {
+                let text = String::from_utf8_lossy(err.as_bytes());
+                Indexed::Items(items::counts(&text), severity::of_result(&text))
+            }
         },
         Err(err) => Indexed::Unreadable(unreadable(&err)),
     }
@@ -805,7 +814,7 @@ fn coverage(
             Some(rostered) => {
                 let reported = entry.get("itemsReported").and_then(Value::as_u64);
                 let parsed = match indexes.get(worker) {
-                    Some(Indexed::Items(items)) => {
+                    Some(Indexed::Items(items, _)) => {
                         Some(items.values().map(|n| u64::from(*n)).sum())
                     }
                     Some(Indexed::Unreadable(_)) => Some(0),

@@ -29,6 +29,8 @@ pub const REPORT_DATA_NAME: &str = "data.json";
 pub const REPORT_MARKDOWN_NAME: &str = "final-report.md";
 /// The HTML derivation of the report, beside `data.json`.
 pub const REPORT_HTML_NAME: &str = "final-report.html";
+/// The SARIF log of the report's findings, beside `data.json`.
+pub const REPORT_SARIF_NAME: &str = "final-report.sarif";
 /// The report schema's file name inside `instruction-set/`.
 pub const REPORT_SCHEMA_NAME: &str = "final-report-schema.json";
 /// The lock every writer holds while it changes the team state (beside it,

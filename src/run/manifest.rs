@@ -2,7 +2,7 @@
 //! reads it.
 //!
 //! The bundle writes it once, from [`NewRunManifest`]. Every command reads
-//! it through [`parse`] into a [`Run`](crate::run::Run): typed with the
+//! it through [`parse`] into a [`Run`]: typed with the
 //! catalog's enums and the roster's own `Assignment`, every path re-rooted
 //! to where the run folder is now (`run::paths`) and confined to it, once.
 //! Fields a run does not need are skipped, unknown ones ignored; a manifest
@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Capabilities, LeadRuntime, Provider, TaskType};
+use crate::change::{Change, Source};
 use crate::run::Run;
 use crate::run::layout::{RUN_MANIFEST, RunLayout};
 use crate::run::paths::reroot;
@@ -111,6 +112,12 @@ pub struct NewRunManifest<'a> {
     pub prompt_sha256: &'a BTreeMap<String, String>,
     /// The wrapper providers' CLIs as the render found them.
     pub provider_clis: &'a Value,
+    /// The commit the project was at (absent outside a git work tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a Source>,
+    /// The change the run is scoped to (`--diff`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<&'a Change>,
 }
 
 /// The lead of a new run (`lead`).
@@ -179,6 +186,10 @@ struct Wire {
     task_manifest_path: Option<PathBuf>,
     #[serde(default)]
     final_report: Option<WireFinalReport>,
+    #[serde(default)]
+    source: Option<Source>,
+    #[serde(default)]
+    change: Option<Change>,
 }
 
 fn external() -> LeadRuntime {
@@ -282,6 +293,8 @@ pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
         task_type: wire.task_type,
         lead_runtime: wire.lead_runtime,
         convergence: wire.convergence,
+        source: wire.source,
+        change: wire.change,
         assignments,
         dir,
     })

@@ -61,6 +61,10 @@ pub struct Run {
     pub report_data_path: PathBuf,
     /// `finalReport.schemaVersion`, as recorded.
     pub report_schema_version: Option<String>,
+    /// The commit the project was at when the run was rendered.
+    pub source: Option<crate::change::Source>,
+    /// The change the run is scoped to (`--diff`).
+    pub change: Option<crate::change::Change>,
 }
 
 impl Run {

@@ -15,6 +15,8 @@ mod hostile_uninstall;
 mod install;
 mod launcher;
 mod lifecycle;
+mod outputs;
+mod plugin;
 mod prompts;
 mod provider_exec;
 mod report;

@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_mins(2);
 
 /// A copy of `examples/tiny-service` with the example brief, and the fake
 /// team installed under every provider CLI's name.
-pub fn team_project() -> Project {
+pub(crate) fn team_project() -> Project {
     let brief = fs::read_to_string(repo_root().join("examples/brief.md")).unwrap();
     let project = Project::new()
         .key("demo", "review", "reservations")
@@ -43,7 +43,11 @@ pub fn run(project: &Project, workers: &str, env: &[(&str, &str)]) -> (Value, i3
 }
 
 /// `okstra run` rendering a headless run with launcher flags `flags`.
-pub fn run_with(project: &Project, flags: &[&str], env: &[(&str, &str)]) -> (Value, i32, String) {
+pub(crate) fn run_with(
+    project: &Project,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> (Value, i32, String) {
     let mut cmd = project.task_command(&["run"], &[flags, &["--yes", "--json"]].concat());
     cmd.timeout(LIMIT);
     for (name, value) in env {
@@ -77,7 +81,7 @@ pub fn attempts(run: &std::path::Path, name: &str) -> Vec<Value> {
         .collect()
 }
 
-pub fn run_dir(outcome: &Value) -> PathBuf {
+pub(crate) fn run_dir(outcome: &Value) -> PathBuf {
     PathBuf::from(outcome["runDir"].as_str().unwrap())
 }
 
