@@ -405,7 +405,7 @@ pub struct GateRules {
     /// partial-consensus, contested, worker-unique (anchored ones only).
     /// [default: full-consensus,partial-consensus,contested]
     #[arg(long, value_name = "CLASS,...", value_delimiter = ',', value_parser = crate::severity::parse_class)]
-    pub classes: Vec<crate::converge::FinalClass>,
+    pub classes: Vec<crate::converge::ledger::FinalClass>,
 
     /// Count only findings the change introduced: an anchor inside the
     /// changed hunks of a run scoped with --diff (unanchored ones count).

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use crate::converge::ledger::FinalClass;
 use crate::items;
 
 closed_set! {
@@ -67,8 +68,8 @@ pub fn parse_threshold(word: &str) -> Result<Severity, String> {
 }
 
 /// One `--classes` value: a convergence class word.
-pub fn parse_class(word: &str) -> Result<crate::converge::FinalClass, String> {
-    crate::report::findings::class_of(word.trim()).ok_or_else(|| {
+pub fn parse_class(word: &str) -> Result<FinalClass, String> {
+    word.trim().parse::<FinalClass>().ok().ok_or_else(|| {
         format!(
             "`{word}` is not a convergence class; expected one of \
              `full-consensus|partial-consensus|contested|worker-unique`"

@@ -8,7 +8,6 @@
 //! by hand or by a host lead: only `items[]` with `itemId`, `owner` and
 //! `verdicts[]` is required, everything else has a default.
 
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -78,30 +77,13 @@ impl Verdict {
     }
 }
 
-/// An item's class once convergence is over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FinalClass {
-    FullConsensus,
-    PartialConsensus,
-    Contested,
-    WorkerUnique,
-}
-
-impl FinalClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FinalClass::FullConsensus => "full-consensus",
-            FinalClass::PartialConsensus => "partial-consensus",
-            FinalClass::Contested => "contested",
-            FinalClass::WorkerUnique => "worker-unique",
-        }
-    }
-}
-
-impl fmt::Display for FinalClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+closed_set! {
+    /// An item's class once convergence is over.
+    FinalClass {
+        FullConsensus => "full-consensus",
+        PartialConsensus => "partial-consensus",
+        Contested => "contested",
+        WorkerUnique => "worker-unique",
     }
 }
 

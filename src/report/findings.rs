@@ -38,7 +38,7 @@ use serde_json::Value;
 
 use super::anchor::{self, Anchor};
 use crate::catalog::Role;
-use crate::converge::{self, FinalClass, Ledger};
+use crate::converge::ledger::{self, FinalClass, Ledger};
 use crate::digest::sha256_hex;
 use crate::fsread::{self, Follow, LineReader};
 use crate::items::{self, Evidence};
@@ -261,7 +261,7 @@ fn finding(
         .collect();
     let class = match table {
         Table::Consensus => text("convergence")
-            .and_then(|word| class_of(&word))
+            .and_then(|word| word.parse::<FinalClass>().ok())
             .unwrap_or(FinalClass::WorkerUnique),
         Table::Differences => {
             let classes: Vec<FinalClass> = known.iter().filter_map(|s| s.class).collect();
@@ -339,18 +339,6 @@ fn push_once(list: &mut Vec<String>, name: &str) {
     }
 }
 
-/// A class word of the report.
-pub fn class_of(word: &str) -> Option<FinalClass> {
-    [
-        FinalClass::FullConsensus,
-        FinalClass::PartialConsensus,
-        FinalClass::Contested,
-        FinalClass::WorkerUnique,
-    ]
-    .into_iter()
-    .find(|class| class.as_str() == word)
-}
-
 /// Every source item the run's records know: each contributor's result
 /// items, then the convergence ledger's classes and verdicts.
 fn sources(run: &Run) -> HashMap<String, Source> {
@@ -376,9 +364,7 @@ fn sources(run: &Run) -> HashMap<String, Source> {
         }
     }
     let path = RunLayout::of(&run.dir).convergence_ledger();
-    if let Ok(Some(ledger)) =
-        converge::ledger::read::<Ledger>(&path, converge::ledger::LEDGER_SCHEMA)
-    {
+    if let Ok(Some(ledger)) = ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA) {
         for item in ledger.items {
             let entry = known.entry(item.item_id).or_default();
             entry.class = item.final_class;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::validate::{Indexed, Problem, rows};
+use super::rules::{Indexed, Problem, rows};
 use crate::severity::Severity;
 
 /// The tables whose rows carry a severity.

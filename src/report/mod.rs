@@ -29,6 +29,7 @@ mod model;
 mod proptests;
 pub mod reliability;
 mod render;
+mod rules;
 pub mod sarif;
 mod strict_json;
 mod validate;

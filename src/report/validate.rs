@@ -10,41 +10,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::thread::{self, JoinHandle};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::Role;
 use crate::converge::FinalClass;
 use crate::fsread;
 use crate::items;
-use crate::severity::{self, Severities};
+use crate::severity::{self};
 
 use super::reliability::Reliability;
+pub use super::rules::{Indexed, Problem, rows};
 
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
-
-/// One thing wrong with a report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
-    /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
-    /// `header`, `convergence`, `reliability`, `severity`).
-    pub rule: &'static str,
-    /// JSON pointer to the offending value (`""` is the whole document).
-    pub pointer: String,
-    pub message: String,
-}
-
-impl Problem {
-    pub(super) fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
-        Self {
-            rule,
-            pointer: pointer.into(),
-            message,
-        }
-    }
-}
 
 /// Sort problems by pointer (array indices compared as numbers, so
 /// `/consensus/2` comes before `/consensus/10`), then rule, then message.
@@ -234,20 +212,6 @@ fn schema_version(report: &Value, run: &RunFacts, problems: &mut Vec<Problem>) {
     }
 }
 
-/// The rows of one table as `(index, row)` pairs; pointers are only built
-/// when a problem needs one.
-pub(super) fn rows<'a>(
-    report: &'a Value,
-    table: &'a str,
-) -> impl Iterator<Item = (usize, &'a Value)> {
-    report
-        .get(table)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-}
-
 fn row_ids(report: &Value, problems: &mut Vec<Problem>) {
     let mut seen: HashMap<&str, (&str, usize)> = HashMap::new();
     for (table, _) in ROW_TABLES {
@@ -269,14 +233,6 @@ fn row_ids(report: &Value, problems: &mut Vec<Problem>) {
             }
         }
     }
-}
-
-/// A worker's result file, indexed once: how often each item id occurs,
-/// and each item's severity.
-#[derive(Debug)]
-pub enum Indexed {
-    Items(HashMap<String, u32>, Severities),
-    Unreadable(String),
 }
 
 /// Worker result files being read and indexed in the background.

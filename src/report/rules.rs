@@ -1,0 +1,51 @@
+//! What the report's invariant checks share: the one `Problem` a check
+//! reports, the report's row tables, and each worker result indexed once.
+//! `validate` and the severity floor (`floor`) both read these.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::severity::Severities;
+
+/// One thing wrong with a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
+    /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
+    /// `header`, `convergence`, `reliability`, `severity`).
+    pub rule: &'static str,
+    /// JSON pointer to the offending value (`""` is the whole document).
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
+        Self {
+            rule,
+            pointer: pointer.into(),
+            message,
+        }
+    }
+}
+
+/// A worker's result file, indexed once: how often each item id occurs,
+/// and each item's severity.
+#[derive(Debug)]
+pub enum Indexed {
+    Items(HashMap<String, u32>, Severities),
+    Unreadable(String),
+}
+
+/// The rows of one table (`consensus`, `differences` …) as `(index, row)`
+/// pairs; pointers are only built when a problem needs one.
+pub fn rows<'a>(report: &'a Value, table: &'a str) -> impl Iterator<Item = (usize, &'a Value)> {
+    report
+        .get(table)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+}
