@@ -3,10 +3,15 @@
 //! Nothing here reads a file; the rules are the ones the convergence
 //! document states, word for word:
 //!
+//! - A claim whose anchors okstra checked and found wanting (one does not
+//!   resolve in the run's snapshot, or it cites none) is `unverifiable`,
+//!   whatever its verdicts, and never open: it is not evidence, and no
+//!   round can make it so.
 //! - Count each non-owner reviewer's latest verdict. In adversarial mode an
 //!   `AGREE` or `SUPPLEMENT` whose evidence cites nothing checkable (no
-//!   `path:line`, command or quoted output) is not counted. A verdict from a
-//!   substitute, or from a worker that is not a rostered analyser, never is.
+//!   `path:line`, command or quoted output) is not counted, nor a verdict
+//!   whose own anchors do not resolve. A verdict from a substitute, or from
+//!   a worker that is not a rostered analyser, never is.
 //! - Open after round R: a counted `DISAGREE` from round R, or an available
 //!   reviewer it was sent to in round R gave no answer.
 //! - The owner's `DISAGREE` in round ≥ 2 withdraws the item; the owner's
@@ -17,6 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::anchors;
 use crate::items;
 
 use super::ledger::{FinalClass, LedgerItem, StopReason, Verdict, VerdictEntry};
@@ -49,6 +55,8 @@ pub fn counts(entry: &VerdictEntry, owner: &str, context: &Context<'_>) -> bool 
         && !entry.substitute
         && context.analysers.contains(&entry.reviewer)
         && !(context.adversarial && entry.verdict.agrees() && !items::is_checkable(&entry.evidence))
+        && !(context.adversarial
+            && entry.anchoring.anchor_status == Some(anchors::Status::Unanchored))
 }
 
 /// Apply the rules to one item.
@@ -75,7 +83,9 @@ pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
         .verdicts
         .iter()
         .any(|v| v.reviewer == item.owner && v.round >= 2 && v.verdict == Verdict::Disagree);
+    let unverifiable = item.anchoring.fails();
     let open = !withdrawn
+        && !unverifiable
         && context.round >= 1
         && (counted
             .iter()
@@ -83,7 +93,9 @@ pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
             || item.no_answer.iter().any(|missing| {
                 missing.round == context.round && context.available.contains(&missing.reviewer)
             }));
-    let class = if withdrawn {
+    let class = if unverifiable {
+        FinalClass::Unverifiable
+    } else if withdrawn {
         FinalClass::Contested
     } else if agreeing + disagreeing == 0 {
         FinalClass::WorkerUnique

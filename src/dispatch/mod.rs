@@ -192,6 +192,21 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
             interrupted: None,
         });
     }
+    // The project as the reviewers are about to see it: the one snapshot
+    // their anchors will be checked against (taken once per run).
+    let reviewers_start = prepared
+        .start
+        .iter()
+        .any(|p| p.kind == DispatchKind::Initial && p.role.reviews());
+    if reviewers_start
+        && let Err(err) =
+            crate::anchors::snapshot::ensure(run, crate::anchors::snapshot::Taken::FirstDispatch)
+    {
+        crate::diag::warning(format_args!(
+            "cannot take the run's snapshot of the project; its anchors will be checked \
+             against one taken later: {err:#}"
+        ));
+    }
     let engine = engine::Engine {
         run: run.clone(),
         max_parallel: options.max_parallel,
