@@ -59,22 +59,36 @@ pub fn counts(entry: &VerdictEntry, owner: &str, context: &Context<'_>) -> bool 
             && entry.anchoring.anchor_status == Some(anchors::Status::Unanchored))
 }
 
-/// Apply the rules to one item.
-pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
-    // Each non-owner reviewer's latest verdict (a later entry of the same
-    // round replaces an earlier one).
-    let mut latest: BTreeMap<&str, &VerdictEntry> = BTreeMap::new();
-    for entry in item.verdicts.iter().filter(|v| v.reviewer != item.owner) {
+/// For each of `item`'s verdicts, whether the rules count it: the latest
+/// verdict of a reviewer other than the owner (a later entry of the same
+/// round replaces an earlier one) that [`counts`].
+pub fn counted(item: &LedgerItem, context: &Context<'_>) -> Vec<bool> {
+    let mut latest: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, entry) in item.verdicts.iter().enumerate() {
+        if entry.reviewer == item.owner {
+            continue;
+        }
         match latest.get(entry.reviewer.as_str()) {
-            Some(seen) if seen.round > entry.round => {}
+            Some(&seen) if item.verdicts[seen].round > entry.round => {}
             _ => {
-                latest.insert(&entry.reviewer, entry);
+                latest.insert(&entry.reviewer, index);
             }
         }
     }
-    let counted: Vec<&VerdictEntry> = latest
-        .into_values()
-        .filter(|entry| counts(entry, &item.owner, context))
+    let mut flags = vec![false; item.verdicts.len()];
+    for index in latest.into_values() {
+        flags[index] = counts(&item.verdicts[index], &item.owner, context);
+    }
+    flags
+}
+
+/// Apply the rules to one item.
+pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
+    let counted: Vec<&VerdictEntry> = item
+        .verdicts
+        .iter()
+        .zip(counted(item, context))
+        .filter_map(|(entry, counts)| counts.then_some(entry))
         .collect();
     let agreeing =
         u32::try_from(counted.iter().filter(|v| v.verdict.agrees()).count()).unwrap_or(u32::MAX);

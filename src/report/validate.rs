@@ -19,6 +19,7 @@ use crate::fsread;
 use crate::items;
 
 use super::reliability::Reliability;
+use super::verification::{self, Verification};
 
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
@@ -28,7 +29,7 @@ pub const SCHEMA_RULE: &str = "schema";
 pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
-    /// `header`, `convergence`, `reliability`).
+    /// `header`, `convergence`, `reliability`, `verification`, `anchors`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,
@@ -36,7 +37,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
+    pub(super) fn new(rule: &'static str, pointer: impl Into<String>, message: String) -> Self {
         Self {
             rule,
             pointer: pointer.into(),
@@ -91,6 +92,9 @@ pub struct RunFacts {
     /// The `reliability` block the run's records give (`Err` when they
     /// cannot be read); `None` when the report carries no block to check.
     pub reliability: Option<Result<Reliability, String>>,
+    /// The `verification` block the run's records give (`Ok(None)` without
+    /// a ledger); `None` when the report carries no block to check.
+    pub verification: Option<Result<Option<Verification>, String>>,
 }
 
 /// Each ledger item's final class (`None` when it has not been classified).
@@ -99,6 +103,8 @@ pub struct LedgerClasses {
     /// The ledger's path, relative to the run folder, for messages.
     pub shown: String,
     pub classes: HashMap<String, Option<FinalClass>>,
+    /// Why each `unverifiable` item is (its failed anchor), for messages.
+    pub failed: HashMap<String, String>,
 }
 
 impl RunFacts {
@@ -138,6 +144,15 @@ pub fn invariants(
         }
     }
     reliability(report, run, &mut problems);
+    let ledger = run
+        .and_then(|run| run.ledger.as_ref())
+        .and_then(|ledger| ledger.as_ref().ok());
+    verification::check(
+        report,
+        run.and_then(|run| run.verification.as_ref()),
+        ledger,
+        &mut problems,
+    );
     row_ids(report, &mut problems);
     source_items(report, run, indexes, &mut problems);
     coverage(report, run, indexes, &mut problems);
