@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use crate::support::{Project, copy_dir, okstra, repo_root};
 
+#[path = "converge_anchors.rs"]
+mod anchors;
 #[path = "converge_plan.rs"]
 mod plan;
 #[path = "converge_record.rs"]
@@ -96,6 +98,8 @@ impl RunDir {
             let word = word.trim_end_matches(['.', ':']);
             if let Some((file, line)) = word.rsplit_once(':')
                 && file.contains('.')
+                && !file.starts_with('/')
+                && !file.contains("..")
                 && let Ok(line) = line.split('-').next_back().unwrap_or("").parse::<usize>()
             {
                 let root = self.dir.ancestors().nth(6).unwrap();
