@@ -532,14 +532,9 @@ fn convergence(
                 .filter_map(|item| class_of(item).map(|class| (item.as_str(), class)))
                 .collect();
             if let Some(claimed) = row.get("convergence").and_then(Value::as_str)
-                && [
-                    FinalClass::FullConsensus,
-                    FinalClass::PartialConsensus,
-                    FinalClass::Contested,
-                    FinalClass::WorkerUnique,
-                ]
-                .iter()
-                .any(|class| class.as_str() == claimed)
+                && FinalClass::ALL
+                    .iter()
+                    .any(|class| class.as_str() == claimed)
                 && !known.is_empty()
                 && !known.iter().any(|(_, class)| class.as_str() == claimed)
             {

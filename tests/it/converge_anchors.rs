@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 use std::time::Duration;
 
 use super::*;
-use crate::support::read_json;
+use crate::support::{copy_dir, read_json};
 
 /// Every command here is bounded in time.
 const LIMIT: Duration = Duration::from_mins(1);
@@ -365,4 +365,69 @@ fn an_unresolvable_verdict_anchor_does_not_count_in_an_adversarial_run() {
     // Its DISAGREE is not counted: kimi's checked AGREE decides.
     assert_eq!(claim["finalClass"], "full-consensus");
     assert_eq!(claim["open"], false);
+}
+
+/// Every anchor `examples/seeded-shop/expected-findings.json` documents
+/// resolves in that project (so its line numbers cannot drift from the
+/// code), and `benches/seeded_score.py` matches claims to the seeded
+/// defects by those anchors.
+#[test]
+fn the_seeded_examples_documented_anchors_resolve_and_score() {
+    let run = RunDir::render("claude,codex,report-writer");
+    let example = repo_root().join("examples/seeded-shop");
+    copy_dir(&example, run.root());
+    let expected = read_json(&example.join("expected-findings.json"));
+    let entries: Vec<&Value> = expected["defects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(expected["falseLeads"].as_array().unwrap())
+        .collect();
+    let mut result = "## 5. Findings\n\n| ID | Finding | Evidence |\n|---|---|---|\n".to_owned();
+    for entry in &entries {
+        let anchors: Vec<String> = entry["anchors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().replace('|', "\\|"))
+            .collect();
+        let _ = writeln!(
+            result,
+            "| {} | {} | {} |",
+            entry["id"].as_str().unwrap(),
+            entry["title"].as_str().unwrap(),
+            anchors.join("; ")
+        );
+    }
+    run.result("claude", &result);
+    run.result(
+        "codex",
+        "## 5. Findings\n\n- [1] the cart (shop/cart.py:31)\n",
+    );
+    let items = run.items();
+    for entry in &entries {
+        let id = format!("claude:{}", entry["id"].as_str().unwrap());
+        assert_eq!(items[&id]["anchorStatus"], "verified", "{}", items[&id]);
+        assert_eq!(
+            items[&id]["anchors"].as_array().unwrap().len(),
+            entry["anchors"].as_array().unwrap().len(),
+            "{id}"
+        );
+    }
+    let out = bounded(&["converge", "classify", run.path()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let score = assert_cmd::Command::new("python3")
+        .arg(repo_root().join("benches/seeded_score.py"))
+        .arg(&run.dir)
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&score.stdout);
+    assert!(score.status.success(), "{text}");
+    assert!(text.contains("found 7/7, confirmed 0/7"), "{text}");
+    assert!(
+        text.contains("S2 (easy) average_price divides by zero on an empty cart: worker-unique; found by claude, codex"),
+        "{text}"
+    );
+    assert!(text.contains("L1 (false lead)"), "{text}");
 }
