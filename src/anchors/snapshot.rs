@@ -569,19 +569,33 @@ impl Record {
     }
 }
 
-/// The run's snapshot record, if one was taken.
-pub fn record(run: &Run) -> Option<Record> {
-    let bytes =
-        fsread::read_no_follow(&run.layout().snapshot_record(), fsread::Kind::Manifest).ok()?;
+/// The run's snapshot record; `None` when none was taken. A record that
+/// cannot be read is an error, never a reason to take another snapshot
+/// silently: the anchors checked so far were checked against it.
+pub fn record(run: &Run) -> Result<Option<Record>> {
+    let path = run.layout().snapshot_record();
+    let Some(bytes) = fsread::read_no_follow_if_exists(&path, fsread::Kind::Manifest)
+        .with_context(|| format!("cannot read the run's snapshot record `{}`", path.display()))?
+    else {
+        return Ok(None);
+    };
     serde_json::from_slice::<Record>(&bytes)
         .ok()
         .filter(|r| r.schema_version == RECORD_VERSION)
+        .map(Some)
+        .with_context(|| {
+            format!(
+                "`{}` is not a snapshot record okstra can read; remove it to take a new snapshot \
+                 of the project",
+                path.display()
+            )
+        })
 }
 
 /// The run's snapshot: the recorded one, or one taken now (`taken` says
 /// when) and recorded.
 pub fn ensure(run: &Run, taken: Taken) -> Result<Record> {
-    if let Some(record) = record(run) {
+    if let Some(record) = record(run)? {
         return Ok(record);
     }
     let name = format!("{}/{}", run.task_key, run.run_id);

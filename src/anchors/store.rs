@@ -65,7 +65,8 @@ pub struct ItemToCheck<'a> {
 }
 
 fn read(run: &Run) -> Wire {
-    crate::fsread::read_no_follow(&run.layout().anchors(), crate::fsread::Kind::Manifest)
+    // As large as a report may be: 2 500 items of 32 anchors each fit.
+    crate::fsread::read_no_follow(&run.layout().anchors(), crate::fsread::Kind::Report)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Wire>(&bytes).ok())
         .filter(|wire| wire.schema_version == STORE_VERSION)

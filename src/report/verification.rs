@@ -121,7 +121,10 @@ pub fn of(info: &RunInfo, ledger: &Ledger) -> Verification {
         .map(|a| a.worker_id.as_str())
         .collect();
     Verification {
-        snapshot: anchors::snapshot::record(&info.run).map(|record| record.id()),
+        snapshot: anchors::snapshot::record(&info.run)
+            .ok()
+            .flatten()
+            .map(|record| record.id()),
         items: ledger
             .items
             .iter()

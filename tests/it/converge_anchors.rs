@@ -431,3 +431,25 @@ fn the_seeded_examples_documented_anchors_resolve_and_score() {
     );
     assert!(text.contains("L1 (false lead)"), "{text}");
 }
+
+/// A snapshot record that cannot be read is an error naming it, never a
+/// reason to take another snapshot behind the run's back.
+#[test]
+fn a_broken_snapshot_record_is_refused_not_replaced() {
+    let run = RunDir::render("claude,codex,report-writer");
+    run.write("src/inv.py", INVENTORY.as_bytes());
+    run.result("claude", "## 5. Findings\n\n- [F-1] x (src/inv.py:8 `return True`)\n");
+    fs::create_dir_all(run.dir.join("state")).unwrap();
+    fs::write(run.dir.join("state/snapshot.json"), "{\"schemaVersion\": 1}").unwrap();
+    let out = bounded(&["items", run.path(), "--json"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("state/snapshot.json` is not a snapshot record okstra can read"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        fs::read_to_string(run.dir.join("state/snapshot.json")).unwrap(),
+        "{\"schemaVersion\": 1}"
+    );
+}
