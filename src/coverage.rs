@@ -73,6 +73,10 @@ pub struct ReportInputs {
     pub convergence_ledger: Option<PathBuf>,
     /// Whether the run was cross-verified; okstra writes it into data.json.
     pub reliability: Reliability,
+    /// Who found and who verified each claim (when convergence ran); okstra
+    /// writes it into data.json.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::report::verification::Verification>,
 }
 
 /// The coverage of every rostered worker but the report writer.
@@ -195,6 +199,7 @@ pub fn write_inputs(manifest: &Run) -> Result<ReportInputs> {
         usage_summary: serde_json::to_value(&usage.summary)?,
         convergence_ledger: ledger.is_file().then_some(ledger),
         reliability: reliability::compute(&manifest.dir)?,
+        verification: crate::report::verification::compute(&manifest.dir)?,
     };
     let path = RunLayout::of(&manifest.dir).report_inputs();
     let mut bytes = serde_json::to_vec_pretty(&inputs)?;

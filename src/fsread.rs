@@ -42,6 +42,8 @@ pub enum Kind {
     Events,
     /// A final report's `data.json`.
     Report,
+    /// A project file an anchor cites, read from the run's snapshot.
+    Source,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -51,8 +53,10 @@ impl Kind {
     /// files" lists them).
     pub const fn limit(self) -> u64 {
         match self {
-            // A brief is a prompt: far below a model's context window.
-            Kind::Brief => 4 * MIB,
+            // A brief is a prompt: far below a model's context window. A
+            // source file is read whole to find an excerpt: generated files
+            // and data blobs past this are not code anyone cites.
+            Kind::Brief | Kind::Source => 4 * MIB,
             Kind::Result => 16 * MIB,
             Kind::Manifest => 8 * MIB,
             // A sidecar or heartbeat is a few hundred bytes.
@@ -72,6 +76,7 @@ impl Kind {
             Kind::Sidecar => "status sidecar",
             Kind::Events => "event log",
             Kind::Report => "report",
+            Kind::Source => "project file",
         }
     }
 }

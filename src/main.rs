@@ -10,6 +10,7 @@
 #[macro_use]
 mod words;
 
+mod anchors;
 mod ask;
 mod assign;
 mod beneath;

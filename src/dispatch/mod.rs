@@ -206,13 +206,22 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
             interrupted: None,
         });
     }
-    let identity = crate::workspace::RunIdentity {
-        project_root: run.project_root.clone(),
-        task_key: run.task_key.clone(),
-        run_id: run.run_id.clone(),
-        run_dir: std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone()),
-        created_at: run.created_at.clone(),
-    };
+    // The project as the reviewers are about to see it: the one snapshot
+    // their anchors will be checked against (taken once per run).
+    let reviewers_start = prepared
+        .start
+        .iter()
+        .any(|p| p.kind == DispatchKind::Initial && p.role.reviews());
+    if reviewers_start
+        && let Err(err) =
+            crate::anchors::snapshot::ensure(run, crate::anchors::snapshot::Taken::FirstDispatch)
+    {
+        crate::diag::warning(format_args!(
+            "cannot take the run's snapshot of the project; its anchors will be checked \
+             against one taken later: {err:#}"
+        ));
+    }
+    let identity = crate::workspace::RunIdentity::of(run);
     let engine = engine::Engine {
         snapshots: std::sync::Arc::new(crate::workspace::Snapshots::new(identity.clone())),
         identity,

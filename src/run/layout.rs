@@ -128,6 +128,24 @@ impl<'a> RunLayout<'a> {
         self.state_dir().join("report-inputs.json")
     }
 
+    /// `state/snapshot.json`: which snapshot of the project the run's
+    /// anchors are checked against (`anchors::snapshot`).
+    pub fn snapshot_record(&self) -> PathBuf {
+        self.state_dir().join("snapshot.json")
+    }
+
+    /// `snapshot/`: the copy of a project outside git that the run's
+    /// anchors are checked against.
+    pub fn snapshot_copy(&self) -> PathBuf {
+        self.dir.join("snapshot")
+    }
+
+    /// `state/anchors.json`: each accepted result's anchors as okstra
+    /// checked them, once (`anchors::store`).
+    pub fn anchors(&self) -> PathBuf {
+        self.state_dir().join("anchors.json")
+    }
+
     /// `state/fix-request.md`, the defects an implementation run sends back
     /// to the Executor for its one fix pass.
     pub fn fix_request(&self) -> PathBuf {

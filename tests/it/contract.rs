@@ -115,7 +115,8 @@ impl Bundle {
     }
 
     /// Give every analyser (or verifier) a completed dispatch and a result
-    /// with two items, then run `okstra converge plan --round 1`, so the
+    /// with two items (under a heading no profile describes, so they are
+    /// claims of any task type), then run `okstra converge plan --round 1`, so the
     /// round's reverify prompts exist and are checked like the rest.
     fn plan_round_one(&self) {
         let manifest: Value = serde_json::from_str(&self.read("run-manifest.json")).unwrap();
@@ -128,7 +129,7 @@ impl Bundle {
             }
             let worker = assignment["workerId"].as_str().unwrap();
             let result = format!(
-                "# {worker}\n\n## 1. Findings\n\n| ID | Finding | Evidence |\n|---|---|---|\n\
+                "# {worker}\n\n## Findings\n\n| ID | Finding | Evidence |\n|---|---|---|\n\
                  | F-001 | the total ignores discounts | `src/cart.rs:88` |\n\
                  | F-002 | the cache key ignores the locale | `src/cache.rs:12` |\n"
             );
