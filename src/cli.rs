@@ -154,6 +154,46 @@ pub enum Command {
     ///   okstra run .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
     ///   okstra run --task-type project-analysis --project-id demo --task-group review --task-id first-look --task-brief brief.md --yes
     Run(Box<RunArgs>),
+    /// What a host lead does next: okstra advances the run and names the host's tasks
+    ///
+    /// Takes the run's lease when it is free and does everything okstra can
+    /// without the host: starts wrapper workers in the background, plans and
+    /// records convergence rounds, computes coverage and usage, validates,
+    /// repairs and renders the report, and writes the lead events. Then it
+    /// answers with one state: `host-work` (tasks only the host can do: run a
+    /// native sub-agent on a task file, ask the user), `waiting` (okstra's
+    /// workers run), `done` (the report) or `failed` (why, and how to resume).
+    /// Idempotent: calling it again hands out the same tasks.
+    ///
+    /// Examples:
+    ///   okstra next .okstra/tasks/shop/bugs/checkout-500/error-analysis-001 --json
+    ///   okstra next <run-dir> --wait --timeout 5m --json
+    #[command(verbatim_doc_comment)]
+    Next(NextArgs),
+    /// Hand okstra a native task's answer, or the user's answer to a question
+    ///
+    /// The answer (the sub-agent's final message) comes from FILE or stdin.
+    /// Accepted only for a native-session task `okstra next` handed out, whose
+    /// result block carries that attempt's tag; okstra writes the Result Path
+    /// and closes the attempt. Exit 0 completed (or the same answer again), 1
+    /// recorded without a result (`empty-output`), 2 refused.
+    ///
+    /// Examples:
+    ///   okstra submit <run-dir> claude-worker - --agent-id a1b2c3
+    ///   okstra submit <run-dir> approval answer.txt
+    #[command(verbatim_doc_comment)]
+    Submit(SubmitArgs),
+    /// Run as a host hook (installed by `/okstra` and `okstra install`)
+    ///
+    /// `subagent-stop` reads the host's hook input on stdin (Claude Code and
+    /// Codex pass `last_assistant_message` and `agent_id`) and hands an okstra
+    /// task's answer to `okstra submit`'s checks. It never blocks the host:
+    /// it always exits 0 and prints nothing on stdout.
+    #[command(verbatim_doc_comment)]
+    Hook(HookArgs),
+    /// The background driver `okstra next` starts (not for people).
+    #[command(name = "__drive", hide = true)]
+    Drive(DriveArgs),
     /// List every item of the run's completed analysers.
     Items(ItemsArgs),
     /// Compute the report's worker coverage and usage for the report writer.
@@ -631,6 +671,87 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// `okstra next`.
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print the answer as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Block until the answer changes (or the run is done or failed).
+    #[arg(long)]
+    pub wait: bool,
+
+    /// With --wait: give up after this long (e.g. `5m`) and answer as things
+    /// stand. [default: 9m, under a host shell's ten-minute limit]
+    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra __drive`.
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// The engine flags alone, parsed from an argument list (their defaults,
+/// and the arguments a background driver is given).
+#[derive(Debug, Parser)]
+#[command(name = "okstra")]
+pub struct EngineDefaults {
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// The task's name as `okstra next` gave it: a native dispatch
+    /// (`claude-worker`) or a question (`approval`, `clarification`).
+    #[arg(value_name = "DISPATCH_NAME")]
+    pub dispatch_name: String,
+
+    /// A file holding the answer, or `-` for stdin. [default: stdin]
+    #[arg(value_name = "FILE|-", value_hint = ValueHint::FilePath)]
+    pub input: Option<PathBuf>,
+
+    /// The host's id of the sub-agent that answered (its transcript gives
+    /// the attempt's usage).
+    #[arg(long, value_name = "ID")]
+    pub agent_id: Option<String>,
+}
+
+/// `okstra hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The host event: `subagent-stop`.
+    #[arg(value_name = "EVENT", value_enum)]
+    pub event: HookEvent,
+}
+
+/// The host events okstra hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookEvent {
+    /// A sub-agent finished (Claude Code and Codex `SubagentStop`).
+    SubagentStop,
 }
 
 /// `okstra coverage`.

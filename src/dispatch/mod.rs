@@ -21,8 +21,10 @@ mod command;
 mod engine;
 mod gate;
 mod isolate;
+pub mod native;
 mod recover;
 pub mod select;
+mod submit;
 mod summary;
 mod view;
 mod wait;
@@ -35,12 +37,13 @@ use crate::catalog::DispatchKind;
 use crate::cli::EngineArgs;
 use crate::ending::Ending;
 use crate::run::Run;
-use crate::run::team_state::{self, DispatchRecord, TeamState};
+use crate::run::team_state::TeamState;
 
 pub use attempt::prompt_sha256;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
-pub use command::dispatch_command;
+pub use command::{dispatch_command, ignore_hangup};
 pub use select::{Decision, Kind, Planned, Skip};
+pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};
 pub use wait::{await_command, liveness, settle_all};
 
@@ -151,6 +154,7 @@ pub fn prepare(
                 prompt_sha256: prompt_sha256.clone(),
                 live: latest.map_or(select::Live::Nothing, wait::liveness),
                 resume: options.resume,
+                retry_spent: false,
             };
             decision = select::decide_in(&planned, state, &facts);
             let Decision::Settle(record) = &decision else {
@@ -347,31 +351,6 @@ pub fn repair_of(
         prompt_sha256: None,
         inputs_sha256: None,
     })
-}
-
-/// Record `native-session` dispatches the host has not started yet, so the
-/// host never writes a dispatch record by hand and `await` finds them the
-/// same way as wrapper ones.
-fn record_native(run: &Run, state: &TeamState, native: &[Planned]) -> Result<()> {
-    let records: Vec<DispatchRecord> = native
-        .iter()
-        .filter(|planned| state.latest(&planned.dispatch_name).is_none())
-        .map(|planned| {
-            let mut record =
-                attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-            record.start();
-            record.dispatcher_pid = None;
-            record.log_path = None;
-            record.sidecar_path = None;
-            record
-        })
-        .collect();
-    if records.is_empty() {
-        return Ok(());
-    }
-    let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
-    team_state::update(run, &changes)?;
-    Ok(())
 }
 
 /// The ending of a single headless run that was asked for a plain answer
