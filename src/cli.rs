@@ -684,7 +684,8 @@ pub struct NextArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Block until the answer changes (or the run is done or failed).
+    /// While the answer would be `waiting`, block (taking okstra's steps as
+    /// they come due) and answer once the state changes.
     #[arg(long)]
     pub wait: bool,
 

@@ -113,14 +113,28 @@ pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
                 .dispatches
                 .iter()
                 .any(|r| r.worker_id == a.worker_id && r.isolation.as_deref() == Some("none"));
-            let notes = if unisolated {
-                vec![format!(
+            let mut notes = Vec::new();
+            if unisolated {
+                notes.push(format!(
                     "{} has no read-only mode and the project is not a git repository, so it ran in the project itself",
                     a.provider
-                )]
-            } else {
-                Vec::new()
-            };
+                ));
+            }
+            // Answers okstra did not take from the sub-agent itself.
+            let relayed: Vec<&str> = state
+                .latest_attempts()
+                .into_iter()
+                .filter(|r| {
+                    r.worker_id == a.worker_id && r.recovered_from.as_deref() == Some("relayed")
+                })
+                .map(|r| r.dispatch_name.as_str())
+                .collect();
+            if !relayed.is_empty() {
+                notes.push(format!(
+                    "the result of {} reached okstra through `okstra submit` (passed on by the lead or the sub-agent), not from the sub-agent's own final message",
+                    relayed.join(", ")
+                ));
+            }
             Entry {
                 notes,
                 worker_id: a.worker_id.clone(),

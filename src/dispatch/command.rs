@@ -88,18 +88,18 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
 /// Hand the host its native dispatches of the batch (the same attempt
 /// `okstra next` names); their rows for the summary, not ended.
 fn hand_out(run: &Run, native: &[Planned]) -> Result<Vec<Row>> {
-    native
-        .iter()
-        .map(|planned| {
-            let handout = super::native::hand_out(run, planned)?;
+    let mut rows = Vec::new();
+    for planned in native {
+        if let Some(handout) = super::native::hand_out(run, planned)? {
             let mut row = Row::from_record(&handout.record);
             row.detail = Some(format!(
                 "runs in the host's own session: `okstra next {}` hands it out",
                 run.dir.display()
             ));
-            Ok(row)
-        })
-        .collect()
+            rows.push(row);
+        }
+    }
+    Ok(rows)
 }
 
 /// Say that the host's dispatches of the batch are not done.

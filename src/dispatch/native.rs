@@ -113,32 +113,47 @@ pub fn submit_line(run: &Run, dispatch_name: &str) -> String {
 /// Hand `planned` (a `native-session` dispatch) to the host: the attempt
 /// already handed out if one is open (the same nonce: asking twice is
 /// harmless), else its next attempt — the worker's one retry, spent, when
-/// the last attempt on the same prompt failed. Decided under the team
-/// state's lock, so two callers never hand out two attempts.
-pub fn hand_out(run: &Run, planned: &Planned) -> Result<Handout> {
+/// the last attempt on the same prompt failed. Decided again under the
+/// team state's lock, from the state as it is then: two callers never hand
+/// out two attempts, and an attempt answered meanwhile is not handed out
+/// again (`None`).
+pub fn hand_out(run: &Run, planned: &Planned) -> Result<Option<Handout>> {
     let prompt_sha256 = planned
         .prompt_sha256
         .clone()
         .or_else(|| attempt::prompt_sha256(&planned.paths.prompt_path));
-    let record = team_state::transact(run, |state| decide(state, planned, prompt_sha256))?;
+    let Some(record) = team_state::transact(run, |state| decide(state, planned, prompt_sha256))?
+    else {
+        return Ok(None);
+    };
     let task_path = layout::task_file(&record.prompt_path, record.attempt);
     let submit = submit_line(run, &record.dispatch_name);
     let text = task_text(run, &record, &submit);
     super::write_if_changed(&task_path, text.as_bytes())?;
-    Ok(Handout {
+    Ok(Some(Handout {
         record,
         task_path,
         submit,
-    })
+    }))
 }
 
-/// The attempt to hand out, and the edits that record it.
+/// The attempt to hand out, and the edits that record it; none when the
+/// host has nothing to run for `planned` now.
 fn decide(
     state: &TeamState,
     planned: &Planned,
     prompt_sha256: Option<String>,
-) -> Result<(Vec<Edit>, DispatchRecord)> {
+) -> Result<(Vec<Edit>, Option<DispatchRecord>)> {
     let latest = state.latest(&planned.dispatch_name);
+    let facts = super::select::Facts {
+        prompt_sha256: prompt_sha256.clone(),
+        ..super::select::Facts::default()
+    };
+    if super::select::decide_in(planned, state, &facts)
+        != super::select::Decision::Skip(super::select::Skip::Host)
+    {
+        return Ok((Vec::new(), None));
+    }
     if let Some(open) = latest.filter(|r| r.ending.is_none()) {
         if open.runner != Some(Runner::NativeSession) {
             bail!(
@@ -148,7 +163,7 @@ fn decide(
             );
         }
         if open.nonce.is_some() {
-            return Ok((Vec::new(), open.clone()));
+            return Ok((Vec::new(), Some(open.clone())));
         }
         // Recorded by an older `okstra dispatch`: give it its nonce now.
         let mut adopted = open.clone();
@@ -156,7 +171,7 @@ fn decide(
         if adopted.started_at.is_none() {
             adopted.start();
         }
-        return Ok((vec![Edit::Put(Box::new(adopted.clone()))], adopted));
+        return Ok((vec![Edit::Put(Box::new(adopted.clone()))], Some(adopted)));
     }
     let mut next = planned.clone();
     next.attempt = latest.map_or(1, |r| r.attempt + 1);
@@ -181,7 +196,7 @@ fn decide(
     record.start();
     record.nonce = Some(nonce(&record));
     edits.insert(0, Edit::Put(Box::new(record.clone())));
-    Ok((edits, record))
+    Ok((edits, Some(record)))
 }
 
 /// A fresh nonce: 16 random bytes from the kernel, in hex; should that

@@ -248,11 +248,11 @@ impl Lead {
         let Some(group) = gathered.group_with(workers, steps::Need::Host) else {
             return Ok(Vec::new());
         };
-        gathered
-            .host_of(group)
-            .into_iter()
-            .map(|planned| native::hand_out(&self.run, planned))
-            .collect()
+        let mut handouts = Vec::new();
+        for planned in gathered.host_of(group) {
+            handouts.extend(native::hand_out(&self.run, planned)?);
+        }
+        Ok(handouts)
     }
 
     /// The approval gate of an implementation run without an approved

@@ -12,7 +12,8 @@
 //!
 //! It is idempotent: a task already handed out is handed out again with
 //! the same nonce, a step already taken is not taken again. `--wait`
-//! blocks (bounded by `--timeout`) until the answer changes.
+//! blocks while the answer is `waiting` (bounded by `--timeout`), taking
+//! okstra's steps as they come due, and answers once the state changes.
 //!
 //! `okstra __drive` is the background driver: the same loop attached, under
 //! the lease, until only the host can go on or the run is done.
@@ -165,23 +166,10 @@ struct Answer {
 }
 
 impl Answer {
-    /// Whether `--wait` stops here whatever came before.
-    fn is_final(&self) -> bool {
-        matches!(self.state, State::Done | State::Failed)
-    }
-
-    /// The parts whose change ends a `--wait`: the state, the tasks
-    /// (name and attempt) and what runs.
-    fn key(&self) -> (State, Vec<String>) {
-        let tasks = self
-            .tasks
-            .iter()
-            .map(|t| format!("task {} {:?}", t.dispatch_name, t.attempt));
-        let running = self
-            .running
-            .iter()
-            .map(|r| format!("running {}", r.dispatch_name));
-        (self.state, tasks.chain(running).collect())
+    /// Whether `--wait` goes on waiting: only while nothing is for the host
+    /// and the run has not ended.
+    fn is_waiting(&self) -> bool {
+        self.state == State::Waiting
     }
 }
 
@@ -200,11 +188,10 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
     Options::from_args(&args.engine)?;
     let run = Run::open(&args.run_dir)?;
     begin(&run);
-    let first = step(&run, &args.engine)?;
-    let mut answer = first.clone();
+    let mut answer = step(&run, &args.engine)?;
     if args.wait {
         let deadline = Instant::now() + args.timeout.unwrap_or(DEFAULT_WAIT);
-        while !answer.is_final() && answer.key() == first.key() {
+        while answer.is_waiting() {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -364,8 +351,9 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
     };
     if let Some(group) = gathered.group_with(&workers, need) {
         for planned in gathered.host_of(group) {
-            let handout = dispatch::native::hand_out(run, planned)?;
-            answer.tasks.push(native_task(run, &handout));
+            if let Some(handout) = dispatch::native::hand_out(run, planned)? {
+                answer.tasks.push(native_task(run, &handout));
+            }
         }
     }
     match next {
