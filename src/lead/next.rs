@@ -133,6 +133,8 @@ struct Report {
     cross_verified: bool,
     /// One line: the report's headline, or its verdict statement.
     summary: String,
+    /// The report's first recommended next step, in one line.
+    next_step: String,
     /// Why the findings were not cross-verified, when they were not.
     #[serde(skip_serializing_if = "Option::is_none")]
     not_cross_verified: Option<String>,
@@ -513,7 +515,25 @@ fn report(run: &Run) -> Result<Report> {
         ),
         not_cross_verified,
         clarification_response: None,
+        next_step: next_step(&data),
     })
+}
+
+/// `recommendedNextSteps[0]` in one line: `phase <task type>: <reason>`,
+/// `<action>: <reason>` or `done: <reason>`.
+fn next_step(data: &serde_json::Value) -> String {
+    let step = data.pointer("/recommendedNextSteps/0");
+    let text = |key: &str| {
+        step.and_then(|s| s.get(key))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    };
+    let what = match text("kind") {
+        "phase" => format!("phase {}", text("phase")),
+        "action" => text("action").to_owned(),
+        other => other.to_owned(),
+    };
+    events::one_line(&format!("{what}: {}", text("reason")))
 }
 
 /// Print the answer: `--json`, or a few lines for a person.

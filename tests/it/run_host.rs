@@ -19,6 +19,12 @@ use crate::support::{Project, WALL_LIMIT, read_json};
 
 use super::{attempts, team_project};
 
+/// `schemas/next-answer.schema.json`, compiled.
+static ANSWER_SCHEMA: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| {
+    let schema = read_json(&crate::support::repo_root().join("schemas/next-answer.schema.json"));
+    jsonschema::validator_for(&schema).unwrap()
+});
+
 /// How a native answer comes back.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Via {
@@ -69,6 +75,12 @@ impl<'a> Host<'a> {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let answer: Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
+        // The answer's keys are a contract: every answer keeps its schema.
+        let errors: Vec<String> = ANSWER_SCHEMA
+            .iter_errors(&answer)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}\n{answer}");
         (answer, output.status.code().unwrap())
     }
 
@@ -606,4 +618,34 @@ fn an_implementation_run_without_a_plan_asks_the_user_before_the_executor() {
         run_line(&world, task["submit"].as_str().unwrap(), b"yes\n"),
         2
     );
+}
+
+#[test]
+fn a_native_writers_invalid_report_gets_its_one_repair_as_a_host_task() {
+    let world = team_project();
+    let run = hosted(&world, "claude-code", ROSTER);
+    let mut host = Host::new(&world, run.clone(), "claude", Via::Hook);
+    // The host's report writer breaks one rule on its first report.
+    host.env.push(("FAKE_BAD_REPORT", "1".to_owned()));
+    let (answer, code) = host.drive();
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
+    let tries = attempts(&run, "report-writer");
+    assert_eq!(tries.len(), 2, "{tries:?}");
+    assert!(
+        tries[1]["promptPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("prompts/report-writer.repair.md"),
+        "{tries:?}"
+    );
+    assert_eq!(tries[1]["recoveredFrom"], "hook");
+    let repair = fs::read_to_string(run.join("prompts/report-writer.repair.md")).unwrap();
+    assert!(repair.contains("## Repair: your report failed validation"));
+    let events = fs::read_to_string(run.join("state/lead-events.jsonl")).unwrap();
+    assert!(events.contains("\"kind\":\"report-repair\""), "{events}");
+    assert!(events.contains("\"attempts\":\"2\""), "{events}");
 }
