@@ -70,7 +70,22 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Derive the handoff Markdown and the human HTML from a final report.
     Report(ReportArgs),
-    /// Append one lead event to a run's event log.
+    /// Append one lead event to a run's event log
+    ///
+    /// okstra records these kinds itself (`okstra next`, `okstra run`,
+    /// `okstra submit`, the engine): run-start, run-resume, phase-start,
+    /// worker-complete, worker-terminal, convergence-skipped, round-complete,
+    /// fix-pass, fix-pass-skipped, usage-collected, report-repair,
+    /// report-validated, run-complete, run-interrupted, run-failed,
+    /// run-cancelled, budget-stop, result-refused, ask-user, user-answer.
+    /// A lead records only what okstra cannot find alone: a session id
+    /// (`session --field sessionId=<id>`) or the totals its host shows
+    /// (`lead-usage`).
+    ///
+    /// Examples:
+    ///   okstra event <run-dir> session --field sessionId=5f0c2a
+    ///   okstra event <run-dir> lead-usage --field inputTokens=1200 --field outputTokens=300
+    #[command(verbatim_doc_comment)]
     Event(EventArgs),
     /// Show the state of every worker in a run (or in every run of a project).
     Status(StatusArgs),
@@ -864,6 +879,28 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn event_help_lists_exactly_the_kinds_okstra_writes() {
+        let command = Cli::command();
+        let help = command
+            .find_subcommand("event")
+            .and_then(|event| event.get_long_about())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let listed = help
+            .split("itself (`okstra next`, `okstra run`,\n`okstra submit`, the engine): ")
+            .nth(1)
+            .and_then(|rest| rest.split('.').next())
+            .unwrap_or_default();
+        let listed: Vec<&str> = listed.split(',').map(str::trim).collect();
+        let written: Vec<&str> = crate::run::events::EventKind::ALL
+            .iter()
+            .filter(|kind| !kind.lead_may_write())
+            .map(|kind| kind.as_str())
+            .collect();
+        assert_eq!(listed, written, "{help}");
     }
 
     #[test]
