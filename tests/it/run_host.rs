@@ -649,3 +649,66 @@ fn a_native_writers_invalid_report_gets_its_one_repair_as_a_host_task() {
     assert!(events.contains("\"kind\":\"report-repair\""), "{events}");
     assert!(events.contains("\"attempts\":\"2\""), "{events}");
 }
+
+#[test]
+fn open_questions_are_asked_once_the_report_is_done_and_feed_the_next_run() {
+    let world = team_project();
+    let run = world.render(&[
+        "--task-type",
+        "requirements-discovery",
+        "--lead-runtime",
+        "claude-code",
+        "--workers",
+        ROSTER,
+    ]);
+    let mut host = Host::new(&world, run.clone(), "claude", Via::Hook);
+    // The loop stops at the question: a host-work answer with an ask-user task.
+    let answer = loop {
+        let (answer, _) = host.next(&["--wait", "--timeout", "60s"]);
+        let tasks = answer["tasks"].as_array().cloned().unwrap_or_default();
+        if tasks.iter().any(|t| t["kind"] == "ask-user") {
+            break answer;
+        }
+        assert_eq!(answer["state"], "host-work", "{answer}");
+        for task in &tasks {
+            let message = host.play(task);
+            assert_eq!(host.answer(task, &message), 0);
+        }
+    };
+    let task = &answer["tasks"][0];
+    assert_eq!(task["dispatchName"], "clarification");
+    assert!(run.join("report/final-report.md").is_file());
+    let questions = fs::read_to_string(task["promptPath"].as_str().unwrap()).unwrap();
+    assert!(
+        questions.contains("1. Must a reservation survive"),
+        "{questions}"
+    );
+    assert!(
+        questions.contains("2. How long may a hold last?"),
+        "{questions}"
+    );
+    let answers = "1. Only of the service.\n2. Fifteen minutes.\n";
+    assert_eq!(
+        run_line(&world, task["submit"].as_str().unwrap(), answers.as_bytes()),
+        0
+    );
+    let (answer, code) = host.next(&[]);
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
+    let response = PathBuf::from(answer["report"]["clarificationResponse"].as_str().unwrap());
+    assert_eq!(fs::read_to_string(&response).unwrap(), answers);
+    // The answers are what the next run takes.
+    let next = world.render(&[
+        "--task-type",
+        "requirements-discovery",
+        "--clarification-response",
+        response.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        fs::read_to_string(next.join("inputs/clarification-response.md")).unwrap(),
+        answers
+    );
+}
