@@ -2,7 +2,7 @@
 //! reads it.
 //!
 //! The bundle writes it once, from [`NewRunManifest`]. Every command reads
-//! it through [`parse`] into a [`Run`](crate::run::Run): typed with the
+//! it through [`parse`] into a [`Run`]: typed with the
 //! catalog's enums and the roster's own `Assignment`, every path re-rooted
 //! to where the run folder is now (`run::paths`) and confined to it, once.
 //! Fields a run does not need are skipped, unknown ones ignored; a manifest
