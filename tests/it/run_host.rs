@@ -84,17 +84,30 @@ impl<'a> Host<'a> {
         (answer, output.status.code().unwrap())
     }
 
-    /// The final message the host's sub-agent gives on `task`.
+    /// The final message the host's sub-agent gives on `task` (bounded in
+    /// time, like every command here).
     fn play(&self, task: &Value) -> String {
         let prompt = fs::File::open(task["promptPath"].as_str().unwrap()).unwrap();
         let mut cmd = self.world.command(self.world.path("bin").join(self.binary));
-        cmd.stdin(prompt).env("FAKE_PLAIN", "1");
+        cmd.stdin(prompt)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .env("FAKE_PLAIN", "1");
         for (name, value) in &self.env {
             cmd.env(name, value);
         }
-        let output = cmd.output().unwrap();
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8(output.stdout).unwrap()
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+            text
+        });
+        let status = crate::support::wait_for(WALL_LIMIT, "the sub-agent to answer", || {
+            child.try_wait().unwrap()
+        });
+        assert!(status.success(), "{status}");
+        reader.join().unwrap()
     }
 
     /// Give okstra `message` as the answer to `task`; the exit code.
