@@ -492,8 +492,10 @@ fn record_events(run: &Run, record: &DispatchRecord) {
 
 /// Record a Claude Code session (the lead's, `worker: None`) or a native
 /// worker's sub-agent id, once, so `okstra usage` finds its transcript.
+/// Only a Claude Code lead's: okstra reads no other host's sessions.
 pub fn record_session(run: &Run, worker: Option<&str>, id: &str) {
-    if !crate::usage::is_valid_id(id) {
+    if run.lead_runtime != crate::catalog::LeadRuntime::ClaudeCode || !crate::usage::is_valid_id(id)
+    {
         return;
     }
     if events::exists(run, EventKind::Session, "sessionId", id) {
