@@ -113,7 +113,23 @@ pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
                 }
             });
             let items_reported = count_items(&a.paths.result_path);
-            let notes = isolation_note(a, &state.dispatches).into_iter().collect();
+            let mut notes: Vec<String> =
+                isolation_note(a, &state.dispatches).into_iter().collect();
+            // Answers okstra did not take from the sub-agent itself.
+            let relayed: Vec<&str> = state
+                .latest_attempts()
+                .into_iter()
+                .filter(|r| {
+                    r.worker_id == a.worker_id && r.recovered_from.as_deref() == Some("relayed")
+                })
+                .map(|r| r.dispatch_name.as_str())
+                .collect();
+            if !relayed.is_empty() {
+                notes.push(format!(
+                    "the result of {} reached okstra through `okstra submit` (passed on by the lead or the sub-agent), not from the sub-agent's own final message",
+                    relayed.join(", ")
+                ));
+            }
             Entry {
                 notes,
                 worker_id: a.worker_id.clone(),

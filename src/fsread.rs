@@ -44,6 +44,9 @@ pub enum Kind {
     Report,
     /// A project file an anchor cites, read from the run's snapshot.
     Source,
+    /// A native worker's answer handed to `okstra submit` (a file or
+    /// stdin), or the JSON a host's sub-agent-stop hook gets on stdin.
+    Answer,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -64,6 +67,8 @@ impl Kind {
             Kind::Events => 64 * MIB,
             // `validate` parses it into a tree about 5× its size.
             Kind::Report => 32 * MIB,
+            // A result (16 MiB at most) and its audit, JSON-escaped by a hook.
+            Kind::Answer => 40 * MIB,
         }
     }
 
@@ -77,6 +82,7 @@ impl Kind {
             Kind::Events => "event log",
             Kind::Report => "report",
             Kind::Source => "project file",
+            Kind::Answer => "worker answer",
         }
     }
 }
@@ -261,6 +267,29 @@ fn read_sized(mut file: File, size: u64, path: &Path, kind: Kind) -> Result<Vec<
         let room = usize::try_from(limit + 1 - bytes.len() as u64).unwrap_or(usize::MAX);
         want = CHUNK.max(bytes.len() / 2).min(room);
     }
+}
+
+/// Read a stream (stdin) of `kind` to its end, refusing it once it passes
+/// the kind's limit; `label` names it in messages.
+pub fn read_stream(reader: impl Read, label: &Path, kind: Kind) -> Result<Vec<u8>, Error> {
+    let limit = kind.limit();
+    let mut bytes = Vec::new();
+    reader
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| Error::Read {
+            path: label.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::TooLarge {
+            path: label.to_path_buf(),
+            size: bytes.len() as u64,
+            limit,
+            noun: kind.noun(),
+        });
+    }
+    Ok(bytes)
 }
 
 /// Read size when `fstat` gives no useful size, and the least first read.

@@ -11,6 +11,7 @@ use crate::digest::sha256_hex;
 use crate::ending::Ending;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
+use crate::run::events::{self, EventKind};
 use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
 
@@ -53,6 +54,8 @@ pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecor
         usage: None,
         isolation: None,
         workspace: None,
+        nonce: None,
+        agent_id: None,
     }
 }
 
@@ -92,7 +95,35 @@ pub fn finish(
         changes.push(Change::Terminal(assignment_name, outcome.ending));
     }
     team_state::update(run, &changes)?;
+    announce(run, &record);
     Ok((record, outcome))
+}
+
+/// The lead event of an ended attempt: `worker-complete`, or
+/// `worker-terminal` with its ending. Every writer of an ending calls it
+/// (the engine, `await` settling a record, `cancel`, `submit`), so a lead
+/// never records one by hand. A failure to record is a warning.
+pub fn announce(run: &Run, record: &DispatchRecord) {
+    let Some(ending) = record.ending else {
+        return;
+    };
+    let attempt = record.attempt.to_string();
+    let mut fields = std::collections::BTreeMap::from([
+        ("name".to_owned(), record.dispatch_name.clone()),
+        ("attempt".to_owned(), attempt),
+    ]);
+    let kind = if ending == Ending::Completed {
+        EventKind::WorkerComplete
+    } else {
+        fields.insert("status".to_owned(), ending.as_str().to_owned());
+        EventKind::WorkerTerminal
+    };
+    if let Some(from) = &record.recovered_from {
+        fields.insert("provenance".to_owned(), from.clone());
+    }
+    if let Err(err) = events::append(run, kind.as_str(), &fields) {
+        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
+    }
 }
 
 /// Recover the result (writing the Result Paths), classify the ending and
@@ -166,7 +197,7 @@ pub fn conclude(
 
 /// The bytes of `path` if it is a non-empty regular file modified since
 /// `since` (Unix seconds; any time when unknown).
-fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
+pub fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() || meta.len() == 0 {
         return None;

@@ -248,6 +248,9 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
         }
     }
     run.update_team_state(&changes)?;
+    for record in &finished {
+        attempt::announce(run, record);
+    }
     Ok(())
 }
 

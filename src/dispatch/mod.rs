@@ -20,8 +20,10 @@ mod classify;
 mod command;
 mod engine;
 mod gate;
+pub mod native;
 mod recover;
 pub mod select;
+mod submit;
 mod summary;
 mod view;
 mod wait;
@@ -34,12 +36,13 @@ use crate::catalog::DispatchKind;
 use crate::cli::EngineArgs;
 use crate::ending::Ending;
 use crate::run::Run;
-use crate::run::team_state::{self, DispatchRecord, TeamState};
+use crate::run::team_state::TeamState;
 
 pub use attempt::prompt_sha256;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
-pub use command::dispatch_command;
+pub use command::{dispatch_command, ignore_hangup};
 pub use select::{Decision, Kind, Planned, Skip};
+pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};
 pub use wait::{await_command, liveness, settle_all};
 
@@ -165,6 +168,7 @@ pub fn prepare(
                 prompt_sha256: prompt_sha256.clone(),
                 live: latest.map_or(select::Live::Nothing, wait::liveness),
                 resume: options.resume,
+                retry_spent: false,
             };
             decision = select::decide_in(&planned, state, &facts);
             let Decision::Settle(record) = &decision else {
@@ -206,21 +210,7 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
             interrupted: None,
         });
     }
-    // The project as the reviewers are about to see it: the one snapshot
-    // their anchors will be checked against (taken once per run).
-    let reviewers_start = prepared
-        .start
-        .iter()
-        .any(|p| p.kind == DispatchKind::Initial && p.role.reviews());
-    if reviewers_start
-        && let Err(err) =
-            crate::anchors::snapshot::ensure(run, crate::anchors::snapshot::Taken::FirstDispatch)
-    {
-        crate::diag::warning(format_args!(
-            "cannot take the run's snapshot of the project; its anchors will be checked \
-             against one taken later: {err:#}"
-        ));
-    }
+    snapshot_before_reviewers(run, &prepared.start);
     let identity = crate::workspace::RunIdentity::of(run);
     let engine = engine::Engine {
         snapshots: std::sync::Arc::new(crate::workspace::Snapshots::new(identity.clone())),
@@ -257,6 +247,25 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
     // In the order they were planned, not the order they ended.
     rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
     Ok(Batch { rows, interrupted })
+}
+
+/// Take the run's snapshot of the project — the one its anchors are checked
+/// against, once per run — when reviewers are about to start their first
+/// work: before wrappers start, or before the host is handed its native
+/// attempts. A failure is a warning: the first check takes it instead.
+pub fn snapshot_before_reviewers(run: &Run, starting: &[Planned]) {
+    let reviewers_start = starting
+        .iter()
+        .any(|p| p.kind == DispatchKind::Initial && p.role.reviews());
+    if reviewers_start
+        && let Err(err) =
+            crate::anchors::snapshot::ensure(run, crate::anchors::snapshot::Taken::FirstDispatch)
+    {
+        crate::diag::warning(format_args!(
+            "cannot take the run's snapshot of the project; its anchors will be checked \
+             against one taken later: {err:#}"
+        ));
+    }
 }
 
 /// Run `planned` attempts (their attempt numbers already set) to the end
@@ -382,31 +391,6 @@ pub fn repair_of(
         prompt_sha256: None,
         inputs_sha256: None,
     })
-}
-
-/// Record `native-session` dispatches the host has not started yet, so the
-/// host never writes a dispatch record by hand and `await` finds them the
-/// same way as wrapper ones.
-fn record_native(run: &Run, state: &TeamState, native: &[Planned]) -> Result<()> {
-    let records: Vec<DispatchRecord> = native
-        .iter()
-        .filter(|planned| state.latest(&planned.dispatch_name).is_none())
-        .map(|planned| {
-            let mut record =
-                attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-            record.start();
-            record.dispatcher_pid = None;
-            record.log_path = None;
-            record.sidecar_path = None;
-            record
-        })
-        .collect();
-    if records.is_empty() {
-        return Ok(());
-    }
-    let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
-    team_state::update(run, &changes)?;
-    Ok(())
 }
 
 /// The ending of a single headless run that was asked for a plain answer

@@ -50,6 +50,8 @@ fn record(ending: Option<Ending>, prompt: &str) -> DispatchRecord {
         log_tail: None,
         usage: None,
         isolation: None,
+        nonce: None,
+        agent_id: None,
     }
 }
 
@@ -273,6 +275,23 @@ fn decide_table() {
             Runner::NativeSession,
             S(Skip::Host),
         ),
+        // A native answer without a result gets its one retry from the host.
+        (
+            Some(Some(Ending::EmptyOutput)),
+            "a",
+            Live::Nothing,
+            false,
+            Runner::NativeSession,
+            S(Skip::Host),
+        ),
+        (
+            Some(Some(Ending::Auth)),
+            "a",
+            Live::Nothing,
+            false,
+            Runner::NativeSession,
+            S(Skip::Failed(Ending::Auth)),
+        ),
     ];
     for (latest, now, live, resume, runner, expected) in rows {
         let mut last = latest.map(|ending| record(ending, "a"));
@@ -287,6 +306,7 @@ fn decide_table() {
             prompt_sha256: Some(now.into()),
             live,
             resume,
+            retry_spent: false,
         };
         assert_eq!(
             decide(&planned(runner), last.as_ref(), 3, &facts),
@@ -294,6 +314,21 @@ fn decide_table() {
             "{latest:?} {now} {live:?} resume={resume} {runner:?}"
         );
     }
+}
+
+#[test]
+fn a_failed_native_attempt_is_final_once_the_retry_is_spent() {
+    let mut last = record(Some(Ending::EmptyOutput), "a");
+    last.runner = Some(Runner::NativeSession);
+    let facts = Facts {
+        prompt_sha256: Some("a".into()),
+        retry_spent: true,
+        ..Facts::default()
+    };
+    assert_eq!(
+        decide(&planned(Runner::NativeSession), Some(&last), 3, &facts),
+        Decision::Skip(Skip::Failed(Ending::EmptyOutput))
+    );
 }
 
 #[test]

@@ -90,7 +90,11 @@ pub fn print_summary(rows: &[Row], json: bool) -> Result<()> {
             row.dispatch_name,
             row.kind,
             row.attempt,
-            row.ending.map_or("running", Ending::as_str),
+            match (row.ending, row.runner) {
+                (Some(ending), _) => ending.as_str(),
+                (None, Runner::NativeSession) => "with-host",
+                (None, Runner::CliWrapper) => "running",
+            },
             row.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
             if row.ending == Some(Ending::Completed) {
                 row.result_path.display().to_string()

@@ -240,6 +240,9 @@ pub fn settle_all(
         }
     }
     team_state::update(run, &changes)?;
+    for record in &done {
+        attempt::announce(run, record);
+    }
     Ok(done)
 }
 

@@ -11,6 +11,7 @@
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
 //! run).
 
+pub mod ask;
 pub mod events;
 pub mod journal;
 pub mod layout;

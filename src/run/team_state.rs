@@ -104,6 +104,14 @@ pub struct DispatchRecord {
     /// `okstra reap` can remove it when its dispatcher dies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<WorkspaceRecord>,
+    /// A `native-session` attempt's nonce, set when `okstra next` hands it
+    /// to the host: the answer's result block must carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    /// The host's id of the sub-agent that ran a `native-session` attempt
+    /// (its transcript carries the attempt's usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// Where an isolated attempt works (`dispatches[].workspace`).
@@ -384,16 +392,66 @@ pub fn modify(run: &Run, change: impl FnOnce(&mut Value) -> Result<()>) -> Resul
     let _lock = lock(path)?;
     let mut value = read_value(path)?;
     change(&mut value)?;
+    write(path, &value)?;
+    Ok(value)
+}
+
+/// A change decided under the lock by [`transact`] (owned, unlike
+/// [`Change`], because it is computed from the state read there).
+#[derive(Debug, Clone)]
+pub enum Edit {
+    Put(Box<DispatchRecord>),
+    SpendRetry(String),
+    Terminal(String, Ending),
+}
+
+impl Edit {
+    fn as_change(&self) -> Change<'_> {
+        match self {
+            Edit::Put(record) => Change::Put(record),
+            Edit::SpendRetry(name) => Change::SpendRetry(name),
+            Edit::Terminal(name, ending) => Change::Terminal(name, *ending),
+        }
+    }
+}
+
+/// Read the state and change it in one step under the lock: `decide` sees
+/// the state as it is now and returns the edits to make and a value to
+/// hand back; nothing is written when it returns no edit or fails. Two
+/// processes deciding about the same attempt (two hooks, a hook and the
+/// lead) therefore never both win.
+pub fn transact<T>(
+    run: &Run,
+    decide: impl FnOnce(&TeamState) -> Result<(Vec<Edit>, T)>,
+) -> Result<T> {
+    let path = &run.team_state_path;
+    let _lock = lock(path)?;
+    let mut value = read_value(path)?;
+    let state = parse(run, &value)?;
+    let (edits, out) = decide(&state)?;
+    if edits.is_empty() {
+        return Ok(out);
+    }
+    for edit in &edits {
+        apply(&mut value, &edit.as_change())?;
+    }
+    // Read back before it is written: no edit plants a path outside the run.
+    parse(run, &value)?;
+    write(path, &value)?;
+    Ok(out)
+}
+
+/// Check `value` against the schema and replace the team state with it.
+fn write(path: &Path, value: &Value) -> Result<()> {
     schema::check(
         SCHEMA,
-        &value,
+        value,
         &format!("the team state `{}`", path.display()),
     )?;
-    let mut bytes = serde_json::to_vec_pretty(&value)?;
+    let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
     durable::write_atomic(path, &bytes)
-        .with_context(|| format!("cannot write the team state `{}`", path.display()))?;
-    Ok(value)
+        .with_context(|| format!("cannot write the team state `{}`", path.display()))
 }
 
 fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {
@@ -534,6 +592,8 @@ mod tests {
             usage: None,
             isolation: None,
             workspace: None,
+            nonce: None,
+            agent_id: None,
         }
     }
 

@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state_path};
 
+#[path = "run_host.rs"]
+mod host;
 #[path = "run_resume.rs"]
 mod resume;
 
