@@ -24,38 +24,22 @@ use super::select::Planned;
 pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecord {
     let (sidecar, log) = layout::attempt_files(&planned.paths.prompt_path, planned.attempt);
     DispatchRecord {
-        dispatch_name: planned.dispatch_name.clone(),
-        dispatch_kind: planned.kind,
-        attempt: planned.attempt,
-        worker_id: planned.worker_id.clone(),
         role: Some(planned.role),
         provider: Some(planned.provider),
         model: Some(planned.model.clone()),
         runner: Some(planned.runner),
-        prompt_path: planned.paths.prompt_path.clone(),
         prompt_sha256,
         inputs_sha256: planned.inputs_sha256.clone(),
-        result_path: planned.paths.result_path.clone(),
-        worker_results_path: planned.paths.worker_results_path.clone(),
-        error_path: planned.paths.error_path.clone(),
         log_path: Some(log),
         sidecar_path: Some(sidecar),
-        started_at: None,
-        ended_at: None,
         dispatcher_pid: i32::try_from(std::process::id()).ok(),
-        wrapper_pid: None,
-        ending: None,
-        exit_code: None,
-        detail: None,
-        result_sha256: None,
-        worker_results_sha256: None,
-        recovered_from: None,
-        log_tail: None,
-        usage: None,
-        isolation: None,
-        workspace: None,
-        nonce: None,
-        agent_id: None,
+        ..DispatchRecord::queued(
+            &planned.dispatch_name,
+            planned.kind,
+            planned.attempt,
+            &planned.worker_id,
+            &planned.paths,
+        )
     }
 }
 

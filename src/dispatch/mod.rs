@@ -419,6 +419,22 @@ pub fn classify_answer(
     classify::classify(&evidence).0
 }
 
+/// Refuse a `--workers` name that is not one of `run`'s workers.
+pub fn check_workers(run: &Run, names: &[String]) -> Result<()> {
+    if let Some(name) = names.iter().find(|name| run.assignment(name).is_none()) {
+        let known: Vec<&str> = run
+            .assignments
+            .iter()
+            .map(|a| a.worker_id.as_str())
+            .collect();
+        bail!(
+            "invalid value `{name}` for `--workers`: this run's workers are `{}`",
+            known.join(",")
+        );
+    }
+    Ok(())
+}
+
 /// `--workers a,b`: non-empty, comma-separated.
 pub fn split_workers(text: &str) -> Result<Vec<String>> {
     let names: Vec<String> = text

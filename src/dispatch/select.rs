@@ -201,19 +201,7 @@ pub fn select(
     workers: Option<&[String]>,
 ) -> Result<Vec<Planned>> {
     if let Some(names) = workers {
-        for name in names {
-            if run.assignment(name).is_none() {
-                let known: Vec<&str> = run
-                    .assignments
-                    .iter()
-                    .map(|a| a.worker_id.as_str())
-                    .collect();
-                bail!(
-                    "invalid value `{name}` for `--workers`: this run's workers are `{}`",
-                    known.join(",")
-                );
-            }
-        }
+        super::check_workers(run, names)?;
     }
     let named = |a: &Assignment| workers.is_none_or(|names| names.contains(&a.worker_id));
     Ok(match kind {
