@@ -444,7 +444,6 @@ fn bad_input_is_one_line_and_exit_2() {
             vec!["dispatch", run_s, "--min-free-disk", "lots"],
             "--min-free-disk",
         ),
-        (vec!["await", run_s], "nothing to await"),
         (
             vec!["dispatch", "/nonexistent/run"],
             "is not an okstra run folder",
