@@ -362,6 +362,55 @@ fn read_team_state(run: &Run) -> (TeamState, Option<String>) {
 pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
     let mut files = RunFiles::new(&run.dir);
     let (state, team_state_error) = read_team_state(run);
+    let has_report = files.is_file(&run.report_data_path);
+    // Checking the report is most of the cost of a finished run's board,
+    // and it is needed only once nothing is live: when every attempt has
+    // ended (so the run is most likely over) it runs beside the rest.
+    let early = has_report && state.dispatches.iter().all(|r| r.ending.is_some());
+    std::thread::scope(|scope| {
+        // A thread that cannot be started leaves the check to this one.
+        let checked = early
+            .then(|| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, || outcome::check_report(run))
+                    .ok()
+            })
+            .flatten();
+        let report = move || match checked {
+            Some(handle) => handle.join().unwrap_or_else(|_| {
+                outcome::ReportCheck::Invalid(vec!["the report could not be checked".to_owned()])
+            }),
+            None => outcome::check_report(run),
+        };
+        board_of(
+            run,
+            &state,
+            team_state_error,
+            now,
+            tail,
+            &mut files,
+            has_report,
+            report,
+        )
+    })
+}
+
+/// The board of `run` whose team state is `state`; `report` checks its
+/// report when the run's line needs it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one run's gathered inputs, passed once from `run_status`"
+)]
+fn board_of<'r>(
+    run: &'r Run,
+    state: &TeamState,
+    team_state_error: Option<String>,
+    now: i64,
+    tail: Option<usize>,
+    files: &mut RunFiles<'_>,
+    has_report: bool,
+    report: impl FnOnce() -> outcome::ReportCheck,
+) -> RunStatus<'r> {
     let records = &state.dispatches;
     // The attempt each worker's row shows: its most recently recorded one.
     let shown: Vec<Option<usize>> = run
@@ -380,7 +429,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
         .enumerate()
         .map(|(index, record)| {
             (record.ending.is_none() || shown.contains(&Some(index)))
-                .then(|| gather(run, &Sources::of_record(run, record), now, &mut files))
+                .then(|| gather(run, &Sources::of_record(run, record), now, files))
         })
         .collect();
     let verdicts: Vec<Verdict> = records
@@ -396,17 +445,12 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
         .map(|(a, shown)| {
             if let Some(index) = *shown {
                 let found = gathered[index].take().unwrap_or_else(|| {
-                    gather(
-                        run,
-                        &Sources::of_record(run, &records[index]),
-                        now,
-                        &mut files,
-                    )
+                    gather(run, &Sources::of_record(run, &records[index]), now, files)
                 });
                 let verdict = verdicts[index].clone();
                 worker_status(a, verdict, found, Some(&records[index]), now, tail)
             } else {
-                let found = gather(run, &Sources::of_assignment(a), now, &mut files);
+                let found = gather(run, &Sources::of_assignment(a), now, files);
                 let verdict = classify(&found.evidence, now);
                 worker_status(a, verdict, found, None, now, tail)
             }
@@ -464,7 +508,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
             .iter()
             .any(|w| w.attempt.is_none() && w.state.is_live())
         || crate::run::lease::Lease::live_holder(run).is_some();
-    let run_line = outcome::run_line(run, &state, &events, live, &mut files);
+    let run_line = outcome::run_line(run, state, &events, live, has_report, report);
     RunStatus {
         run_id: &run.run_id,
         run_dir: &run.dir,

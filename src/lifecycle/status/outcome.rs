@@ -27,7 +27,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::DISPATCH_EVENT;
-use super::files::RunFiles;
 use crate::clock;
 use crate::fsread;
 use crate::lifecycle::Run;
@@ -296,7 +295,7 @@ pub fn judge(
 }
 
 /// Check the report of `run` with the one validate entry point.
-fn check_report(run: &Run) -> ReportCheck {
+pub fn check_report(run: &Run) -> ReportCheck {
     match crate::report::check_report(&run.dir) {
         Ok(checked) if checked.is_valid() => {
             let verdict = checked
@@ -325,18 +324,20 @@ fn check_report(run: &Run) -> ReportCheck {
 
 /// The run's line: its phase and round from the records, its outcome by
 /// [`judge`].
+/// `report` checks the report; it is asked only when nothing is live and
+/// `has_report` (data.json exists).
 pub fn run_line(
     run: &Run,
     state: &TeamState,
     events: &Events,
     live: bool,
-    files: &mut RunFiles<'_>,
+    has_report: bool,
+    report: impl FnOnce() -> ReportCheck,
 ) -> RunLine {
-    let has_report = files.is_file(&run.report_data_path);
     let report = if live {
         None
     } else if has_report {
-        Some(check_report(run))
+        Some(report())
     } else {
         Some(ReportCheck::Missing)
     };
