@@ -585,9 +585,15 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Redraw until every worker is terminal.
+    /// Redraw until every worker is terminal (one run) or no run is still
+    /// going (a project).
     #[arg(long)]
     pub watch: bool,
+
+    /// Only runs still going (outcome `running`): not ended with or without
+    /// a report, not stopped.
+    #[arg(long)]
+    pub active: bool,
 
     /// Show the last N lines of each worker's log.
     #[arg(long, value_name = "N")]

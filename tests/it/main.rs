@@ -23,3 +23,4 @@ mod report;
 mod run;
 mod support;
 mod usage;
+mod views;
