@@ -175,6 +175,7 @@ pub fn conclude(
         has_result: recovered_from.is_some(),
         transcript: &transcript,
         wrapper_stderr: &ended.wrapper_stderr,
+        now: crate::clock::unix_now(),
     };
     let (ending, detail) = classify::classify(&evidence);
     let now = crate::clock::unix_now();

@@ -67,6 +67,32 @@ fn the_classification_table() {
         ],
         &["error: failed to run prompt: 429"],
     );
+    let reopens = crate::clock::unix_now() + 120;
+    let claude_window = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":reopens,"rateLimitType":"five_hour"}}),
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":reopens,"rateLimitType":"five_hour","overageStatus":"rejected"}}),
+            json!({"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets 2pm (Europe/Berlin)"}),
+        ],
+        &[],
+    );
+    let claude_informed = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":reopens,"rateLimitType":"seven_day"}}),
+        ],
+        &[],
+    );
+    let codex_quota = transcript(
+        Provider::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":"t"}),
+            json!({"type":"error","message":"You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 4 days 20 hours 9 minutes."}),
+            json!({"type":"turn.failed","error":{"message":"You've hit your usage limit."}}),
+        ],
+        &[],
+    );
     let vibe_grok_usage = transcript(
         Provider::Grok,
         &[],
@@ -179,6 +205,24 @@ fn the_classification_table() {
             "kimi rate limited",
             base(leak(kimi_rate)),
             Ending::RateLimit,
+        ),
+        (
+            "claude window reopens in minutes",
+            base(leak(claude_window)),
+            Ending::RateLimit,
+        ),
+        (
+            "claude's informational event is no error",
+            Evidence {
+                exit_code: Some(0),
+                ..base(leak(claude_informed))
+            },
+            Ending::EmptyOutput,
+        ),
+        (
+            "codex usage limit for days",
+            base(leak(codex_quota)),
+            Ending::Quota,
         ),
         (
             "vibe-kit grok argv",

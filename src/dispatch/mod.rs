@@ -20,6 +20,7 @@ mod classify;
 mod command;
 mod engine;
 mod gate;
+mod limit;
 pub mod native;
 mod recover;
 pub mod select;
