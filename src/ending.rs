@@ -65,7 +65,8 @@ impl Ending {
 
     /// Whether the one shared retry may be spent on this ending. `crash` is
     /// retryable only when it was quick and printed nothing (decided by the
-    /// caller, who knows the timing); `rate-limit` after a cooldown.
+    /// caller, who knows the timing); `rate-limit` after a cooldown (a wait
+    /// for the CLI's own retry-after hint comes first and spends nothing).
     /// `quota` never: the account stays refused for hours.
     pub fn is_retryable(self) -> bool {
         matches!(

@@ -10,6 +10,8 @@
 //! also fail to connect; a limit is `limit`'s to tell rate from quota); then
 //! how the wrapper ended it; then the exit code.
 
+use std::time::Duration;
+
 use crate::ending::Ending;
 use crate::exit;
 use crate::provider_exec::status::Reason;
@@ -203,6 +205,12 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
             ),
         ),
     }
+}
+
+/// The CLI's retry-after hint, for an attempt [`classify`] calls
+/// `rate-limit`.
+pub fn retry_after(evidence: &Evidence<'_>) -> Option<Duration> {
+    limit::read(&error_text(evidence), evidence.now).and_then(|limit| limit.retry_after)
 }
 
 /// The text the patterns are matched against: the CLI's error events and

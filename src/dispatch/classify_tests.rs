@@ -282,6 +282,46 @@ fn the_classification_table() {
 }
 
 #[test]
+fn a_rate_limit_carries_the_clis_retry_after() {
+    use serde_json::json;
+    let now = crate::clock::unix_now();
+    let claude = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":now + 90,"rateLimitType":"five_hour"}}),
+            json!({"type":"result","is_error":true,"result":"You've hit your limit"}),
+        ],
+        &[],
+    );
+    let evidence = Evidence {
+        exit_code: Some(1),
+        sidecar: true,
+        reason: Some(Reason::Exited),
+        transcript: &claude,
+        now,
+        ..Evidence::default()
+    };
+    let (end, detail) = classify(&evidence);
+    assert_eq!(end, Ending::RateLimit);
+    assert_eq!(retry_after(&evidence), Some(Duration::from_secs(90)));
+    assert!(detail.starts_with("retry after 1m30s: "), "{detail}");
+    // Auth comes first: a logged-out CLI that also printed a 429 is `auth`.
+    let both = transcript(
+        Provider::Kimi,
+        &[],
+        &[
+            "error: failed to run prompt: No model configured",
+            "429 Too Many Requests",
+        ],
+    );
+    let evidence = Evidence {
+        transcript: &both,
+        ..evidence
+    };
+    assert_eq!(classify(&evidence).0, Ending::Auth);
+}
+
+#[test]
 fn numbers_match_only_as_words() {
     assert!(contains_word("http 401 unauthorized", "401"));
     assert!(!contains_word("line 14012", "401"));

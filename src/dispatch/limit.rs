@@ -28,6 +28,9 @@
 //!
 //! A clock time without a date or zone (`resets 2pm`, `try again at 8:19
 //! PM`) is not read: it is no hint, and the words around it decide.
+//!
+//! Also here: how long the engine waits on a hint ([`Waits`]), with jitter,
+//! before the same attempt runs again without spending the shared retry.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -41,6 +44,11 @@ use super::classify::contains_word;
 /// A retry-after longer than this is a spent quota, not a brief refusal:
 /// no run should sit that long on one worker.
 pub const QUOTA_AFTER: Duration = Duration::from_hours(1);
+/// At most this many free waits per worker and engine run …
+pub const MAX_WAITS: u32 = 3;
+/// … and at most this long in all; past either, the shared retry (if left)
+/// is what remains.
+pub const MAX_WAIT_TOTAL: Duration = Duration::from_mins(30);
 /// The longest hint read: anything longer is as good as forever.
 const LONGEST_HINT: Duration = Duration::from_hours(24 * 366);
 
@@ -290,6 +298,47 @@ pub fn human(after: Duration) -> String {
     } else {
         crate::clock::short_duration(i64::try_from(seconds).unwrap_or(i64::MAX))
     }
+}
+
+/// The free waits one worker has had in this engine run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Waits {
+    pub count: u32,
+    pub total: Duration,
+}
+
+impl Waits {
+    /// How long to wait on `hint` before running the attempt again without
+    /// spending the shared retry (the hint plus jitter, so runs that were
+    /// refused together do not come back together), or `None` when this
+    /// worker's waits are used up. `random` is any random number.
+    pub fn next(&mut self, hint: Duration, random: u64) -> Option<Duration> {
+        if hint > QUOTA_AFTER || self.count >= MAX_WAITS {
+            return None;
+        }
+        let wait = hint.saturating_add(jitter(hint, random));
+        let total = self.total.saturating_add(wait);
+        if total > MAX_WAIT_TOTAL {
+            return None;
+        }
+        self.count += 1;
+        self.total = total;
+        Some(wait)
+    }
+}
+
+/// A random number for [`Waits::next`] (std's hasher keys are random per
+/// process and per call).
+pub fn random() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now())
+}
+
+/// Up to a tenth of `hint`, and at least up to a second.
+fn jitter(hint: Duration, random: u64) -> Duration {
+    let span = (hint / 10).max(Duration::from_secs(1));
+    let span_ms = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(random % span_ms.max(1))
 }
 
 #[cfg(test)]
@@ -547,5 +596,35 @@ mod tests {
             at(&format!("resets_at: {}000", NOW + 10)),
             Some(Duration::from_secs(10))
         );
+    }
+
+    #[test]
+    fn waits_are_bounded_in_number_and_in_total() {
+        let mut waits = Waits::default();
+        let hint = Duration::from_mins(1);
+        for _ in 0..MAX_WAITS {
+            let wait = waits.next(hint, 123_456).unwrap();
+            assert!(
+                wait >= hint && wait < hint + Duration::from_secs(6),
+                "{wait:?}"
+            );
+        }
+        assert_eq!(waits.next(hint, 0), None, "a fourth wait");
+        let mut long = Waits::default();
+        assert!(long.next(Duration::from_mins(25), 0).is_some());
+        assert_eq!(
+            long.next(Duration::from_mins(10), 0),
+            None,
+            "past the total"
+        );
+        assert_eq!(
+            Waits::default().next(QUOTA_AFTER + Duration::from_secs(1), 0),
+            None
+        );
+        // Jitter stays under its span, for any random number.
+        for random in [0, 1, 999, u64::MAX] {
+            assert!(jitter(Duration::ZERO, random) < Duration::from_secs(1));
+            assert!(jitter(Duration::from_mins(10), random) < Duration::from_mins(1));
+        }
     }
 }

@@ -21,5 +21,6 @@ mod prompts;
 mod provider_exec;
 mod report;
 mod run;
+mod slots;
 mod support;
 mod usage;
