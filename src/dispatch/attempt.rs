@@ -61,6 +61,8 @@ pub struct Outcome {
     /// The CLI said nothing at all (a start-up failure).
     pub silent: bool,
     pub seconds: u64,
+    /// For a `rate-limit`: the CLI's retry-after hint, when it gave one.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// Recover the result, classify the ending and complete `record` in the
@@ -105,6 +107,25 @@ pub fn announce(run: &Run, record: &DispatchRecord) {
     if let Some(from) = &record.recovered_from {
         fields.insert("provenance".to_owned(), from.clone());
     }
+    if let Err(err) = events::append(run, kind.as_str(), &fields) {
+        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
+    }
+}
+
+/// The lead event of an attempt held back before it starts (`worker-held`:
+/// a closed gate, no free provider slot, a rate limit's retry-after), with
+/// its reason and the record's detail. A failure to record is a warning.
+pub fn announce_held(run: &Run, record: &DispatchRecord, reason: &str) {
+    let fields = std::collections::BTreeMap::from([
+        ("name".to_owned(), record.dispatch_name.clone()),
+        ("attempt".to_owned(), record.attempt.to_string()),
+        ("reason".to_owned(), reason.to_owned()),
+        (
+            "detail".to_owned(),
+            record.detail.clone().unwrap_or_default(),
+        ),
+    ]);
+    let kind = EventKind::WorkerHeld;
     if let Err(err) = events::append(run, kind.as_str(), &fields) {
         crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
     }
@@ -159,9 +180,13 @@ pub fn conclude(
         has_result: recovered_from.is_some(),
         transcript: &transcript,
         wrapper_stderr: &ended.wrapper_stderr,
+        now: crate::clock::unix_now(),
     };
     let (ending, detail) = classify::classify(&evidence);
-    let now = crate::clock::unix_now();
+    let retry_after = (ending == Ending::RateLimit)
+        .then(|| classify::retry_after(&evidence))
+        .flatten();
+    let now = evidence.now;
     let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
     record.end(ending, detail.clone());
     record.exit_code = exit_code;
@@ -175,6 +200,7 @@ pub fn conclude(
         detail,
         silent: !transcript.has_text() && transcript.bytes < 4096,
         seconds,
+        retry_after,
     };
     Ok((record, outcome))
 }

@@ -21,6 +21,7 @@ mod prompts;
 mod provider_exec;
 mod report;
 mod run;
+mod slots;
 mod support;
 mod usage;
 mod views;
