@@ -20,7 +20,7 @@
 //! document and assert that it reports each break.
 
 #[path = "contract_check.rs"]
-mod check;
+pub mod check;
 #[path = "contract_schema.rs"]
 mod schema_walk;
 

@@ -781,7 +781,7 @@ pub fn command_variants(line: &str, run_dir: &str) -> Vec<Vec<String>> {
 /// Parse every command with the real CLI (`okstra __check-args`). A
 /// reference that omits required arguments (`okstra await --json` in prose)
 /// is checked for its subcommand and flags alone.
-fn check_args(commands: &[(String, Vec<String>)]) -> Vec<String> {
+pub fn check_args(commands: &[(String, Vec<String>)]) -> Vec<String> {
     let first = run_check_args(
         &commands
             .iter()

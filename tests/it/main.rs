@@ -5,6 +5,7 @@ mod containment;
 mod contract;
 mod converge;
 mod dispatch;
+mod docs_examples;
 mod doctor;
 mod hostile;
 mod hostile_exec;
