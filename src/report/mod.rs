@@ -690,8 +690,10 @@ mod tests {
 
     /// 2.1 is 2.0 plus one required top-level block (`reliability`), one
     /// optional one (`verification`), one more convergence class
-    /// (`unverifiable`) and optional row fields (a severity on difference
-    /// rows, a suggested fix on both): additive, nothing else moves.
+    /// (`unverifiable`), optional row fields (a severity on difference
+    /// rows, a suggested fix on both) and two more usage sources
+    /// (`not-applicable` for a part no model did, `complete` for a whole
+    /// summary): additive, nothing else moves but descriptions.
     #[test]
     fn v2_1_is_v2_0_plus_reliability_verification_and_a_class() {
         let load =
@@ -738,6 +740,24 @@ mod tests {
         assert!(convergence.remove("description").is_some());
         let classes = convergence["enum"].as_array_mut().unwrap();
         assert_eq!(classes.pop().unwrap(), "unverifiable");
+        let sources = defs["TokenUsage"]["properties"]["source"]["enum"]
+            .as_array_mut()
+            .unwrap();
+        assert_eq!(sources.pop().unwrap(), "not-applicable");
+        let summary = defs["UsageSummary"]["properties"]["source"]["enum"]
+            .as_array_mut()
+            .unwrap();
+        assert_eq!(summary.remove(0), "complete");
+        // Only the descriptions of what okstra now writes itself changed.
+        for pointer in [
+            "/TokenUsage/properties/source/description",
+            "/UsageSummary/properties/source/description",
+            "/UsageSummary/description",
+            "/WorkerCoverage/description",
+        ] {
+            let pointer = format!("/$defs{pointer}");
+            *v21.pointer_mut(&pointer).unwrap() = v20.pointer(&pointer).unwrap().clone();
+        }
         assert_eq!(v21, v20);
     }
 

@@ -8,8 +8,7 @@ use super::*;
 #[test]
 fn the_two_schemas_define_usage_once_and_alike() {
     let report: Value =
-        serde_json::from_str(crate::schema::text("final-report-v2.0.schema.json").unwrap())
-            .unwrap();
+        serde_json::from_str(crate::schema::text(crate::report::CURRENT.1).unwrap()).unwrap();
     let state: Value =
         serde_json::from_str(crate::schema::text("team-state.schema.json").unwrap()).unwrap();
     for def in ["TokenUsage", "UsageSummary", "WorkerId"] {

@@ -126,6 +126,10 @@ pub enum Source {
     Partial,
     /// Nothing could be read; every number is null and `reason` says why.
     Unavailable,
+    /// Nothing to count: no model did this part (the lead of a headless
+    /// `okstra run` is okstra itself). Every number is null, `reason` says
+    /// why, and a sum leaves it out instead of becoming `partial`.
+    NotApplicable,
 }
 
 /// A model as a usage record names it: the id the CLI reported, and whether
@@ -176,6 +180,14 @@ impl Usage {
             reason: Some(reason.into()),
             models: BTreeMap::new(),
             cli_cost_usd: None,
+        }
+    }
+
+    /// A record of a part no model played (see [`Source::NotApplicable`]).
+    pub fn not_applicable(provider: &str, reason: impl Into<String>) -> Usage {
+        Usage {
+            source: Source::NotApplicable,
+            ..Usage::unavailable(provider, reason)
         }
     }
 
