@@ -15,8 +15,11 @@
 //! which the totals leave out instead of becoming `partial`.
 //!
 //! One function, `summarise`, turns attempt records and the lead's record
-//! into the summary; [`compute`] feeds it what it reads now (logs,
-//! transcripts) and [`apply`] records those parts in the team state.
+//! into the summary. [`compute`] feeds it what it reads now (logs,
+//! transcripts) and [`apply`] records those parts in the team state;
+//! [`from_records`] feeds it the parts the team state recorded, and so gives
+//! exactly the summary `compute` made. That is what the final report's
+//! `usageSummary` is written from and checked against.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -249,6 +252,86 @@ pub fn compute(
         prices.as_of.clone(),
         warnings,
     )
+}
+
+/// The summary of `run` from its team state alone: each attempt's recorded
+/// `usage`, the recorded `leadUsage`, and the `pricesAsOf` and `warnings`
+/// recorded with them. Nothing else is read. After [`compute`] and
+/// [`apply`], this is exactly the summary `compute` returned; a part never
+/// recorded is `unavailable` and says how to record it.
+pub fn from_records(run: &Run, team_state: &Value) -> Summary {
+    let unread = |provider: &str, what: &str| {
+        Tally::without_numbers(&Usage::unavailable(
+            provider,
+            format!("okstra has not read {what} yet (`okstra usage <run-dir>` reads it)"),
+        ))
+    };
+    let dispatches: &[Value] = team_state
+        .get("dispatches")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let mut attempts = Vec::new();
+    for (index, dispatch) in dispatches.iter().enumerate() {
+        let provider = text(dispatch, "provider").unwrap_or_default();
+        attempts.push(Attempt {
+            index: Some(index),
+            dispatch_name: text(dispatch, "dispatchName").unwrap_or_default(),
+            number: dispatch.get("attempt").and_then(Value::as_u64).unwrap_or(1),
+            worker_id: text(dispatch, "workerId").unwrap_or_default(),
+            tally: recorded(dispatch.get("usage")).map_or_else(
+                || unread(&provider, "this attempt's usage"),
+                |r| r.to_tally(),
+            ),
+            provider,
+        });
+    }
+    // Without dispatch records, `compute` read each assignment's first log
+    // and `apply` recorded it as that worker's usage.
+    if dispatches.is_empty() {
+        for assignment in &run.assignments {
+            let provider = assignment.provider.as_str();
+            let usage = team_state
+                .get("workers")
+                .and_then(|workers| workers.get(&assignment.dispatch_name))
+                .and_then(|worker| recorded(worker.get("usage")));
+            attempts.push(Attempt {
+                index: None,
+                dispatch_name: assignment.dispatch_name.clone(),
+                number: 1,
+                worker_id: assignment.worker_id.clone(),
+                provider: provider.to_owned(),
+                tally: usage
+                    .map_or_else(|| unread(provider, "this worker's usage"), |r| r.to_tally()),
+            });
+        }
+    }
+    let lead = recorded(team_state.get("leadUsage")).unwrap_or_else(|| {
+        if run.lead_runtime == LeadRuntime::External {
+            Tally::without_numbers(&no_lead_model()).record()
+        } else {
+            let provider = run
+                .lead_runtime
+                .host_provider()
+                .map_or("lead", Provider::as_str);
+            unread(provider, "the lead's usage").record()
+        }
+    });
+    let summary = team_state.get("usageSummary");
+    let prices_as_of = summary
+        .and_then(|s| s.get("pricesAsOf"))
+        .and_then(Value::as_str)
+        .map_or_else(|| Prices::embedded().as_of, str::to_owned);
+    let warnings = summary
+        .and_then(|s| s.get("warnings"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    summarise(run, team_state, attempts, lead, prices_as_of, warnings).summary
 }
 
 /// A usage record as the team state keeps it, if `value` is one.

@@ -20,6 +20,7 @@ mod plugin;
 mod prompts;
 mod provider_exec;
 mod report;
+mod report_truth;
 mod run;
 mod support;
 mod usage;
