@@ -252,6 +252,19 @@ impl Provider {
         }
     }
 
+    /// How many calls to this provider one user's okstra runs make at once
+    /// by default (`--provider-slots` overrides): enough for a run's
+    /// analyser and its reviews beside a second run, few enough that two
+    /// runs on one subscription do not trip its rate limit together. The
+    /// smaller vendors' subscription CLIs throttle concurrent sessions
+    /// sooner.
+    pub fn default_slots(self) -> u32 {
+        match self {
+            Provider::Claude | Provider::Codex => 4,
+            Provider::Antigravity | Provider::Grok | Provider::Kimi => 2,
+        }
+    }
+
     /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
     pub fn wrapper(self) -> String {
         format!("okstra-{}-exec", self.as_str())

@@ -110,7 +110,8 @@ pub enum Command {
     /// worker-complete, worker-terminal, convergence-skipped, round-complete,
     /// fix-pass, fix-pass-skipped, usage-collected, report-repair,
     /// report-validated, run-complete, run-interrupted, run-failed,
-    /// run-cancelled, budget-stop, result-refused, ask-user, user-answer.
+    /// run-cancelled, budget-stop, worker-held, result-refused, ask-user,
+    /// user-answer.
     /// A lead records only what okstra cannot find alone: a session id
     /// (`session --field sessionId=<id>`) or the totals its host shows
     /// (`lead-usage`).
@@ -598,9 +599,15 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Redraw until every worker is terminal.
+    /// Redraw until every worker is terminal (one run) or no run is still
+    /// going (a project).
     #[arg(long)]
     pub watch: bool,
+
+    /// Only runs still going (outcome `running`): not ended with or without
+    /// a report, not stopped.
+    #[arg(long)]
+    pub active: bool,
 
     /// Show the last N lines of each worker's log.
     #[arg(long, value_name = "N")]
@@ -669,7 +676,9 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub min_free_disk: String,
 
-    /// Wait this long before retrying a rate-limited worker.
+    /// Wait this long before retrying a rate-limited worker whose CLI named
+    /// no retry-after (a hint it names is waited out first, without
+    /// spending the retry).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub retry_cooldown: std::time::Duration,
 
@@ -681,6 +690,13 @@ pub struct EngineArgs {
     /// Start no new attempt once the run's recorded tokens reach this many.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+
+    /// At most N calls to a provider at once across all of this user's
+    /// okstra runs, as PROVIDER=N[,PROVIDER=N…] over the defaults
+    /// (claude=4, codex=4, antigravity=2, grok=2, kimi=2); 0 lifts a cap.
+    /// An attempt waits, held, for a free slot.
+    #[arg(long, value_name = "SPEC", env = "OKSTRA_PROVIDER_SLOTS")]
+    pub provider_slots: Option<String>,
 
     /// Idle timeout handed to each wrapper, in seconds (0 disables).
     /// [default: the wrapper's, 600 s or 1500 s for executor and verifier]

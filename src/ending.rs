@@ -19,8 +19,13 @@ closed_set! {
         IdleTimeout => "idle-timeout",
         /// The CLI is not logged in or its key was refused.
         Auth => "auth",
-        /// The provider refused for quota or rate.
+        /// The provider refused for rate for a while (a 429, an overload,
+        /// a window that reopens within about an hour).
         RateLimit => "rate-limit",
+        /// The account's quota is spent (a daily, weekly or monthly limit,
+        /// credits or billing, or a retry-after beyond about an hour):
+        /// waiting within a run does not help.
+        Quota => "quota",
         /// The provider's API could not be reached.
         Network => "network",
         /// The CLI (or its wrapper) is not installed.
@@ -48,6 +53,7 @@ impl Ending {
             Ending::IdleTimeout => ReportStatus::TimedOut,
             Ending::Auth
             | Ending::RateLimit
+            | Ending::Quota
             | Ending::Network
             | Ending::CliMissing
             | Ending::Budget => ReportStatus::Unavailable,
@@ -59,7 +65,9 @@ impl Ending {
 
     /// Whether the one shared retry may be spent on this ending. `crash` is
     /// retryable only when it was quick and printed nothing (decided by the
-    /// caller, who knows the timing); `rate-limit` after a cooldown.
+    /// caller, who knows the timing); `rate-limit` after a cooldown (a wait
+    /// for the CLI's own retry-after hint comes first and spends nothing).
+    /// `quota` never: the account stays refused for hours.
     pub fn is_retryable(self) -> bool {
         matches!(
             self,

@@ -57,6 +57,7 @@ mod slug;
 mod task_key;
 mod template;
 mod usage;
+mod user_dirs;
 mod workspace;
 
 use std::ffi::OsString;

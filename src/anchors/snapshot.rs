@@ -5,7 +5,7 @@
 //! [`Snapshot`] is all the checker needs: a project file's bytes, bounded,
 //! confined to the project. Two implementations: [`GitSnapshot`] reads the
 //! blobs of one commit through the git CLI (`git ls-tree`, `git cat-file
-//! --batch`, one helper: [`git`]); [`DirSnapshot`] reads a plain folder.
+//! --batch`, one helper: [`crate::git`]); [`DirSnapshot`] reads a plain folder.
 //! Symlinks are followed only while they stay inside the project.
 //!
 //! [`ensure`] takes the run's snapshot once and records it in

@@ -113,7 +113,9 @@ fn ending_views() -> Vec<EndingView> {
                 failure_reason,
                 retry: match ending {
                     Ending::Crash => "once, if it failed within 30 s having said nothing",
-                    Ending::RateLimit => "once, after a cooldown",
+                    Ending::RateLimit => {
+                        "after the CLI's retry-after without spending the retry, else once after a cooldown"
+                    }
                     ending if ending.is_retryable() => "once",
                     _ => "no",
                 },

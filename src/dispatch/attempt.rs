@@ -24,38 +24,22 @@ use super::select::Planned;
 pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecord {
     let (sidecar, log) = layout::attempt_files(&planned.paths.prompt_path, planned.attempt);
     DispatchRecord {
-        dispatch_name: planned.dispatch_name.clone(),
-        dispatch_kind: planned.kind,
-        attempt: planned.attempt,
-        worker_id: planned.worker_id.clone(),
         role: Some(planned.role),
         provider: Some(planned.provider),
         model: Some(planned.model.clone()),
         runner: Some(planned.runner),
-        prompt_path: planned.paths.prompt_path.clone(),
         prompt_sha256,
         inputs_sha256: planned.inputs_sha256.clone(),
-        result_path: planned.paths.result_path.clone(),
-        worker_results_path: planned.paths.worker_results_path.clone(),
-        error_path: planned.paths.error_path.clone(),
         log_path: Some(log),
         sidecar_path: Some(sidecar),
-        started_at: None,
-        ended_at: None,
         dispatcher_pid: i32::try_from(std::process::id()).ok(),
-        wrapper_pid: None,
-        ending: None,
-        exit_code: None,
-        detail: None,
-        result_sha256: None,
-        worker_results_sha256: None,
-        recovered_from: None,
-        log_tail: None,
-        usage: None,
-        isolation: None,
-        workspace: None,
-        nonce: None,
-        agent_id: None,
+        ..DispatchRecord::queued(
+            &planned.dispatch_name,
+            planned.kind,
+            planned.attempt,
+            &planned.worker_id,
+            &planned.paths,
+        )
     }
 }
 
@@ -77,6 +61,8 @@ pub struct Outcome {
     /// The CLI said nothing at all (a start-up failure).
     pub silent: bool,
     pub seconds: u64,
+    /// For a `rate-limit`: the CLI's retry-after hint, when it gave one.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// Recover the result, classify the ending and complete `record` in the
@@ -121,6 +107,25 @@ pub fn announce(run: &Run, record: &DispatchRecord) {
     if let Some(from) = &record.recovered_from {
         fields.insert("provenance".to_owned(), from.clone());
     }
+    if let Err(err) = events::append(run, kind.as_str(), &fields) {
+        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
+    }
+}
+
+/// The lead event of an attempt held back before it starts (`worker-held`:
+/// a closed gate, no free provider slot, a rate limit's retry-after), with
+/// its reason and the record's detail. A failure to record is a warning.
+pub fn announce_held(run: &Run, record: &DispatchRecord, reason: &str) {
+    let fields = std::collections::BTreeMap::from([
+        ("name".to_owned(), record.dispatch_name.clone()),
+        ("attempt".to_owned(), record.attempt.to_string()),
+        ("reason".to_owned(), reason.to_owned()),
+        (
+            "detail".to_owned(),
+            record.detail.clone().unwrap_or_default(),
+        ),
+    ]);
+    let kind = EventKind::WorkerHeld;
     if let Err(err) = events::append(run, kind.as_str(), &fields) {
         crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
     }
@@ -175,9 +180,13 @@ pub fn conclude(
         has_result: recovered_from.is_some(),
         transcript: &transcript,
         wrapper_stderr: &ended.wrapper_stderr,
+        now: crate::clock::unix_now(),
     };
     let (ending, detail) = classify::classify(&evidence);
-    let now = crate::clock::unix_now();
+    let retry_after = (ending == Ending::RateLimit)
+        .then(|| classify::retry_after(&evidence))
+        .flatten();
+    let now = evidence.now;
     let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
     record.end(ending, detail.clone());
     record.exit_code = exit_code;
@@ -191,6 +200,7 @@ pub fn conclude(
         detail,
         silent: !transcript.has_text() && transcript.bytes < 4096,
         seconds,
+        retry_after,
     };
     Ok((record, outcome))
 }

@@ -7,12 +7,16 @@
 //! recovered result (a CLI that hung after printing its answer still
 //! answered); then a wrapper that never started the CLI; then what the CLI's
 //! own error text says (auth before network: a CLI with no credentials may
-//! also fail to connect); then how the wrapper ended it; then the exit code.
+//! also fail to connect; a limit is `limit`'s to tell rate from quota); then
+//! how the wrapper ended it; then the exit code.
+
+use std::time::Duration;
 
 use crate::ending::Ending;
 use crate::exit;
 use crate::provider_exec::status::Reason;
 
+use super::limit;
 use super::recover::{Cuts, Transcript};
 
 /// A `crash` this quick with no output is worth the one retry: a CLI that
@@ -37,6 +41,9 @@ pub struct Evidence<'a> {
     pub transcript: &'a Transcript,
     /// The wrapper's own stderr (its preflight and spawn errors).
     pub wrapper_stderr: &'a str,
+    /// Unix seconds when the attempt is classified: a CLI's reset time is
+    /// read against it.
+    pub now: i64,
 }
 
 /// A log that said nothing.
@@ -65,6 +72,7 @@ impl Default for Evidence<'_> {
             has_result: false,
             transcript: &SILENT,
             wrapper_stderr: "",
+            now: crate::clock::unix_now(),
         }
     }
 }
@@ -84,17 +92,6 @@ const AUTH: &[&str] = &[
     "no model configured",
     "permission_error",
     "credentials",
-];
-/// … that mean a quota or rate limit.
-const RATE_LIMIT: &[&str] = &[
-    "rate limit",
-    "rate_limit",
-    "ratelimit",
-    "429",
-    "too many requests",
-    "quota",
-    "overloaded",
-    "usage limit",
 ];
 /// … that mean the API could not be reached.
 const NETWORK: &[&str] = &[
@@ -167,8 +164,8 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
     if let Some(hit) = find(&errors, AUTH) {
         return (Ending::Auth, hit);
     }
-    if let Some(hit) = find(&errors, RATE_LIMIT) {
-        return (Ending::RateLimit, hit);
+    if let Some(limit) = limit::read(&errors, evidence.now) {
+        return (limit.ending(), one_line(&limit.detail()));
     }
     if let Some(hit) = find(&errors, USAGE) {
         return (Ending::UsageError, hit);
@@ -210,6 +207,12 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
     }
 }
 
+/// The CLI's retry-after hint, for an attempt [`classify`] calls
+/// `rate-limit`.
+pub fn retry_after(evidence: &Evidence<'_>) -> Option<Duration> {
+    limit::read(&error_text(evidence), evidence.now).and_then(|limit| limit.retry_after)
+}
+
 /// The text the patterns are matched against: the CLI's error events and
 /// non-JSON lines, and the wrapper's stderr — never the assistant's prose,
 /// which may well discuss rate limits. Borrowed: the transcript already
@@ -236,7 +239,7 @@ fn find(lines: &[&str], needles: &[&str]) -> Option<String> {
 }
 
 /// `needle` in `haystack`; a numeric needle (`401`) must stand alone.
-fn contains_word(haystack: &str, needle: &str) -> bool {
+pub(super) fn contains_word(haystack: &str, needle: &str) -> bool {
     if !needle.bytes().all(|b| b.is_ascii_digit()) {
         return haystack.contains(needle);
     }

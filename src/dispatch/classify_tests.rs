@@ -67,6 +67,32 @@ fn the_classification_table() {
         ],
         &["error: failed to run prompt: 429"],
     );
+    let reopens = crate::clock::unix_now() + 120;
+    let claude_window = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":reopens,"rateLimitType":"five_hour"}}),
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":reopens,"rateLimitType":"five_hour","overageStatus":"rejected"}}),
+            json!({"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets 2pm (Europe/Berlin)"}),
+        ],
+        &[],
+    );
+    let claude_informed = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":reopens,"rateLimitType":"seven_day"}}),
+        ],
+        &[],
+    );
+    let codex_quota = transcript(
+        Provider::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":"t"}),
+            json!({"type":"error","message":"You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 4 days 20 hours 9 minutes."}),
+            json!({"type":"turn.failed","error":{"message":"You've hit your usage limit."}}),
+        ],
+        &[],
+    );
     let vibe_grok_usage = transcript(
         Provider::Grok,
         &[],
@@ -181,6 +207,24 @@ fn the_classification_table() {
             Ending::RateLimit,
         ),
         (
+            "claude window reopens in minutes",
+            base(leak(claude_window)),
+            Ending::RateLimit,
+        ),
+        (
+            "claude's informational event is no error",
+            Evidence {
+                exit_code: Some(0),
+                ..base(leak(claude_informed))
+            },
+            Ending::EmptyOutput,
+        ),
+        (
+            "codex usage limit for days",
+            base(leak(codex_quota)),
+            Ending::Quota,
+        ),
+        (
             "vibe-kit grok argv",
             base(leak(vibe_grok_usage)),
             Ending::UsageError,
@@ -235,6 +279,46 @@ fn the_classification_table() {
     for (name, evidence, want) in cases {
         assert_eq!(ending(&evidence), want, "{name}: {:?}", classify(&evidence));
     }
+}
+
+#[test]
+fn a_rate_limit_carries_the_clis_retry_after() {
+    use serde_json::json;
+    let now = crate::clock::unix_now();
+    let claude = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":now + 90,"rateLimitType":"five_hour"}}),
+            json!({"type":"result","is_error":true,"result":"You've hit your limit"}),
+        ],
+        &[],
+    );
+    let evidence = Evidence {
+        exit_code: Some(1),
+        sidecar: true,
+        reason: Some(Reason::Exited),
+        transcript: &claude,
+        now,
+        ..Evidence::default()
+    };
+    let (end, detail) = classify(&evidence);
+    assert_eq!(end, Ending::RateLimit);
+    assert_eq!(retry_after(&evidence), Some(Duration::from_secs(90)));
+    assert!(detail.starts_with("retry after 1m30s: "), "{detail}");
+    // Auth comes first: a logged-out CLI that also printed a 429 is `auth`.
+    let both = transcript(
+        Provider::Kimi,
+        &[],
+        &[
+            "error: failed to run prompt: No model configured",
+            "429 Too Many Requests",
+        ],
+    );
+    let evidence = Evidence {
+        transcript: &both,
+        ..evidence
+    };
+    assert_eq!(classify(&evidence).0, Ending::Auth);
 }
 
 #[test]

@@ -11,13 +11,17 @@
 //! adopts them (waits for each and finishes its record: it is paid for), and
 //! `okstra await` finishes their records too.
 //!
+//! A `rate-limit` whose CLI named a retry-after
+//! is waited out (plus jitter, a bounded number of times: `limit::Waits`)
+//! and run again without spending the shared retry.
+//!
 //! A worker whose CLI has no read-only mode works in a copy of the project
 //! (`workspace`): recorded first, then made on a blocking thread (a copy of
 //! a large tree takes a second or more) while the loop goes on starting the
 //! others; its wrapper starts when the copy is ready, and the copy is
 //! removed, again off the loop, when the wrapper has exited.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,8 +43,13 @@ use crate::workspace::{self, Isolation};
 use super::attempt::{self, Ended, Outcome};
 use super::classify::QUICK_CRASH_SECS;
 use super::gate::Gates;
+use super::limit::{self, Waits};
 use super::select::{Kind, Planned};
+use super::slots::{Slot, Slots};
 use super::view::{LiveRow, View};
+
+#[path = "engine_hold.rs"]
+mod hold;
 
 /// Everything the loop needs.
 pub struct Engine {
@@ -67,6 +76,10 @@ pub struct Engine {
     /// Attempts that ended before their wrapper ran (refused, or the
     /// wrapper could not start).
     pub ended_early: Vec<DispatchRecord>,
+    /// The free waits on a CLI's retry-after each dispatch has had.
+    pub waits: HashMap<String, Waits>,
+    /// This user's provider slots: one is held by each running attempt.
+    pub slots: Slots,
 }
 
 /// The wrapper's stderr we keep for the classifier.
@@ -77,6 +90,9 @@ struct Queued {
     planned: Planned,
     not_before: Instant,
     record: Option<DispatchRecord>,
+    /// What it was last held for (`memory`, `rate-limit` …), so each
+    /// reason is announced once.
+    held_for: Option<&'static str>,
 }
 
 /// An attempt a dead driver started whose wrapper still runs: this engine
@@ -103,6 +119,8 @@ struct Running {
     started: Instant,
     /// Reads the log's new lines each tick for the live usage figure.
     meter: Option<crate::usage::Follow>,
+    /// Its provider slot, freed when the attempt ends (`None`: uncapped).
+    _slot: Option<Slot>,
 }
 
 /// What a finished wrapper task hands back.
@@ -158,6 +176,7 @@ impl Engine {
                 planned,
                 not_before: now,
                 record: None,
+                held_for: None,
             })
             .collect();
         let mut running: Vec<Option<Running>> = Vec::new();
@@ -172,7 +191,11 @@ impl Engine {
             ));
             let index = running.len();
             let (pid, started_ts) = (adopted.pid, adopted.started_ts);
+            // Already running: it takes a slot if one is free, and runs on
+            // regardless.
+            let slot = self.slots.take(adopted.planned.provider).ok().flatten();
             running.push(Some(Running {
+                _slot: slot,
                 meter: None,
                 pid: Some(pid),
                 started: Instant::now(),
@@ -223,10 +246,6 @@ impl Engine {
                     if interrupted.is_none()
                         && let Some(retry) = self.retry_for(&planned, &outcome)?
                     {
-                        self.view.note(&format!(
-                            "{}: retrying once after `{}` (attempt {})",
-                            record.dispatch_name, outcome.ending, retry.planned.attempt
-                        ));
                         queue.push_back(retry);
                     }
                     finished.push(record);
@@ -270,26 +289,15 @@ impl Engine {
     ) -> Result<()> {
         let now = Instant::now();
         while running.iter().flatten().count() < self.max_parallel {
-            let Some(position) = queue.iter().position(|q| q.not_before <= now) else {
+            let due: Vec<usize> = (0..queue.len())
+                .filter(|&at| queue[at].not_before <= now)
+                .collect();
+            let Some(&first) = due.first() else {
                 return Ok(());
             };
             if let Some(closed) = self.gates.check(&self.run.project_root) {
                 // Hold the first due attempt back, and say so once.
-                let queued = &mut queue[position];
-                let detail = closed.to_string();
-                let record = queued.record.get_or_insert_with(|| {
-                    let sha = queued
-                        .planned
-                        .prompt_sha256
-                        .clone()
-                        .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
-                    attempt::record(&queued.planned, sha)
-                });
-                if record.hold(&detail) {
-                    team_state::update(&self.run, &[Change::Put(record)])?;
-                    self.view
-                        .note(&format!("{}: {detail}", record.dispatch_name));
-                }
+                self.hold(&mut queue[first], &closed.to_string(), closed.gate)?;
                 return Ok(());
             }
             if let Some(why) = self.budget_spent()? {
@@ -315,6 +323,21 @@ impl Engine {
                 }
                 return Ok(());
             }
+            // The first due attempt whose provider has a free slot; those
+            // before it are held, each saying why.
+            let mut chosen = None;
+            for &at in &due {
+                match self.slots.take(queue[at].planned.provider) {
+                    Ok(slot) => {
+                        chosen = Some((at, slot));
+                        break;
+                    }
+                    Err(busy) => self.hold(&mut queue[at], &busy.to_string(), "slot")?,
+                }
+            }
+            let Some((position, slot)) = chosen else {
+                return Ok(());
+            };
             let queued = queue
                 .remove(position)
                 .context("the position was just found")?;
@@ -345,6 +368,7 @@ impl Engine {
                 crate::usage::Follow::new(queued.planned.provider, Some(&queued.planned.model), log)
             });
             running.push(Some(Running {
+                _slot: slot,
                 planned: queued.planned,
                 record,
                 pid: None,
@@ -684,8 +708,21 @@ impl Engine {
             .collect()
     }
 
-    /// The retry of a failed attempt, if its ending and the budget allow one.
-    fn retry_for(&self, planned: &Planned, outcome: &Outcome) -> Result<Option<Queued>> {
+    /// What comes after a failed attempt: a rate limit's free wait on the
+    /// CLI's retry-after (bounded, see `limit::Waits`), else the one shared
+    /// retry if the ending and the budget allow it. Either is said on the
+    /// board.
+    fn retry_for(&mut self, planned: &Planned, outcome: &Outcome) -> Result<Option<Queued>> {
+        if outcome.ending == Ending::RateLimit
+            && let Some(hint) = outcome.retry_after
+            && let Some(wait) = self
+                .waits
+                .entry(planned.dispatch_name.clone())
+                .or_default()
+                .next(hint, limit::random())
+        {
+            return self.wait_out(planned, hint, wait).map(Some);
+        }
         let retryable = match outcome.ending {
             Ending::Crash => outcome.silent && outcome.seconds < QUICK_CRASH_SECS,
             ending => ending.is_retryable(),
@@ -698,18 +735,25 @@ impl Engine {
             return Ok(None);
         }
         team_state::update(&self.run, &[Change::SpendRetry(&planned.assignment_name)])?;
+        // Never before the CLI said it would take requests again.
         let cooldown = if outcome.ending == Ending::RateLimit {
             self.retry_cooldown
+                .max(outcome.retry_after.unwrap_or(Duration::ZERO))
         } else {
             Duration::ZERO
         };
         let mut retry = planned.clone();
         retry.kind = Kind::Retry;
         retry.attempt = planned.attempt + 1;
+        self.view.note(&format!(
+            "{}: retrying once after `{}` (attempt {})",
+            planned.dispatch_name, outcome.ending, retry.attempt
+        ));
         Ok(Some(Queued {
             planned: retry,
             not_before: Instant::now() + cooldown,
             record: None,
+            held_for: None,
         }))
     }
 

@@ -7,7 +7,8 @@
 //!   attempt);
 //! - `engine` runs the attempts concurrently as `okstra provider-exec`
 //!   children, behind the memory and disk `gate`s, waits for adopted ones,
-//!   and stops them all on a signal;
+//!   waits out a CLI's retry-after (`limit`), and stops them all on a
+//!   signal;
 //! - `attempt` writes each dispatch record before its attempt and finishes
 //!   it after: `recover` reads the result out of the CLI's stream, `classify`
 //!   names the ending;
@@ -20,9 +21,11 @@ mod classify;
 mod command;
 mod engine;
 mod gate;
+mod limit;
 pub mod native;
 mod recover;
 pub mod select;
+mod slots;
 mod submit;
 mod summary;
 mod view;
@@ -63,6 +66,8 @@ pub struct Options {
     pub allow_unisolated: bool,
     /// `--pass-env`: extra variables every provider CLI may see.
     pub pass_env: Vec<String>,
+    /// `--provider-slots`: per-user caps on calls to each provider.
+    pub provider_slots: slots::Caps,
 }
 
 impl Options {
@@ -91,6 +96,10 @@ impl Options {
                 .map_err(|why| anyhow::anyhow!("invalid value for `--pass-env`: {why}"))?;
             pass_env.push(entry.to_owned());
         }
+        let provider_slots = match &args.provider_slots {
+            Some(spec) => slots::Caps::parse(spec).map_err(anyhow::Error::msg)?,
+            None => slots::Caps::default(),
+        };
         let env = |name: &str| std::env::var(name).ok();
         Ok(Options {
             max_parallel: args.max_parallel.unwrap_or(usize::MAX),
@@ -108,6 +117,7 @@ impl Options {
             resume: false,
             allow_unisolated: args.allow_unisolated,
             pass_env,
+            provider_slots,
         })
     }
 }
@@ -217,6 +227,8 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         identity,
         allow_unisolated: options.allow_unisolated,
         pass_env: options.pass_env,
+        waits: std::collections::HashMap::new(),
+        slots: slots::Slots::new(options.provider_slots),
         ended_early: Vec::new(),
         run: run.clone(),
         max_parallel: options.max_parallel,
@@ -417,6 +429,22 @@ pub fn classify_answer(
         ..classify::Evidence::default()
     };
     classify::classify(&evidence).0
+}
+
+/// Refuse a `--workers` name that is not one of `run`'s workers.
+pub fn check_workers(run: &Run, names: &[String]) -> Result<()> {
+    if let Some(name) = names.iter().find(|name| run.assignment(name).is_none()) {
+        let known: Vec<&str> = run
+            .assignments
+            .iter()
+            .map(|a| a.worker_id.as_str())
+            .collect();
+        bail!(
+            "invalid value `{name}` for `--workers`: this run's workers are `{}`",
+            known.join(",")
+        );
+    }
+    Ok(())
 }
 
 /// `--workers a,b`: non-empty, comma-separated.

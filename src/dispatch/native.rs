@@ -549,39 +549,17 @@ mod tests {
     }
 
     fn open_record(nonce: &str) -> DispatchRecord {
-        DispatchRecord {
-            dispatch_name: "claude-worker".into(),
-            dispatch_kind: DispatchKind::Initial,
-            attempt: 1,
-            worker_id: "claude".into(),
-            role: None,
-            provider: None,
-            model: None,
-            runner: Some(Runner::NativeSession),
+        let paths = crate::run::roster::DispatchPaths {
             prompt_path: "/r/prompts/claude-worker.md".into(),
-            prompt_sha256: None,
-            inputs_sha256: None,
             result_path: "/r/results/claude-worker.md".into(),
             worker_results_path: "/r/results/claude-worker.worker-results.md".into(),
             error_path: "/r/results/claude-worker.error.md".into(),
-            log_path: None,
-            sidecar_path: None,
-            started_at: None,
-            ended_at: None,
-            dispatcher_pid: None,
-            wrapper_pid: None,
-            ending: None,
-            exit_code: None,
-            detail: None,
-            result_sha256: None,
-            worker_results_sha256: None,
-            recovered_from: None,
-            log_tail: None,
-            usage: None,
-            isolation: None,
-            workspace: None,
+            heartbeat_path: std::path::PathBuf::new(),
+        };
+        DispatchRecord {
+            runner: Some(Runner::NativeSession),
             nonce: Some(nonce.into()),
-            agent_id: None,
+            ..DispatchRecord::queued("claude-worker", DispatchKind::Initial, 1, "claude", &paths)
         }
     }
 

@@ -248,6 +248,21 @@ fn read_event(provider: Provider, event: &Value) -> Step {
                     ));
                 }
             }
+            // Sent on every turn; only a refusal is an error. Its reset time
+            // and window are the hint `limit` reads.
+            "rate_limit_event" => {
+                let info = event.get("rate_limit_info");
+                let field = |name| info.and_then(|i| i.get(name));
+                if field("status").and_then(Value::as_str) == Some("rejected") {
+                    let window = field("rateLimitType").and_then(Value::as_str);
+                    let resets = field("resetsAt").and_then(Value::as_i64);
+                    step.error = Some(format!(
+                        "rate_limit_event: rejected {}{}",
+                        window.unwrap_or("unknown"),
+                        resets.map_or_else(String::new, |at| format!(" resetsAt={at}"))
+                    ));
+                }
+            }
             "system" if event.get("subtype").and_then(Value::as_str) == Some("api_retry") => {
                 step.error = Some(format!(
                     "api_retry: {}",

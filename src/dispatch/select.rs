@@ -86,7 +86,7 @@ pub struct Facts {
     pub live: Live,
     /// An explicit resume: one fresh attempt for a worker whose last
     /// attempt ended for a reason the user can fix (logged out, offline,
-    /// rate-limited, CLI missing).
+    /// rate-limited, out of quota, CLI missing).
     pub resume: bool,
     /// The worker's one shared retry is spent (set by [`decide_in`] from
     /// the state): a failed `native-session` attempt is then final.
@@ -106,11 +106,12 @@ pub enum Live {
 }
 
 /// Endings a user can fix and then resume: each worker whose last attempt
-/// ended so gets one fresh attempt per explicit resume.
+/// ended so gets one fresh attempt per explicit resume (a spent quota too:
+/// the user resumes once it has reset, or after raising it).
 pub fn fixable_by_user(ending: Ending) -> bool {
     matches!(
         ending,
-        Ending::Auth | Ending::Network | Ending::RateLimit | Ending::CliMissing
+        Ending::Auth | Ending::Network | Ending::RateLimit | Ending::Quota | Ending::CliMissing
     )
 }
 
@@ -201,19 +202,7 @@ pub fn select(
     workers: Option<&[String]>,
 ) -> Result<Vec<Planned>> {
     if let Some(names) = workers {
-        for name in names {
-            if run.assignment(name).is_none() {
-                let known: Vec<&str> = run
-                    .assignments
-                    .iter()
-                    .map(|a| a.worker_id.as_str())
-                    .collect();
-                bail!(
-                    "invalid value `{name}` for `--workers`: this run's workers are `{}`",
-                    known.join(",")
-                );
-            }
-        }
+        super::check_workers(run, names)?;
     }
     let named = |a: &Assignment| workers.is_none_or(|names| names.contains(&a.worker_id));
     Ok(match kind {

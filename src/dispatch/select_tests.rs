@@ -20,38 +20,15 @@ fn planned(runner: Runner) -> Planned {
 fn record(ending: Option<Ending>, prompt: &str) -> DispatchRecord {
     let p = planned(Runner::CliWrapper);
     DispatchRecord {
-        dispatch_name: p.dispatch_name,
-        dispatch_kind: Kind::Initial,
-        attempt: 2,
-        worker_id: p.worker_id,
         role: Some(p.role),
         provider: Some(p.provider),
-        model: Some(p.model),
+        model: Some(p.model.clone()),
         runner: Some(p.runner),
-        prompt_path: p.paths.prompt_path,
         prompt_sha256: Some(prompt.into()),
-        inputs_sha256: None,
-        result_path: p.paths.result_path,
-        worker_results_path: p.paths.worker_results_path,
-        error_path: p.paths.error_path,
-        log_path: None,
-        sidecar_path: None,
         started_at: Some("2026-12-01T00:00:00Z".into()),
-        ended_at: None,
         dispatcher_pid: Some(1),
-        wrapper_pid: None,
-        workspace: None,
         ending,
-        exit_code: None,
-        detail: None,
-        result_sha256: None,
-        worker_results_sha256: None,
-        recovered_from: None,
-        log_tail: None,
-        usage: None,
-        isolation: None,
-        nonce: None,
-        agent_id: None,
+        ..DispatchRecord::queued(&p.dispatch_name, Kind::Initial, 2, &p.worker_id, &p.paths)
     }
 }
 

@@ -115,14 +115,7 @@ struct State {
 
 impl State {
     fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Option<Self> {
-        let absolute = |name: &str| {
-            env(name)
-                .map(PathBuf::from)
-                .filter(|path| path.is_absolute())
-        };
-        let base = absolute("XDG_STATE_HOME")
-            .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))?;
-        let dir = base.join("okstra");
+        let dir = crate::user_dirs::state_dir(&|name| env(name).map(Into::into))?;
         Some(Self {
             manifest: dir.join("install.json"),
             dir,

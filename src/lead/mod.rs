@@ -389,6 +389,9 @@ fn engine_argv(engine: &EngineArgs) -> Vec<String> {
     if let Some(idle) = engine.idle_timeout {
         argv.extend(["--idle-timeout".to_owned(), idle.to_string()]);
     }
+    if let Some(spec) = &engine.provider_slots {
+        argv.extend(["--provider-slots".to_owned(), spec.clone()]);
+    }
     argv
 }
 

@@ -19,7 +19,7 @@ use crate::items;
 use crate::severity::{self};
 
 use super::reliability::Reliability;
-pub use super::rules::{Indexed, Problem, rows};
+pub use super::rules::{Indexed, LedgerClasses, Problem, rows};
 use super::verification::{self, Verification};
 
 /// Rule name of a schema violation (every other rule is an invariant).
@@ -87,16 +87,6 @@ pub struct RunFacts {
 pub struct Records {
     pub coverage: Vec<crate::coverage::Entry>,
     pub usage: crate::usage::Summary,
-}
-
-/// Each ledger item's final class (`None` when it has not been classified).
-#[derive(Debug, Clone)]
-pub struct LedgerClasses {
-    /// The ledger's path, relative to the run folder, for messages.
-    pub shown: String,
-    pub classes: HashMap<String, Option<FinalClass>>,
-    /// Why each `unverifiable` item is (its failed anchor), for messages.
-    pub failed: HashMap<String, String>,
 }
 
 impl RunFacts {

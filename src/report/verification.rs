@@ -27,7 +27,7 @@ use crate::converge::ledger::{LedgerItem, Verdict};
 use crate::converge::{self, FinalClass, Ledger, RunInfo, classify};
 use crate::run::layout::RunLayout;
 
-use super::validate::{LedgerClasses, Problem};
+use super::rules::{LedgerClasses, Problem};
 
 /// The report's `verification` block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

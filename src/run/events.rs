@@ -52,6 +52,7 @@ closed_set! {
         RunFailed => "run-failed",
         RunCancelled => "run-cancelled",
         BudgetStop => "budget-stop",
+        WorkerHeld => "worker-held",
         Session => "session",
         ResultRefused => "result-refused",
         AskUser => "ask-user",

@@ -152,6 +152,52 @@ pub enum AttemptState {
 }
 
 impl DispatchRecord {
+    /// Attempt `attempt` of `dispatch_name` (worker `worker_id`), queued:
+    /// who and where, nothing yet of how it went. Callers fill in the rest
+    /// with struct update syntax.
+    pub fn queued(
+        dispatch_name: &str,
+        dispatch_kind: DispatchKind,
+        attempt: u32,
+        worker_id: &str,
+        paths: &crate::run::roster::DispatchPaths,
+    ) -> DispatchRecord {
+        DispatchRecord {
+            dispatch_name: dispatch_name.to_owned(),
+            dispatch_kind,
+            attempt,
+            worker_id: worker_id.to_owned(),
+            role: None,
+            provider: None,
+            model: None,
+            runner: None,
+            prompt_path: paths.prompt_path.clone(),
+            prompt_sha256: None,
+            inputs_sha256: None,
+            result_path: paths.result_path.clone(),
+            worker_results_path: paths.worker_results_path.clone(),
+            error_path: paths.error_path.clone(),
+            log_path: None,
+            sidecar_path: None,
+            started_at: None,
+            ended_at: None,
+            dispatcher_pid: None,
+            wrapper_pid: None,
+            ending: None,
+            exit_code: None,
+            detail: None,
+            result_sha256: None,
+            worker_results_sha256: None,
+            recovered_from: None,
+            log_tail: None,
+            usage: None,
+            isolation: None,
+            workspace: None,
+            nonce: None,
+            agent_id: None,
+        }
+    }
+
     /// Whether this record and `other` are the same attempt of the same dispatch.
     pub fn is_same_attempt(&self, other: &DispatchRecord) -> bool {
         self.dispatch_name == other.dispatch_name && self.attempt == other.attempt
@@ -557,43 +603,25 @@ mod tests {
     }
 
     fn record(run: &Run, attempt: u32) -> DispatchRecord {
+        let kind = if attempt == 1 {
+            DispatchKind::Initial
+        } else {
+            DispatchKind::Retry
+        };
+        let paths = crate::run::roster::DispatchPaths {
+            prompt_path: run.dir.join("prompts/claude-worker.md"),
+            result_path: run.dir.join("results/claude-worker.md"),
+            worker_results_path: run.dir.join("results/claude-worker.worker-results.md"),
+            error_path: run.dir.join("results/claude-worker.error.md"),
+            heartbeat_path: PathBuf::new(),
+        };
         DispatchRecord {
-            dispatch_name: "claude-worker".into(),
-            dispatch_kind: if attempt == 1 {
-                DispatchKind::Initial
-            } else {
-                DispatchKind::Retry
-            },
-            attempt,
-            worker_id: "claude".into(),
             role: Some(Role::Analyser),
             provider: Some(Provider::Claude),
             model: Some("opus".into()),
             runner: Some(Runner::CliWrapper),
-            prompt_path: run.dir.join("prompts/claude-worker.md"),
-            prompt_sha256: None,
-            inputs_sha256: None,
-            result_path: run.dir.join("results/claude-worker.md"),
-            worker_results_path: run.dir.join("results/claude-worker.worker-results.md"),
-            error_path: run.dir.join("results/claude-worker.error.md"),
-            log_path: None,
-            sidecar_path: None,
-            started_at: None,
-            ended_at: None,
             dispatcher_pid: Some(1),
-            wrapper_pid: None,
-            ending: None,
-            exit_code: None,
-            detail: None,
-            result_sha256: None,
-            worker_results_sha256: None,
-            recovered_from: None,
-            log_tail: None,
-            usage: None,
-            isolation: None,
-            workspace: None,
-            nonce: None,
-            agent_id: None,
+            ..DispatchRecord::queued("claude-worker", kind, attempt, "claude", &paths)
         }
     }
 

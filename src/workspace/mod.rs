@@ -254,15 +254,9 @@ pub struct Location {
 /// Where isolated copies live: `${XDG_STATE_HOME:-$HOME/.local/state}/okstra/workspaces`.
 /// A relative or empty value is ignored, as the XDG spec says.
 pub fn workspaces_root(env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, Error> {
-    let absolute = |name: &str| {
-        env(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    let state = absolute("XDG_STATE_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
-        .ok_or(Error::NoStateHome)?;
-    Ok(state.join("okstra").join("workspaces"))
+    crate::user_dirs::state_dir(env)
+        .map(|state| state.join("workspaces"))
+        .ok_or(Error::NoStateHome)
 }
 
 /// The one path function: where `worker_id`'s copy for run `run_id` of

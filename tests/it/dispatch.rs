@@ -444,7 +444,6 @@ fn bad_input_is_one_line_and_exit_2() {
             vec!["dispatch", run_s, "--min-free-disk", "lots"],
             "--min-free-disk",
         ),
-        (vec!["await", run_s], "nothing to await"),
         (
             vec!["dispatch", "/nonexistent/run"],
             "is not an okstra run folder",
@@ -486,7 +485,12 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
     let assert = okstra_with(&world, &["status", run_s, "--json"]).success();
     let board = stdout_json(&assert);
     let rows = board["runs"][0]["dispatches"].as_array().unwrap();
-    let row = |name: &str| rows.iter().find(|r| r["dispatchName"] == name).unwrap();
+    // Every attempt has a row; each dispatch's latest is marked.
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["dispatchName"] == name && r["latest"] == true)
+            .unwrap()
+    };
     assert_eq!(row("claude-worker")["attempt"], 2);
     assert_eq!(row("claude-worker")["kind"], "retry");
     assert_eq!(row("claude-worker")["state"], "completed");
@@ -507,7 +511,8 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
             .unwrap()
             .ends_with("claude-worker.md.attempt-2.status.json")
     );
-    assert_eq!(claude["state"], "done");
+    // Its latest attempt's ending is its state, as on its dispatch line.
+    assert_eq!(claude["state"], "completed");
     let text = okstra_with(&world, &["status", run_s]).success();
     let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
     assert!(

@@ -22,5 +22,7 @@ mod provider_exec;
 mod report;
 mod report_truth;
 mod run;
+mod slots;
 mod support;
 mod usage;
+mod views;

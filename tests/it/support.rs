@@ -29,7 +29,8 @@ use tempfile::TempDir;
 pub const WALL_LIMIT: Duration = Duration::from_mins(2);
 
 /// okstra's own variables and host-session markers: never inherited.
-const OKSTRA_ENV: [&str; 7] = [
+const OKSTRA_ENV: [&str; 8] = [
+    "OKSTRA_PROVIDER_SLOTS",
     "OKSTRA_DEFAULT_LEAD_MODEL",
     "OKSTRA_DEFAULT_CLAUDE_MODEL",
     "OKSTRA_DEFAULT_CODEX_MODEL",
@@ -226,6 +227,8 @@ impl Project {
         cmd.current_dir(&self.root)
             .env("HOME", self.path("home"))
             .env("XDG_CACHE_HOME", self.path("cache"))
+            // Provider slots are per user: each project is its own user.
+            .env("XDG_RUNTIME_DIR", self.path("runtime"))
             .env(
                 "PATH",
                 format!("{}:/usr/bin:/bin", self.path("bin").display()),
