@@ -72,6 +72,18 @@ pub enum Command {
         args: Vec<std::ffi::OsString>,
     },
     /// Check a final report (data.json) against its schema and invariants.
+    ///
+    /// Says which level it ran: `records` on a report inside its run folder
+    /// (also against the roster, the worker results and, from 2.1 on, the
+    /// attempt records, the usage recorded for each attempt and the
+    /// convergence ledger); `schema` on a report folder without its run, such
+    /// as a CI artifact (the schema and the report's own invariants only).
+    /// Exit: 0 valid, 1 invalid, 2 could not check.
+    ///
+    /// Examples:
+    ///   okstra validate .okstra/tasks/shop/review/pr-42/project-analysis-001
+    ///   okstra validate --json artifacts/report/data.json
+    #[command(verbatim_doc_comment)]
     Validate(ValidateArgs),
     /// Gate on a run's findings: fail on any at or above a severity
     ///
@@ -233,10 +245,11 @@ pub enum Command {
     Drive(DriveArgs),
     /// List every item of the run's completed analysers.
     Items(ItemsArgs),
-    /// Compute the report's worker coverage and usage for the report writer.
+    /// Compute the report writer's inputs: the other workers' coverage.
     ///
     /// Writes `state/report-inputs.json` (workerCoverage from the dispatch
-    /// records, usageSummary from `okstra usage`) and prints it.
+    /// records, reliability, verification) and prints it. The report's own
+    /// workerCoverage and usageSummary okstra writes after the writer ends.
     Coverage(CoverageArgs),
     /// Parse command lines (a JSON array of argv arrays on stdin) without
     /// running them; for the bundle's contract test.

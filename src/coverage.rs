@@ -1,24 +1,30 @@
 //! Worker coverage: the final report's `workerCoverage`, computed from the
 //! run's dispatch records instead of written by hand, and `okstra coverage`,
-//! which also hands the report writer its inputs.
+//! which hands the report writer its inputs.
 //!
-//! Every rostered worker except the report writer gets one entry: its own
-//! dispatches' latest attempt (initial or retry, never a reverify round)
-//! decides its `terminalStatus` through `Ending::report_status`, the one
-//! mapping; a worker that did not complete carries the classified reason,
-//! the record's detail and its log tail; `itemsReported` counts the items
-//! of its Result Path the way `okstra validate` does.
+//! Every rostered worker, the report writer included, gets one entry: its
+//! own dispatches' latest attempt (initial, retry or repair, never a
+//! reverify round) decides its `terminalStatus` through
+//! `Ending::report_status`, the one mapping; a worker that did not complete
+//! carries the classified reason, the record's detail and its log tail;
+//! `itemsReported` counts the items of its Result Path the way `okstra
+//! validate` does (none for the report writer, which reports no items: its
+//! Result Path is the report). [`compute`] is the one place this is worked
+//! out: the report's finalize step (`report::finalize`) writes its answer
+//! into data.json once the report writer has ended, and `okstra validate`
+//! checks the block against it.
 //!
-//! The report inputs also carry the report's `reliability` block (whether
-//! the run was cross-verified, `report::reliability`), so the writer knows
-//! what it may claim; okstra writes the block into data.json itself.
+//! The report inputs (`state/report-inputs.json`, written before the report
+//! writer starts) carry the other workers' coverage, so the writer can say
+//! who failed and why, and the report's `reliability` and `verification`
+//! blocks, so it knows what it may claim. No usage: the writer's own is not
+//! known until it ends, and okstra writes `usageSummary` itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::catalog::{Provider, Role};
 use crate::cli::CoverageArgs;
@@ -59,16 +65,17 @@ pub struct Failure {
     pub log_tail: Vec<String>,
 }
 
-/// What the report writer copies (coverage and usage) and must respect
-/// (reliability), computed by okstra.
+/// What the report writer reads (the other workers' coverage) and must
+/// respect (reliability), computed by okstra.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportInputs {
     pub schema_version: u32,
     pub run_id: String,
     pub task_key: String,
+    /// Every worker but the report writer (okstra adds its entry, and
+    /// writes the whole block into data.json, after it ends).
     pub worker_coverage: Vec<Entry>,
-    pub usage_summary: Value,
     /// The convergence ledger, when Phase 5.5 ran.
     pub convergence_ledger: Option<PathBuf>,
     /// Whether the run was cross-verified; okstra writes it into data.json.
@@ -79,12 +86,12 @@ pub struct ReportInputs {
     pub verification: Option<crate::report::verification::Verification>,
 }
 
-/// The coverage of every rostered worker but the report writer.
+/// The coverage of every rostered worker, the report writer included, in
+/// roster order.
 pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
     manifest
         .assignments
         .iter()
-        .filter(|a| a.role != Role::ReportWriter)
         .map(|a| {
             let latest = state.latest(&a.dispatch_name);
             let ending = latest.and_then(|r| r.ending);
@@ -112,7 +119,13 @@ pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
                     log_tail,
                 }
             });
-            let items_reported = count_items(&a.paths.result_path);
+            // The report writer's Result Path is the report itself: it
+            // reports no items of its own.
+            let items_reported = if a.role == Role::ReportWriter {
+                0
+            } else {
+                count_items(&a.paths.result_path)
+            };
             let mut notes: Vec<String> =
                 isolation_note(a, &state.dispatches).into_iter().collect();
             // Answers okstra did not take from the sub-agent itself.
@@ -201,18 +214,19 @@ fn count_items(path: &Path) -> usize {
     })
 }
 
-/// Compute coverage and usage, write them to `state/report-inputs.json`
-/// (atomically), and return them.
+/// Compute the report writer's inputs, write them to
+/// `state/report-inputs.json` (atomically), and return them.
 pub fn write_inputs(manifest: &Run) -> Result<ReportInputs> {
     let state = manifest.team_state()?;
-    let usage = crate::usage::record_usage(&manifest.dir)?;
     let ledger = RunLayout::of(&manifest.dir).convergence_ledger();
     let inputs = ReportInputs {
         schema_version: 1,
         run_id: manifest.run_id.clone(),
         task_key: manifest.task_key.clone(),
-        worker_coverage: compute(manifest, &state),
-        usage_summary: serde_json::to_value(&usage.summary)?,
+        worker_coverage: compute(manifest, &state)
+            .into_iter()
+            .filter(|entry| entry.role != Role::ReportWriter)
+            .collect(),
         convergence_ledger: ledger.is_file().then_some(ledger),
         reliability: reliability::compute(&manifest.dir)?,
         verification: crate::report::verification::compute(&manifest.dir)?,

@@ -178,23 +178,29 @@ impl Lead {
         self.run_batch(vec![planned], false)
     }
 
-    /// Compute coverage and usage into `state/report-inputs.json`.
+    /// Compute the report writer's inputs into `state/report-inputs.json`.
     pub(super) fn inputs(&mut self, digests: &Digests) -> Result<()> {
-        let inputs = crate::coverage::write_inputs(&self.run)?;
-        self.event(
-            EventKind::UsageCollected,
-            &[(
-                "sources",
-                inputs.usage_summary["source"]
-                    .as_str()
-                    .unwrap_or("unavailable"),
-            )],
-        );
+        crate::coverage::write_inputs(&self.run)?;
         let output = file_sha256(&self.run.layout().report_inputs());
         self.journal
             .record(facts::INPUTS, digests.inputs.clone(), output, |step| {
                 step == facts::RENDER
             })
+    }
+
+    /// Write okstra's own blocks into the report the writer wrote, now that
+    /// it has ended: reliability, verification, and the coverage and usage
+    /// of every attempt, its own included (the usage read again first).
+    pub(super) fn finalize(&mut self) -> Result<()> {
+        if let Some(blocks) = crate::report::finalize(&self.run.dir)? {
+            let source = serde_json::to_value(blocks.usage.source)
+                .context("cannot serialise the usage source")?;
+            self.event(
+                EventKind::UsageCollected,
+                &[("sources", source.as_str().unwrap_or("unavailable"))],
+            );
+        }
+        Ok(())
     }
 
     /// Dispatch the report writer once more, its prompt followed by the

@@ -208,7 +208,7 @@ impl Lead {
                     Flow::Go
                 }
                 Next::Finalize => {
-                    crate::report::finalize(&self.run.dir)?;
+                    self.finalize()?;
                     Flow::Go
                 }
                 Next::Repair => self.repair(&gathered.problems)?,

@@ -9,11 +9,21 @@
 //! (Markdown filters in `markdown.rs`, the HTML escape in `html.rs`).
 //!
 //! Schema 2.1 adds `reliability`, whether the run was cross-verified, and
-//! `verification`, who found and who verified each claim: okstra computes
-//! both from the run's records (`reliability.rs`, `verification.rs`) and
-//! [`finalize`] writes them into data.json before anything validates it
-//! (`okstra run`, and `okstra report` on a run); `okstra validate` only
+//! `verification`, who found and who verified each claim. okstra computes
+//! those two and the report's `workerCoverage` and `usageSummary` from the
+//! run's records (`reliability.rs`, `verification.rs`, `crate::coverage`,
+//! `crate::usage`), and [`finalize`] writes all four into data.json once
+//! the report writer has ended, before anything validates it (`okstra run`,
+//! `okstra next`, and `okstra report` on a run); `okstra validate` only
 //! checks them, against the same records.
+//!
+//! Validation runs at one of two levels, and says which: `schema` (the JSON
+//! Schema and the report's own invariants) always, and `records` when the
+//! report sits in its run folder: also against the roster and worker
+//! results, and for 2.1 reports the team state's attempts and usage and the
+//! convergence ledger (every claim of the ledger in the report, in its
+//! class). A report folder without its run (a CI artifact) is checked at the
+//! `schema` level.
 //!
 //! Exit codes: 0 valid / written; 1 the report is invalid (nothing rendered
 //! by `report`); 2 okstra could not check it (missing file, bad JSON, unknown
@@ -29,6 +39,7 @@ mod markdown;
 mod model;
 #[cfg(test)]
 mod proptests;
+mod records;
 pub mod reliability;
 mod render;
 mod rules;
@@ -72,7 +83,11 @@ pub const SCHEMAS: &[(&str, &str)] = &[
 ];
 /// The schema new runs are written against: (`schemaVersion`, file).
 pub const CURRENT: (&str, &str) = SCHEMAS[SCHEMAS.len() - 1];
-/// The first version with the `reliability` block.
+/// The rules of the blocks okstra writes from a run's records (from 2.1 on):
+/// a problem there is fixed by writing them again, never by hand.
+const OKSTRA_RULES: [&str; 4] = ["reliability", "verification", "coverage", "usage"];
+/// The first version with the `reliability` block, and whose coverage and
+/// usage okstra writes (and so checks against the records).
 const RELIABILITY_SINCE: &str = "2.1";
 
 /// The embedded schema of report version `version`, if okstra knows it.
@@ -101,6 +116,41 @@ struct Loaded {
     pending: Option<PendingIndexes>,
 }
 
+/// How far a report was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// The JSON Schema and the report's own invariants: all a report folder
+    /// without its run allows.
+    Schema,
+    /// Also against the run's records: roster, worker results, team state,
+    /// convergence ledger.
+    Records,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Schema => "schema",
+            Level::Records => "records",
+        }
+    }
+
+    /// What the level checked, for the one summary line; `invariants` is
+    /// false when only the JSON Schema was checked (`--schema-only`).
+    fn scope(self, invariants: bool) -> &'static str {
+        match (self, invariants) {
+            (_, false) => "only the JSON Schema; `--schema-only` skipped the invariants",
+            (Level::Schema, true) => {
+                "the schema and the report's own invariants; no run records found"
+            }
+            (Level::Records, true) => {
+                "the schema, the report's own invariants and the run's records"
+            }
+        }
+    }
+}
+
 /// The outcome of checking one report.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -108,8 +158,10 @@ struct Verdict {
     valid: bool,
     schema_version: String,
     data_path: PathBuf,
+    /// `schema`, or `records` when the run's records were checked too.
+    level: Level,
     /// False when no run manifest was found and the roster / worker-result
-    /// checks were skipped.
+    /// checks were skipped (the `schema` level).
     cross_file_checks: bool,
     problems: Vec<Problem>,
 }
@@ -135,20 +187,36 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
     }
     let summary = if verdict.valid {
         format!(
-            "`{}` is a valid v{} report",
+            "`{}` is a valid v{} report at the `{}` level ({})",
             verdict.data_path.display(),
-            verdict.schema_version
+            verdict.schema_version,
+            verdict.level.as_str(),
+            verdict.level.scope(!args.schema_only)
         )
     } else {
         format!(
-            "`{}` is not a valid v{} report: {} problem{}",
+            "`{}` is not a valid v{} report at the `{}` level: {} problem{}",
             verdict.data_path.display(),
             verdict.schema_version,
+            verdict.level.as_str(),
             verdict.problems.len(),
             if verdict.problems.len() == 1 { "" } else { "s" }
         )
     };
     diag::progress(summary);
+    if let Some(run) = &loaded.run
+        && verdict
+            .problems
+            .iter()
+            .any(|problem| OKSTRA_RULES.contains(&problem.rule))
+        && is_at_least(&verdict.schema_version, RELIABILITY_SINCE)
+    {
+        diag::note(format_args!(
+            "okstra writes `reliability`, `verification`, `workerCoverage` and `usageSummary` \
+             from the run's records; `okstra report {}` writes them again",
+            run.run_dir.display()
+        ));
+    }
     // The command ends here: freeing a 10 MB report node by node would be a
     // measurable share of the run (see benches/validate.sh), so leave it to
     // process exit.
@@ -301,39 +369,120 @@ pub fn problems(target: &Path) -> Result<Vec<String>> {
     Ok(verdict.problems.iter().map(problem_line).collect())
 }
 
-/// Write okstra's computed `reliability` block (and, when the run has a
-/// convergence ledger, its `verification` block) into the data.json of the
-/// run in `run_dir`, atomically, and return the reliability block. A 2.0 report of a run written
-/// against 2.1 or later becomes 2.1. `None` (nothing computed or written)
-/// for a report whose version has no such block (1.0, or 2.0 of an older
-/// run) and for a data.json that is not a JSON object: validation judges
-/// those. The file is only replaced when the block or the version changes.
-pub fn finalize(run_dir: &Path) -> Result<Option<Reliability>> {
-    let Some(finalized) = finalized(run_dir)? else {
+/// okstra's own blocks of a report, computed from its run's records.
+pub struct Blocks {
+    pub reliability: Reliability,
+    /// `None` without a convergence ledger.
+    pub verification: Option<verification::Verification>,
+    /// Every rostered worker, the report writer included.
+    pub coverage: Vec<crate::coverage::Entry>,
+    pub usage: crate::usage::Summary,
+}
+
+impl Blocks {
+    /// Compute every block from the records of the run in `run_dir` as they
+    /// are now (nothing is read but the records).
+    pub fn compute(run_dir: &Path) -> Result<Blocks> {
+        let (coverage, usage) = coverage_and_usage(run_dir)?;
+        Ok(Blocks {
+            reliability: reliability::compute(run_dir)?,
+            verification: verification::compute(run_dir)?,
+            coverage,
+            usage,
+        })
+    }
+
+    /// The blocks as data.json keys (`None`: the key must be absent).
+    fn entries(&self) -> Result<[(&'static str, Option<Value>); 4]> {
+        Ok([
+            (
+                "reliability",
+                Some(
+                    serde_json::to_value(&self.reliability)
+                        .context("cannot serialise the reliability block")?,
+                ),
+            ),
+            (
+                "verification",
+                self.verification
+                    .as_ref()
+                    .map(serde_json::to_value)
+                    .transpose()
+                    .context("cannot serialise the verification block")?,
+            ),
+            (
+                "workerCoverage",
+                Some(
+                    serde_json::to_value(&self.coverage)
+                        .context("cannot serialise the worker coverage")?,
+                ),
+            ),
+            (
+                "usageSummary",
+                Some(
+                    serde_json::to_value(&self.usage)
+                        .context("cannot serialise the usage summary")?,
+                ),
+            ),
+        ])
+    }
+}
+
+/// The report's `workerCoverage` and `usageSummary` as the records of the
+/// run in `run_dir` give them now: the one computation of each
+/// (`coverage::compute`, `usage::summary_from_records`), which both
+/// [`finalize`] and `okstra validate` use.
+fn coverage_and_usage(
+    run_dir: &Path,
+) -> Result<(Vec<crate::coverage::Entry>, crate::usage::Summary)> {
+    let run = Run::open(run_dir)?;
+    let state = run.team_state()?;
+    Ok((
+        crate::coverage::compute(&run, &state),
+        crate::usage::summary_from_records(&run)?,
+    ))
+}
+
+/// Write okstra's own blocks into the data.json of the run in `run_dir`,
+/// atomically, and return them: `reliability`, `verification` (when the
+/// run has a convergence ledger), `workerCoverage` and `usageSummary`. The
+/// run's usage is read again first (every attempt's log or transcript, the
+/// lead's) and recorded in the team state, so the report counts every
+/// attempt that has ended, the report writer's own included. A 2.0 report
+/// of a run written against 2.1 or later becomes 2.1. `None` (nothing
+/// computed or written) for a report whose version has no such blocks (1.0,
+/// or 2.0 of an older run) and for a data.json that is not a JSON object:
+/// validation judges those. The file is only replaced when a block or the
+/// version changes.
+pub fn finalize(run_dir: &Path) -> Result<Option<Blocks>> {
+    let Some(finalized) = finalized(run_dir, true)? else {
         return Ok(None);
     };
     if let Some(bytes) = &finalized.bytes {
         crate::durable::write_atomic(&finalized.data_path, bytes)
             .with_context(|| format!("cannot write `{}`", finalized.data_path.display()))?;
     }
-    Ok(Some(finalized.computed))
+    Ok(Some(finalized.blocks))
 }
 
 /// Whether [`finalize`] would change the data.json of the run in `run_dir`
-/// (nothing is written).
+/// as the records stand now (nothing is read but the records, nothing is
+/// written).
 pub fn needs_finalize(run_dir: &Path) -> Result<bool> {
-    Ok(finalized(run_dir)?.is_some_and(|f| f.bytes.is_some()))
+    Ok(finalized(run_dir, false)?.is_some_and(|f| f.bytes.is_some()))
 }
 
-/// What [`finalize`] computes: the block, and the new bytes when the file
+/// What [`finalize`] computes: the blocks, and the new bytes when the file
 /// must change.
 struct Finalized {
     data_path: PathBuf,
-    computed: Reliability,
+    blocks: Blocks,
     bytes: Option<Vec<u8>>,
 }
 
-fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
+/// With `refresh`, the run's usage is read again and recorded before the
+/// blocks are computed from the records.
+fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
     let (data_path, run) = read_manifest(run_dir)?;
     let bytes = fsread::read(&data_path, fsread::Kind::Report)
         .with_context(|| format!("cannot read report `{}`", data_path.display()))?;
@@ -349,32 +498,32 @@ fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
     let Some(report) = value.as_object_mut() else {
         return Ok(None);
     };
-    let computed = reliability::compute(run_dir)?;
-    let block =
-        serde_json::to_value(&computed).context("cannot serialise the reliability block")?;
-    let verified = verification::compute(run_dir)?
-        .map(|v| serde_json::to_value(&v))
-        .transpose()
-        .context("cannot serialise the verification block")?;
-    let unchanged = report.get("reliability") == Some(&block)
-        && report.get("verification") == verified.as_ref()
+    if refresh {
+        crate::usage::record_usage(run_dir)?;
+    }
+    let blocks = Blocks::compute(run_dir)?;
+    let entries = blocks.entries()?;
+    let unchanged = entries
+        .iter()
+        .all(|(key, wanted)| report.get(*key) == wanted.as_ref())
         && report.get("schemaVersion").and_then(Value::as_str) == Some(version.as_str());
     let bytes = if unchanged {
         None
     } else {
         report.insert("schemaVersion".to_owned(), Value::String(version));
-        report.insert("reliability".to_owned(), block);
-        match verified {
-            Some(verified) => report.insert("verification".to_owned(), verified),
-            None => report.remove("verification"),
-        };
+        for (key, wanted) in entries {
+            match wanted {
+                Some(block) => report.insert(key.to_owned(), block),
+                None => report.remove(key),
+            };
+        }
         let mut bytes = serde_json::to_vec_pretty(&value).context("cannot serialise the report")?;
         bytes.push(b'\n');
         Some(bytes)
     };
     Ok(Some(Finalized {
         data_path,
-        computed,
+        blocks,
         bytes,
     }))
 }
@@ -464,6 +613,17 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         })
         .collect();
     if invariants {
+        // Coverage, usage and the ledger's completeness are okstra's from
+        // 2.1 on: checked against what the records give now.
+        if let Some(run) = loaded.run.as_mut()
+            && is_at_least(&loaded.schema_version, RELIABILITY_SINCE)
+        {
+            run.records = Some(
+                coverage_and_usage(&run.run_dir)
+                    .map(|(coverage, usage)| validate::Records { coverage, usage })
+                    .map_err(|err| format!("{err:#}")),
+            );
+        }
         // The records' own answer, only for a report that carries the block.
         if let Some(run) = loaded.run.as_mut()
             && loaded.value.get("reliability").is_some()
@@ -493,6 +653,11 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         valid: problems.is_empty(),
         schema_version: loaded.schema_version.clone(),
         data_path: loaded.data_path.clone(),
+        level: if loaded.run.is_some() {
+            Level::Records
+        } else {
+            Level::Schema
+        },
         cross_file_checks: loaded.run.is_some(),
         problems,
     })
@@ -608,6 +773,7 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         ledger: read_ledger(&run.dir),
         reliability: None,
         verification: None,
+        records: None,
     };
     Ok((data_path, facts))
 }
@@ -690,8 +856,10 @@ mod tests {
 
     /// 2.1 is 2.0 plus one required top-level block (`reliability`), one
     /// optional one (`verification`), one more convergence class
-    /// (`unverifiable`) and optional row fields (a severity on difference
-    /// rows, a suggested fix on both): additive, nothing else moves.
+    /// (`unverifiable`), optional row fields (a severity on difference
+    /// rows, a suggested fix on both) and two more usage sources
+    /// (`not-applicable` for a part no model did, `complete` for a whole
+    /// summary): additive, nothing else moves but descriptions.
     #[test]
     fn v2_1_is_v2_0_plus_reliability_verification_and_a_class() {
         let load =
@@ -738,6 +906,24 @@ mod tests {
         assert!(convergence.remove("description").is_some());
         let classes = convergence["enum"].as_array_mut().unwrap();
         assert_eq!(classes.pop().unwrap(), "unverifiable");
+        let sources = defs["TokenUsage"]["properties"]["source"]["enum"]
+            .as_array_mut()
+            .unwrap();
+        assert_eq!(sources.pop().unwrap(), "not-applicable");
+        let summary = defs["UsageSummary"]["properties"]["source"]["enum"]
+            .as_array_mut()
+            .unwrap();
+        assert_eq!(summary.remove(0), "complete");
+        // Only the descriptions of what okstra now writes itself changed.
+        for pointer in [
+            "/TokenUsage/properties/source/description",
+            "/UsageSummary/properties/source/description",
+            "/UsageSummary/description",
+            "/WorkerCoverage/description",
+        ] {
+            let pointer = format!("/$defs{pointer}");
+            *v21.pointer_mut(&pointer).unwrap() = v20.pointer(&pointer).unwrap().clone();
+        }
         assert_eq!(v21, v20);
     }
 

@@ -26,8 +26,8 @@ pub struct LedgerClasses {
 pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
-    /// `header`, `convergence`, `reliability`, `verification`, `anchors`,
-    /// `severity`).
+    /// `header`, `convergence`, `reliability`, `verification`, `usage`,
+    /// `anchors`, `severity`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,

@@ -74,15 +74,38 @@ pub struct RunFacts {
     /// The `verification` block the run's records give (`Ok(None)` without
     /// a ledger); `None` when the report carries no block to check.
     pub verification: Option<Result<Option<Verification>, String>>,
+    /// The coverage and usage the run's records give (`Err` when they cannot
+    /// be read); `None` for a report older than 2.1, whose writer authored
+    /// both, which skips the checks that need them.
+    pub records: Option<Result<Records, String>>,
+}
+
+/// What okstra computes from a run's team state for the report: the
+/// `workerCoverage` and `usageSummary` it writes after the report writer
+/// ends.
+#[derive(Debug, Clone)]
+pub struct Records {
+    pub coverage: Vec<crate::coverage::Entry>,
+    pub usage: crate::usage::Summary,
 }
 
 impl RunFacts {
-    /// The workers the report must account for: everyone but the report
+    /// The workers whose results the report cites: everyone but the report
     /// writer, which authors the report rather than contributing to it.
     fn contributors(&self) -> impl Iterator<Item = &Rostered> {
         self.roster
             .iter()
             .filter(|w| w.role != Role::ReportWriter.as_str())
+    }
+
+    /// The workers that need a coverage entry: from 2.1 on (okstra writes
+    /// the block) every one, the report writer included; before, the
+    /// contributors.
+    fn covered(&self) -> impl Iterator<Item = &Rostered> {
+        let all = self.records.is_some();
+        self.roster
+            .iter()
+            .filter(move |w| all || w.role != Role::ReportWriter.as_str())
     }
 }
 
@@ -110,7 +133,13 @@ pub fn invariants(
         header(report, run, &mut problems);
         if let Some(ledger) = &run.ledger {
             convergence(report, ledger, &mut problems);
+            if run.records.is_some()
+                && let Ok(ledger) = ledger
+            {
+                super::records::ledger_complete(report, ledger, &mut problems);
+            }
         }
+        super::records::usage(report, run, &mut problems);
     }
     reliability(report, run, &mut problems);
     super::floor::severities(report, indexes, &mut problems);
@@ -802,11 +831,23 @@ fn coverage(
                         ),
                     ));
                 }
+                if let Some(Ok(records)) = &run.records
+                    && let Some(computed) = records.coverage.iter().find(|e| e.worker_id == worker)
+                {
+                    super::records::coverage_against_records(entry, index, computed, problems);
+                }
             }
         }
     }
+    if let Some(Err(reason)) = run.and_then(|run| run.records.as_ref()) {
+        problems.push(Problem::new(
+            "coverage",
+            "/workerCoverage",
+            format!("`workerCoverage` cannot be checked against the run's records: {reason}"),
+        ));
+    }
     if let Some(run) = run {
-        for rostered in run.contributors() {
+        for rostered in run.covered() {
             if !seen.contains_key(rostered.worker_id.as_str()) {
                 problems.push(Problem::new(
                     "coverage",

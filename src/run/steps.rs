@@ -70,8 +70,9 @@ pub enum Report {
     /// No `data.json` (or not from the current inputs).
     #[default]
     Missing,
-    /// Written, but without okstra's own blocks (`reliability`) as the
-    /// records now say them.
+    /// Written, but without okstra's own blocks (`reliability`,
+    /// `verification`, `workerCoverage`, `usageSummary`) as the records now
+    /// say them.
     Unfinalized,
     /// It fails validation; `repaired` once the one repair attempt ran.
     Invalid { repaired: bool },
@@ -134,9 +135,11 @@ pub enum Step {
     FixRequest,
     /// The Executor's one fix pass.
     FixPass,
-    /// Compute coverage and usage into `state/report-inputs.json`.
+    /// Compute the report writer's inputs into `state/report-inputs.json`
+    /// (the other workers' coverage, reliability, verification).
     Inputs,
-    /// Write okstra's own blocks into the report (`reliability`).
+    /// Write okstra's own blocks into the report the writer wrote:
+    /// `reliability`, `verification`, `workerCoverage`, `usageSummary`.
     Finalize,
     /// The report writer's one repair attempt.
     Repair,

@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use super::Source;
 use super::tally::{Record, Tally, to_micros};
 
 /// Limits given as `--max-cost <usd>` and `--max-tokens <n>`.
@@ -83,7 +84,9 @@ pub fn recorded_totals(team_state: &Value) -> Totals {
     parts.extend(records(team_state.get("leadUsage").into_iter().collect()));
     let mut sum = Tally::default();
     let mut unavailable = 0;
-    for record in &parts {
+    // A part no model did (a headless run's lead) spent nothing and is not
+    // a gap in what is known.
+    for record in parts.iter().filter(|r| r.source != Source::NotApplicable) {
         if record.input_tokens.is_none() {
             unavailable += 1;
         }
@@ -137,6 +140,16 @@ mod tests {
         let totals = recorded_totals(&state);
         assert_eq!((totals.tokens, totals.cost_partial), (1003, false));
         assert_eq!(recorded_totals(&json!({})), Totals::default());
+    }
+
+    #[test]
+    fn a_lead_no_model_played_is_no_gap() {
+        let state = json!({"dispatches": [{"dispatchName": "a", "usage": usage(1, 2, Some(0.1))}],
+                           "leadUsage": {"source": "not-applicable", "inputTokens": null,
+                                         "outputTokens": null, "reason": "okstra led"}});
+        let totals = recorded_totals(&state);
+        assert_eq!((totals.tokens, totals.cost_partial), (1003, false));
+        assert_eq!(totals.unavailable, 0);
     }
 
     #[test]

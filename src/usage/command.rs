@@ -45,6 +45,15 @@ pub fn record(run_dir: &std::path::Path) -> Result<Computed> {
     // The records' paths are checked first: a record naming a file outside
     // the run is refused, as by every command.
     info.run.team_state()?;
+    // Records that would not change are not written again: re-rendering a
+    // finished run's report leaves its team state as it is.
+    let current = crate::run::team_state::read_raw(&info.run)?;
+    let unlocked = ledger::compute(&info, &current, &prices, &env);
+    let mut updated = current.clone();
+    ledger::apply(&mut updated, &unlocked)?;
+    if updated == current {
+        return Ok(unlocked);
+    }
     let mut computed = None;
     crate::run::team_state::modify(&info.run, |state| {
         let ledger = ledger::compute(&info, state, &prices, &env);

@@ -10,7 +10,16 @@
 //! `totals` include the lead. The lead's usage comes from the transcripts of
 //! the sessions recorded with `okstra event <run> session --field
 //! sessionId=<id>`, else from a `lead-usage` event (totals the host showed),
-//! else it is `unavailable`.
+//! else it is `unavailable` — or `not-applicable` for an `external` lead
+//! (a headless `okstra run` is led by okstra itself: no model, no tokens),
+//! which the totals leave out instead of becoming `partial`.
+//!
+//! One function, `summarise`, turns attempt records and the lead's record
+//! into the summary. [`compute`] feeds it what it reads now (logs,
+//! transcripts) and [`apply`] records those parts in the team state;
+//! [`from_records`] feeds it the parts the team state recorded, and so gives
+//! exactly the summary `compute` made. That is what the final report's
+//! `usageSummary` is written from and checked against.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +40,8 @@ use crate::run::Run;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SummarySource {
-    /// Every part read.
-    TeamState,
+    /// Every part read (okstras before 2026-12 wrote `team-state`).
+    Complete,
     /// Some parts unavailable.
     Partial,
     /// Nothing read.
@@ -218,8 +227,126 @@ pub fn compute(
     let mut warnings = events.ignored.clone();
     let transcripts = Transcripts::read(info, &events, env, &mut warnings);
     let attempts = attempts(info, team_state, prices, env, &transcripts);
-    let lead = Tally::from_usage(&lead_usage(info, &events, &transcripts), prices);
-    summarise(info, team_state, attempts, &lead, prices, warnings)
+    let mut lead = Tally::from_usage(&lead_usage(info, &events, &transcripts), prices);
+    // Keep what was recorded before when nothing can be read now (a
+    // transcript since deleted), as for an attempt.
+    if lead.source() == Source::Unavailable
+        && let Some(kept) =
+            recorded(team_state.get("leadUsage")).filter(|r| r.source != Source::Unavailable)
+    {
+        lead = kept.to_tally();
+    }
+    // Pricing warnings are not part of a record: gather them here.
+    for tally in attempts.iter().map(|a| &a.tally).chain([&lead]) {
+        for warning in &tally.warnings {
+            if !warnings.contains(warning) {
+                warnings.push(warning.clone());
+            }
+        }
+    }
+    summarise(
+        &info.run,
+        team_state,
+        attempts,
+        lead.record(),
+        prices.as_of.clone(),
+        warnings,
+    )
+}
+
+/// The summary of `run` from its team state alone: each attempt's recorded
+/// `usage`, the recorded `leadUsage`, and the `pricesAsOf` and `warnings`
+/// recorded with them. Nothing else is read. After [`compute`] and
+/// [`apply`], this is exactly the summary `compute` returned; a part never
+/// recorded is `unavailable` and says how to record it.
+pub fn from_records(run: &Run, team_state: &Value) -> Summary {
+    let unread = |provider: &str, what: &str| {
+        Tally::without_numbers(&Usage::unavailable(
+            provider,
+            format!("okstra has not read {what} yet (`okstra usage <run-dir>` reads it)"),
+        ))
+    };
+    let dispatches: &[Value] = team_state
+        .get("dispatches")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let mut attempts = Vec::new();
+    for (index, dispatch) in dispatches.iter().enumerate() {
+        let provider = text(dispatch, "provider").unwrap_or_default();
+        attempts.push(Attempt {
+            index: Some(index),
+            dispatch_name: text(dispatch, "dispatchName").unwrap_or_default(),
+            number: dispatch.get("attempt").and_then(Value::as_u64).unwrap_or(1),
+            worker_id: text(dispatch, "workerId").unwrap_or_default(),
+            tally: recorded(dispatch.get("usage")).map_or_else(
+                || unread(&provider, "this attempt's usage"),
+                |r| r.to_tally(),
+            ),
+            provider,
+        });
+    }
+    // Without dispatch records, `compute` read each assignment's first log
+    // and `apply` recorded it as that worker's usage.
+    if dispatches.is_empty() {
+        for assignment in &run.assignments {
+            let provider = assignment.provider.as_str();
+            let usage = team_state
+                .get("workers")
+                .and_then(|workers| workers.get(&assignment.dispatch_name))
+                .and_then(|worker| recorded(worker.get("usage")));
+            attempts.push(Attempt {
+                index: None,
+                dispatch_name: assignment.dispatch_name.clone(),
+                number: 1,
+                worker_id: assignment.worker_id.clone(),
+                provider: provider.to_owned(),
+                tally: usage
+                    .map_or_else(|| unread(provider, "this worker's usage"), |r| r.to_tally()),
+            });
+        }
+    }
+    let lead = recorded(team_state.get("leadUsage")).unwrap_or_else(|| {
+        if run.lead_runtime == LeadRuntime::External {
+            Tally::without_numbers(&no_lead_model()).record()
+        } else {
+            let provider = run
+                .lead_runtime
+                .host_provider()
+                .map_or("lead", Provider::as_str);
+            unread(provider, "the lead's usage").record()
+        }
+    });
+    let summary = team_state.get("usageSummary");
+    let prices_as_of = summary
+        .and_then(|s| s.get("pricesAsOf"))
+        .and_then(Value::as_str)
+        .map_or_else(|| Prices::embedded().as_of, str::to_owned);
+    let warnings = summary
+        .and_then(|s| s.get("warnings"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    summarise(run, team_state, attempts, lead, prices_as_of, warnings).summary
+}
+
+/// A usage record as the team state keeps it, if `value` is one.
+fn recorded(value: Option<&Value>) -> Option<Record> {
+    value
+        .filter(|v| v.is_object())
+        .and_then(|v| Record::deserialize(v).ok())
+}
+
+/// The lead of an `external` run that reported no usage: no model to count.
+fn no_lead_model() -> Usage {
+    Usage::not_applicable(
+        "lead",
+        "an `external` run is led by a program (`okstra run` leads a headless run itself), not a model: there are no lead tokens to count; a model leading as `external` reports its own with `okstra event <run-dir> lead-usage …`",
+    )
 }
 
 /// The Claude transcripts of the recorded sessions, read.
@@ -409,6 +536,9 @@ fn lead_usage(info: &RunInfo, events: &LeadEvents, transcripts: &Transcripts) ->
     if let Some(fields) = &events.host_report {
         return host_usage(fields, provider);
     }
+    if info.run.lead_runtime == LeadRuntime::External {
+        return no_lead_model();
+    }
     let reason = if runtime == Some("claude-code") {
         "no lead session recorded (`okstra event <run> session --field sessionId=<id>`)"
     } else {
@@ -417,20 +547,21 @@ fn lead_usage(info: &RunInfo, events: &LeadEvents, transcripts: &Transcripts) ->
     Usage::unavailable(provider, reason)
 }
 
-/// Sum the attempts per worker and per provider, add the lead, and build
-/// the summary.
+/// Sum the attempts per worker and per provider, add the lead (unless no
+/// model led), and build the summary: the one place a summary is made.
+/// Every part is taken through its wire form first, exactly as the team
+/// state records it, so the same records always give the same summary.
 fn summarise(
-    info: &RunInfo,
+    run: &Run,
     team_state: &Value,
     attempts: Vec<Attempt>,
-    lead: &Tally,
-    prices: &Prices,
-    mut warnings: Vec<String>,
+    lead: Record,
+    prices_as_of: String,
+    warnings: Vec<String>,
 ) -> Computed {
     // Workers in roster order: the assignments, then any other worker the
     // team state or a dispatch names. (dispatch name, workerId, provider)
-    let mut roster: Vec<(String, String, String)> = info
-        .run
+    let mut roster: Vec<(String, String, String)> = run
         .assignments
         .iter()
         .map(|a| {
@@ -461,20 +592,25 @@ fn summarise(
             ));
         }
     }
+    let parts: Vec<Tally> = attempts
+        .iter()
+        .map(|a| a.tally.record().to_tally())
+        .collect();
     let mut worker_lines: Vec<WorkerLine> = Vec::new();
     let mut worker_records: BTreeMap<String, Record> = BTreeMap::new();
     for (name, worker_id, provider) in &roster {
-        let mine: Vec<&Attempt> = attempts
+        let mine: Vec<&Tally> = attempts
             .iter()
-            .filter(|a| &a.worker_id == worker_id)
+            .zip(&parts)
+            .filter(|(a, _)| &a.worker_id == worker_id)
+            .map(|(_, part)| part)
             .collect();
         let record = if mine.is_empty() {
-            let usage = Usage::unavailable(provider, "not dispatched");
-            Tally::from_usage(&usage, prices).record()
+            Tally::without_numbers(&Usage::unavailable(provider, "not dispatched")).record()
         } else {
             let mut sum = Tally::default();
-            for attempt in &mine {
-                sum.add(&attempt.tally);
+            for part in &mine {
+                sum.add(part);
             }
             sum.record()
         };
@@ -489,39 +625,37 @@ fn summarise(
         }
     }
 
-    // Providers and totals, the lead included.
+    // Providers and totals, the lead included when a model led.
     let mut by_provider: BTreeMap<String, Tally> = BTreeMap::new();
     let mut totals = Tally::default();
-    for attempt in &attempts {
+    for (attempt, part) in attempts.iter().zip(&parts) {
         by_provider
             .entry(attempt.provider.clone())
             .or_default()
-            .add(&attempt.tally);
-        totals.add(&attempt.tally);
+            .add(part);
+        totals.add(part);
     }
-    if let Some(provider) = lead_provider(info.lead_runtime.as_deref()) {
-        by_provider
-            .entry(provider.to_owned())
-            .or_default()
-            .add(lead);
-    }
-    totals.add(lead);
-    for warning in &totals.warnings {
-        if !warnings.contains(warning) {
-            warnings.push(warning.clone());
+    if lead.source != Source::NotApplicable {
+        let part = lead.to_tally();
+        if let Some(provider) = run.lead_runtime.host_provider() {
+            by_provider
+                .entry(provider.as_str().to_owned())
+                .or_default()
+                .add(&part);
         }
+        totals.add(&part);
     }
     let totals = totals.record();
     let source = match totals.source {
-        Source::Unavailable => SummarySource::Unavailable,
+        Source::Unavailable | Source::NotApplicable => SummarySource::Unavailable,
         Source::Partial => SummarySource::Partial,
-        _ => SummarySource::TeamState,
+        _ => SummarySource::Complete,
     };
     Computed {
         attempts,
         workers: worker_records,
         summary: Summary {
-            lead: lead.record(),
+            lead,
             workers: worker_lines,
             by_provider: by_provider
                 .into_iter()
@@ -529,7 +663,7 @@ fn summarise(
                 .collect(),
             totals,
             source,
-            prices_as_of: prices.as_of.clone(),
+            prices_as_of,
             warnings,
         },
     }

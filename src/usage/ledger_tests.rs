@@ -1,6 +1,8 @@
 //! Unit tests of the ledger's pure parts (the whole of `okstra usage` is
 //! tested through the binary in `tests/it/usage.rs`).
 
+use std::path::Path;
+
 use serde_json::json;
 
 use super::*;
@@ -8,8 +10,7 @@ use super::*;
 #[test]
 fn the_two_schemas_define_usage_once_and_alike() {
     let report: Value =
-        serde_json::from_str(crate::schema::text("final-report-v2.0.schema.json").unwrap())
-            .unwrap();
+        serde_json::from_str(crate::schema::text(crate::report::CURRENT.1).unwrap()).unwrap();
     let state: Value =
         serde_json::from_str(crate::schema::text("team-state.schema.json").unwrap()).unwrap();
     for def in ["TokenUsage", "UsageSummary", "WorkerId"] {
@@ -134,4 +135,110 @@ fn lead_events_name_sessions_and_ignore_unsafe_ids() {
             .lead_sessions
             .is_empty()
     );
+}
+
+/// A run of `workers` (claude, codex, report-writer) led by `runtime`, in a
+/// folder that does not exist: nothing is read from it.
+fn run_of(runtime: &str) -> RunInfo {
+    let assignment = |id: &str, role: &str, provider: &str, name: &str| {
+        json!({"workerId": id, "role": role, "provider": provider, "dispatchName": name,
+               "modelExecutionValue": "m", "wrapper": null})
+    };
+    let manifest = json!({
+        "runId": "r-001", "taskKey": "p/g/t", "taskType": "project-analysis",
+        "runDir": "/nowhere/run", "leadRuntime": runtime,
+        "assignments": [
+            assignment("claude", "analyser", "claude", "claude-worker"),
+            assignment("codex", "analyser", "codex", "codex-worker"),
+            assignment("report-writer", "report-writer", "claude", "report-writer"),
+        ],
+    });
+    let run = Run::parse(Path::new("/nowhere/run"), manifest.to_string().as_bytes()).unwrap();
+    RunInfo {
+        project_root: run.project_root.clone(),
+        lead_runtime: Some(run.lead_runtime.as_str().to_owned()),
+        run,
+    }
+}
+
+/// One attempt's record with `usage` recorded (no log: the record is kept).
+fn dispatch(name: &str, worker: &str, provider: &str, attempt: u32, usage: &Value) -> Value {
+    json!({"dispatchName": name, "dispatchKind": "initial", "attempt": attempt,
+           "workerId": worker, "provider": provider, "usage": usage})
+}
+
+fn priced(provider: &str, input: u64, output: u64, cost: f64) -> Value {
+    json!({"source": "cli-stream", "provider": provider, "model": "m", "inputTokens": input,
+           "cacheReadTokens": 0, "cacheWriteTokens": 0, "outputTokens": output,
+           "reasoningTokens": null, "costUsd": cost, "costSource": "price-table"})
+}
+
+/// What `okstra usage` computes and records, and the summary the records
+/// give afterwards (what the report is written from and checked against),
+/// are one and the same.
+#[test]
+fn the_records_give_back_the_summary_that_was_recorded() {
+    for runtime in ["external", "claude-code"] {
+        let info = run_of(runtime);
+        let mut state = json!({"dispatches": [
+            dispatch("claude-worker", "claude", "claude", 1, &priced("claude", 100, 20, 0.0123)),
+            dispatch("codex-worker", "codex", "codex", 1, &json!(null)),
+            dispatch("codex-worker", "codex", "codex", 2, &priced("codex", 90, 30, 0.002)),
+            dispatch("report-writer", "report-writer", "claude", 1, &priced("claude", 7, 3, 0.0001)),
+        ]});
+        let env = |_: &str| None;
+        let computed = compute(&info, &state, &Prices::embedded(), &env);
+        apply(&mut state, &computed).unwrap();
+        assert_eq!(
+            serde_json::to_value(from_records(&info.run, &state)).unwrap(),
+            serde_json::to_value(&computed.summary).unwrap(),
+            "{runtime}"
+        );
+        let summary = &computed.summary;
+        // Every attempt counted, the report writer's too; the totals are
+        // their sum (the attempt whose usage was never read is unavailable).
+        let writer = summary
+            .workers
+            .iter()
+            .find(|w| w.worker_id == "report-writer")
+            .unwrap();
+        assert_eq!(writer.usage.input_tokens, Some(7));
+        assert_eq!(summary.totals.input_tokens, Some(100 + 90 + 7), "{runtime}");
+        if runtime == "external" {
+            // No lead model: not applicable, and nothing is missing but
+            // codex's first attempt.
+            assert_eq!(summary.lead.source, Source::NotApplicable);
+            assert_eq!(summary.lead.input_tokens, None);
+            assert_eq!(summary.source, SummarySource::Partial);
+        } else {
+            assert_eq!(summary.lead.source, Source::Unavailable);
+            assert_eq!(summary.source, SummarySource::Partial);
+        }
+    }
+}
+
+#[test]
+fn a_run_with_every_part_read_and_no_lead_model_is_complete() {
+    let info = run_of("external");
+    let state = json!({"dispatches": [
+        dispatch("claude-worker", "claude", "claude", 1, &priced("claude", 100, 20, 0.01)),
+        dispatch("codex-worker", "codex", "codex", 1, &priced("codex", 90, 30, 0.02)),
+        dispatch("report-writer", "report-writer", "claude", 1, &priced("claude", 7, 3, 0.001)),
+    ]});
+    let summary = from_records(&info.run, &state);
+    assert_eq!(summary.source, SummarySource::Complete);
+    assert_eq!(summary.totals.source, Source::CliStream);
+    assert_eq!(summary.totals.input_tokens, Some(197));
+    assert!(!summary.by_provider.contains_key("lead"));
+    assert_eq!(
+        serde_json::to_value(summary.source).unwrap(),
+        json!("complete")
+    );
+    // A lead that reported its usage counts again.
+    let info = run_of("codex");
+    let mut state = state;
+    state["leadUsage"] = priced("codex", 1000, 10, 0.5);
+    let summary = from_records(&info.run, &state);
+    assert_eq!(summary.totals.input_tokens, Some(1197));
+    assert_eq!(summary.by_provider["codex"].input_tokens, Some(1090));
 }

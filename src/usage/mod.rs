@@ -29,7 +29,10 @@
 //! - [`from_log`] (a finished attempt's log; kimi's session log too);
 //! - [`Prices::load`] then [`Usage::priced`] → [`Record`] (what the team
 //!   state stores as a dispatch's `usage`), [`Record::short`] for a table;
-//! - [`Budget::is_spent`] with [`recorded_totals`] (the budget stop).
+//! - [`Budget::is_spent`] with [`recorded_totals`] (the budget stop);
+//! - [`record_usage`] (read every part now and record it in the team
+//!   state) and [`summary_from_records`] (the summary those records give:
+//!   the final report's `usageSummary`).
 
 mod budget;
 mod command;
@@ -58,6 +61,7 @@ pub use budget::{Budget, Totals, recorded_totals};
 pub use command::{record as record_usage, usage_command};
 pub use follow::Follow;
 pub use ids::is_valid_id;
+pub use ledger::Summary;
 pub use price::Prices;
 pub use stream::from_log;
 #[cfg_attr(
@@ -69,6 +73,15 @@ pub use stream::from_log;
 )]
 pub use tally::CostSource;
 pub use tally::Record;
+
+/// The run's `usageSummary` from its records alone: the usage `okstra
+/// usage` last recorded for each attempt and the lead, summed by the one
+/// function that makes every summary. The final report's block is written
+/// from this and checked against it.
+pub fn summary_from_records(run: &crate::run::Run) -> anyhow::Result<Summary> {
+    let state = crate::run::team_state::read_raw(run)?;
+    Ok(ledger::from_records(run, &state))
+}
 
 /// Token counts in the normalised buckets. `cache_write_1h` is the part of
 /// `cache_write` that Claude keeps for an hour (priced higher); `reasoning`
@@ -126,6 +139,10 @@ pub enum Source {
     Partial,
     /// Nothing could be read; every number is null and `reason` says why.
     Unavailable,
+    /// Nothing to count: no model did this part (the lead of a headless
+    /// `okstra run` is okstra itself). Every number is null, `reason` says
+    /// why, and a sum leaves it out instead of becoming `partial`.
+    NotApplicable,
 }
 
 /// A model as a usage record names it: the id the CLI reported, and whether
@@ -176,6 +193,14 @@ impl Usage {
             reason: Some(reason.into()),
             models: BTreeMap::new(),
             cli_cost_usd: None,
+        }
+    }
+
+    /// A record of a part no model played (see [`Source::NotApplicable`]).
+    pub fn not_applicable(provider: &str, reason: impl Into<String>) -> Usage {
+        Usage {
+            source: Source::NotApplicable,
+            ..Usage::unavailable(provider, reason)
         }
     }
 

@@ -175,16 +175,22 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Price one usage record.
-    pub fn from_usage(usage: &Usage, prices: &Prices) -> Tally {
-        let mut tally = Tally {
+    /// A record with no numbers (`unavailable`, `not-applicable`): nothing
+    /// to price.
+    pub fn without_numbers(usage: &Usage) -> Tally {
+        Tally {
             sources: BTreeSet::from([usage.source]),
             provider: BTreeSet::from([usage.provider.clone()]),
             models: usage.models.keys().map(super::ModelKey::label).collect(),
             reasons: usage.reason.clone().into_iter().collect(),
             ..Tally::default()
-        };
-        if usage.source == Source::Unavailable {
+        }
+    }
+
+    /// Price one usage record.
+    pub fn from_usage(usage: &Usage, prices: &Prices) -> Tally {
+        let mut tally = Tally::without_numbers(usage);
+        if matches!(usage.source, Source::Unavailable | Source::NotApplicable) {
             return tally;
         }
         tally.tokens = Some(usage.tokens());
@@ -248,18 +254,20 @@ impl Tally {
     }
 
     /// The source of the whole: one source, `mixed`, `partial` or
-    /// `unavailable`.
+    /// `unavailable` (`not-applicable` only when no part had a model at
+    /// all; such a part never makes a sum partial).
     pub fn source(&self) -> Source {
         let available: Vec<Source> = self
             .sources
             .iter()
             .copied()
-            .filter(|s| *s != Source::Unavailable)
+            .filter(|s| !matches!(s, Source::Unavailable | Source::NotApplicable))
             .collect();
         match (
             available.as_slice(),
             self.sources.contains(&Source::Unavailable),
         ) {
+            ([], false) if self.sources.contains(&Source::NotApplicable) => Source::NotApplicable,
             ([], _) => Source::Unavailable,
             (_, true) => Source::Partial,
             ([one], false) => *one,
@@ -276,14 +284,18 @@ impl Tally {
     /// The wire form.
     pub fn record(&self) -> Record {
         let source = self.source();
-        let tokens = self.tokens.filter(|_| source != Source::Unavailable);
+        let tokens = self
+            .tokens
+            .filter(|_| !matches!(source, Source::Unavailable | Source::NotApplicable));
         let cost_source = match self.cost_sources.len() {
             0 => None,
             1 => self.cost_sources.iter().next().copied(),
             _ => Some(CostSource::Mixed),
         };
         let reason = match source {
-            Source::Unavailable | Source::Partial if !self.reasons.is_empty() => {
+            Source::Unavailable | Source::Partial | Source::NotApplicable
+                if !self.reasons.is_empty() =>
+            {
                 let mut unique: Vec<&str> = Vec::new();
                 for reason in &self.reasons {
                     if !unique.contains(&reason.as_str()) {

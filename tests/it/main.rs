@@ -21,6 +21,7 @@ mod plugin;
 mod prompts;
 mod provider_exec;
 mod report;
+mod report_truth;
 mod run;
 mod slots;
 mod support;

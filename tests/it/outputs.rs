@@ -437,7 +437,8 @@ fn the_gate_says_3_without_a_reliable_answer() {
         unverified.stderr
     );
     // Its findings are worker-unique (one model's word): not counted by
-    // default. Counted, they come first: 1, listed.
+    // default. Counted, they come first: 1, listed (the ledger's every
+    // claim is in the report, so all three findings).
     let info = gate(
         &repo_root().join("tests/fixtures/reports/v2.1-unverified"),
         &["--fail-on", "info", "--classes", "worker-unique"],
@@ -447,7 +448,9 @@ fn the_gate_says_3_without_a_reliable_answer() {
         info.stdout,
         "D-001 unranked worker-unique src/payments/client.rs:88 Timeouts are retried \
          immediately and without an attempt limit.\nD-002 unranked worker-unique \
-         src/payments/client.rs:94 A new idempotency key is generated for every attempt.\n"
+         src/payments/client.rs:94 A new idempotency key is generated for every attempt.\n\
+         D-003 unranked worker-unique config/payments.toml:12 The 2 s timeout is shorter than \
+         the upstream's p99 latency.\n"
     );
     // An invalid report.
     let invalid = gate(

@@ -753,6 +753,13 @@ fn schema_only_skips_the_invariants() {
     let target = fixture("invalid-routing");
     let out = run(&["validate", "--schema-only", target.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stdout);
+    // It never claims the invariants it skipped.
+    assert!(
+        out.stderr
+            .contains("report at the `schema` level (only the JSON Schema; `--schema-only` skipped the invariants)"),
+        "{}",
+        out.stderr
+    );
     let out = run(&[
         "validate",
         "--schema-only",

@@ -13,15 +13,14 @@ use serde_json::Value;
 use super::{chromium, fixture, render, run, run_chromium, screenshot_shows_content, validate};
 use crate::support::{copy_dir, read_json};
 
-/// A copy of the cross-verified fixture run, with costs in its usage: the
-/// lead and claude priced, codex's model unpriced, grok's usage unread.
+/// A copy of the cross-verified fixture run, with costs in its usage (the
+/// records': claude's attempts and the report writer priced, codex's model
+/// unpriced, grok's usage unread, no lead model) and code in a finding.
 fn priced_run() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixture("v2.1-valid"), dir.path());
     let path = dir.path().join("report/data.json");
     let mut data = read_json(&path);
-    data["usageSummary"]["lead"]["costUsd"] = 1.25.into();
-    data["usageSummary"]["workers"][0]["usage"]["costUsd"] = 0.4.into();
     data["consensus"][0]["finding"] = "Timeouts in `PaymentClient::submit` retry forever.".into();
     fs::write(&path, serde_json::to_string_pretty(&data).unwrap()).unwrap();
     dir
@@ -91,8 +90,8 @@ fn every_row_says_who_found_it_and_who_verified_it_with_costs_and_a_total() {
         ),
         "{markdown}"
     );
-    assert!(markdown.contains("| `codex` | codex | 88,012 | 6,102 | n/a | unpriced |"));
-    assert!(markdown.contains("| **Total** | | 366,562 | 22,672 | 1,716,400 | $1.65 + unpriced |"));
+    assert!(markdown.contains("| `codex` | codex | 88,012 | 6,102 | 50,000 | unpriced |"));
+    assert!(markdown.contains("| **Total** | | 208,522 | 18,752 | 660,000 | $1.04 + unpriced |"));
     let html = fs::read_to_string(out_dir.path().join("final-report.html")).unwrap();
     assert!(html.contains(
         "<td><code>claude</code> <code>codex</code></td><td><span class=\"nowrap\"><code>codex</code> \
@@ -102,10 +101,10 @@ fn every_row_says_who_found_it_and_who_verified_it_with_costs_and_a_total() {
     assert!(html.contains("Timeouts in <code>PaymentClient::submit</code> retry forever."));
     assert!(html.contains("<code>src/<wbr>payments/<wbr>client.rs:88</code>"));
     assert!(html.contains(
-        "<tr class=\"total\"><td>Total</td><td></td><td>366,562</td><td>22,672</td>\
-         <td>1,716,400</td><td>$1.65 + unpriced</td></tr>"
+        "<tr class=\"total\"><td>Total</td><td></td><td>208,522</td><td>18,752</td>\
+         <td>660,000</td><td>$1.04 + unpriced</td></tr>"
     ));
-    assert!(html.contains("<td>$1.25</td>") && html.contains("<td>$0.40</td>"));
+    assert!(html.contains("<td>$0.92</td>") && html.contains("<td>$0.12</td>"));
     check_in_a_browser(&out_dir.path().join("final-report.html"));
 }
 
@@ -129,7 +128,7 @@ fn check_in_a_browser(page: &Path) {
     ));
     assert!(matrix.contains("<code>loop {</code>"), "{matrix}");
     assert!(dom.contains("<h2>Unverifiable claims</h2>"));
-    assert!(dom.contains("<th>Cost</th>") && dom.contains("$1.65 + unpriced"));
+    assert!(dom.contains("<th>Cost</th>") && dom.contains("$1.04 + unpriced"));
     screenshot_shows_content(&browser, page, 390, 844);
 }
 

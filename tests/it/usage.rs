@@ -286,12 +286,16 @@ fn the_report_written_from_usage_json_validates() {
         String::from_utf8_lossy(&out.stderr)
     );
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // The lead recorded no session: unavailable, saying how to record one.
-    assert_eq!(summary["lead"]["source"], "unavailable");
+    // An `external` lead that reported nothing is a program: no model, no
+    // tokens, and the summary is not partial for it.
+    assert_eq!(summary["lead"]["source"], "not-applicable");
+    assert_eq!(summary["source"], "complete");
 
+    // The example's report folder alone (its run's records would reject
+    // another run's usage): the summary fits the report schema.
     let report = project.path("home").join("report");
-    copy_dir(&repo_root().join("examples/report"), &report);
-    let data_path = report.join("report/data.json");
+    copy_dir(&repo_root().join("examples/report/report"), &report);
+    let data_path = report.join("data.json");
     let mut data = read_json(&data_path);
     data["usageSummary"] = summary;
     fs::write(&data_path, serde_json::to_vec_pretty(&data).unwrap()).unwrap();
