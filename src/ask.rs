@@ -65,6 +65,30 @@ fn stderr() -> io::Stderr {
     io::stderr()
 }
 
+/// Whether questions can be asked: stdin and stderr are both a terminal.
+pub fn is_interactive() -> bool {
+    io::stdin().is_terminal() && stderr().is_terminal()
+}
+
+impl Terminal {
+    /// Ask a yes/no question (`[Y/n]`, yes by default); `false` on `n`, `no`
+    /// or the end of input.
+    pub fn confirm(question: &str) -> Result<bool> {
+        let mut stderr = stderr();
+        write!(stderr, "{question} [Y/n] ")?;
+        stderr.flush()?;
+        let mut line = String::new();
+        if io::stdin().lock().read_line(&mut line)? == 0 {
+            writeln!(stderr)?;
+            return Ok(false);
+        }
+        Ok(!matches!(
+            line.trim().to_ascii_lowercase().as_str(),
+            "n" | "no"
+        ))
+    }
+}
+
 impl Ask for Terminal {
     fn ask(&mut self, question: &str) -> Result<String> {
         let mut stderr = stderr();

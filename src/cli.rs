@@ -785,6 +785,11 @@ pub struct RunArgs {
     #[command(flatten)]
     pub gate: GateRules,
 
+    /// Start even when a provider's CLI is missing, a look-alike, or has no
+    /// credentials that okstra can see (a login in a system keychain).
+    #[arg(long)]
+    pub no_preflight: bool,
+
     #[command(flatten)]
     pub launch: LaunchArgs,
 

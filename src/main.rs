@@ -10,6 +10,7 @@
 #[macro_use]
 mod words;
 
+mod advice;
 mod ask;
 mod assign;
 mod beneath;
@@ -30,6 +31,7 @@ mod dispatch;
 mod doctor;
 mod durable;
 mod ending;
+mod estimate;
 mod exit;
 mod fsread;
 #[cfg(test)]
@@ -41,6 +43,7 @@ mod items;
 mod launch;
 mod lead;
 mod lifecycle;
+mod preflight;
 mod process_group;
 mod provider_exec;
 mod publish;

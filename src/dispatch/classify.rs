@@ -96,8 +96,12 @@ const RATE_LIMIT: &[&str] = &[
     "overloaded",
     "usage limit",
 ];
-/// … that mean the API could not be reached.
+/// … that mean the API could not be reached. claude's `api_retry` events
+/// are its retries of a request that failed; one that was not an auth or
+/// rate-limit failure (matched above) is the API not answering, as it was
+/// measured offline (`research/provider-clis.md` §1).
 const NETWORK: &[&str] = &[
+    "api_retry",
     "unable to connect",
     "connectionrefused",
     "connection refused",

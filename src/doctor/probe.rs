@@ -23,7 +23,7 @@ use crate::ending::Ending;
 /// for ~40–60 s between attempts) is cut off quickly.
 pub const PROBE_IDLE_SECS: u64 = 20;
 /// Wall-time cap for the whole probe, in case a CLI keeps printing retries.
-const PROBE_LIMIT: Duration = Duration::from_mins(3);
+pub const PROBE_LIMIT: Duration = Duration::from_mins(3);
 /// Lines of the log kept in the report.
 const TAIL_LINES: usize = 12;
 /// Bytes read from the end of the log to find those lines.

@@ -73,12 +73,53 @@ pub(crate) enum Step<T> {
 pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     // Check the engine and gate flags before anything is rendered or started.
     Options::from_args(&args.engine)?;
-    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
-    let (run_dir, resumed) = match &args.run_dir {
-        Some(dir) => (dir.clone(), true),
-        None => (render(args)?, false),
+    crate::gate::run_rules(args.fail_on, &args.gate)?;
+    if let Some(dir) = &args.run_dir {
+        return drive(args, dir, None);
+    }
+    let mut launch = args.launch.clone();
+    launch.headless = true;
+    crate::bundle::prepare();
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
+    let (run_dir, checked) = render_checked(&settings, args.no_preflight)?;
+    drive(args, &run_dir, Some(checked))
+}
+
+/// Preflight the roster `settings` gives (unless `no_preflight`), then
+/// render the run: a roster that cannot run is refused before anything is
+/// written. The run folder and the preflight's findings.
+pub fn render_checked(
+    settings: &crate::settings::Settings,
+    no_preflight: bool,
+) -> Result<(PathBuf, crate::preflight::Report)> {
+    let roster = crate::assign::roster(settings, &settings.project_root);
+    let checked = if no_preflight {
+        crate::preflight::credentials_only(&roster)
+    } else {
+        crate::preflight::enforce(&roster, true)?
     };
-    let run = Run::open(&run_dir)?;
+    let paths = crate::bundle::render_run(settings)?;
+    diag::progress(format_args!(
+        "rendered headless run `{}`",
+        paths.run_dir.display()
+    ));
+    Ok((paths.run_dir, checked))
+}
+
+/// Carry out the run in `run_dir`: a fresh one (`checked` holds its
+/// preflight) or one given on the command line, resumed. Before anything is
+/// dispatched: the preflight (of a resumed run), the plan and the estimate,
+/// confirmed on a terminal without `--yes`. A finished run asks nothing.
+pub fn drive(
+    args: &RunArgs,
+    run_dir: &std::path::Path,
+    checked: Option<crate::preflight::Report>,
+) -> Result<ExitStatus> {
+    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
+    let resumed = checked.is_none();
+    let run = Run::open(run_dir)?;
     let lease = Lease::acquire(&run, "okstra run", LEASE_WAIT)?;
     let journal = Journal::read(&run);
     let mut lead = Lead {
@@ -90,6 +131,21 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
         journal,
         dispatched: 0,
     };
+    if !lead.is_finished()? {
+        let checked = match checked {
+            Some(checked) => checked,
+            None if args.no_preflight => crate::preflight::credentials_only(&lead.run.assignments),
+            None => crate::preflight::enforce(&lead.run.assignments, false)?,
+        };
+        if !lead.confirm_plan(&checked)? {
+            drop(lease);
+            diag::note(format_args!(
+                "not started; start it later with `{}`",
+                lead.resume_command()
+            ));
+            return Ok(ExitStatus::Failure);
+        }
+    }
     let outcome = match lead.carry_out() {
         Ok(Step::Done(outcome)) => outcome,
         Ok(Step::Interrupted(signal)) => {
@@ -146,22 +202,6 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     }
 }
 
-/// Render a headless run from the launcher's flags.
-fn render(args: &RunArgs) -> Result<PathBuf> {
-    let mut launch = args.launch.clone();
-    launch.headless = true;
-    crate::bundle::prepare();
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let env = |name: &str| std::env::var(name).ok();
-    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
-    let paths = crate::bundle::render_run(&settings)?;
-    diag::progress(format_args!(
-        "rendered headless run `{}`",
-        paths.run_dir.display()
-    ));
-    Ok(paths.run_dir)
-}
-
 /// The driver of one `okstra run` call.
 pub(crate) struct Lead<'a> {
     run: Run,
@@ -178,6 +218,25 @@ pub(crate) struct Lead<'a> {
 }
 
 impl Lead<'_> {
+    /// Whether the run has nothing left to do (a valid, rendered report).
+    fn is_finished(&self) -> Result<bool> {
+        let gathered = facts::gather(self)?;
+        Ok(steps::advance(&gathered.facts) == Next::Done)
+    }
+
+    /// Show the plan and the estimate (kept in `state/estimate.json`), and
+    /// on a terminal without `--yes` ask whether to start.
+    fn confirm_plan(&self, checked: &crate::preflight::Report) -> Result<bool> {
+        let estimate = crate::estimate::ensure(&self.run, &self.options()?.prices)?;
+        for line in crate::estimate::plan_lines(&self.run, checked, &estimate) {
+            diag::progress(line);
+        }
+        if self.args.launch.yes || !crate::ask::is_interactive() {
+            return Ok(true);
+        }
+        crate::ask::Terminal::confirm("start the run?")
+    }
+
     /// Whether `dispatch_name` may still get its fresh attempt in this
     /// resume.
     fn resume_for(&self, dispatch_name: &str) -> bool {
@@ -191,7 +250,10 @@ impl Lead<'_> {
     /// The command that resumes this run, with the engine flags this call
     /// was given.
     fn resume_command(&self) -> String {
-        let mut command = format!("okstra run {}", shell_word(&self.run.dir.to_string_lossy()));
+        let mut command = format!(
+            "okstra run {}",
+            crate::advice::shell_word(&self.run.dir.to_string_lossy())
+        );
         let engine = &self.args.engine;
         if let Some(n) = engine.max_parallel {
             let _ = write!(command, " --max-parallel {n}");
@@ -419,19 +481,6 @@ fn phase_of(kind: Kind, task_type: crate::catalog::TaskType) -> &'static str {
     }
 }
 
-/// `text` quoted for a POSIX shell when it needs it.
-fn shell_word(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@,".contains(&b))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
 /// Event field values are single lines of at most 4096 bytes.
 fn one_line(text: &str) -> String {
     let flat: String = text
@@ -453,15 +502,5 @@ mod tests {
     fn event_values_are_one_bounded_line() {
         assert_eq!(one_line("a\nb\u{1b}c"), "a b c");
         assert!(one_line(&"é".repeat(5000)).len() <= 4000);
-    }
-
-    #[test]
-    fn resume_commands_paste_into_a_shell() {
-        assert_eq!(
-            shell_word("/p/.okstra/tasks/a/b/c/x-001"),
-            "/p/.okstra/tasks/a/b/c/x-001"
-        );
-        assert_eq!(shell_word("/my runs/it's"), r"'/my runs/it'\''s'");
-        assert_eq!(shell_word(""), "''");
     }
 }

@@ -685,13 +685,20 @@ mod tests {
         let required = root["required"].as_array_mut().unwrap();
         assert_eq!(required.pop().unwrap(), "reliability");
         let defs = root["$defs"].as_object_mut().unwrap();
-        for name in ["Reliability", "ReliabilityReason", "ReliabilityRound"] {
+        for name in [
+            "Reliability",
+            "ReliabilityReason",
+            "ReliabilityRound",
+            "UsageEstimate",
+            "EstimateRange",
+        ] {
             assert!(defs.remove(name).is_some(), "{name}");
         }
         for (row, field) in [
             ("ConsensusRow", "suggestedFix"),
             ("DifferenceRow", "severity"),
             ("DifferenceRow", "suggestedFix"),
+            ("UsageSummary", "estimate"),
         ] {
             let properties = defs[row]["properties"].as_object_mut().unwrap();
             assert!(properties.remove(field).is_some(), "{row}.{field}");

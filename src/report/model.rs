@@ -156,6 +156,22 @@ pub struct UsageSummary {
     pub lead: TokenUsage,
     pub workers: Vec<WorkerUsage>,
     pub source: String,
+    #[serde(default)]
+    pub totals: Option<Totals>,
+    /// What okstra estimated before the run (report schema 2.1, optional).
+    #[serde(default)]
+    pub estimate: Option<crate::estimate::Estimate>,
+}
+
+/// The whole run's usage, as `usageSummary.totals` holds it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cache_read_tokens: Option<u64>,
+    pub cache_write_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

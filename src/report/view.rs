@@ -236,6 +236,8 @@ pub struct Failure<'a> {
 pub struct Usage<'a> {
     pub source: &'a str,
     pub rows: Vec<UsageRow<'a>>,
+    /// The estimate made before the run, beside what it took.
+    pub estimate: Option<String>,
 }
 
 /// One line of the token table; counts already grouped (`1,234`, `n/a`).
@@ -343,9 +345,34 @@ impl<'a> View<'a> {
                         UsageRow::new(Some(&worker.worker_id), &worker.provider, &worker.usage)
                     }))
                     .collect(),
+                estimate: estimate_line(&report.usage_summary),
             },
         }
     }
+}
+
+/// `estimated 30.0k–120.0k tokens, $0.30–$1.50 …; took 85.2k tokens, $0.92`.
+fn estimate_line(summary: &super::model::UsageSummary) -> Option<String> {
+    let estimate = summary.estimate.as_ref()?;
+    let took = summary.totals.as_ref().map_or_else(
+        || "not counted".to_owned(),
+        |t| {
+            let tokens = [
+                t.input_tokens,
+                t.output_tokens,
+                t.cache_read_tokens,
+                t.cache_write_tokens,
+            ]
+            .iter()
+            .map(|n| n.unwrap_or(0))
+            .sum::<u64>();
+            match t.cost_usd {
+                Some(cost) => format!("{} tokens, ${cost:.2}", crate::estimate::human(tokens)),
+                None => format!("{} tokens", crate::estimate::human(tokens)),
+            }
+        },
+    );
+    Some(format!("estimated {}; took {took}", estimate.line()))
 }
 
 impl FactBody {

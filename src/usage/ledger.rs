@@ -61,6 +61,10 @@ pub struct Summary {
     pub prices_as_of: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What the run was estimated to take before it started
+    /// (`state/estimate.json`), to show beside what it took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<crate::estimate::Estimate>,
 }
 
 /// One attempt's usage, and where it goes in the team state.
@@ -531,6 +535,7 @@ fn summarise(
             source,
             prices_as_of: prices.as_of.clone(),
             warnings,
+            estimate: crate::estimate::read(&info.run),
         },
     }
 }

@@ -13,14 +13,22 @@ use serde_json::Value;
 
 use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state_path};
 
+#[path = "run_preflight.rs"]
+mod preflight;
 #[path = "run_resume.rs"]
 mod resume;
 
 const LIMIT: Duration = Duration::from_mins(2);
 
-/// A copy of `examples/tiny-service` with the example brief, and the fake
-/// team installed under every provider CLI's name.
+/// A copy of `examples/tiny-service` with the example brief, the fake team
+/// installed under every provider CLI's name, and a key variable for each
+/// provider (the preflight wants credentials; the fakes never read them).
 pub(crate) fn team_project() -> Project {
+    team_without_credentials().credentials()
+}
+
+/// [`team_project`] without the key variables: the preflight's world.
+pub(crate) fn team_without_credentials() -> Project {
     let brief = fs::read_to_string(repo_root().join("examples/brief.md")).unwrap();
     let project = Project::new()
         .key("demo", "review", "reservations")
