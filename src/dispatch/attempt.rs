@@ -64,6 +64,9 @@ pub struct Ended {
     pub exit_code: Option<i64>,
     pub cancelled: bool,
     pub wrapper_stderr: String,
+    /// Why okstra stopped a cancelled attempt, when it says more than "on
+    /// request" (a batch stopped early): the record's detail.
+    pub reason: Option<String>,
 }
 
 /// How a finished attempt came out, for the retry decision.
@@ -145,7 +148,12 @@ pub fn conclude(
         transcript: &transcript,
         wrapper_stderr: &ended.wrapper_stderr,
     };
-    let (ending, detail) = classify::classify(&evidence);
+    let (ending, mut detail) = classify::classify(&evidence);
+    if ending == Ending::Cancelled
+        && let Some(reason) = &ended.reason
+    {
+        detail.clone_from(reason);
+    }
     let now = crate::clock::unix_now();
     let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
     record.end(ending, detail.clone());

@@ -19,6 +19,7 @@ mod cancel;
 mod classify;
 mod command;
 mod engine;
+pub mod fail_fast;
 mod gate;
 mod recover;
 pub mod select;
@@ -60,6 +61,8 @@ pub struct Options {
     pub allow_unisolated: bool,
     /// `--pass-env`: extra variables every provider CLI may see.
     pub pass_env: Vec<String>,
+    /// What stops attempts early (`okstra run` sets it; empty otherwise).
+    pub fail_fast: fail_fast::FailFast,
 }
 
 impl Options {
@@ -105,6 +108,7 @@ impl Options {
             resume: false,
             allow_unisolated: args.allow_unisolated,
             pass_env,
+            fail_fast: fail_fast::FailFast::default(),
         })
     }
 }
@@ -115,6 +119,10 @@ pub struct Batch {
     pub rows: Vec<Row>,
     /// The signal that stopped the batch, if one did.
     pub interrupted: Option<nix::sys::signal::Signal>,
+    /// Why the batch was stopped early (its quorum lost), if it was.
+    pub stopped: Option<String>,
+    /// Providers whose attempts ended `auth`, this batch's and earlier ones.
+    pub auth_failed: std::collections::BTreeMap<crate::catalog::Provider, String>,
 }
 
 impl Batch {
@@ -204,6 +212,8 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         return Ok(Batch {
             rows: Vec::new(),
             interrupted: None,
+            stopped: None,
+            auth_failed: options.fail_fast.auth_failed,
         });
     }
     let identity = crate::workspace::RunIdentity {
@@ -228,6 +238,8 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         prices: options.prices,
         budget: options.budget,
         budget_stopped: Vec::new(),
+        fail_fast: options.fail_fast,
+        stopped: None,
     };
     let order: Vec<String> = prepared
         .adopt
@@ -235,9 +247,9 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         .map(|a| a.planned.dispatch_name.clone())
         .chain(prepared.start.iter().map(|p| p.dispatch_name.clone()))
         .collect();
-    let (records, interrupted) = engine.run(prepared.start, prepared.adopt)?;
+    let ended = engine.run(prepared.start, prepared.adopt)?;
     let finished = TeamState {
-        dispatches: records,
+        dispatches: ended.records,
         ..TeamState::default()
     };
     let mut rows: Vec<Row> = finished
@@ -247,7 +259,12 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         .collect();
     // In the order they were planned, not the order they ended.
     rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
-    Ok(Batch { rows, interrupted })
+    Ok(Batch {
+        rows,
+        interrupted: ended.interrupted,
+        stopped: ended.stopped,
+        auth_failed: ended.auth_failed,
+    })
 }
 
 /// Run `planned` attempts (their attempt numbers already set) to the end

@@ -20,6 +20,8 @@ impl Lead<'_> {
     /// Run one batch: the named workers' dispatches of `kind`.
     pub(super) fn batch(&mut self, kind: Kind, workers: &[String]) -> Result<Step<()>> {
         let mut options = self.options()?;
+        let quorum = self.quorum(kind, workers)?;
+        options.fail_fast = dispatch::fail_fast::FailFast::new(self.auth_failed.clone(), quorum);
         // A fresh attempt per explicit resume: one batch per worker gets it.
         options.resume = workers
             .iter()
@@ -35,7 +37,39 @@ impl Lead<'_> {
         let prepared = dispatch::prepare(&self.run, &mut state, candidates, &options)?;
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;
         self.dispatched += batch.rows.len();
+        self.auth_failed.clone_from(&batch.auth_failed);
         Ok(self.ended(&batch))
+    }
+
+    /// The quorum of a first batch of reviewers (analysers, or verifiers):
+    /// two must complete when two or more are rostered (one of one),
+    /// counting those that completed before.
+    fn quorum(
+        &self,
+        kind: Kind,
+        workers: &[String],
+    ) -> Result<Option<dispatch::fail_fast::Quorum>> {
+        let reviews = |w: &String| self.run.assignment(w).is_some_and(|a| a.role.reviews());
+        if kind != Kind::Initial || workers.is_empty() || !workers.iter().all(reviews) {
+            return Ok(None);
+        }
+        let state = self.run.team_state()?;
+        let rostered: Vec<_> = self.run.reviewers().collect();
+        let done_before = rostered
+            .iter()
+            .filter(|a| !workers.contains(&a.worker_id))
+            .filter(|a| {
+                state.latest(&a.dispatch_name).and_then(|r| r.ending)
+                    == Some(crate::ending::Ending::Completed)
+            })
+            .count();
+        Ok(Some(dispatch::fail_fast::Quorum {
+            needed: dispatch::fail_fast::needed(rostered.len(), done_before),
+            members: workers
+                .iter()
+                .map(|w| self.dispatch_name(kind, w))
+                .collect(),
+        }))
     }
 
     fn dispatch_name(&self, kind: Kind, worker: &str) -> String {
@@ -245,11 +279,13 @@ impl Lead<'_> {
     /// Run one planned attempt through the engine, or settle/adopt what
     /// decide says of it.
     fn planned(&mut self, planned: dispatch::Planned) -> Result<Step<()>> {
-        let options = self.options()?;
+        let mut options = self.options()?;
+        options.fail_fast = dispatch::fail_fast::FailFast::new(self.auth_failed.clone(), None);
         let mut state = self.run.team_state()?;
         let prepared = dispatch::prepare(&self.run, &mut state, vec![planned], &options)?;
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;
         self.dispatched += batch.rows.len();
+        self.auth_failed.clone_from(&batch.auth_failed);
         Ok(self.ended(&batch))
     }
 }

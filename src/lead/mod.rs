@@ -67,6 +67,8 @@ struct Outcome {
 pub(crate) enum Step<T> {
     Done(T),
     Interrupted(nix::sys::signal::Signal),
+    /// The batch was stopped early (fail fast): the run ends without a report.
+    Stopped(String),
 }
 
 /// `okstra run`.
@@ -130,6 +132,7 @@ pub fn drive(
         phases: BTreeSet::new(),
         journal,
         dispatched: 0,
+        auth_failed: BTreeMap::new(),
     };
     if !lead.is_finished()? {
         let checked = match checked {
@@ -148,6 +151,7 @@ pub fn drive(
     }
     let outcome = match lead.carry_out() {
         Ok(Step::Done(outcome)) => outcome,
+        Ok(Step::Stopped(why)) => lead.stopped_early(&why)?,
         Ok(Step::Interrupted(signal)) => {
             let resume = lead.resume_command();
             lead.event(
@@ -215,6 +219,9 @@ pub(crate) struct Lead<'a> {
     journal: Journal,
     /// Attempts this call started or adopted.
     dispatched: usize,
+    /// Providers whose attempt ended `auth` in this call: their other
+    /// attempts are not started (a resume tries them again).
+    auth_failed: BTreeMap<crate::catalog::Provider, String>,
 }
 
 impl Lead<'_> {
@@ -305,9 +312,10 @@ impl Lead<'_> {
                 );
             }
         }
-        match batch.interrupted {
-            Some(signal) => Step::Interrupted(signal),
-            None => Step::Done(()),
+        match (batch.interrupted, &batch.stopped) {
+            (Some(signal), _) => Step::Interrupted(signal),
+            (None, Some(why)) => Step::Stopped(why.clone()),
+            (None, None) => Step::Done(()),
         }
     }
 
@@ -400,8 +408,10 @@ impl Lead<'_> {
                 Next::Done => return Ok(Step::Done(self.finished()?)),
                 Next::End(stop) => return Ok(Step::Done(self.without_report(stop)?)),
             };
-            if let Step::Interrupted(signal) = step {
-                return Ok(Step::Interrupted(signal));
+            match step {
+                Step::Interrupted(signal) => return Ok(Step::Interrupted(signal)),
+                Step::Stopped(why) => return Ok(Step::Done(self.stopped_early(&why)?)),
+                Step::Done(()) => {}
             }
         }
     }
@@ -452,6 +462,27 @@ impl Lead<'_> {
             not_cross_verified,
             dispatched: self.dispatched,
             convergence,
+        })
+    }
+
+    /// The outcome of a run whose batch was stopped early: no report, and
+    /// why (the resume command is in the closing note).
+    fn stopped_early(&self, why: &str) -> Result<Outcome> {
+        self.event(
+            EventKind::RunComplete,
+            &[("verdict", "none"), ("reason", why)],
+        );
+        let not_cross_verified = not_cross_verified(&self.run)?;
+        Ok(Outcome {
+            run_dir: self.run.dir.clone(),
+            valid: false,
+            markdown: None,
+            html: None,
+            reason: Some(why.to_owned()),
+            cross_verified: not_cross_verified.is_none(),
+            not_cross_verified,
+            dispatched: self.dispatched,
+            convergence: self.convergence()?,
         })
     }
 

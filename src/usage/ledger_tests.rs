@@ -97,7 +97,10 @@ fn records_and_summaries_validate_against_the_report_schema() {
     assert!(errors.is_empty(), "{errors:?}\n{value:#}");
     assert_eq!(value["totals"]["source"], "partial");
     assert_eq!(value["workers"][0]["usage"]["reasoningTokens"], 3);
-    assert_eq!(value["estimate"]["tokens"], json!({"low": 1800, "high": 1800}));
+    assert_eq!(
+        value["estimate"]["tokens"],
+        json!({"low": 1800, "high": 1800})
+    );
 }
 
 #[test]

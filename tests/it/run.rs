@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state_path};
 
+#[path = "run_fail_fast.rs"]
+mod fail_fast;
 #[path = "run_preflight.rs"]
 mod preflight;
 #[path = "run_resume.rs"]
@@ -244,10 +246,13 @@ fn first_paragraph(markdown: &str) -> &str {
 #[test]
 fn a_run_that_loses_quorum_writes_an_unverified_report_and_exits_1() {
     let world = team_project();
+    // kimi fails once claude has completed: nothing is left to stop, so
+    // the batch keeps what it paid for (see `run_fail_fast.rs` for a loss
+    // while a reviewer still runs).
     let (outcome, code, stderr) = run(
         &world,
         "claude,kimi,report-writer",
-        &[("FAKE_AUTH_FAIL", "kimi")],
+        &[("FAKE_AUTH_FAIL", "kimi"), ("FAKE_SLEEP_KIMI", "1")],
     );
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(outcome["valid"], true, "{outcome}");

@@ -85,7 +85,10 @@ fn records(run: &Path) -> Vec<Value> {
         .clone()
 }
 
-/// Whether every named dispatch's latest attempt has started and none ended.
+/// Whether every named dispatch's latest attempt has started (its wrapper
+/// is running: the record names its pid, written once it was spawned) and
+/// none ended. (The record itself is written before the wrapper starts: a
+/// driver killed in between leaves nothing to adopt.)
 fn started(run: &Path, names: &[&str]) -> bool {
     let records = records(run);
     names.iter().all(|name| {
@@ -93,7 +96,9 @@ fn started(run: &Path, names: &[&str]) -> bool {
             .iter()
             .rev()
             .find(|r| r["dispatchName"] == *name)
-            .is_some_and(|r| r["startedAt"].is_string() && r["ending"].is_null())
+            .is_some_and(|r| {
+                r["startedAt"].is_string() && r["wrapperPid"].is_i64() && r["ending"].is_null()
+            })
     })
 }
 
