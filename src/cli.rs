@@ -56,6 +56,25 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Ask one question about the project: a whole cross-verified run, in one line
+    ///
+    /// The question is the only input: inline, `-` to read it from stdin, or
+    /// --task-brief FILE. Everything else is defaulted without a model call
+    /// and shown before starting: the task type project-analysis (asked on
+    /// a terminal), the project id from the repository's name, the task
+    /// group `ask`, a new task id made from the question, the default
+    /// roster. Then the preflight, the plan and its estimate, and the run
+    /// headless — the same as `okstra run` — with the live view and a
+    /// closing summary. --lead starts the lead host's session instead.
+    ///
+    /// Examples:
+    ///   okstra ask "Why are reservations oversold?"
+    ///   okstra ask --project-root examples/tiny-service --task-brief examples/brief.md
+    ///   echo "Where is stock reserved?" | okstra ask - --yes --json
+    ///   okstra ask --render-only "What does the inventory module do?"
+    ///   okstra ask --lead --task-type implementation-planning "Plan moving reservations to a database"
+    #[command(verbatim_doc_comment)]
+    Ask(Box<AskArgs>),
     /// Run one provider CLI headless under okstra's supervisor.
     ///
     /// Usage: okstra provider-exec <provider> <project-root> <model> <prompt-path>
@@ -784,6 +803,31 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub gate: GateRules,
+
+    /// Start even when a provider's CLI is missing, a look-alike, or has no
+    /// credentials that okstra can see (a login in a system keychain).
+    #[arg(long)]
+    pub no_preflight: bool,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question (several words are joined), or `-` to read it from
+    /// stdin. Without it: --task-brief FILE, or asked on a terminal.
+    #[arg(value_name = "QUESTION", num_args = 0.., value_hint = ValueHint::Other)]
+    pub question: Vec<String>,
+
+    /// Start the lead host's own session on the run (Claude Code by
+    /// default; see --lead-runtime) instead of running it headless.
+    #[arg(long)]
+    pub lead: bool,
 
     /// Start even when a provider's CLI is missing, a look-alike, or has no
     /// credentials that okstra can see (a login in a system keychain).

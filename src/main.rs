@@ -12,6 +12,7 @@ mod words;
 
 mod advice;
 mod ask;
+mod ask_command;
 mod assign;
 mod beneath;
 mod bundle;
@@ -61,14 +62,12 @@ mod usage;
 mod workspace;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::catalog::LeadRuntime;
 use crate::cli::{Cli, Command, LaunchArgs};
 use crate::exit::ExitStatus;
 
@@ -108,6 +107,7 @@ fn main() -> ExitCode {
         Some(Command::Usage(args)) => usage::usage_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
         Some(Command::Run(args)) => lead::run_command(&args),
+        Some(Command::Ask(args)) => ask_command::ask_command(&args),
         Some(Command::Coverage(args)) => coverage::coverage_command(&args),
         Some(Command::Converge(args)) => converge::converge_command(&args),
         Some(Command::CheckArgs) => cli_docs::check_args_command(),
@@ -145,39 +145,5 @@ fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = settings::resolve(args, &env, &cwd)?;
-    let paths = bundle::render_run(&settings)?;
-
-    let mut stdout = std::io::stdout().lock();
-    if settings.json {
-        writeln!(stdout, "{}", serde_json::to_string(&paths)?)?;
-    } else {
-        writeln!(stdout, "{}", paths.handoff_prompt.display())?;
-    }
-    drop(stdout);
-    diag::progress(format_args!(
-        "rendered {} run `{}` for `{}` in `{}`",
-        settings.task_type,
-        paths
-            .run_dir
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        settings.task_key.joined(),
-        paths.run_dir.display()
-    ));
-    if settings.render_only {
-        return Ok(ExitStatus::Success);
-    }
-    if settings.lead_runtime == LeadRuntime::External {
-        diag::progress(format_args!(
-            "the external runtime has no CLI to start; give your lead host the handoff prompt `{}` (it reads everything else from the run folder)",
-            paths.handoff_prompt.display()
-        ));
-        return Ok(ExitStatus::Success);
-    }
-    launch::exec_lead(
-        settings.lead_runtime,
-        &settings.project_root,
-        &paths.handoff_prompt,
-    )?;
-    Ok(ExitStatus::Success)
+    launch::render_and_start(&settings)
 }
