@@ -549,6 +549,11 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Show every column whole (the runner too) instead of fitting 80
+    /// columns.
+    #[arg(long)]
+    pub wide: bool,
+
     /// Redraw until every worker is terminal.
     #[arg(long)]
     pub watch: bool,

@@ -56,6 +56,7 @@ mod schema;
 mod settings;
 mod severity;
 mod slug;
+mod table;
 mod task_key;
 mod template;
 mod usage;
