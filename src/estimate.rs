@@ -97,6 +97,28 @@ impl Estimate {
     }
 }
 
+impl Estimate {
+    /// The range alone: `30.0k–120.0k tokens, $0.30–$1.50`, or `at least
+    /// 12.0k tokens` when the floor is all there is.
+    pub fn short(&self) -> String {
+        let cost = self.cost_usd.as_ref().map_or_else(String::new, |c| {
+            if (c.high - c.low).abs() < 0.005 {
+                format!(", ${:.2}", c.low)
+            } else {
+                format!(", ${:.2}–${:.2}", c.low, c.high)
+            }
+        });
+        match self.basis {
+            Basis::Prompts => format!("at least {} tokens{cost}", human(self.tokens.low)),
+            Basis::EarlierRuns => format!(
+                "{}–{} tokens{cost}",
+                human(self.tokens.low),
+                human(self.tokens.high)
+            ),
+        }
+    }
+}
+
 /// One earlier run's spend per rostered worker.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PerWorker {

@@ -23,6 +23,7 @@ mod cli;
 mod cli_docs;
 mod cli_facts;
 mod clock;
+mod closing;
 mod confine;
 mod converge;
 mod coverage;

@@ -15,6 +15,8 @@ pub struct Column {
     pub min: usize,
     /// Numbers line up on the right.
     pub right: bool,
+    /// Which shrinking column gives way first: the lowest rank.
+    pub rank: u8,
 }
 
 impl Column {
@@ -25,16 +27,19 @@ impl Column {
             shrinks: false,
             min: 0,
             right: false,
+            rank: 0,
         }
     }
 
-    /// A column cut down to no less than `min` characters when needed.
-    pub const fn shrinking(header: &'static str, min: usize) -> Column {
+    /// A column cut down to no less than `min` characters when needed, in
+    /// the order of `rank` (the lowest first).
+    pub const fn shrinking(header: &'static str, min: usize, rank: u8) -> Column {
         Column {
             header,
             shrinks: true,
             min,
             right: false,
+            rank,
         }
     }
 
@@ -45,6 +50,7 @@ impl Column {
             shrinks: false,
             min: 0,
             right: true,
+            rank: 0,
         }
     }
 }
@@ -105,17 +111,13 @@ pub fn render(
         let total = |widths: &[usize]| {
             indent + widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1)
         };
-        while total(&widths) > limit {
-            // Take one character from the widest column that may give one.
-            let Some((index, _)) = widths
-                .iter()
-                .enumerate()
-                .filter(|(i, w)| columns[*i].shrinks && **w > columns[*i].min.max(1))
-                .max_by_key(|(_, w)| **w)
-            else {
-                break;
-            };
-            widths[index] -= 1;
+        // The shrinking columns give way in the order of their rank.
+        let mut order: Vec<usize> = (0..columns.len()).filter(|i| columns[*i].shrinks).collect();
+        order.sort_by_key(|i| columns[*i].rank);
+        for index in order {
+            let over = total(&widths).saturating_sub(limit);
+            let room = widths[index].saturating_sub(columns[index].min.max(1));
+            widths[index] -= over.min(room);
         }
     }
     let mut text = String::new();
@@ -173,10 +175,10 @@ mod tests {
     #[test]
     fn a_table_fits_its_width_by_cutting_the_shrinking_columns() {
         let columns = [
-            Column::shrinking("NAME", 8),
+            Column::shrinking("NAME", 8, 0),
             Column::fixed("STATE"),
             Column::number("N"),
-            Column::shrinking("LAST", 4),
+            Column::shrinking("LAST", 4, 1),
         ];
         let rows = vec![
             vec![
@@ -196,8 +198,9 @@ mod tests {
             );
             assert_eq!(line, line.trim_end());
         }
-        assert_eq!(text.lines().nth(2).unwrap(), "  w             done     12");
-        assert!(text.contains("antigravity…"), "{text}");
+        assert_eq!(text.lines().nth(2).unwrap(), "  w         done     12");
+        // NAME gave way first (rank 0), to its minimum, then LAST.
+        assert!(text.contains("  antigra…  running"), "{text}");
         // Without a width nothing is cut.
         let wide = render(&columns, &rows, 0, None);
         assert!(wide.contains("antigravity-worker-reverify-r2"));

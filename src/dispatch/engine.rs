@@ -798,15 +798,23 @@ impl Engine {
         running
             .iter_mut()
             .flatten()
-            .map(|r| LiveRow {
-                name: r.record.dispatch_name.clone(),
-                started: r.started,
-                log: r.record.log_path.clone(),
-                usage: r
+            .map(|r| {
+                let priced = r
                     .meter
                     .as_mut()
                     .and_then(|meter| meter.poll().ok())
-                    .map(|usage| usage.priced(&self.prices).short()),
+                    .map(|usage| usage.priced(&self.prices));
+                LiveRow {
+                    name: r.record.dispatch_name.clone(),
+                    provider: r.planned.provider,
+                    started: r.started,
+                    log: r.record.log_path.clone(),
+                    usage: priced
+                        .as_ref()
+                        .filter(|record| record.input_tokens.is_some())
+                        .map(crate::usage::Record::short),
+                    cost_usd: priced.and_then(|record| record.cost_usd),
+                }
             })
             .collect()
     }

@@ -14,6 +14,7 @@
 //! - `command` is `okstra dispatch`, `wait` is `okstra await`; `summary`
 //!   prints what both end with; `view` is the live progress on stderr.
 
+mod activity;
 mod attempt;
 mod cancel;
 mod classify;
@@ -42,6 +43,7 @@ pub use cancel::{cancel_command, orphaned, reap_orphans};
 pub use command::dispatch_command;
 pub use select::{Decision, Kind, Planned, Skip};
 pub use summary::{Row, print_summary};
+pub use view::Header;
 pub use wait::{await_command, liveness, settle_all};
 
 /// How the engine runs a batch: `--max-parallel`, the gates, the retry
@@ -63,6 +65,8 @@ pub struct Options {
     pub pass_env: Vec<String>,
     /// What stops attempts early (`okstra run` sets it; empty otherwise).
     pub fail_fast: fail_fast::FailFast,
+    /// The live board's header (`okstra run` sets it).
+    pub header: Option<view::Header>,
 }
 
 impl Options {
@@ -109,6 +113,7 @@ impl Options {
             allow_unisolated: args.allow_unisolated,
             pass_env,
             fail_fast: fail_fast::FailFast::default(),
+            header: None,
         })
     }
 }
@@ -234,7 +239,7 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         gates: options.gates,
         retry_cooldown: options.retry_cooldown,
         idle_timeout: options.idle_timeout,
-        view: view::View::new(false),
+        view: view::View::new(false, options.header),
         prices: options.prices,
         budget: options.budget,
         budget_stopped: Vec::new(),

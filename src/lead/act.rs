@@ -22,6 +22,15 @@ impl Lead<'_> {
         let mut options = self.options()?;
         let quorum = self.quorum(kind, workers)?;
         options.fail_fast = dispatch::fail_fast::FailFast::new(self.auth_failed.clone(), quorum);
+        options.header = Some(self.header(match kind {
+            Kind::Reverify(round) => format!("phase 5.5, round {round}"),
+            Kind::Critic => "phase 5.6 (critic)".to_owned(),
+            _ if workers.iter().any(|w| w == REPORT_WRITER) => "phase 6 (report)".to_owned(),
+            _ => format!(
+                "phase {}",
+                super::phase_words(super::phase_of(kind, self.run.task_type))
+            ),
+        }));
         // A fresh attempt per explicit resume: one batch per worker gets it.
         options.resume = workers
             .iter()
@@ -281,6 +290,7 @@ impl Lead<'_> {
     fn planned(&mut self, planned: dispatch::Planned) -> Result<Step<()>> {
         let mut options = self.options()?;
         options.fail_fast = dispatch::fail_fast::FailFast::new(self.auth_failed.clone(), None);
+        options.header = Some(self.header(format!("{} (one more attempt)", planned.dispatch_name)));
         let mut state = self.run.team_state()?;
         let prepared = dispatch::prepare(&self.run, &mut state, vec![planned], &options)?;
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;

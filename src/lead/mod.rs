@@ -133,6 +133,7 @@ pub fn drive(
         journal,
         dispatched: 0,
         auth_failed: BTreeMap::new(),
+        started: std::time::Instant::now(),
     };
     if !lead.is_finished()? {
         let checked = match checked {
@@ -177,9 +178,8 @@ pub fn drive(
     let mut stdout = std::io::stdout().lock();
     if args.launch.json {
         writeln!(stdout, "{}", serde_json::to_string(&outcome)?)?;
-    } else if let (Some(markdown), Some(html)) = (&outcome.markdown, &outcome.html) {
-        writeln!(stdout, "{}", markdown.display())?;
-        writeln!(stdout, "{}", html.display())?;
+    } else {
+        write!(stdout, "{}", lead.closing(&outcome))?;
     }
     drop(stdout);
     if let Some(rules) = &gate {
@@ -222,6 +222,8 @@ pub(crate) struct Lead<'a> {
     /// Providers whose attempt ended `auth` in this call: their other
     /// attempts are not started (a resume tries them again).
     auth_failed: BTreeMap<crate::catalog::Provider, String>,
+    /// When this call started, for the live board's clock.
+    started: std::time::Instant,
 }
 
 impl Lead<'_> {
@@ -287,8 +289,53 @@ impl Lead<'_> {
         if let Err(err) = events::append(&self.run, kind.as_str(), &fields) {
             diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
         }
-        // The same line `okstra event` prints, on stderr: stdout is the report's paths.
-        diag::event(events::progress_line(kind.as_str(), &fields));
+        // One stream: what the live view already says (a worker started or
+        // ended) is not said again; the rest in words.
+        match progress_words(kind, &fields) {
+            Some(words) => diag::progress(words),
+            None if silent(kind) => {}
+            // The kinds with no words of their own: the line `okstra event` prints.
+            None => diag::event(events::progress_line(kind.as_str(), &fields)),
+        }
+    }
+
+    /// The live board's header for a batch in `phase`.
+    fn header(&self, phase: String) -> crate::dispatch::Header {
+        let spent_before_usd = crate::run::team_state::read_raw(&self.run)
+            .map_or(0.0, |state| crate::usage::recorded_totals(&state).cost_usd);
+        crate::dispatch::Header {
+            title: format!("{} · {}", self.run.task_type, self.run.task_key),
+            phase,
+            started: self.started,
+            spent_before_usd,
+        }
+    }
+
+    /// The closing summary (stdout, without `--json`).
+    fn closing(&self, outcome: &Outcome) -> String {
+        let verdict = outcome
+            .valid
+            .then(|| act::report_verdict(&self.run.report_data_path))
+            .flatten();
+        let classes = outcome
+            .convergence
+            .as_ref()
+            .map(|c| {
+                c.classes
+                    .iter()
+                    .map(|(class, count)| (class.to_string(), *count))
+                    .collect()
+            })
+            .unwrap_or_default();
+        crate::closing::summary(&crate::closing::Facts {
+            run: &self.run,
+            verdict: verdict.as_deref(),
+            paths: outcome.markdown.as_deref().zip(outcome.html.as_deref()),
+            reason: outcome.reason.as_deref(),
+            not_cross_verified: outcome.not_cross_verified.as_deref(),
+            classes,
+            resume: &self.resume_command(),
+        })
     }
 
     /// Record the start of `phase` once per call.
@@ -510,6 +557,57 @@ fn phase_of(kind: Kind, task_type: crate::catalog::TaskType) -> &'static str {
         _ if task_type == crate::catalog::TaskType::Implementation => "5",
         _ => "4",
     }
+}
+
+/// Events the live view says already (a worker's ending) or the closing
+/// summary will (the run's).
+fn silent(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::WorkerComplete | EventKind::WorkerTerminal | EventKind::RunComplete
+    )
+}
+
+/// A lead event in words for stderr, for the kinds that have words.
+fn progress_words(kind: EventKind, fields: &BTreeMap<String, String>) -> Option<String> {
+    let field = |name: &str| fields.get(name).map_or("?", String::as_str);
+    Some(match kind {
+        EventKind::RunStart => format!("run started: {} workers", field("workers")),
+        EventKind::RunResume => format!("run resumed: {} workers", field("workers")),
+        EventKind::PhaseStart => format!("phase {}", phase_words(field("phase"))),
+        EventKind::RoundComplete => format!(
+            "convergence round {} recorded: {} item(s) still open",
+            field("round"),
+            field("open")
+        ),
+        EventKind::FixPass => format!(
+            "fix pass: {} defect(s) go back to the Executor",
+            field("defects")
+        ),
+        EventKind::FixPassSkipped => format!("no fix pass: {}", field("reason")),
+        EventKind::ReportRepair => format!(
+            "the report failed validation ({} problem(s)): the writer gets one repair",
+            field("problems")
+        ),
+        EventKind::ReportValidated => {
+            format!("the report is valid (attempt {})", field("attempts"))
+        }
+        EventKind::UsageCollected => format!("usage counted ({})", field("sources")),
+        _ => return None,
+    })
+}
+
+/// `4` → `4: the analysers`.
+fn phase_words(phase: &str) -> String {
+    let what = match phase {
+        "4" => "the analysers",
+        "5" => "the Executor, then the verifiers",
+        "5.5" => "convergence: the workers check each other's findings",
+        "5.6" => "the critic",
+        "6" => "the report",
+        _ => return phase.to_owned(),
+    };
+    format!("{phase}: {what}")
 }
 
 /// Event field values are single lines of at most 4096 bytes.

@@ -85,12 +85,12 @@ fn render_compact(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Resu
     )?;
     writeln!(text, "  in {}", run.run_dir.display())?;
     let columns = [
-        Column::shrinking("DISPATCH", 12),
-        Column::shrinking("CLI", 10),
+        Column::shrinking("DISPATCH", 12, 1),
+        Column::shrinking("CLI", 10, 0),
         Column::fixed("STATE"),
         Column::number("EXIT"),
         Column::number("TIME"),
-        Column::shrinking("ACTIVE", 6),
+        Column::shrinking("ACTIVE", 6, 2),
     ];
     let rows: Vec<Vec<String>> = run
         .workers

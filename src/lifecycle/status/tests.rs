@@ -132,7 +132,11 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
             line.chars().count()
         );
     }
-    assert!(text.contains("antigravity-worker-r…"), "{text}");
+    // The CLI column gives way first; the dispatch name stays whole here.
+    assert!(
+        text.contains("antigravity-worker-reverify-r2  antigravit…"),
+        "{text}"
+    );
     assert!(text.contains("idle-killed"), "{text}");
     assert!(!text.contains("RUNNER"), "{text}");
     // `--wide` keeps every cell whole.
