@@ -178,8 +178,15 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout.
     Man,
-    /// Count a run's tokens and cost per attempt, worker, provider and lead,
-    /// and record them in its team state.
+    /// Count tokens and cost: one run's (recorded in its team state), or
+    /// every run's since a day, per day and provider
+    ///
+    /// Examples:
+    ///   okstra usage .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
+    ///   okstra usage examples/report --json
+    ///   okstra usage --since 7d
+    ///   okstra usage --since 2026-11-01 --project-root examples/tiny-service
+    #[command(verbatim_doc_comment)]
     Usage(UsageArgs),
     /// Carry out a whole run headless: workers, convergence, report.
     ///
@@ -783,14 +790,29 @@ pub struct CompletionsArgs {
 /// `okstra usage`.
 #[derive(Debug, Args)]
 pub struct UsageArgs {
-    /// The run folder whose dispatch logs and lead sessions are counted.
-    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
-    pub run_dir: PathBuf,
+    /// The run folder whose dispatch logs and lead sessions are counted (or
+    /// a report folder or data.json: its `usageSummary`). Without it, every
+    /// run of yours since --since, per day and provider.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::AnyPath)]
+    pub run_dir: Option<PathBuf>,
 
-    /// Print the usage summary as JSON, in the final report's `usageSummary`
-    /// shape, instead of a table.
+    /// Print JSON (for one run the final report's `usageSummary` shape)
+    /// instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// One run: a row per attempt and per provider too, not only per worker.
+    #[arg(long, requires = "run_dir")]
+    pub attempts: bool,
+
+    /// Across runs: from this long ago (`7d`, `24h`) or this day
+    /// (`2026-11-01`, UTC). [default: 7d]
+    #[arg(long, value_name = "DURATION|DATE", conflicts_with = "run_dir", value_hint = ValueHint::Other)]
+    pub since: Option<String>,
+
+    /// Across runs: only this project's.
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, conflicts_with = "run_dir")]
+    pub project_root: Option<PathBuf>,
 }
 
 /// `okstra run`.

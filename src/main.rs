@@ -53,6 +53,7 @@ mod report;
 mod resume;
 mod run;
 mod run_log;
+mod runs_index;
 mod schema;
 mod settings;
 mod severity;

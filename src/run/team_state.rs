@@ -384,16 +384,23 @@ pub fn modify(run: &Run, change: impl FnOnce(&mut Value) -> Result<()>) -> Resul
     let _lock = lock(path)?;
     let mut value = read_value(path)?;
     change(&mut value)?;
-    schema::check(
-        SCHEMA,
-        &value,
-        &format!("the team state `{}`", path.display()),
-    )?;
+    check(run, &value)?;
     let mut bytes = serde_json::to_vec_pretty(&value)?;
     bytes.push(b'\n');
     durable::write_atomic(path, &bytes)
         .with_context(|| format!("cannot write the team state `{}`", path.display()))?;
     Ok(value)
+}
+
+/// Whether `value` is a team state `modify` would write for `run` (its
+/// schema): what a read-only caller checks before it promises a write.
+pub fn check(run: &Run, value: &Value) -> Result<()> {
+    schema::check(
+        SCHEMA,
+        value,
+        &format!("the team state `{}`", run.team_state_path.display()),
+    )?;
+    Ok(())
 }
 
 fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {

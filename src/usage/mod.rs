@@ -31,6 +31,7 @@
 //!   state stores as a dispatch's `usage`), [`Record::short`] for a table;
 //! - [`Budget::is_spent`] with [`recorded_totals`] (the budget stop).
 
+mod across;
 mod budget;
 mod command;
 mod follow;
