@@ -177,10 +177,7 @@ pub fn unique_task_id(
     })
 }
 
-/// Resolution in steps, in the order their refusals are checked: closed sets
-/// and shapes first (cheap, independent of the filesystem), then where files
-/// go, then what the task's history decides, then the inputs, and only then
-/// the clarification answers, if asked for.
+/// [`resolve_full`] without inputs given beside the flags.
 #[cfg(test)]
 pub fn resolve_with(
     args: &LaunchArgs,
@@ -192,9 +189,12 @@ pub fn resolve_with(
     resolve_full(args, Inputs::default(), env, cwd, interactive, asker)
 }
 
-/// [`resolve_with`] with `inputs`. On a terminal a missing brief is asked
-/// first (a file, or the question itself), so the task id can default to
-/// one made from it.
+/// Resolution in steps, in the order their refusals are checked: closed sets
+/// and shapes first (cheap, independent of the filesystem), then where files
+/// go, then what the task's history decides, then the inputs (`inputs`
+/// beside the flags), and only then the clarification answers, if asked
+/// for. On a terminal a missing brief is asked first (a file, or the
+/// question itself), so the task id can default to one made from it.
 pub(crate) fn resolve_full(
     args: &LaunchArgs,
     inputs: Inputs<'_>,
