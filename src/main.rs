@@ -11,6 +11,7 @@
 mod words;
 
 mod advice;
+mod anchors;
 mod ask;
 mod ask_command;
 mod assign;
@@ -57,6 +58,7 @@ mod runs_index;
 mod schema;
 mod settings;
 mod severity;
+mod shell;
 mod slug;
 mod table;
 mod task_key;
@@ -108,6 +110,10 @@ fn main() -> ExitCode {
         Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
         Some(Command::Man) => cli_docs::man_command(),
         Some(Command::Usage(args)) => usage::usage_command(&args),
+        Some(Command::Next(args)) => lead::next_command(&args),
+        Some(Command::Submit(args)) => dispatch::submit_command(&args),
+        Some(Command::Hook(args)) => Ok(dispatch::hook_command(&args)),
+        Some(Command::Drive(args)) => lead::drive_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
         Some(Command::Run(args)) => lead::run_command(&args),
         Some(Command::Ask(args)) => ask_command::ask_command(&args),

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use crate::git::{self, Git};
 
-use super::{Error, RunIdentity, run_folder_in, workspaces_root};
+use super::{Error, RunIdentity};
 
 /// The snapshot commit and what a copy needs to borrow from its repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,14 +60,14 @@ impl Snapshots {
             return Ok(snapshot.clone());
         }
         let project = super::canonical(&self.run.project_root);
-        let scratch = workspaces_root(&|name| std::env::var_os(name)).and_then(|workspaces| {
-            run_folder_in(&workspaces, &project, &self.run.task_key, &self.run.run_id)
-        })?;
-        let snapshot =
-            take(&project, &self.reference, &scratch).map_err(|source| Error::Snapshot {
+        // The scratch index lives in the run folder, which the snapshot
+        // never includes (`.okstra/` is left out).
+        let snapshot = take(&project, &self.reference, &self.run.run_dir).map_err(|source| {
+            Error::Snapshot {
                 project: project.clone(),
                 source,
-            })?;
+            }
+        })?;
         *made = Some(snapshot.clone());
         Ok(snapshot)
     }

@@ -85,10 +85,10 @@ fn records(run: &Path) -> Vec<Value> {
         .clone()
 }
 
-/// Whether every named dispatch's latest attempt has started (its wrapper
-/// is running: the record names its pid, written once it was spawned) and
-/// none ended. (The record itself is written before the wrapper starts: a
-/// driver killed in between leaves nothing to adopt.)
+/// Whether every named dispatch's latest attempt has started and none
+/// ended: recorded as started, and its wrapper running (its sidecar
+/// written). The record is written just before the wrapper is spawned, so
+/// a driver killed on the record alone may never have spawned it.
 fn started(run: &Path, names: &[&str]) -> bool {
     let records = records(run);
     names.iter().all(|name| {
@@ -97,7 +97,11 @@ fn started(run: &Path, names: &[&str]) -> bool {
             .rev()
             .find(|r| r["dispatchName"] == *name)
             .is_some_and(|r| {
-                r["startedAt"].is_string() && r["wrapperPid"].is_i64() && r["ending"].is_null()
+                r["startedAt"].is_string()
+                    && r["ending"].is_null()
+                    && r["sidecarPath"]
+                        .as_str()
+                        .is_some_and(|sidecar| Path::new(sidecar).is_file())
             })
     })
 }

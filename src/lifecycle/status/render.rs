@@ -1,4 +1,5 @@
-//! The text board: aligned columns, counts, attention and dispatch lines.
+//! The text board: aligned columns, counts, the run's line, attention and
+//! dispatch lines.
 //!
 //! By default it fits [`WIDTH`] columns: the run folder's path on a line of
 //! its own (the one line allowed to be longer), provider and model in one
@@ -154,6 +155,10 @@ fn render_compact(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Resu
         }
         Ok(())
     };
+    wrapped(format!("  run: {}", run.run.text()))?;
+    if let Some(err) = &run.team_state_error {
+        wrapped(format!("  attention: team state: {err}"))?;
+    }
     for item in &run.attention {
         wrapped(format!(
             "  attention: {} {}: {}",
@@ -262,6 +267,10 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
         run.workers.len(),
         counts_text(&run.counts)
     )?;
+    writeln!(text, "  run: {}", run.run.text())?;
+    if let Some(err) = &run.team_state_error {
+        writeln!(text, "  attention: team state: {err}")?;
+    }
     for item in &run.attention {
         writeln!(
             text,

@@ -1,0 +1,301 @@
+//! `okstra run`: the headless lead. It holds the run's lease and drives the
+//! shared loop attached (every batch runs inside the call) until the run is
+//! done or ends without a report. It judges nothing itself.
+//!
+//! The same call starts a new run and resumes any other: interrupted by
+//! Ctrl-C, by SIGKILL, by a reboot, or ended by a failed step, or led so
+//! far by a host with `okstra next`. A worker's attempt that completed with
+//! the same prompt, provider and model is never run again; a live wrapper
+//! of a dead driver is adopted; a cancelled one runs again; a resume gives
+//! each worker whose last attempt ended for a reason the user can fix one
+//! fresh attempt. A finished run re-run does nothing and ends with the same
+//! report. A step only a host session can take (a `native-session` worker)
+//! ends the call with the command that leads it from the host.
+//!
+//! Exit 0 with a valid report, 1 when the run ended without one (or was not
+//! cross-verified), 2 on bad input (or when another okstra drives the run),
+//! 128+N when interrupted.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::cli::RunArgs;
+use crate::converge;
+use crate::diag;
+use crate::dispatch::Options;
+use crate::exit::{self, ExitStatus};
+use crate::run::Run;
+use crate::run::events::EventKind;
+use crate::run::layout;
+use crate::run::lease::Lease;
+
+use super::{Halt, Lead, Mode, command_line};
+
+/// How long `okstra run` waits for another driver of the same run.
+const LEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What `okstra run --json` prints at the end.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Outcome {
+    run_dir: PathBuf,
+    valid: bool,
+    markdown: Option<PathBuf>,
+    html: Option<PathBuf>,
+    /// Why the run ended without a valid report.
+    reason: Option<String>,
+    /// Whether the findings were checked by a quorum of reviewers; `false`
+    /// with two or more reviewers rostered makes the exit 1.
+    cross_verified: bool,
+    /// Why they were not, when they were not.
+    not_cross_verified: Option<String>,
+    /// Attempts this call started or adopted (0 when nothing was left).
+    dispatched: usize,
+    convergence: Option<converge::Classified>,
+}
+
+/// `okstra run`.
+pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
+    // Check the engine and gate flags before anything is rendered or started.
+    Options::from_args(&args.engine)?;
+    crate::gate::run_rules(args.fail_on, &args.gate)?;
+    if let Some(dir) = &args.run_dir {
+        return drive(args, dir, None);
+    }
+    let mut launch = args.launch.clone();
+    launch.headless = true;
+    crate::bundle::prepare();
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
+    let (run_dir, checked) = render_checked(&settings, args.no_preflight)?;
+    drive(args, &run_dir, Some(checked))
+}
+
+/// Preflight the roster `settings` gives (unless `no_preflight`), then
+/// render the run: a roster that cannot run is refused before anything is
+/// written. The run folder and the preflight's findings.
+pub fn render_checked(
+    settings: &crate::settings::Settings,
+    no_preflight: bool,
+) -> Result<(PathBuf, crate::preflight::Report)> {
+    let roster = crate::assign::roster(settings, &settings.project_root);
+    let checked = if no_preflight {
+        crate::preflight::credentials_only(&roster)
+    } else {
+        crate::preflight::enforce(&roster, true)?
+    };
+    let paths = crate::bundle::render_run(settings)?;
+    diag::progress(format_args!(
+        "rendered headless run `{}`",
+        paths.run_dir.display()
+    ));
+    Ok((paths.run_dir, checked))
+}
+
+/// Carry out the run in `run_dir`: a fresh one (`checked` holds its
+/// preflight) or one given on the command line, resumed. Before anything is
+/// dispatched: the preflight (of a resumed run), the plan and the estimate,
+/// confirmed on a terminal without `--yes`. A finished run asks nothing.
+pub fn drive(
+    args: &RunArgs,
+    run_dir: &Path,
+    checked: Option<crate::preflight::Report>,
+) -> Result<ExitStatus> {
+    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
+    let resumed = checked.is_none();
+    let run = Run::open(run_dir)?;
+    let lease = Lease::acquire(&run, "okstra run", LEASE_WAIT)?;
+    let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
+    lead.resumed = resumed;
+    lead.lease = Some(lease);
+    if !lead.is_finished()? {
+        let checked = match checked {
+            Some(checked) => checked,
+            None if args.no_preflight => crate::preflight::credentials_only(&lead.run.assignments),
+            None => crate::preflight::enforce(&lead.run.assignments, false)?,
+        };
+        if !lead.confirm_plan(&checked, args.launch.yes)? {
+            lead.lease = None;
+            diag::note(format_args!(
+                "not started; start it later with `{}`",
+                command_line("run", &lead.run, &lead.engine)
+            ));
+            return Ok(ExitStatus::Failure);
+        }
+    }
+    lead.event(
+        if resumed {
+            EventKind::RunResume
+        } else {
+            EventKind::RunStart
+        },
+        &[
+            ("taskType", lead.run.task_type.as_str()),
+            ("workers", &lead.run.assignments.len().to_string()),
+        ],
+    );
+    let resume = command_line("run", &lead.run, &lead.engine);
+    let halt = match lead.advance_until() {
+        Ok(halt) => halt,
+        Err(err) => {
+            lead.event(
+                EventKind::RunFailed,
+                &[("error", &format!("{err:#}")), ("resume", &resume)],
+            );
+            lead.lease = None;
+            diag::note(format_args!("once fixed, resume with `{resume}`"));
+            return Err(err);
+        }
+    };
+    let outcome = match halt {
+        Halt::Done => lead.outcome(None)?,
+        Halt::End(stop) => lead.outcome(Some(lead.stop_reason(stop)))?,
+        Halt::Stopped(why) => lead.outcome(Some(why))?,
+        Halt::Interrupted(signal) => {
+            lead.event(
+                EventKind::RunInterrupted,
+                &[("signal", signal.as_str()), ("resume", &resume)],
+            );
+            lead.lease = None;
+            diag::note(format_args!("interrupted; resume with `{resume}`"));
+            return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+        }
+        Halt::Host(handouts) => {
+            let names: Vec<&str> = handouts
+                .iter()
+                .map(|h| h.record.dispatch_name.as_str())
+                .collect();
+            bail!(
+                "`{}` run in the host's own session (`native-session`), which `okstra run` cannot start; lead this run from its host with `okstra next {}`, or render a headless run with `okstra run` and the launcher's flags",
+                names.join("`, `"),
+                lead.run.dir.display()
+            )
+        }
+        Halt::Wait(workers) => bail!(
+            "`{}` are being run by another okstra that is still alive; wait for it, or stop it with `okstra cancel {}`",
+            workers.join("`, `"),
+            lead.run.dir.display()
+        ),
+        Halt::Ask(_) | Halt::Declined | Halt::Detached(_) => {
+            bail!("`okstra run` asks no question and starts no background driver")
+        }
+    };
+    lead.lease = None;
+    let mut stdout = std::io::stdout().lock();
+    if args.launch.json {
+        writeln!(stdout, "{}", serde_json::to_string(&outcome)?)?;
+    } else {
+        write!(stdout, "{}", lead.closing(&outcome, &resume))?;
+    }
+    drop(stdout);
+    match &gate {
+        // `--fail-on`: the gate's decision is the exit code (README "The gate").
+        Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
+        None => Ok(exit_of(&outcome)),
+    }
+}
+
+/// The exit status of an outcome without a gate: 0 only for a valid,
+/// cross-verified report, saying on stderr why not.
+fn exit_of(outcome: &Outcome) -> ExitStatus {
+    if outcome.valid && outcome.cross_verified {
+        ExitStatus::Success
+    } else if outcome.valid {
+        diag::error(format_args!(
+            "the report is written, but {}",
+            outcome
+                .not_cross_verified
+                .as_deref()
+                .unwrap_or("it was not cross-verified")
+        ));
+        ExitStatus::Failure
+    } else {
+        diag::error(format_args!(
+            "the run ended without a valid report: {}",
+            outcome.reason.as_deref().unwrap_or("see `okstra status`")
+        ));
+        ExitStatus::Failure
+    }
+}
+
+impl Lead {
+    /// Whether the run has nothing left to do (a valid, rendered report).
+    fn is_finished(&self) -> Result<bool> {
+        let gathered = super::facts::gather(self)?;
+        Ok(crate::run::steps::advance(&gathered.facts) == crate::run::steps::Step::Done)
+    }
+
+    /// Show the plan and the estimate (kept in `state/estimate.json`), and
+    /// on a terminal without `yes` ask whether to start.
+    fn confirm_plan(&self, checked: &crate::preflight::Report, yes: bool) -> Result<bool> {
+        let estimate = crate::estimate::ensure(&self.run, &self.options()?.prices)?;
+        for line in crate::estimate::plan_lines(&self.run, checked, &estimate) {
+            diag::progress(line);
+        }
+        if yes || !crate::ask::is_interactive() {
+            return Ok(true);
+        }
+        crate::ask::Terminal::confirm("start the run?")
+    }
+
+    /// The closing summary (stdout, without `--json`).
+    fn closing(&self, outcome: &Outcome, resume: &str) -> String {
+        let verdict = outcome
+            .valid
+            .then(|| super::act::report_verdict(&self.run.report_data_path))
+            .flatten();
+        let classes = outcome
+            .convergence
+            .as_ref()
+            .map(|c| {
+                c.classes
+                    .iter()
+                    .map(|(class, count)| (class.to_string(), *count))
+                    .collect()
+            })
+            .unwrap_or_default();
+        crate::closing::summary(&crate::closing::Facts {
+            run: &self.run,
+            verdict: verdict.as_deref(),
+            paths: outcome.markdown.as_deref().zip(outcome.html.as_deref()),
+            reason: outcome.reason.as_deref(),
+            not_cross_verified: outcome.not_cross_verified.as_deref(),
+            classes,
+            resume,
+        })
+    }
+
+    /// The outcome of a finished run: its report (when `reason` is none)
+    /// or why there is none.
+    fn outcome(&self, reason: Option<String>) -> Result<Outcome> {
+        let report_dir = self.run.layout().report_dir();
+        let valid = reason.is_none();
+        let info = converge::RunInfo::of(self.run.clone())?;
+        let convergence = converge::summary(&info)?;
+        let not_cross_verified = not_cross_verified(&self.run)?;
+        Ok(Outcome {
+            run_dir: self.run.dir.clone(),
+            valid,
+            markdown: valid.then(|| report_dir.join(layout::REPORT_MARKDOWN_NAME)),
+            html: valid.then(|| report_dir.join(layout::REPORT_HTML_NAME)),
+            reason,
+            cross_verified: not_cross_verified.is_none(),
+            not_cross_verified,
+            dispatched: self.dispatched,
+            convergence,
+        })
+    }
+}
+
+/// Whether the run falls short of cross-verification (two or more
+/// reviewers rostered, and the findings were not checked by a quorum), and
+/// the one line that says why: from the same records the report's
+/// `reliability` block is computed from.
+pub(super) fn not_cross_verified(run: &Run) -> Result<Option<String>> {
+    let reliability = crate::report::reliability::compute(&run.dir)?;
+    Ok(reliability.falls_short().then(|| reliability.line()))
+}
