@@ -22,7 +22,46 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueHint};
+
+use crate::catalog::{LeadRuntime, Provider, TaskType};
+
+/// The values of a closed set, offered to shell completion and shown in
+/// help, while any text is accepted here: the value is checked where it is
+/// resolved (`settings`, `doctor`), whose refusal names the value and what
+/// is expected, and where a terminal may ask again instead.
+#[derive(Clone)]
+pub struct Offered(Vec<&'static str>);
+
+impl Offered {
+    fn of<T: Copy + Into<&'static str>>(set: &'static [T]) -> Offered {
+        Offered(set.iter().map(|value| (*value).into()).collect())
+    }
+
+    fn words(words: &'static [&'static str]) -> Offered {
+        Offered(words.to_vec())
+    }
+}
+
+impl TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0.iter().map(|value| PossibleValue::new(*value)),
+        ))
+    }
+}
 
 /// Multi-provider, cross-verified AI work on a code base
 ///
@@ -312,7 +351,7 @@ pub struct LaunchArgs {
     /// implementation-planning, project-analysis, feature-analysis,
     /// change-impact-analysis or implementation. Default: the previous run's
     /// workflow.nextRecommendedPhase when resuming a task key.
-    #[arg(long, value_name = "TASK_TYPE")]
+    #[arg(long, value_name = "TASK_TYPE", value_parser = Offered::of(TaskType::ALL))]
     pub task_type: Option<String>,
 
     /// Comma-separated roster. Providers: claude, codex, antigravity, grok,
@@ -360,7 +399,7 @@ pub struct LaunchArgs {
 
     /// Lead runtime adapter: claude-code, codex, antigravity or external.
     /// [default: claude-code]
-    #[arg(long, value_name = "RUNTIME")]
+    #[arg(long, value_name = "RUNTIME", value_parser = Offered::of(LeadRuntime::ALL))]
     pub lead_runtime: Option<String>,
 
     /// Executor of an implementation run: claude, codex or antigravity; the
@@ -415,7 +454,7 @@ pub struct LaunchArgs {
 
     /// Whether an implementation run may cycle back to the executor to fix
     /// what verifiers found: yes or no. [default: yes]
-    #[arg(long, value_name = "yes|no")]
+    #[arg(long, value_name = "yes|no", value_parser = Offered::words(&["yes", "no"]))]
     pub fix_cycle: Option<String>,
 
     /// Continue the latest requirements-discovery or error-analysis run of the
@@ -840,7 +879,7 @@ pub struct DoctorArgs {
 
     /// Check only these providers (repeatable or comma-separated): claude,
     /// codex, antigravity, grok, kimi. [default: all five]
-    #[arg(long = "provider", value_name = "PROVIDER", value_delimiter = ',')]
+    #[arg(long = "provider", value_name = "PROVIDER", value_delimiter = ',', value_parser = Offered::of(Provider::ALL))]
     pub providers: Vec<String>,
 }
 
