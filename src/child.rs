@@ -369,6 +369,16 @@ impl Subreaper {
         }
     }
 
+    /// Stop every orphan adopted so far: for a caller that ran several
+    /// children at once without the sub-reaper and has reaped them all.
+    #[expect(
+        clippy::unused_self,
+        reason = "holding the sub-reaper is the proof that orphans re-parent to us"
+    )]
+    pub fn stop_orphans(&self) {
+        Self::stop_adopted();
+    }
+
     /// SIGKILL every child this process has (all adopted orphans, since the
     /// run's own child is already reaped), with its group when it leads one,
     /// and reap it; again for the children those leave behind.

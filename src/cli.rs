@@ -22,7 +22,46 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueHint};
+
+use crate::catalog::{LeadRuntime, Provider, TaskType};
+
+/// The values of a closed set, offered to shell completion and shown in
+/// help, while any text is accepted here: the value is checked where it is
+/// resolved (`settings`, `doctor`), whose refusal names the value and what
+/// is expected, and where a terminal may ask again instead.
+#[derive(Clone)]
+pub struct Offered(Vec<&'static str>);
+
+impl Offered {
+    fn of<T: Copy + Into<&'static str>>(set: &'static [T]) -> Offered {
+        Offered(set.iter().map(|value| (*value).into()).collect())
+    }
+
+    fn words(words: &'static [&'static str]) -> Offered {
+        Offered(words.to_vec())
+    }
+}
+
+impl TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0.iter().map(|value| PossibleValue::new(*value)),
+        ))
+    }
+}
 
 /// Multi-provider, cross-verified AI work on a code base
 ///
@@ -56,6 +95,25 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Ask one question about the project: a whole cross-verified run, in one line
+    ///
+    /// The question is the only input: inline, `-` to read it from stdin, or
+    /// --task-brief FILE. Everything else is defaulted without a model call
+    /// and shown before starting: the task type project-analysis (asked on
+    /// a terminal), the project id from the repository's name, the task
+    /// group `ask`, a new task id made from the question, the default
+    /// roster. Then the preflight, the plan and its estimate, and the run
+    /// headless — the same as `okstra run` — with the live view and a
+    /// closing summary. --lead starts the lead host's session instead.
+    ///
+    /// Examples:
+    ///   okstra ask "Why are reservations oversold?"
+    ///   okstra ask --project-root examples/tiny-service --task-brief examples/brief.md
+    ///   echo "Where is stock reserved?" | okstra ask - --yes --json
+    ///   okstra ask --render-only "What does the inventory module do?"
+    ///   okstra ask --lead --task-type implementation-planning "Plan moving reservations to a database"
+    #[command(verbatim_doc_comment)]
+    Ask(Box<AskArgs>),
     /// Run one provider CLI headless under okstra's supervisor.
     ///
     /// Usage: okstra provider-exec <provider> <project-root> <model> <prompt-path>
@@ -187,8 +245,15 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout.
     Man,
-    /// Count a run's tokens and cost per attempt, worker, provider and lead,
-    /// and record them in its team state.
+    /// Count tokens and cost: one run's (recorded in its team state), or
+    /// every run's since a day, per day and provider
+    ///
+    /// Examples:
+    ///   okstra usage .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
+    ///   okstra usage examples/report --json
+    ///   okstra usage --since 7d
+    ///   okstra usage --since 2026-11-01 --project-root examples/tiny-service
+    #[command(verbatim_doc_comment)]
     Usage(UsageArgs),
     /// Carry out a whole run headless: workers, convergence, report.
     ///
@@ -300,7 +365,7 @@ pub struct LaunchArgs {
     /// implementation-planning, project-analysis, feature-analysis,
     /// change-impact-analysis or implementation. Default: the previous run's
     /// workflow.nextRecommendedPhase when resuming a task key.
-    #[arg(long, value_name = "TASK_TYPE")]
+    #[arg(long, value_name = "TASK_TYPE", value_parser = Offered::of(TaskType::ALL))]
     pub task_type: Option<String>,
 
     /// Comma-separated roster. Providers: claude, codex, antigravity, grok,
@@ -348,7 +413,7 @@ pub struct LaunchArgs {
 
     /// Lead runtime adapter: claude-code, codex, antigravity or external.
     /// [default: claude-code]
-    #[arg(long, value_name = "RUNTIME")]
+    #[arg(long, value_name = "RUNTIME", value_parser = Offered::of(LeadRuntime::ALL))]
     pub lead_runtime: Option<String>,
 
     /// Executor of an implementation run: claude, codex or antigravity; the
@@ -403,7 +468,7 @@ pub struct LaunchArgs {
 
     /// Whether an implementation run may cycle back to the executor to fix
     /// what verifiers found: yes or no. [default: yes]
-    #[arg(long, value_name = "yes|no")]
+    #[arg(long, value_name = "yes|no", value_parser = Offered::words(&["yes", "no"]))]
     pub fix_cycle: Option<String>,
 
     /// Continue the latest requirements-discovery or error-analysis run of the
@@ -586,6 +651,10 @@ pub struct EventArgs {
 
 /// `okstra status`.
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of one command line, as clap gives them"
+)]
 pub struct StatusArgs {
     /// A run folder. Without it, every run under --project-root is shown.
     #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
@@ -598,6 +667,11 @@ pub struct StatusArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// Show every column whole (the runner too) instead of fitting 80
+    /// columns.
+    #[arg(long)]
+    pub wide: bool,
 
     /// Redraw until every worker is terminal (one run) or no run is still
     /// going (a project).
@@ -828,7 +902,7 @@ pub struct DoctorArgs {
 
     /// Check only these providers (repeatable or comma-separated): claude,
     /// codex, antigravity, grok, kimi. [default: all five]
-    #[arg(long = "provider", value_name = "PROVIDER", value_delimiter = ',')]
+    #[arg(long = "provider", value_name = "PROVIDER", value_delimiter = ',', value_parser = Offered::of(Provider::ALL))]
     pub providers: Vec<String>,
 }
 
@@ -843,14 +917,29 @@ pub struct CompletionsArgs {
 /// `okstra usage`.
 #[derive(Debug, Args)]
 pub struct UsageArgs {
-    /// The run folder whose dispatch logs and lead sessions are counted.
-    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
-    pub run_dir: PathBuf,
+    /// The run folder whose dispatch logs and lead sessions are counted (or
+    /// a report folder or data.json: its `usageSummary`). Without it, every
+    /// run of yours since --since, per day and provider.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::AnyPath)]
+    pub run_dir: Option<PathBuf>,
 
-    /// Print the usage summary as JSON, in the final report's `usageSummary`
-    /// shape, instead of a table.
+    /// Print JSON (for one run the final report's `usageSummary` shape)
+    /// instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// One run: a row per attempt and per provider too, not only per worker.
+    #[arg(long, requires = "run_dir")]
+    pub attempts: bool,
+
+    /// Across runs: from this long ago (`7d`, `24h`) or this day
+    /// (`2026-11-01`, UTC). [default: 7d]
+    #[arg(long, value_name = "DURATION|DATE", conflicts_with = "run_dir", value_hint = ValueHint::Other)]
+    pub since: Option<String>,
+
+    /// Across runs: only this project's.
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, conflicts_with = "run_dir")]
+    pub project_root: Option<PathBuf>,
 }
 
 /// `okstra run`.
@@ -868,6 +957,36 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub gate: GateRules,
+
+    /// Start even when a provider's CLI is missing, a look-alike, or has no
+    /// credentials that okstra can see (a login in a system keychain).
+    #[arg(long)]
+    pub no_preflight: bool,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question (several words are joined), or `-` to read it from
+    /// stdin. Without it: --task-brief FILE, or asked on a terminal.
+    #[arg(value_name = "QUESTION", num_args = 0.., value_hint = ValueHint::Other)]
+    pub question: Vec<String>,
+
+    /// Start the lead host's own session on the run (Claude Code by
+    /// default; see --lead-runtime) instead of running it headless.
+    #[arg(long)]
+    pub lead: bool,
+
+    /// Start even when a provider's CLI is missing, a look-alike, or has no
+    /// credentials that okstra can see (a login in a system keychain).
+    #[arg(long)]
+    pub no_preflight: bool,
 
     #[command(flatten)]
     pub launch: LaunchArgs,

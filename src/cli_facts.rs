@@ -1,6 +1,9 @@
 //! The doctor's findings cache: what each provider CLI is and which version
-//! it reports, keyed by the CLI's resolved path and its modification time
-//! and size, so a CLI is asked only once per installed build.
+//! it reports, keyed by the provider and the CLI's resolved path, valid
+//! while the file's modification time and size are unchanged, so a CLI is
+//! asked only once per installed build. (The provider is part of the key:
+//! one program may be installed under several names, as the test suite's
+//! fake team is.)
 //!
 //! The cache lives in `$XDG_CACHE_HOME/okstra/doctor.json` (default
 //! `~/.cache/okstra/doctor.json`) and is replaced atomically. It is only ever
@@ -20,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::Provider;
 use crate::durable;
 
-/// Version of the cache file's format.
-pub const CACHE_VERSION: u32 = 1;
+/// Version of the cache file's format (2: entries keyed by provider and path).
+pub const CACHE_VERSION: u32 = 2;
 /// A cache bigger than this is not ours (five CLIs take a few KiB).
 const MAX_CACHE_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -103,8 +106,13 @@ pub struct Entry {
 #[serde(rename_all = "camelCase")]
 struct CacheFile {
     schema_version: u32,
-    /// Keyed by the canonical path.
+    /// Keyed by [`key`]: the provider and the canonical path.
     entries: BTreeMap<String, Entry>,
+}
+
+/// An entry's key: `<provider> <canonical path>`.
+fn key(provider: &str, canonical: &Path) -> Option<String> {
+    Some(format!("{provider} {}", canonical.to_str()?))
 }
 
 /// `$XDG_CACHE_HOME/okstra/doctor.json`, else `~/.cache/okstra/doctor.json`.
@@ -139,17 +147,19 @@ fn read_cache(path: &Path) -> CacheFile {
     }
 }
 
-/// The cached entry for the CLI at `program` (any path that resolves to it),
-/// if it is still valid for that file.
-pub fn lookup(program: &Path) -> Option<Entry> {
+/// The cached entry for `provider`'s CLI at `program` (any path that
+/// resolves to it), if it is still valid for that file.
+pub fn lookup(provider: Provider, program: &Path) -> Option<Entry> {
     let canonical = std::fs::canonicalize(program).ok()?;
     let stamp = Stamp::of(&canonical)?;
-    let key = canonical.to_str()?;
+    let key = key(provider.as_str(), &canonical)?;
     let cache = read_cache(&cache_path()?);
     cache
         .entries
-        .get(key)
-        .filter(|entry| entry.stamp == stamp && entry.path == canonical)
+        .get(&key)
+        .filter(|entry| {
+            entry.stamp == stamp && entry.path == canonical && entry.provider == provider.as_str()
+        })
         .cloned()
 }
 
@@ -161,8 +171,8 @@ pub fn store(entries: &[Entry]) -> std::io::Result<()> {
     let mut cache = read_cache(&path);
     cache.schema_version = CACHE_VERSION;
     for entry in entries {
-        if let Some(key) = entry.path.to_str() {
-            cache.entries.insert(key.to_owned(), entry.clone());
+        if let Some(key) = key(&entry.provider, &entry.path) {
+            cache.entries.insert(key, entry.clone());
         }
     }
     if let Some(dir) = path.parent() {
@@ -199,7 +209,7 @@ pub const UNKNOWN_VERSION: &str = "unknown";
 /// Look `provider`'s CLI up on `PATH` and in the cache (no process is started).
 pub fn known(provider: Provider) -> Known {
     let path = which::which(provider.binary()).ok();
-    let entry = path.as_deref().and_then(lookup);
+    let entry = path.as_deref().and_then(|path| lookup(provider, path));
     Known { path, entry }
 }
 

@@ -7,9 +7,55 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
+use std::io::Write;
+
 use anyhow::{Result, bail};
 
 use crate::catalog::LeadRuntime;
+use crate::diag;
+use crate::exit::ExitStatus;
+use crate::settings::Settings;
+
+/// Render the run `settings` describe and print the handoff prompt's path
+/// (or, with `--json`, the bundle's paths); then, unless `--render-only`,
+/// start the lead on it (replacing okstra). Bare `okstra` and `okstra ask
+/// --lead`.
+pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
+    let paths = crate::bundle::render_run(settings)?;
+    let mut stdout = std::io::stdout().lock();
+    if settings.json {
+        writeln!(stdout, "{}", serde_json::to_string(&paths)?)?;
+    } else {
+        writeln!(stdout, "{}", paths.handoff_prompt.display())?;
+    }
+    drop(stdout);
+    diag::progress(format_args!(
+        "rendered {} run `{}` for `{}` in `{}`",
+        settings.task_type,
+        paths
+            .run_dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        settings.task_key.joined(),
+        paths.run_dir.display()
+    ));
+    if settings.render_only {
+        return Ok(ExitStatus::Success);
+    }
+    if settings.lead_runtime == LeadRuntime::External {
+        diag::progress(format_args!(
+            "the external runtime has no CLI to start; give your lead host the handoff prompt `{}` (it reads everything else from the run folder)",
+            paths.handoff_prompt.display()
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    exec_lead(
+        settings.lead_runtime,
+        &settings.project_root,
+        &paths.handoff_prompt,
+    )?;
+    Ok(ExitStatus::Success)
+}
 
 /// The argv that starts `runtime`'s interactive lead on `handoff`.
 pub fn lead_argv(runtime: LeadRuntime, handoff: &Path) -> Option<Vec<OsString>> {

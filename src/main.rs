@@ -10,8 +10,10 @@
 #[macro_use]
 mod words;
 
+mod advice;
 mod anchors;
 mod ask;
+mod ask_command;
 mod assign;
 mod beneath;
 mod bundle;
@@ -22,6 +24,7 @@ mod cli;
 mod cli_docs;
 mod cli_facts;
 mod clock;
+mod closing;
 mod confine;
 mod converge;
 mod coverage;
@@ -31,6 +34,7 @@ mod dispatch;
 mod doctor;
 mod durable;
 mod ending;
+mod estimate;
 mod exit;
 mod fsread;
 #[cfg(test)]
@@ -42,6 +46,7 @@ mod items;
 mod launch;
 mod lead;
 mod lifecycle;
+mod preflight;
 mod process_group;
 mod provider_exec;
 mod publish;
@@ -49,11 +54,13 @@ mod report;
 mod resume;
 mod run;
 mod run_log;
+mod runs_index;
 mod schema;
 mod settings;
 mod severity;
 mod shell;
 mod slug;
+mod table;
 mod task_key;
 mod template;
 mod usage;
@@ -61,14 +68,12 @@ mod user_dirs;
 mod workspace;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::catalog::LeadRuntime;
 use crate::cli::{Cli, Command, LaunchArgs};
 use crate::exit::ExitStatus;
 
@@ -112,6 +117,7 @@ fn main() -> ExitCode {
         Some(Command::Drive(args)) => lead::drive_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
         Some(Command::Run(args)) => lead::run_command(&args),
+        Some(Command::Ask(args)) => ask_command::ask_command(&args),
         Some(Command::Coverage(args)) => coverage::coverage_command(&args),
         Some(Command::Converge(args)) => converge::converge_command(&args),
         Some(Command::CheckArgs) => cli_docs::check_args_command(),
@@ -149,39 +155,5 @@ fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = settings::resolve(args, &env, &cwd)?;
-    let paths = bundle::render_run(&settings)?;
-
-    let mut stdout = std::io::stdout().lock();
-    if settings.json {
-        writeln!(stdout, "{}", serde_json::to_string(&paths)?)?;
-    } else {
-        writeln!(stdout, "{}", paths.handoff_prompt.display())?;
-    }
-    drop(stdout);
-    diag::progress(format_args!(
-        "rendered {} run `{}` for `{}` in `{}`",
-        settings.task_type,
-        paths
-            .run_dir
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        settings.task_key.joined(),
-        paths.run_dir.display()
-    ));
-    if settings.render_only {
-        return Ok(ExitStatus::Success);
-    }
-    if settings.lead_runtime == LeadRuntime::External {
-        diag::progress(format_args!(
-            "the external runtime has no CLI to start; give your lead host the handoff prompt `{}` (it reads everything else from the run folder)",
-            paths.handoff_prompt.display()
-        ));
-        return Ok(ExitStatus::Success);
-    }
-    launch::exec_lead(
-        settings.lead_runtime,
-        &settings.project_root,
-        &paths.handoff_prompt,
-    )?;
-    Ok(ExitStatus::Success)
+    launch::render_and_start(&settings)
 }

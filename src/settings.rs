@@ -11,14 +11,13 @@
 //! the `Settings` returned is final: nothing patches it afterwards.
 
 use std::collections::BTreeMap;
-use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
 use regex::Regex;
 
-use crate::ask::{Ask, Prompt, Terminal};
+use crate::ask::{Ask, Prompt, Question, Terminal};
 use crate::catalog::{
     self, EXECUTOR_PROVIDERS, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS, Role,
     TaskType, WorkCategory, one_of,
@@ -59,7 +58,9 @@ pub struct Settings {
     pub task_type: TaskType,
     pub task_key: TaskKey,
     pub project_root: PathBuf,
-    pub task_brief: PathBuf,
+    /// The brief's file; `None` when the question was given as text
+    /// (`okstra ask "…"`, stdin, or typed at the prompt).
+    pub task_brief: Option<PathBuf>,
     pub brief_text: String,
     pub lead_runtime: LeadRuntime,
     /// `None` only for the `external` runtime without `--lead-model`.
@@ -105,19 +106,98 @@ impl Models {
     }
 }
 
+/// The task group of runs started without one (`okstra ask`, and the
+/// default a prompt offers).
+pub const DEFAULT_TASK_GROUP: &str = "ask";
+
+/// The task type a question gets when none is given (`okstra ask`, and the
+/// default a prompt offers).
+pub const DEFAULT_TASK_TYPE: TaskType = TaskType::ProjectAnalysis;
+
+/// What a launch knows besides its flags: `okstra ask`'s question, and
+/// whether a missing task type falls back to [`DEFAULT_TASK_TYPE`] instead
+/// of being required.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inputs<'a> {
+    /// The question as text (inline or read from stdin), instead of
+    /// `--task-brief FILE`.
+    pub question: Option<&'a str>,
+    /// Without `--task-type`: ask on a terminal (this the default), use it
+    /// without one.
+    pub default_task_type: bool,
+}
+
 /// Resolve and validate the launcher's arguments, asking on the terminal for
 /// missing required values when prompting is allowed.
 pub fn resolve(args: &LaunchArgs, env: EnvLookup<'_>, cwd: &Path) -> Result<Settings> {
-    let interactive = !args.yes && io::stdin().is_terminal();
-    resolve_with(args, env, cwd, interactive, &mut Terminal)
+    resolve_inputs(args, Inputs::default(), env, cwd)
+}
+
+/// [`resolve`], with what `okstra ask` adds to the flags.
+pub fn resolve_inputs(
+    args: &LaunchArgs,
+    inputs: Inputs<'_>,
+    env: EnvLookup<'_>,
+    cwd: &Path,
+) -> Result<Settings> {
+    let interactive = !args.yes && crate::ask::is_interactive();
+    resolve_full(args, inputs, env, cwd, interactive, &mut Terminal)
+}
+
+/// The project id a run gets when none is given: the name of the git
+/// repository the project lies in (its top folder), else of the project
+/// root, as a slug.
+pub fn default_project_id(project_root: &Path) -> String {
+    let top = project_root
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(project_root);
+    let name = top
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    slug::derive(&name, "project")
+}
+
+/// A task id made from `text` (a question's first words) that no earlier
+/// task of `project_id`/`task_group` in the project uses.
+pub fn unique_task_id(
+    project_root: &Path,
+    project_id: &str,
+    task_group: &str,
+    text: &str,
+) -> String {
+    let group = project_root
+        .join(".okstra")
+        .join("tasks")
+        .join(project_id)
+        .join(task_group);
+    slug::unique(&slug::derive(text, "question"), |candidate| {
+        group.join(candidate).exists()
+    })
+}
+
+/// [`resolve_full`] without inputs given beside the flags.
+#[cfg(test)]
+pub fn resolve_with(
+    args: &LaunchArgs,
+    env: EnvLookup<'_>,
+    cwd: &Path,
+    interactive: bool,
+    asker: &mut dyn Ask,
+) -> Result<Settings> {
+    resolve_full(args, Inputs::default(), env, cwd, interactive, asker)
 }
 
 /// Resolution in steps, in the order their refusals are checked: closed sets
 /// and shapes first (cheap, independent of the filesystem), then where files
-/// go, then what the task's history decides, then the inputs, and only then
-/// the clarification answers, if asked for.
-pub fn resolve_with(
+/// go, then what the task's history decides, then the inputs (`inputs`
+/// beside the flags), and only then the clarification answers, if asked
+/// for. On a terminal a missing brief is asked first (a file, or the
+/// question itself), so the task id can default to one made from it.
+pub(crate) fn resolve_full(
     args: &LaunchArgs,
+    inputs: Inputs<'_>,
     env: EnvLookup<'_>,
     cwd: &Path,
     interactive: bool,
@@ -144,11 +224,25 @@ pub fn resolve_with(
     let request = continuation_request(args, cwd)?;
 
     let project_root = project_root(args, cwd)?;
-    let task_key = task_key(args, &mut prompt)?;
+    let early_brief =
+        if prompt.interactive && inputs.question.is_none() && args.task_brief.is_none() {
+            Some(task_brief(args, None, cwd, &mut prompt)?)
+        } else {
+            None
+        };
+    let task_key = task_key(
+        args,
+        &project_root,
+        early_brief.as_ref().map(|(_, text)| text.as_str()),
+        &mut prompt,
+    )?;
     let history = crate::resume::runs(&project_root, &task_key)?;
     let previous = previous_run(&history, &request, &task_key)?;
-    let task_type = task_type(args, &request, previous, &history, &mut prompt)?;
-    let (task_brief, mut brief_text) = task_brief(args, cwd, &mut prompt)?;
+    let task_type = task_type(args, inputs, &request, previous, &history, &mut prompt)?;
+    let (task_brief, mut brief_text) = match early_brief {
+        Some(brief) => brief,
+        None => task_brief(args, inputs.question, cwd, &mut prompt)?,
+    };
     let change = match args.diff.as_deref() {
         Some(spec) => {
             let resolved = crate::change::resolve(spec, &project_root)?;
@@ -424,8 +518,18 @@ fn project_root(args: &LaunchArgs, cwd: &Path) -> Result<PathBuf> {
     })
 }
 
-/// `--task-key`, or `--project-id`, `--task-group` and `--task-id`.
-fn task_key(args: &LaunchArgs, prompt: &mut Prompt<'_>) -> Result<TaskKey> {
+/// What a slug looks like, for a prompt.
+const SLUG_HINT: &str = "lowercase letters, digits, `.`, `_`, `-`";
+
+/// `--task-key`, or `--project-id`, `--task-group` and `--task-id`. On a
+/// terminal each missing part is asked with a default: the repository's
+/// name, [`DEFAULT_TASK_GROUP`], and a task id made from `brief`.
+fn task_key(
+    args: &LaunchArgs,
+    project_root: &Path,
+    brief: Option<&str>,
+    prompt: &mut Prompt<'_>,
+) -> Result<TaskKey> {
     if let Some(joined) = &args.task_key {
         if args.project_id.is_some() || args.task_group.is_some() || args.task_id.is_some() {
             bail!(
@@ -434,12 +538,30 @@ fn task_key(args: &LaunchArgs, prompt: &mut Prompt<'_>) -> Result<TaskKey> {
         }
         return parse_task_key(joined);
     }
-    let project_id = prompt.required("project-id", args.project_id.clone())?;
-    let project_id = check_slug("--project-id", &project_id)?;
-    let task_group = prompt.required("task-group", args.task_group.clone())?;
-    let task_group = check_slug("--task-group", &task_group)?;
-    let task_id = prompt.required("task-id", args.task_id.clone())?;
-    let task_id = check_slug("--task-id", &task_id)?;
+    let slug = |flag: &'static str, default: Option<String>| Question {
+        flag,
+        hint: Some(SLUG_HINT),
+        choices: &[],
+        default,
+    };
+    let project_id = prompt.checked(
+        &slug("project-id", Some(default_project_id(project_root))),
+        args.project_id.clone(),
+        |v| check_slug("--project-id", v),
+    )?;
+    let task_group = prompt.checked(
+        &slug("task-group", Some(DEFAULT_TASK_GROUP.to_owned())),
+        args.task_group.clone(),
+        |v| check_slug("--task-group", v),
+    )?;
+    let task_id = prompt.checked(
+        &slug(
+            "task-id",
+            brief.map(|text| unique_task_id(project_root, &project_id, &task_group, text)),
+        ),
+        args.task_id.clone(),
+        |v| check_slug("--task-id", v),
+    )?;
     Ok(TaskKey {
         project_id,
         task_group,
@@ -476,6 +598,7 @@ fn previous_run<'h>(
 /// the phase that asked, otherwise the last finished run's recommendation.
 fn task_type(
     args: &LaunchArgs,
+    inputs: Inputs<'_>,
     request: &Request,
     previous: Option<&RunRef>,
     history: &[RunRef],
@@ -487,9 +610,20 @@ fn task_type(
         (None, Request::Fresh) => {
             if let Some(task_type) = crate::resume::next_phase(history)? {
                 task_type
+            } else if inputs.default_task_type && !prompt.interactive {
+                DEFAULT_TASK_TYPE
             } else {
-                let raw = prompt.required("task-type", None)?;
-                parse_value::<TaskType>("--task-type", &raw)?
+                let choices: Vec<&str> = TaskType::ALL.iter().map(|t| t.as_str()).collect();
+                prompt.checked(
+                    &Question {
+                        flag: "task-type",
+                        hint: None,
+                        choices: &choices,
+                        default: Some(DEFAULT_TASK_TYPE.as_str().to_owned()),
+                    },
+                    None,
+                    |raw| parse_value::<TaskType>("--task-type", raw),
+                )?
             }
         }
         // Clarification answers: `previous` was found or refused already.
@@ -505,17 +639,69 @@ fn task_type(
     Ok(task_type)
 }
 
-/// `--task-brief`: its absolute path and its text.
-fn task_brief(args: &LaunchArgs, cwd: &Path, prompt: &mut Prompt<'_>) -> Result<(PathBuf, String)> {
-    let task_brief = prompt.required(
-        "task-brief",
+/// The brief: `question` (text given inline or on stdin), else
+/// `--task-brief`'s file (its absolute path and its text). On a terminal a
+/// missing brief is asked for: the path of a file, or the question itself.
+fn task_brief(
+    args: &LaunchArgs,
+    question: Option<&str>,
+    cwd: &Path,
+    prompt: &mut Prompt<'_>,
+) -> Result<(Option<PathBuf>, String)> {
+    if let Some(text) = question {
+        return inline_brief(text).map(|text| (None, text));
+    }
+    prompt.checked(
+        &Question {
+            flag: "task-brief",
+            hint: Some("a file with the question, or the question itself"),
+            choices: &[],
+            default: None,
+        },
         args.task_brief
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned()),
-    )?;
-    let task_brief = absolute(cwd, Path::new(&task_brief));
-    let brief_text = read_nonempty("--task-brief", &task_brief)?;
-    Ok((task_brief, brief_text))
+        |answer| {
+            let path = absolute(cwd, Path::new(answer));
+            // Typed at the prompt, an answer that names no file is the
+            // question; a flag's value is always a file.
+            if args.task_brief.is_none() && !path.exists() && !looks_like_a_path(answer) {
+                return inline_brief(answer).map(|text| (None, text));
+            }
+            read_nonempty("--task-brief", &path).map(|text| (Some(path), text))
+        },
+    )
+}
+
+/// A question given as text: not blank, and no longer than a brief file may be.
+fn inline_brief(text: &str) -> Result<String> {
+    if text.trim().is_empty() {
+        bail!(
+            "the question is empty: expected a question, e.g. `okstra ask \"Why are reservations oversold?\"`"
+        );
+    }
+    let limit = fsread::Kind::Brief.limit();
+    if text.len() as u64 > limit {
+        bail!(
+            "the question is {} bytes: expected at most {limit} (put a longer brief in a file and pass `--task-brief`)",
+            text.len()
+        );
+    }
+    let mut text = text.to_owned();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// An answer meant as a file (it has a folder or a Markdown/text suffix),
+/// so a missing one is an error, not a question.
+fn looks_like_a_path(answer: &str) -> bool {
+    !answer.contains(char::is_whitespace)
+        && (answer.contains('/')
+            || [".md", ".txt", ".markdown"]
+                .iter()
+                .any(|suffix| answer.ends_with(suffix)))
 }
 
 /// Native Claude sessions take a family token; an unmappable value is a

@@ -299,3 +299,127 @@ fn resume_clarification_asks_only_after_every_check() {
     let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
     assert!(err.contains("no such file"), "{err}");
 }
+
+/// Types the scripted answers in order; keeps every question and every
+/// refusal it was told.
+struct Script {
+    typed: Vec<&'static str>,
+    asked: Vec<String>,
+    told: Vec<String>,
+}
+impl Ask for Script {
+    fn ask(&mut self, question: &str) -> Result<String> {
+        self.asked.push(question.to_owned());
+        if self.typed.is_empty() {
+            bail!("the input ended");
+        }
+        Ok(self.typed.remove(0).to_owned())
+    }
+    fn answers(&mut self, previous: &Path) -> Result<String> {
+        panic!("asked for answers to `{}`", previous.display())
+    }
+    fn tell(&mut self, line: &str) -> Result<()> {
+        self.told.push(line.to_owned());
+        Ok(())
+    }
+}
+
+#[test]
+fn prompts_offer_defaults_re_ask_and_keep_earlier_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tiny-service");
+    fs::create_dir(&root).unwrap();
+    let mut script = Script {
+        // The question itself, then Enter for the project id and group,
+        // a bad task id, Enter for the derived one, the task type by number.
+        typed: vec![
+            "Why are reservations oversold?",
+            "",
+            "",
+            "first look",
+            "",
+            "2",
+        ],
+        asked: Vec::new(),
+        told: Vec::new(),
+    };
+    let args = LaunchArgs::default();
+    let settings = resolve_full(
+        &args,
+        Inputs::default(),
+        &|_| None,
+        &root,
+        true,
+        &mut script,
+    )
+    .unwrap();
+    assert_eq!(
+        settings.task_key.joined(),
+        "tiny-service/ask/why-are-reservations-oversold"
+    );
+    assert_eq!(settings.task_type, TaskType::ErrorAnalysis);
+    assert_eq!(settings.task_brief, None);
+    assert_eq!(settings.brief_text, "Why are reservations oversold?\n");
+    assert_eq!(
+        script.told,
+        [
+            "invalid value `first look` for `--task-id`: expected a safe slug matching ^[a-z0-9][a-z0-9._-]{0,127}$; try again"
+        ]
+    );
+    assert!(
+        script.asked[1]
+            .ends_with("project-id (lowercase letters, digits, `.`, `_`, `-`) [tiny-service]")
+    );
+    assert!(script.asked[3].ends_with("[why-are-reservations-oversold]"));
+    let choices = &script.asked[5];
+    for task_type in TaskType::ALL {
+        assert!(choices.contains(task_type.as_str()), "{choices}");
+    }
+    assert!(
+        choices.contains("4) project-analysis (default)"),
+        "{choices}"
+    );
+}
+
+#[test]
+fn a_question_needs_no_brief_file_and_defaults_the_task_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = base(dir.path());
+    args.task_brief = None;
+    args.task_type = None;
+    let inputs = Inputs {
+        question: Some("What does the inventory module do?"),
+        default_task_type: true,
+    };
+    let settings = resolve_full(&args, inputs, &|_| None, dir.path(), false, &mut NoAsk).unwrap();
+    assert_eq!(settings.task_type, DEFAULT_TASK_TYPE);
+    assert_eq!(settings.task_brief, None);
+    let blank = Inputs {
+        question: Some(" \n"),
+        default_task_type: true,
+    };
+    let err = resolve_full(&args, blank, &|_| None, dir.path(), false, &mut NoAsk).unwrap_err();
+    assert!(
+        err.to_string().starts_with("the question is empty"),
+        "{err}"
+    );
+}
+
+#[test]
+fn derived_task_ids_never_reuse_an_earlier_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join(".okstra/tasks/p/ask/why-is-it-slow");
+    fs::create_dir_all(&taken).unwrap();
+    assert_eq!(
+        unique_task_id(dir.path(), "p", "ask", "Why is it slow?"),
+        "why-is-it-slow-2"
+    );
+    assert_eq!(
+        unique_task_id(dir.path(), "p", "other", "Why is it slow?"),
+        "why-is-it-slow"
+    );
+    let repo = dir.path().join("My Repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::create_dir_all(repo.join("sub/dir")).unwrap();
+    assert_eq!(default_project_id(&repo.join("sub/dir")), "my-repo");
+}

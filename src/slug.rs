@@ -26,9 +26,97 @@ pub fn is_slug(value: &str) -> bool {
         && rest.iter().all(|b| lower_or_digit(b) || b"._-".contains(b))
 }
 
+/// Words of a text kept in a slug made from it.
+const DERIVED_WORDS: usize = 8;
+/// The longest slug made from a text: short enough to read in a path.
+const DERIVED_MAX: usize = 48;
+
+/// A slug made from free text (a question's first line): its first words,
+/// lowercased, ASCII letters and digits only, joined with `-`, at most
+/// [`DERIVED_MAX`] bytes; `fallback` when nothing is left (a question in
+/// another script). Always satisfies [`is_slug`] when `fallback` does.
+pub fn derive(text: &str, fallback: &str) -> String {
+    let line = text
+        .lines()
+        .map(|l| l.trim_start_matches(['#', ' ', '\t', '>', '-', '*']))
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let mut slug = String::new();
+    let words = line
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(DERIVED_WORDS);
+    for word in words {
+        let word = word.to_ascii_lowercase();
+        let extra = usize::from(!slug.is_empty());
+        if slug.len() + extra + word.len() > DERIVED_MAX {
+            if slug.is_empty() {
+                slug.push_str(&word[..DERIVED_MAX]);
+            }
+            break;
+        }
+        if extra == 1 {
+            slug.push('-');
+        }
+        slug.push_str(&word);
+    }
+    if is_slug(&slug) {
+        slug
+    } else {
+        fallback.to_owned()
+    }
+}
+
+/// `base`, or `base-2`, `base-3` … : the first that `taken` says is free.
+pub fn unique(base: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(base) {
+        return base.to_owned();
+    }
+    (2_u32..=u32::MAX)
+        .map(|n| {
+            let suffix = format!("-{n}");
+            let mut head = base.to_owned();
+            head.truncate(MAX_LEN - suffix.len());
+            format!("{head}{suffix}")
+        })
+        .find(|candidate| !taken(candidate))
+        .unwrap_or_else(|| base.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slugs_are_derived_from_a_questions_first_line() {
+        assert_eq!(
+            derive("Why are reservations oversold?\nmore", "q"),
+            "why-are-reservations-oversold"
+        );
+        assert_eq!(
+            derive("# Checkout 500s since v2.3\n", "q"),
+            "checkout-500s-since-v2-3"
+        );
+        assert_eq!(derive("\n\n  ", "question"), "question");
+        assert_eq!(derive("予約が重複するのはなぜ？", "question"), "question");
+        assert_eq!(
+            derive("one two three four five six seven eight nine ten", "q"),
+            "one-two-three-four-five-six-seven-eight"
+        );
+        let long = derive(&"x".repeat(300), "q");
+        assert_eq!(long.len(), DERIVED_MAX);
+        assert!(is_slug(&long));
+    }
+
+    #[test]
+    fn unique_slugs_count_up_past_the_taken_ones() {
+        let taken = ["why", "why-2"];
+        assert_eq!(unique("why", |c| taken.contains(&c)), "why-3");
+        assert_eq!(unique("new", |c| taken.contains(&c)), "new");
+        let long = "a".repeat(MAX_LEN);
+        let next = unique(&long, |c| c == long);
+        assert!(is_slug(&next) && next.ends_with("-2"), "{next}");
+    }
 
     #[test]
     fn accepts_and_refuses_by_the_rule() {

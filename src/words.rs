@@ -32,6 +32,12 @@ macro_rules! closed_set {
             }
         }
 
+        impl From<$name> for &'static str {
+            fn from(value: $name) -> &'static str {
+                value.as_str()
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())

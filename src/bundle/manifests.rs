@@ -37,7 +37,12 @@ pub(super) fn task_manifest(
         plan_verification: settings.plan_verification,
         project_root: settings.project_root.clone(),
         task_brief: TaskBrief {
-            source: settings.task_brief.clone(),
+            // A question given as text has no file of its own: its copy is
+            // its source.
+            source: settings
+                .task_brief
+                .clone()
+                .unwrap_or_else(|| context.task.brief_path.clone()),
             copy: context.task.brief_path.clone(),
             sha256: sha256_hex(settings.brief_text.as_bytes()),
         },

@@ -394,6 +394,13 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     for warning in &cli_facts.warnings {
         diag::warning(warning);
     }
+    crate::runs_index::record(
+        &run_dir,
+        &settings.project_root,
+        &settings.task_key.joined(),
+        settings.task_type.as_str(),
+        &entry.created_at,
+    );
 
     let layout = RunLayout::of(&run_dir);
     Ok(RunPaths {

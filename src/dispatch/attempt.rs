@@ -51,6 +51,9 @@ pub struct Ended {
     pub exit_code: Option<i64>,
     pub cancelled: bool,
     pub wrapper_stderr: String,
+    /// Why okstra stopped a cancelled attempt, when it says more than "on
+    /// request" (a batch stopped early): the record's detail.
+    pub reason: Option<String>,
 }
 
 /// How a finished attempt came out, for the retry decision.
@@ -182,7 +185,12 @@ pub fn conclude(
         wrapper_stderr: &ended.wrapper_stderr,
         now: crate::clock::unix_now(),
     };
-    let (ending, detail) = classify::classify(&evidence);
+    let (ending, mut detail) = classify::classify(&evidence);
+    if ending == Ending::Cancelled
+        && let Some(reason) = &ended.reason
+    {
+        detail.clone_from(reason);
+    }
     let retry_after = (ending == Ending::RateLimit)
         .then(|| classify::retry_after(&evidence))
         .flatten();

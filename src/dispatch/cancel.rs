@@ -216,6 +216,7 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
             exit_code: None,
             cancelled: true,
             wrapper_stderr: why.to_owned(),
+            reason: None,
         };
         finished.push(attempt::conclude(record, &ended, &prices)?.0);
     }

@@ -93,8 +93,12 @@ const AUTH: &[&str] = &[
     "permission_error",
     "credentials",
 ];
-/// … that mean the API could not be reached.
+/// … that mean the API could not be reached. claude's `api_retry` events
+/// are its retries of a request that failed; one that was not an auth
+/// failure or a limit (matched before) is the API not answering, as it was
+/// measured offline (`research/provider-clis.md` §1).
 const NETWORK: &[&str] = &[
+    "api_retry",
     "unable to connect",
     "connectionrefused",
     "connection refused",

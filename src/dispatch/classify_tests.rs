@@ -45,6 +45,23 @@ fn the_classification_table() {
         ],
         &[],
     );
+    // Cut off by the idle watchdog while it retried (measured offline with
+    // a fake key: ~38 s between retries), before its final error line.
+    let claude_retrying = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"system","subtype":"init"}),
+            json!({"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":2400.0,"error_status":null,"error":"unknown"}),
+        ],
+        &[],
+    );
+    let claude_rate_retry = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"system","subtype":"api_retry","attempt":1,"error_status":429,"error":"rate_limit"}),
+        ],
+        &[],
+    );
     let codex_offline = transcript(
         Provider::Codex,
         &[
@@ -182,6 +199,26 @@ fn the_classification_table() {
             "claude offline",
             base(leak(claude_network)),
             Ending::Network,
+        ),
+        (
+            "claude retrying, idle-killed",
+            Evidence {
+                exit_code: Some(124),
+                sidecar: true,
+                reason: Some(Reason::IdleTimeout),
+                ..base(leak(claude_retrying))
+            },
+            Ending::Network,
+        ),
+        (
+            "claude retrying a rate limit",
+            Evidence {
+                exit_code: Some(124),
+                sidecar: true,
+                reason: Some(Reason::IdleTimeout),
+                ..base(leak(claude_rate_retry))
+            },
+            Ending::RateLimit,
         ),
         (
             "codex offline, idle-killed",

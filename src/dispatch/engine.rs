@@ -80,6 +80,22 @@ pub struct Engine {
     pub waits: HashMap<String, Waits>,
     /// This user's provider slots: one is held by each running attempt.
     pub slots: Slots,
+    /// What stops attempts early (`okstra run`): auth failures, the quorum.
+    pub fail_fast: super::fail_fast::FailFast,
+    /// Why the batch was stopped early, once it was.
+    pub stopped: Option<String>,
+}
+
+/// How the engine's run ended.
+pub struct Finished {
+    /// Every attempt's final record.
+    pub records: Vec<DispatchRecord>,
+    /// The signal that interrupted the batch, if one did.
+    pub interrupted: Option<Signal>,
+    /// Why the batch was stopped early (its quorum was lost), if it was.
+    pub stopped: Option<String>,
+    /// Providers whose attempts ended `auth` (earlier ones included).
+    pub auth_failed: std::collections::BTreeMap<crate::catalog::Provider, String>,
 }
 
 /// The wrapper's stderr we keep for the classifier.
@@ -121,6 +137,8 @@ struct Running {
     meter: Option<crate::usage::Follow>,
     /// Its provider slot, freed when the attempt ends (`None`: uncapped).
     _slot: Option<Slot>,
+    /// Why okstra is stopping it early (fail fast), once it is.
+    stopping: Option<String>,
 }
 
 /// What a finished wrapper task hands back.
@@ -148,13 +166,9 @@ enum Place {
 }
 
 impl Engine {
-    /// Run every planned attempt to its end. Returns the final records, and
-    /// the signal that interrupted the run, if one did.
-    pub fn run(
-        self,
-        planned: Vec<Planned>,
-        adopted: Vec<Adopted>,
-    ) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
+    /// Run every planned attempt to its end (or until the batch is stopped
+    /// early or interrupted).
+    pub fn run(self, planned: Vec<Planned>, adopted: Vec<Adopted>) -> Result<Finished> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -162,11 +176,7 @@ impl Engine {
         runtime.block_on(self.drive(planned, adopted))
     }
 
-    async fn drive(
-        mut self,
-        planned: Vec<Planned>,
-        adopted: Vec<Adopted>,
-    ) -> Result<(Vec<DispatchRecord>, Option<Signal>)> {
+    async fn drive(mut self, planned: Vec<Planned>, adopted: Vec<Adopted>) -> Result<Finished> {
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
         let now = Instant::now();
@@ -197,6 +207,7 @@ impl Engine {
             running.push(Some(Running {
                 _slot: slot,
                 meter: None,
+                stopping: None,
                 pid: Some(pid),
                 started: Instant::now(),
                 planned: adopted.planned,
@@ -218,12 +229,12 @@ impl Engine {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
         loop {
-            if interrupted.is_none() {
+            if interrupted.is_none() && self.stopped.is_none() {
                 self.start_ready(&mut queue, &mut running, &mut tasks, &mut preparing)?;
             }
             if tasks.is_empty()
                 && preparing.is_empty()
-                && (queue.is_empty() || interrupted.is_some())
+                && (queue.is_empty() || interrupted.is_some() || self.stopped.is_some())
             {
                 break;
             }
@@ -232,27 +243,34 @@ impl Engine {
             tokio::select! {
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                     let Ok(exit) = joined else { continue };
-                    let Some(Running { planned, record, .. }) = running[exit.index].take() else { continue };
+                    let Some(Running { planned, record, stopping, .. }) = running[exit.index].take() else { continue };
                     if let Some(why) = &exit.cleanup {
                         self.view.note(&format!("{}: {why}", record.dispatch_name));
                     }
                     let ended = Ended {
                         exit_code: exit.code,
-                        cancelled: interrupted.is_some(),
+                        cancelled: interrupted.is_some() || stopping.is_some(),
                         wrapper_stderr: exit.stderr,
+                        reason: stopping,
                     };
                     let (record, outcome) = attempt::finish(&self.run, record, &planned.assignment_name, &ended, &self.prices)?;
                     self.view.ended(&record, &outcome);
+                    let auth_stop = self.fail_fast.ended(&record.dispatch_name, planned.provider, outcome.ending, &outcome.detail);
                     if interrupted.is_none()
+                        && self.stopped.is_none()
                         && let Some(retry) = self.retry_for(&planned, &outcome)?
                     {
                         queue.push_back(retry);
                     }
                     finished.push(record);
+                    if interrupted.is_none() {
+                        self.fail_fast_after(auth_stop, &mut queue, &mut running, &mut finished)?;
+                    }
                 }
                 Some(joined) = preparing.join_next(), if !preparing.is_empty() => {
                     let Ok(prepared) = joined else { continue };
-                    if let Some(record) = self.prepared(prepared, interrupted.is_some(), &mut running, &mut tasks).await? {
+                    let halt = interrupted.is_some() || self.stopped.is_some();
+                    if let Some(record) = self.prepared(prepared, halt, &mut running, &mut tasks).await? {
                         finished.push(record);
                     }
                 }
@@ -276,7 +294,106 @@ impl Engine {
         finished.append(&mut self.budget_stopped);
         finished.append(&mut self.ended_early);
         self.view.finish();
-        Ok((finished, interrupted))
+        Ok(Finished {
+            records: finished,
+            interrupted,
+            stopped: self.stopped.take(),
+            auth_failed: std::mem::take(&mut self.fail_fast.auth_failed),
+        })
+    }
+
+    /// After an attempt ended: stop the other attempts of a provider whose
+    /// credentials were refused (`auth_stop`), and stop the whole batch
+    /// once its quorum can no longer be reached.
+    fn fail_fast_after(
+        &mut self,
+        auth_stop: Option<crate::catalog::Provider>,
+        queue: &mut VecDeque<Queued>,
+        running: &mut [Option<Running>],
+        finished: &mut Vec<DispatchRecord>,
+    ) -> Result<()> {
+        if let Some(provider) = auth_stop
+            && let Some(why) = self.fail_fast.refuses(provider)
+        {
+            let (stopped, kept): (Vec<Queued>, Vec<Queued>) = queue
+                .drain(..)
+                .partition(|q| q.planned.provider == provider);
+            queue.extend(kept);
+            for queued in stopped {
+                finished.push(self.end_unstarted(queued, Ending::Auth, &why)?);
+            }
+            let why = why.replacen("not started", "stopped", 1);
+            Self::stop_running(running, |r| r.planned.provider == provider, &why);
+        }
+        if self.stopped.is_some() {
+            return Ok(());
+        }
+        let pending: std::collections::BTreeSet<String> = queue
+            .iter()
+            .map(|q| q.planned.dispatch_name.clone())
+            .chain(
+                running
+                    .iter()
+                    .flatten()
+                    .filter(|r| r.stopping.is_none())
+                    .map(|r| r.planned.dispatch_name.clone()),
+            )
+            .collect();
+        // Only when something is left to stop: a batch whose members have
+        // all ended keeps what it paid for (the report says it was not
+        // cross-verified).
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if let Some(why) = self.fail_fast.lost_quorum(&pending) {
+            self.view.note(&why);
+            for queued in queue.drain(..).collect::<Vec<_>>() {
+                finished.push(self.end_unstarted(queued, Ending::Cancelled, &why)?);
+            }
+            Self::stop_running(running, |_| true, &why);
+            self.stopped = Some(why);
+        }
+        Ok(())
+    }
+
+    /// End a queued attempt that will not start, with `ending` and `why`.
+    fn end_unstarted(
+        &mut self,
+        queued: Queued,
+        ending: Ending,
+        why: &str,
+    ) -> Result<DispatchRecord> {
+        let mut record = queued.record.unwrap_or_else(|| {
+            let sha = queued
+                .planned
+                .prompt_sha256
+                .clone()
+                .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
+            attempt::record(&queued.planned, sha)
+        });
+        record.end(ending, why.to_owned());
+        let mut changes = vec![Change::Put(&record)];
+        if record.dispatch_name == queued.planned.assignment_name {
+            changes.push(Change::Terminal(&queued.planned.assignment_name, ending));
+        }
+        team_state::update(&self.run, &changes)?;
+        self.view.note(&format!("{}: {why}", record.dispatch_name));
+        Ok(record)
+    }
+
+    /// Ask the wrappers of the running attempts that `which` picks to stop;
+    /// each ends `cancelled` with `why` as its detail.
+    fn stop_running(running: &mut [Option<Running>], which: impl Fn(&Running) -> bool, why: &str) {
+        for entry in running
+            .iter_mut()
+            .flatten()
+            .filter(|r| r.stopping.is_none() && which(r))
+        {
+            entry.stopping = Some(why.to_owned());
+            if let Some(pid) = entry.pid {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+            }
+        }
     }
 
     /// Start what may start now: free slots, due, gates open.
@@ -341,6 +458,11 @@ impl Engine {
             let queued = queue
                 .remove(position)
                 .context("the position was just found")?;
+            if let Some(why) = self.fail_fast.refuses(queued.planned.provider) {
+                let record = self.end_unstarted(queued, Ending::Auth, &why)?;
+                self.ended_early.push(record);
+                continue;
+            }
             let sha = queued
                 .planned
                 .prompt_sha256
@@ -374,6 +496,7 @@ impl Engine {
                 pid: None,
                 started: Instant::now(),
                 meter,
+                stopping: None,
             }));
             match place {
                 Place::Project => self.launch(index, None, running, tasks)?,
@@ -441,6 +564,7 @@ impl Engine {
             exit_code: Some(i64::from(crate::exit::EXEC_WORKTREE)),
             cancelled: false,
             wrapper_stderr: line,
+            reason: None,
         };
         // The note above is the one line people read (whole, where the
         // record's detail is cut at 300 characters); no `ended` line repeats it.
@@ -482,9 +606,12 @@ impl Engine {
                         "{name}: not isolated (`--allow-unisolated`), it runs in the project itself: {why}"
                     ));
                 }
-                if interrupted {
+                if interrupted || entry.stopping.is_some() {
                     let Some(Running {
-                        planned, record, ..
+                        planned,
+                        record,
+                        stopping,
+                        ..
                     }) = slot.take()
                     else {
                         return Ok(None);
@@ -494,6 +621,7 @@ impl Engine {
                         exit_code: None,
                         cancelled: true,
                         wrapper_stderr: "never started: the dispatch was stopped".into(),
+                        reason: stopping,
                     };
                     return self.end_early(&planned, record, &ended).map(Some);
                 }
@@ -567,6 +695,7 @@ impl Engine {
                     exit_code: Some(i64::from(crate::exit::NOT_FOUND)),
                     cancelled: false,
                     wrapper_stderr: format!("cannot start the wrapper: {err}"),
+                    reason: None,
                 };
                 let record = self.end_early(&planned, record, &ended)?;
                 self.ended_early.push(record);
@@ -695,15 +824,23 @@ impl Engine {
         running
             .iter_mut()
             .flatten()
-            .map(|r| LiveRow {
-                name: r.record.dispatch_name.clone(),
-                started: r.started,
-                log: r.record.log_path.clone(),
-                usage: r
+            .map(|r| {
+                let priced = r
                     .meter
                     .as_mut()
                     .and_then(|meter| meter.poll().ok())
-                    .map(|usage| usage.priced(&self.prices).short()),
+                    .map(|usage| usage.priced(&self.prices));
+                LiveRow {
+                    name: r.record.dispatch_name.clone(),
+                    provider: r.planned.provider,
+                    started: r.started,
+                    log: r.record.log_path.clone(),
+                    usage: priced
+                        .as_ref()
+                        .filter(|record| record.input_tokens.is_some())
+                        .map(crate::usage::Record::short),
+                    cost_usd: priced.and_then(|record| record.cost_usd),
+                }
             })
             .collect()
     }

@@ -15,11 +15,13 @@
 //! - `command` is `okstra dispatch`, `wait` is `okstra await`; `summary`
 //!   prints what both end with; `view` is the live progress on stderr.
 
+mod activity;
 mod attempt;
 mod cancel;
 mod classify;
 mod command;
 mod engine;
+pub mod fail_fast;
 mod gate;
 mod limit;
 pub mod native;
@@ -47,6 +49,7 @@ pub use command::{dispatch_command, ignore_hangup};
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};
+pub use view::Header;
 pub use wait::{await_command, liveness, settle_all};
 
 /// How the engine runs a batch: `--max-parallel`, the gates, the retry
@@ -68,6 +71,10 @@ pub struct Options {
     pub pass_env: Vec<String>,
     /// `--provider-slots`: per-user caps on calls to each provider.
     pub provider_slots: slots::Caps,
+    /// What stops attempts early (`okstra run` sets it; empty otherwise).
+    pub fail_fast: fail_fast::FailFast,
+    /// The live board's header (`okstra run` sets it).
+    pub header: Option<view::Header>,
 }
 
 impl Options {
@@ -118,6 +125,8 @@ impl Options {
             allow_unisolated: args.allow_unisolated,
             pass_env,
             provider_slots,
+            fail_fast: fail_fast::FailFast::default(),
+            header: None,
         })
     }
 }
@@ -128,6 +137,10 @@ pub struct Batch {
     pub rows: Vec<Row>,
     /// The signal that stopped the batch, if one did.
     pub interrupted: Option<nix::sys::signal::Signal>,
+    /// Why the batch was stopped early (its quorum lost), if it was.
+    pub stopped: Option<String>,
+    /// Providers whose attempts ended `auth`, this batch's and earlier ones.
+    pub auth_failed: std::collections::BTreeMap<crate::catalog::Provider, String>,
 }
 
 impl Batch {
@@ -218,6 +231,8 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         return Ok(Batch {
             rows: Vec::new(),
             interrupted: None,
+            stopped: None,
+            auth_failed: options.fail_fast.auth_failed,
         });
     }
     snapshot_before_reviewers(run, &prepared.start);
@@ -235,10 +250,12 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         gates: options.gates,
         retry_cooldown: options.retry_cooldown,
         idle_timeout: options.idle_timeout,
-        view: view::View::new(false),
+        view: view::View::new(false, options.header),
         prices: options.prices,
         budget: options.budget,
         budget_stopped: Vec::new(),
+        fail_fast: options.fail_fast,
+        stopped: None,
     };
     let order: Vec<String> = prepared
         .adopt
@@ -246,9 +263,9 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         .map(|a| a.planned.dispatch_name.clone())
         .chain(prepared.start.iter().map(|p| p.dispatch_name.clone()))
         .collect();
-    let (records, interrupted) = engine.run(prepared.start, prepared.adopt)?;
+    let ended = engine.run(prepared.start, prepared.adopt)?;
     let finished = TeamState {
-        dispatches: records,
+        dispatches: ended.records,
         ..TeamState::default()
     };
     let mut rows: Vec<Row> = finished
@@ -258,7 +275,12 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
         .collect();
     // In the order they were planned, not the order they ended.
     rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
-    Ok(Batch { rows, interrupted })
+    Ok(Batch {
+        rows,
+        interrupted: ended.interrupted,
+        stopped: ended.stopped,
+        auth_failed: ended.auth_failed,
+    })
 }
 
 /// Take the run's snapshot of the project — the one its anchors are checked

@@ -318,16 +318,19 @@ fn ended_without_dispatcher(record: &DispatchRecord) -> Ended {
             exit_code: None,
             cancelled: false,
             wrapper_stderr: "the wrapper died without recording an exit".into(),
+            reason: None,
         },
         None if record.started_at.is_none() => Ended {
             exit_code: None,
             cancelled: true,
             wrapper_stderr: "never started: its dispatcher is gone".into(),
+            reason: None,
         },
         None => Ended {
             exit_code: None,
             cancelled: false,
             wrapper_stderr: "the wrapper left no status sidecar: it did not start".into(),
+            reason: None,
         },
     }
 }

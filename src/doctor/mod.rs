@@ -15,6 +15,8 @@
 mod check;
 mod probe;
 
+pub use check::credentials;
+
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -53,6 +55,8 @@ struct Finding {
     ready: bool,
     /// Why it is not ready, or what to know about it (one line each).
     notes: Vec<String>,
+    /// How to fix each problem the notes name (one line each).
+    fixes: Vec<String>,
 }
 
 /// `okstra doctor [--json] [--probe] [--provider P…]`.
@@ -64,8 +68,9 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
         selected.clone()
     };
     // Every CLI the doctor starts is our child: a daemon one of them starts
-    // with `setsid` (outside its process group) re-parents to us, and
-    // `child::run_captured` stops it after each run.
+    // with `setsid` (outside its process group) re-parents to us, and is
+    // stopped after the identity checks (`identify_all`) and after each probe
+    // (`child::run_captured`).
     let subreaper = match crate::child::Subreaper::start() {
         Ok(subreaper) => Some(subreaper),
         Err(err) => {
@@ -80,56 +85,62 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
         .map(PathBuf::from)
         .filter(|home| home.is_absolute());
 
+    let identified = identify_all(&selected, subreaper.as_ref());
     let mut findings: Vec<Finding> = Vec::new();
-    let mut fresh: Vec<Entry> = Vec::new();
-    for &provider in &selected {
+    for found in identified {
+        let provider = found.provider;
         let mut finding = Finding {
             provider,
             binary: provider.binary(),
-            path: which::which(provider.binary()).ok(),
+            path: found.path,
             resolved_path: None,
             version: None,
             program: None,
-            cached: false,
+            cached: found.cached,
             credentials: check::credentials(provider, &env, home.as_deref()),
             probe: None,
             ready: false,
             notes: Vec::new(),
+            fixes: Vec::new(),
         };
-        if let Some(path) = finding.path.clone() {
-            let entry = match cache::lookup(&path) {
-                Some(entry) => {
-                    finding.cached = true;
-                    Some(entry)
-                }
-                None => identify(provider, &path, subreaper.as_ref()),
-            };
-            if let Some(entry) = entry {
-                finding.resolved_path = Some(entry.path.clone());
-                finding.version.clone_from(&entry.version);
-                finding.program = Some(entry.program);
-                finding.notes.extend(entry.detail.clone());
-                if !finding.cached {
-                    fresh.push(entry);
-                }
+        if let Some(entry) = found.entry {
+            finding.resolved_path = Some(entry.path.clone());
+            finding.version.clone_from(&entry.version);
+            finding.program = Some(entry.program);
+            finding.notes.extend(entry.detail.clone());
+            if !entry.program.is_usable() {
+                finding
+                    .fixes
+                    .push(crate::advice::look_alike(provider, entry.program));
             }
-            if provider == Provider::Kimi
-                && finding.program == Some(Program::Expected)
-                && let Some(note) = check::kimi_model_note(&env, home.as_deref())
-            {
-                finding.notes.push(note);
-            }
+        }
+        if provider == Provider::Kimi
+            && finding.program == Some(Program::Expected)
+            && let Some(note) = check::kimi_model_note(&env, home.as_deref())
+        {
+            finding.notes.push(note);
+            finding.fixes.push(
+                "name the model in kimi's `config.toml`, or pass `--worker-model kimi=<alias>`"
+                    .to_owned(),
+            );
         }
         findings.push(finding);
     }
-    // Stored before probing: the probe's provider-exec reads it (vibe-kit grok).
-    if let Err(err) = cache::store(&fresh) {
-        diag::warning(format_args!("cannot update the doctor cache: {err}"));
-    }
     for finding in &mut findings {
         if args.probe && finding.program.is_some_and(Program::is_usable) {
-            let report = probe::probe(finding.provider, subreaper.as_ref())
-                .with_context(|| format!("cannot probe `{}`", finding.provider))?;
+            let provider = finding.provider;
+            diag::progress(format_args!(
+                "probing {provider}: one tiny headless run of `{}` (at most {} s of silence, {} s in all)",
+                provider.binary(),
+                probe::PROBE_IDLE_SECS,
+                probe::PROBE_LIMIT.as_secs()
+            ));
+            let report = probe::probe(provider, subreaper.as_ref())
+                .with_context(|| format!("cannot probe `{provider}`"))?;
+            diag::progress(format_args!(
+                "{provider}: the probe ended `{}` after {} s",
+                report.ending, report.seconds
+            ));
             finding.probe = Some(report);
         }
         judge(finding);
@@ -177,15 +188,86 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
     })
 }
 
-/// Ask the CLI at `path` who it is, as a cache entry.
-fn identify(
-    provider: Provider,
-    path: &std::path::Path,
+/// One provider's CLI as found on `PATH`, and what it is.
+#[derive(Debug, Clone)]
+pub struct Identified {
+    pub provider: Provider,
+    /// Where `PATH` finds the CLI; `None` when it is not installed.
+    pub path: Option<PathBuf>,
+    /// What it is; `None` when it could not be inspected.
+    pub entry: Option<Entry>,
+    /// Whether `entry` came from the cache.
+    pub cached: bool,
+}
+
+/// Find each provider's CLI on `PATH` and say what it is: from the cache
+/// while it knows that build (its resolved path, size and modification
+/// time), else by asking the CLI (`--version`, and `--help` for grok), all
+/// CLIs at once. What was asked is stored in the cache. With `subreaper`,
+/// whatever the CLIs left outside their groups is stopped afterwards.
+pub fn identify_all(
+    providers: &[Provider],
     subreaper: Option<&crate::child::Subreaper>,
-) -> Option<Entry> {
+) -> Vec<Identified> {
+    let found: Vec<Identified> = std::thread::scope(|scope| {
+        let handles: Vec<_> = providers
+            .iter()
+            .map(|&provider| {
+                scope.spawn(move || {
+                    let path = which::which(provider.binary()).ok();
+                    let cached = path
+                        .as_deref()
+                        .and_then(|path| cache::lookup(provider, path));
+                    let is_cached = cached.is_some();
+                    let entry = cached
+                        .or_else(|| path.as_deref().and_then(|path| identify(provider, path)));
+                    Identified {
+                        provider,
+                        path,
+                        entry,
+                        cached: is_cached,
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(providers)
+            .map(|(handle, &provider)| {
+                handle.join().unwrap_or(Identified {
+                    provider,
+                    path: None,
+                    entry: None,
+                    cached: false,
+                })
+            })
+            .collect()
+    });
+    if let Some(subreaper) = subreaper {
+        subreaper.stop_orphans();
+    }
+    let fresh: Vec<Entry> = found
+        .iter()
+        .filter(|f| !f.cached)
+        .filter_map(|f| f.entry.clone())
+        .collect();
+    if !fresh.is_empty()
+        && let Err(err) = cache::store(&fresh)
+    {
+        diag::warning(format_args!("cannot update the doctor cache: {err}"));
+    }
+    found
+}
+
+/// Ask the CLI at `path` who it is, as a cache entry. It is started as
+/// `PATH` names it (a program may look at the name it was started by); the
+/// entry is for the file that resolves to. Never under the sub-reaper:
+/// several run at once, and the sub-reaper would take one CLI's run for
+/// another's orphan (`identify_all` stops orphans after).
+fn identify(provider: Provider, path: &std::path::Path) -> Option<Entry> {
     let resolved = std::fs::canonicalize(path).ok()?;
     let stamp = Stamp::of(&resolved)?;
-    let identity = check::identify(provider, &resolved, subreaper);
+    let identity = check::identify(provider, path, None);
     Some(Entry {
         provider: provider.as_str().to_owned(),
         path: resolved,
@@ -200,12 +282,21 @@ fn identify(
 /// Decide `ready` and add the notes that explain it.
 fn judge(finding: &mut Finding) {
     let binary = finding.binary;
+    let provider = finding.provider;
     let Some(program) = finding.program else {
-        finding.notes.push(if finding.path.is_none() {
-            format!("`{binary}` is not on PATH")
+        if finding.path.is_none() {
+            finding.notes.push(format!("`{binary}` is not on PATH"));
+            finding
+                .fixes
+                .push(crate::advice::install(provider).to_owned());
         } else {
-            format!("`{binary}` could not be inspected")
-        });
+            finding
+                .notes
+                .push(format!("`{binary}` could not be inspected"));
+            finding
+                .fixes
+                .push(crate::advice::look_alike(provider, Program::Unrecognised));
+        }
         return;
     };
     if !program.is_usable() {
@@ -222,6 +313,9 @@ fn judge(finding: &mut Finding) {
                     .last()
                     .map_or_else(String::new, |line| format!(": {line}"))
             ));
+            finding
+                .fixes
+                .extend(crate::advice::for_ending(provider, probe.ending, None));
         }
         return;
     }
@@ -231,6 +325,9 @@ fn judge(finding: &mut Finding) {
             "no credentials found (a login kept in a system keychain is not visible here; `okstra doctor --probe` tries a real run)"
                 .to_owned(),
         );
+        finding
+            .fixes
+            .push(crate::advice::log_in(provider).to_owned());
     }
 }
 
@@ -325,6 +422,9 @@ fn table(findings: &[Finding], required: &[Provider]) -> String {
     for finding in findings {
         for note in &finding.notes {
             let _ = writeln!(text, "{}: {}", finding.provider, fsread::escape(note));
+        }
+        for fix in &finding.fixes {
+            let _ = writeln!(text, "{}: fix: {}", finding.provider, fsread::escape(fix));
         }
     }
     text

@@ -6,8 +6,7 @@
 //! (`dispatch::classify_answer`), from the wrapper's exit code, the sidecar's
 //! `reason` and the CLI's stream.
 
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -23,7 +22,7 @@ use crate::ending::Ending;
 /// for ~40–60 s between attempts) is cut off quickly.
 pub const PROBE_IDLE_SECS: u64 = 20;
 /// Wall-time cap for the whole probe, in case a CLI keeps printing retries.
-const PROBE_LIMIT: Duration = Duration::from_mins(3);
+pub const PROBE_LIMIT: Duration = Duration::from_mins(3);
 /// Lines of the log kept in the report.
 const TAIL_LINES: usize = 12;
 /// Bytes read from the end of the log to find those lines.
@@ -97,13 +96,10 @@ fn path_str(path: &Path) -> io::Result<&str> {
         .ok_or_else(|| io::Error::other("the temporary folder's path is not UTF-8"))
 }
 
-/// The last `TAIL_BYTES` of a log, lossily decoded.
-fn tail(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))?;
-    let mut bytes = Vec::new();
-    file.take(TAIL_BYTES).read_to_end(&mut bytes)?;
+/// The last `TAIL_BYTES` of a log, lossily decoded; bounded and not
+/// followed like every read (the CLI could put anything in its place).
+fn tail(path: &Path) -> Result<String, crate::fsread::Error> {
+    let (bytes, _) = crate::fsread::read_tail(path, TAIL_BYTES, crate::fsread::Follow::No)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -166,6 +162,20 @@ mod tests {
                 124,
                 Some("idle-timeout"),
                 "{\"type\":\"error\",\"message\":\"Reconnecting... 2/5\"}",
+                "",
+                Ending::Network,
+            ),
+            // claude retrying an API it cannot reach, cut off by the idle
+            // timeout: a network ending, as the engine classifies it.
+            (
+                Provider::Claude,
+                124,
+                Some("idle-timeout"),
+                concat!(
+                    r#"{"type":"system","subtype":"init","cwd":"/p","session_id":"s"}"#,
+                    "\n",
+                    r#"{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":2400.0,"error_status":null,"error":"unknown"}"#,
+                ),
                 "",
                 Ending::Network,
             ),

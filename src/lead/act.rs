@@ -31,14 +31,64 @@ impl Lead {
         for planned in &mut candidates {
             planned.inputs_sha256 = self.tracked_inputs(planned);
         }
-        self.run_batch(candidates, resume)
+        let quorum = self.quorum(kind, workers)?;
+        let phase = match kind {
+            Kind::Reverify(round) => format!("phase 5.5, round {round}"),
+            Kind::Critic => "phase 5.6 (critic)".to_owned(),
+            _ => format!(
+                "phase {}",
+                super::phase_words(super::phase_of(&self.run, kind, workers))
+            ),
+        };
+        self.run_batch(candidates, resume, quorum, phase)
+    }
+
+    /// The quorum of a first batch of reviewers (analysers, or verifiers):
+    /// two must complete when two or more are rostered (one of one),
+    /// counting those that completed before.
+    fn quorum(
+        &self,
+        kind: Kind,
+        workers: &[String],
+    ) -> Result<Option<dispatch::fail_fast::Quorum>> {
+        let reviews = |w: &String| self.run.assignment(w).is_some_and(|a| a.role.reviews());
+        if kind != Kind::Initial || workers.is_empty() || !workers.iter().all(reviews) {
+            return Ok(None);
+        }
+        let state = self.run.team_state()?;
+        let rostered: Vec<_> = self.run.reviewers().collect();
+        let done_before = rostered
+            .iter()
+            .filter(|a| !workers.contains(&a.worker_id))
+            .filter(|a| {
+                state.latest(&a.dispatch_name).and_then(|r| r.ending)
+                    == Some(crate::ending::Ending::Completed)
+            })
+            .count();
+        Ok(Some(dispatch::fail_fast::Quorum {
+            needed: dispatch::fail_fast::needed(rostered.len(), done_before),
+            members: workers
+                .iter()
+                .map(|w| self.dispatch_name(kind, w))
+                .collect(),
+        }))
     }
 
     /// Decide `candidates`, hand the host its own, and run the rest:
-    /// attached, to the batch's end; detached, in a background driver.
-    fn run_batch(&mut self, candidates: Vec<dispatch::Planned>, resume: bool) -> Result<Flow> {
+    /// attached, to the batch's end (stopped early once `quorum` cannot be
+    /// reached, or a provider's login failed); detached, in a background
+    /// driver. `phase` heads the live board.
+    fn run_batch(
+        &mut self,
+        candidates: Vec<dispatch::Planned>,
+        resume: bool,
+        quorum: Option<dispatch::fail_fast::Quorum>,
+        phase: String,
+    ) -> Result<Flow> {
         let mut options = self.options()?;
         options.resume = resume;
+        options.fail_fast = dispatch::fail_fast::FailFast::new(self.auth_failed.clone(), quorum);
+        options.header = Some(self.header(phase));
         let mut state = self.run.team_state()?;
         let prepared = dispatch::prepare(&self.run, &mut state, candidates, &options)?;
         for planned in &prepared.host {
@@ -57,9 +107,11 @@ impl Lead {
         }
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;
         self.dispatched += batch.rows.len();
-        Ok(match batch.interrupted {
-            Some(signal) => Flow::Interrupted(signal),
-            None => Flow::Go,
+        self.auth_failed.clone_from(&batch.auth_failed);
+        Ok(match (batch.interrupted, batch.stopped) {
+            (Some(signal), _) => Flow::Interrupted(signal),
+            (None, Some(why)) => Flow::Stopped(why),
+            (None, None) => Flow::Go,
         })
     }
 
@@ -175,7 +227,12 @@ impl Lead {
             .next()
             .context("an implementation run has an Executor")?;
         let planned = dispatch::repair_of(&self.run, &state, &executor.worker_id, &path)?;
-        self.run_batch(vec![planned], false)
+        self.run_batch(
+            vec![planned],
+            false,
+            None,
+            "phase 5: the fix pass".to_owned(),
+        )
     }
 
     /// Compute the report writer's inputs into `state/report-inputs.json`.
@@ -243,7 +300,12 @@ impl Lead {
         );
         let state = self.run.team_state()?;
         let planned = dispatch::repair_of(&self.run, &state, REPORT_WRITER, &path)?;
-        self.run_batch(vec![planned], false)
+        self.run_batch(
+            vec![planned],
+            false,
+            None,
+            "phase 6: the report's repair".to_owned(),
+        )
     }
 
     /// Validate and render the report.

@@ -17,7 +17,7 @@
 //! 128+N when interrupted.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -61,16 +61,72 @@ struct Outcome {
 pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     // Check the engine and gate flags before anything is rendered or started.
     Options::from_args(&args.engine)?;
-    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
-    let (run_dir, resumed) = match &args.run_dir {
-        Some(dir) => (dir.clone(), true),
-        None => (render(args)?, false),
+    crate::gate::run_rules(args.fail_on, &args.gate)?;
+    if let Some(dir) = &args.run_dir {
+        return drive(args, dir, None);
+    }
+    let mut launch = args.launch.clone();
+    launch.headless = true;
+    crate::bundle::prepare();
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
+    let (run_dir, checked) = render_checked(&settings, args.no_preflight)?;
+    drive(args, &run_dir, Some(checked))
+}
+
+/// Preflight the roster `settings` gives (unless `no_preflight`), then
+/// render the run: a roster that cannot run is refused before anything is
+/// written. The run folder and the preflight's findings.
+pub fn render_checked(
+    settings: &crate::settings::Settings,
+    no_preflight: bool,
+) -> Result<(PathBuf, crate::preflight::Report)> {
+    let roster = crate::assign::roster(settings, &settings.project_root);
+    let checked = if no_preflight {
+        crate::preflight::credentials_only(&roster)
+    } else {
+        crate::preflight::enforce(&roster, true)?
     };
-    let run = Run::open(&run_dir)?;
+    let paths = crate::bundle::render_run(settings)?;
+    diag::progress(format_args!(
+        "rendered headless run `{}`",
+        paths.run_dir.display()
+    ));
+    Ok((paths.run_dir, checked))
+}
+
+/// Carry out the run in `run_dir`: a fresh one (`checked` holds its
+/// preflight) or one given on the command line, resumed. Before anything is
+/// dispatched: the preflight (of a resumed run), the plan and the estimate,
+/// confirmed on a terminal without `--yes`. A finished run asks nothing.
+pub fn drive(
+    args: &RunArgs,
+    run_dir: &Path,
+    checked: Option<crate::preflight::Report>,
+) -> Result<ExitStatus> {
+    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
+    let resumed = checked.is_none();
+    let run = Run::open(run_dir)?;
     let lease = Lease::acquire(&run, "okstra run", LEASE_WAIT)?;
     let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
     lead.resumed = resumed;
     lead.lease = Some(lease);
+    if !lead.is_finished()? {
+        let checked = match checked {
+            Some(checked) => checked,
+            None if args.no_preflight => crate::preflight::credentials_only(&lead.run.assignments),
+            None => crate::preflight::enforce(&lead.run.assignments, false)?,
+        };
+        if !lead.confirm_plan(&checked, args.launch.yes)? {
+            lead.lease = None;
+            diag::note(format_args!(
+                "not started; start it later with `{}`",
+                command_line("run", &lead.run, &lead.engine)
+            ));
+            return Ok(ExitStatus::Failure);
+        }
+    }
     lead.event(
         if resumed {
             EventKind::RunResume
@@ -98,6 +154,7 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     let outcome = match halt {
         Halt::Done => lead.outcome(None)?,
         Halt::End(stop) => lead.outcome(Some(lead.stop_reason(stop)))?,
+        Halt::Stopped(why) => lead.outcome(Some(why))?,
         Halt::Interrupted(signal) => {
             lead.event(
                 EventKind::RunInterrupted,
@@ -128,24 +185,18 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
         }
     };
     lead.lease = None;
-    print_outcome(&outcome, args.launch.json)?;
+    let mut stdout = std::io::stdout().lock();
+    if args.launch.json {
+        writeln!(stdout, "{}", serde_json::to_string(&outcome)?)?;
+    } else {
+        write!(stdout, "{}", lead.closing(&outcome, &resume))?;
+    }
+    drop(stdout);
     match &gate {
         // `--fail-on`: the gate's decision is the exit code (README "The gate").
         Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
         None => Ok(exit_of(&outcome)),
     }
-}
-
-/// Print the outcome: as JSON, or the report's two paths.
-fn print_outcome(outcome: &Outcome, json: bool) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    if json {
-        writeln!(stdout, "{}", serde_json::to_string(outcome)?)?;
-    } else if let (Some(markdown), Some(html)) = (&outcome.markdown, &outcome.html) {
-        writeln!(stdout, "{}", markdown.display())?;
-        writeln!(stdout, "{}", html.display())?;
-    }
-    Ok(())
 }
 
 /// The exit status of an outcome without a gate: 0 only for a valid,
@@ -171,23 +222,53 @@ fn exit_of(outcome: &Outcome) -> ExitStatus {
     }
 }
 
-/// Render a headless run from the launcher's flags.
-fn render(args: &RunArgs) -> Result<PathBuf> {
-    let mut launch = args.launch.clone();
-    launch.headless = true;
-    crate::bundle::prepare();
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let env = |name: &str| std::env::var(name).ok();
-    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
-    let paths = crate::bundle::render_run(&settings)?;
-    diag::progress(format_args!(
-        "rendered headless run `{}`",
-        paths.run_dir.display()
-    ));
-    Ok(paths.run_dir)
-}
-
 impl Lead {
+    /// Whether the run has nothing left to do (a valid, rendered report).
+    fn is_finished(&self) -> Result<bool> {
+        let gathered = super::facts::gather(self)?;
+        Ok(crate::run::steps::advance(&gathered.facts) == crate::run::steps::Step::Done)
+    }
+
+    /// Show the plan and the estimate (kept in `state/estimate.json`), and
+    /// on a terminal without `yes` ask whether to start.
+    fn confirm_plan(&self, checked: &crate::preflight::Report, yes: bool) -> Result<bool> {
+        let estimate = crate::estimate::ensure(&self.run, &self.options()?.prices)?;
+        for line in crate::estimate::plan_lines(&self.run, checked, &estimate) {
+            diag::progress(line);
+        }
+        if yes || !crate::ask::is_interactive() {
+            return Ok(true);
+        }
+        crate::ask::Terminal::confirm("start the run?")
+    }
+
+    /// The closing summary (stdout, without `--json`).
+    fn closing(&self, outcome: &Outcome, resume: &str) -> String {
+        let verdict = outcome
+            .valid
+            .then(|| super::act::report_verdict(&self.run.report_data_path))
+            .flatten();
+        let classes = outcome
+            .convergence
+            .as_ref()
+            .map(|c| {
+                c.classes
+                    .iter()
+                    .map(|(class, count)| (class.to_string(), *count))
+                    .collect()
+            })
+            .unwrap_or_default();
+        crate::closing::summary(&crate::closing::Facts {
+            run: &self.run,
+            verdict: verdict.as_deref(),
+            paths: outcome.markdown.as_deref().zip(outcome.html.as_deref()),
+            reason: outcome.reason.as_deref(),
+            not_cross_verified: outcome.not_cross_verified.as_deref(),
+            classes,
+            resume,
+        })
+    }
+
     /// The outcome of a finished run: its report (when `reason` is none)
     /// or why there is none.
     fn outcome(&self, reason: Option<String>) -> Result<Outcome> {

@@ -40,7 +40,7 @@ use crate::run::journal::Journal;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Step as Next};
 
-pub use headless::run_command;
+pub use headless::{drive, render_checked, run_command};
 pub use next::{drive_command, next_command};
 
 /// A step that comes back this many times in a row made no progress.
@@ -63,6 +63,9 @@ pub(crate) enum Flow {
     Interrupted(Signal),
     /// The batch went to a background driver.
     Detached(next::Driver),
+    /// The batch was stopped early (fail fast): the run ends without a
+    /// report, for this reason.
+    Stopped(String),
 }
 
 /// Why the loop stopped.
@@ -83,6 +86,8 @@ pub(crate) enum Halt {
     Ask(Question),
     /// The user did not approve the Executor: nothing was changed.
     Declined,
+    /// A batch was stopped early (fail fast), for this reason.
+    Stopped(String),
 }
 
 /// The driver of one call over a run.
@@ -102,6 +107,11 @@ pub(crate) struct Lead {
     dispatched: usize,
     /// The run's lease while this call holds it (handed over on detach).
     lease: Option<Lease>,
+    /// Providers whose attempt ended `auth` in this call: their other
+    /// attempts are not started (a resume tries them again).
+    auth_failed: BTreeMap<crate::catalog::Provider, String>,
+    /// When this call started, for the live board's clock.
+    started: std::time::Instant,
 }
 
 impl Lead {
@@ -117,6 +127,8 @@ impl Lead {
             journal,
             dispatched: 0,
             lease: None,
+            auth_failed: BTreeMap::new(),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -140,8 +152,26 @@ impl Lead {
         if let Err(err) = events::append(&self.run, kind.as_str(), &fields) {
             diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
         }
-        // The same line `okstra event` prints, on stderr: stdout is data.
-        diag::event(events::progress_line(kind.as_str(), &fields));
+        // One stream: what the live view already says (a worker started or
+        // ended) is not said again; the rest in words.
+        match progress_words(kind, &fields) {
+            Some(words) => diag::progress(words),
+            None if silent(kind) => {}
+            // The kinds with no words of their own: the line `okstra event` prints.
+            None => diag::event(events::progress_line(kind.as_str(), &fields)),
+        }
+    }
+
+    /// The live board's header for a batch in `phase`.
+    fn header(&self, phase: String) -> crate::dispatch::Header {
+        let spent_before_usd = crate::run::team_state::read_raw(&self.run)
+            .map_or(0.0, |state| crate::usage::recorded_totals(&state).cost_usd);
+        crate::dispatch::Header {
+            title: format!("{} · {}", self.run.task_type, self.run.task_key),
+            phase,
+            started: self.started,
+            spent_before_usd,
+        }
     }
 
     /// Record the start of `phase`, unless it is the phase the log last
@@ -238,6 +268,10 @@ impl Lead {
                 Flow::Go => {}
                 Flow::Interrupted(signal) => return Ok(Halt::Interrupted(signal)),
                 Flow::Detached(driver) => return Ok(Halt::Detached(driver)),
+                Flow::Stopped(why) => {
+                    self.stopped_early(&why)?;
+                    return Ok(Halt::Stopped(why));
+                }
             }
         }
     }
@@ -321,6 +355,20 @@ impl Lead {
             .record(facts::COMPLETE, reason, None, |_| false)
     }
 
+    /// A batch was stopped early (its quorum lost): the run ends without a
+    /// report, recorded once per reason.
+    fn stopped_early(&mut self, why: &str) -> Result<()> {
+        if self.journal.is_fresh(facts::COMPLETE, why) {
+            return Ok(());
+        }
+        self.event(
+            EventKind::RunComplete,
+            &[("verdict", "none"), ("reason", why)],
+        );
+        self.journal
+            .record(facts::COMPLETE, why.to_owned(), None, |_| false)
+    }
+
     /// Why the run ended without a report, in one line.
     fn stop_reason(&self, stop: steps::Stop) -> String {
         match stop {
@@ -355,6 +403,57 @@ fn phase_of(run: &Run, kind: Kind, workers: &[String]) -> &'static str {
         }
         _ => "4",
     }
+}
+
+/// Events the live view says already (a worker's ending) or the closing
+/// summary will (the run's).
+fn silent(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::WorkerComplete | EventKind::WorkerTerminal | EventKind::RunComplete
+    )
+}
+
+/// A lead event in words for stderr, for the kinds that have words.
+fn progress_words(kind: EventKind, fields: &BTreeMap<String, String>) -> Option<String> {
+    let field = |name: &str| fields.get(name).map_or("?", String::as_str);
+    Some(match kind {
+        EventKind::RunStart => format!("run started: {} workers", field("workers")),
+        EventKind::RunResume => format!("run resumed: {} workers", field("workers")),
+        EventKind::PhaseStart => format!("phase {}", phase_words(field("phase"))),
+        EventKind::RoundComplete => format!(
+            "convergence round {} recorded: {} item(s) still open",
+            field("round"),
+            field("open")
+        ),
+        EventKind::FixPass => format!(
+            "fix pass: {} defect(s) go back to the Executor",
+            field("defects")
+        ),
+        EventKind::FixPassSkipped => format!("no fix pass: {}", field("reason")),
+        EventKind::ReportRepair => format!(
+            "the report failed validation ({} problem(s)): the writer gets one repair",
+            field("problems")
+        ),
+        EventKind::ReportValidated => {
+            format!("the report is valid (attempt {})", field("attempts"))
+        }
+        EventKind::UsageCollected => format!("usage counted ({})", field("sources")),
+        _ => return None,
+    })
+}
+
+/// `4` → `4: the analysers`.
+fn phase_words(phase: &str) -> String {
+    let what = match phase {
+        "4" => "the analysers",
+        "5" => "the Executor, then the verifiers",
+        "5.5" => "convergence: the workers check each other's findings",
+        "5.6" => "the critic",
+        "6" => "the report",
+        _ => return phase.to_owned(),
+    };
+    format!("{phase}: {what}")
 }
 
 /// The engine flags of `engine` as arguments, to hand to another okstra

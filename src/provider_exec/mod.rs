@@ -282,7 +282,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         .unwrap_or_default();
     let program =
         which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
-    let cached = cli_facts::lookup(&program);
+    let cached = cli_facts::lookup(provider, &program);
     let cached_program = cached.as_ref().map(|entry| entry.program);
     if provider == Provider::Kimi && cached_program == Some(Program::LegacyKimiCli) {
         return Err(Preflight::WrongCli {

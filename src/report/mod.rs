@@ -886,6 +886,8 @@ mod tests {
             "Reliability",
             "ReliabilityReason",
             "ReliabilityRound",
+            "UsageEstimate",
+            "EstimateRange",
             "Verification",
             "VerifiedItem",
             "Review",
@@ -898,6 +900,7 @@ mod tests {
             ("ConsensusRow", "suggestedFix"),
             ("DifferenceRow", "severity"),
             ("DifferenceRow", "suggestedFix"),
+            ("UsageSummary", "estimate"),
         ] {
             let properties = defs[row]["properties"].as_object_mut().unwrap();
             assert!(properties.remove(field).is_some(), "{row}.{field}");

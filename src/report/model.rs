@@ -164,6 +164,9 @@ pub struct UsageSummary {
     /// The whole run, the lead included (written by `okstra usage`).
     #[serde(default)]
     pub totals: Option<TokenUsage>,
+    /// What okstra estimated before the run (report schema 2.1, optional).
+    #[serde(default)]
+    pub estimate: Option<crate::estimate::Estimate>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +175,8 @@ pub struct TokenUsage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub cache_read_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
     #[serde(default)]
     pub cost_usd: Option<f64>,
     /// Some tokens have no price: `cost_usd` counts only the priced ones.
@@ -276,6 +281,7 @@ mod tests {
     fn costs_say_unpriced_never_zero() {
         let usage = |cost_usd, cost_partial, tokens: Option<u64>| TokenUsage {
             input_tokens: tokens,
+            cache_write_tokens: None,
             output_tokens: tokens,
             cache_read_tokens: None,
             cost_usd,

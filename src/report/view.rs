@@ -245,6 +245,8 @@ pub struct Usage<'a> {
     pub source: &'a str,
     pub rows: Vec<UsageRow<'a>>,
     pub total: UsageRow<'a>,
+    /// The estimate made before the run, beside what it took.
+    pub estimate: Option<String>,
 }
 
 /// One line of the token table; counts already grouped (`1,234`, `n/a`),
@@ -356,6 +358,30 @@ impl<'a> View<'a> {
             checks: Checks::new(report),
         }
     }
+}
+
+/// `estimated 30.0k–120.0k tokens, $0.30–$1.50 …; took 85.2k tokens, $0.92`.
+fn estimate_line(summary: &super::model::UsageSummary) -> Option<String> {
+    let estimate = summary.estimate.as_ref()?;
+    let took = summary.totals.as_ref().map_or_else(
+        || "not counted".to_owned(),
+        |t| {
+            let tokens = [
+                t.input_tokens,
+                t.output_tokens,
+                t.cache_read_tokens,
+                t.cache_write_tokens,
+            ]
+            .iter()
+            .map(|n| n.unwrap_or(0))
+            .sum::<u64>();
+            match t.cost_usd {
+                Some(cost) => format!("{} tokens, ${cost:.2}", crate::estimate::human(tokens)),
+                None => format!("{} tokens", crate::estimate::human(tokens)),
+            }
+        },
+    );
+    Some(format!("estimated {}; took {took}", estimate.line()))
 }
 
 impl FactBody {
@@ -502,6 +528,7 @@ impl<'a> Usage<'a> {
                 }))
                 .collect(),
             total,
+            estimate: estimate_line(summary),
         }
     }
 }
@@ -533,6 +560,7 @@ impl<'a> UsageRow<'a> {
             input_tokens: sum(|u| u.input_tokens),
             output_tokens: sum(|u| u.output_tokens),
             cache_read_tokens: sum(|u| u.cache_read_tokens),
+            cache_write_tokens: sum(|u| u.cache_write_tokens),
             cost_usd: (!priced.is_empty()).then(|| priced.iter().sum()),
             cost_partial: Some(unpriced),
             source: None,

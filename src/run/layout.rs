@@ -168,6 +168,12 @@ impl<'a> RunLayout<'a> {
         self.state_dir().join("dispatch.log")
     }
 
+    /// `state/estimate.json`: what the run was estimated to take before it
+    /// started (`estimate`).
+    pub fn estimate(&self) -> PathBuf {
+        self.state_dir().join("estimate.json")
+    }
+
     /// `state/heartbeats/`.
     pub fn heartbeats_dir(&self) -> PathBuf {
         self.state_dir().join(HEARTBEATS)

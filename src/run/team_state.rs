@@ -489,15 +489,27 @@ pub fn transact<T>(
 
 /// Check `value` against the schema and replace the team state with it.
 fn write(path: &Path, value: &Value) -> Result<()> {
+    check_at(path, value)?;
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    durable::write_atomic(path, &bytes)
+        .with_context(|| format!("cannot write the team state `{}`", path.display()))
+}
+
+/// Whether `value` is a team state `modify` would write for `run` (its
+/// schema): what a read-only caller checks before it promises a write.
+pub fn check(run: &Run, value: &Value) -> Result<()> {
+    check_at(&run.team_state_path, value)
+}
+
+/// `value` checked against the team state's schema, named by `path`.
+fn check_at(path: &Path, value: &Value) -> Result<()> {
     schema::check(
         SCHEMA,
         value,
         &format!("the team state `{}`", path.display()),
     )?;
-    let mut bytes = serde_json::to_vec_pretty(value)?;
-    bytes.push(b'\n');
-    durable::write_atomic(path, &bytes)
-        .with_context(|| format!("cannot write the team state `{}`", path.display()))
+    Ok(())
 }
 
 fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {

@@ -70,6 +70,10 @@ pub struct Summary {
     pub prices_as_of: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What the run was estimated to take before it started
+    /// (`state/estimate.json`), to show beside what it took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<crate::estimate::Estimate>,
 }
 
 /// One attempt's usage, and where it goes in the team state.
@@ -665,6 +669,7 @@ fn summarise(
             source,
             prices_as_of,
             warnings,
+            estimate: crate::estimate::read(run),
         },
     }
 }

@@ -9,11 +9,19 @@ use super::*;
 
 #[test]
 fn the_two_schemas_define_usage_once_and_alike() {
+    // The current report schema: v2.0's differs only by the estimate (a
+    // report test holds v2.1 to v2.0 plus its additions).
     let report: Value =
         serde_json::from_str(crate::schema::text(crate::report::CURRENT.1).unwrap()).unwrap();
     let state: Value =
         serde_json::from_str(crate::schema::text("team-state.schema.json").unwrap()).unwrap();
-    for def in ["TokenUsage", "UsageSummary", "WorkerId"] {
+    for def in [
+        "TokenUsage",
+        "UsageSummary",
+        "WorkerId",
+        "UsageEstimate",
+        "EstimateRange",
+    ] {
         assert_eq!(report["$defs"][def], state["$defs"][def], "{def}");
     }
 }
@@ -53,10 +61,20 @@ fn records_and_summaries_validate_against_the_report_schema() {
         source: SummarySource::Partial,
         prices_as_of: prices.as_of.clone(),
         warnings: vec!["w".into()],
+        estimate: Some(crate::estimate::combine(
+            1200,
+            None,
+            &[crate::estimate::PerWorker {
+                tokens: 900.0,
+                cost_usd: Some(0.25),
+            }],
+            2,
+            "2026-11-30",
+        )),
     };
     let value = serde_json::to_value(&summary).unwrap();
     let schema: Value =
-        serde_json::from_str(crate::schema::text("final-report-v2.0.schema.json").unwrap())
+        serde_json::from_str(crate::schema::text("final-report-v2.1.schema.json").unwrap())
             .unwrap();
     let mut wrapped = schema.clone();
     wrapped["$ref"] = json!("#/$defs/UsageSummary");
@@ -80,6 +98,10 @@ fn records_and_summaries_validate_against_the_report_schema() {
     assert!(errors.is_empty(), "{errors:?}\n{value:#}");
     assert_eq!(value["totals"]["source"], "partial");
     assert_eq!(value["workers"][0]["usage"]["reasoningTokens"], 3);
+    assert_eq!(
+        value["estimate"]["tokens"],
+        json!({"low": 1800, "high": 1800})
+    );
 }
 
 #[test]

@@ -34,6 +34,7 @@
 //!   state) and [`summary_from_records`] (the summary those records give:
 //!   the final report's `usageSummary`).
 
+mod across;
 mod budget;
 mod command;
 mod follow;

@@ -132,6 +132,25 @@ fn doctor_tells_present_missing_and_look_alike_clis_apart() {
     ] {
         assert!(table.contains(expected), "{expected} not in:\n{table}");
     }
+    // Every provider that is not ready gets a fix line, after its notes.
+    for (name, fix) in [
+        (
+            "antigravity",
+            "antigravity: fix: install Antigravity's `agy`",
+        ),
+        ("grok", "grok: fix: set `XAI_API_KEY`"),
+        ("kimi", "kimi: fix: uninstall the archived PyPI `kimi-cli`"),
+    ] {
+        assert!(table.contains(fix), "{fix} not in:\n{table}");
+        assert!(
+            !provider(&report, name)["fixes"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+            "{name} has no fix in the JSON"
+        );
+    }
+    assert_eq!(claude["fixes"], json!([]));
 }
 
 #[test]
@@ -141,7 +160,10 @@ fn findings_are_cached_per_cli_path_and_mtime() {
         .copy_cli("claude", "doctor/claude-ok.sh")
         .copy_cli("codex", "doctor/codex.sh");
     doctor_json(&world, &["--provider", "claude,codex"], 1);
-    assert_eq!(calls(&world), "claude --version\ncodex --version\n");
+    // Both are asked at once, so in either order.
+    let mut asked: Vec<String> = calls(&world).lines().map(str::to_owned).collect();
+    asked.sort();
+    assert_eq!(asked, ["claude --version", "codex --version"]);
     let again = doctor_json(&world, &["--provider", "claude", "--provider", "codex"], 1);
     assert_eq!(
         calls(&world).lines().count(),
@@ -204,9 +226,30 @@ fn doctor_fails_when_a_default_provider_is_missing() {
 fn a_probe_of_a_claude_that_is_not_logged_in_ends_auth() {
     let world = doctor_project();
     world.copy_cli("claude", "doctor/claude-not-logged-in.sh");
-    let report = doctor_json(&world, &["--probe", "--provider", "claude"], 1);
+    let output = world
+        .okstra()
+        .args(["doctor", "--json", "--probe", "--provider", "claude"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    // The probe says what it does while it waits, and how it ended.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("okstra: probing claude: one tiny headless run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("okstra: claude: the probe ended `auth` after"),
+        "{stderr}"
+    );
     let claude = provider(&report, "claude");
     assert_eq!(claude["probe"]["ending"], json!("auth"), "{claude}");
+    assert!(
+        claude["fixes"][0].as_str().unwrap().contains("`/login`"),
+        "{claude}"
+    );
     assert_eq!(claude["probe"]["exitCode"], json!(1));
     assert_eq!(claude["probe"]["model"], json!("opus"));
     assert!(

@@ -137,6 +137,14 @@ fn usage_never_prints_a_transcripts_model_name_raw() {
     let output = project.okstra().arg("usage").arg(&run).output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_output_inert(&output, "usage");
+    // The table with every attempt shows the model's name whole, escaped.
+    let output = project
+        .okstra()
+        .args(["usage", "--attempts"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_output_inert(&output, "usage --attempts");
     assert!(
         text(&output.stdout).contains("opus\\e]52;c;aGFja2Vk\\u{7}\\e[2J"),
         "{}",

@@ -18,7 +18,7 @@ const LIMIT: Duration = Duration::from_mins(1);
 /// A project with the fake team, one rendered headless run of claude and
 /// codex, and an `outside/` folder beside the project.
 fn world() -> (Project, PathBuf, PathBuf) {
-    let project = Project::new();
+    let project = Project::new().credentials();
     for binary in ["claude", "codex"] {
         project.fake_cli(binary, "workers/team.py");
     }

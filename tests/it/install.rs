@@ -366,6 +366,58 @@ fn completions_parse_in_their_shells() {
     okstra().args(["completions", "tcsh"]).assert().code(2);
 }
 
+/// What bash completes after each enumerated option: the closed set's real
+/// values, never file names (the bash script is sourced and asked).
+#[test]
+fn completions_offer_the_values_of_enumerated_options() {
+    if !shell_has("bash") {
+        eprintln!("notice: `bash` is not installed; completion values were not checked");
+        return;
+    }
+    let output = okstra().args(["completions", "bash"]).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("okstra.bash");
+    fs::write(&script, &output.stdout).unwrap();
+    // A file whose name would be offered if completion fell back to files.
+    fs::write(dir.path().join("brief.md"), "").unwrap();
+    let complete = |words: &str| -> String {
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); \
+             _okstra okstra \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+             echo \"${{COMPREPLY[*]}}\"",
+            script.display()
+        );
+        let output = Command::new("bash")
+            .args(["-c", &program])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{words}");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert_eq!(
+        complete("okstra --task-type ''"),
+        "requirements-discovery error-analysis implementation-planning project-analysis feature-analysis change-impact-analysis implementation"
+    );
+    assert_eq!(complete("okstra ask --task-type pro"), "project-analysis");
+    assert_eq!(
+        complete("okstra --lead-runtime ''"),
+        "claude-code codex antigravity external"
+    );
+    assert_eq!(complete("okstra run --fix-cycle ''"), "yes no");
+    assert_eq!(
+        complete("okstra doctor --provider ''"),
+        "claude codex antigravity grok kimi"
+    );
+    // The values are offered, the checks stay okstra's: one line naming the
+    // value and what is expected.
+    okstra()
+        .args(["doctor", "--provider", "gemini"])
+        .assert()
+        .code(2)
+        .stderr("error: unknown provider `gemini`, expected one of `claude|codex|antigravity|grok|kimi`\n");
+}
+
 #[test]
 fn man_renders_a_roff_page() {
     let output = okstra().arg("man").output().unwrap();

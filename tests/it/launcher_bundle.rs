@@ -495,9 +495,9 @@ fn on_a_terminal_missing_arguments_are_asked_for() {
     let transcript = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{transcript}");
     for question in [
-        "project-id (required)",
-        "task-group (required)",
-        "task-id (required)",
+        "project-id (lowercase letters, digits, `.`, `_`, `-`) [project]: ",
+        "task-group (lowercase letters, digits, `.`, `_`, `-`) [ask]: ",
+        "task-id (lowercase letters, digits, `.`, `_`, `-`): ",
     ] {
         assert!(transcript.contains(question), "{transcript}");
     }

@@ -13,16 +13,26 @@ use serde_json::Value;
 
 use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state_path};
 
+#[path = "run_fail_fast.rs"]
+mod fail_fast;
 #[path = "run_host.rs"]
 mod host;
+#[path = "run_preflight.rs"]
+mod preflight;
 #[path = "run_resume.rs"]
 mod resume;
 
 const LIMIT: Duration = Duration::from_mins(2);
 
-/// A copy of `examples/tiny-service` with the example brief, and the fake
-/// team installed under every provider CLI's name.
+/// A copy of `examples/tiny-service` with the example brief, the fake team
+/// installed under every provider CLI's name, and a key variable for each
+/// provider (the preflight wants credentials; the fakes never read them).
 pub(crate) fn team_project() -> Project {
+    team_without_credentials().credentials()
+}
+
+/// [`team_project`] without the key variables: the preflight's world.
+pub(crate) fn team_without_credentials() -> Project {
     let brief = fs::read_to_string(repo_root().join("examples/brief.md")).unwrap();
     let project = Project::new()
         .key("demo", "review", "reservations")
@@ -191,6 +201,78 @@ fn an_analyser_without_credentials_is_unavailable_and_convergence_goes_on() {
     assert_eq!(kimi["itemsReported"], 0);
 }
 
+/// Without `--json`, stdout is one summary: the verdict, the classes, the
+/// cost beside the estimate, the report's paths, and each worker that did
+/// not complete with why and how to fix it. stderr says each worker's
+/// ending once (no event line repeats it).
+#[test]
+fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
+    let world = team_project();
+    let output = world
+        .task_command(
+            &["run"],
+            &[
+                "--task-type",
+                "project-analysis",
+                "--workers",
+                "claude,codex,antigravity,kimi,report-writer",
+                "--yes",
+            ],
+        )
+        .env("FAKE_AUTH_FAIL", "kimi")
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "okstra: project-analysis run `project-analysis-001` of `demo/review/reservations`: verdict HEALTHY-WITH-GAPS",
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with("  findings: ") && lines[1].contains("full-consensus"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("  cost: ") && lines[2].contains("(estimated at least "),
+        "{stdout}"
+    );
+    assert!(
+        lines[3].starts_with("  report: ") && lines[3].ends_with("report/final-report.md"),
+        "{stdout}"
+    );
+    assert!(
+        lines[4].trim_start().ends_with("report/final-report.html"),
+        "{stdout}"
+    );
+    assert!(
+        lines[5].starts_with(
+            "  kimi-worker (kimi): auth — error: failed to run prompt: No model configured"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        lines[6].starts_with("    fix: run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY`")
+            && lines[6].contains(", then resume with `okstra run "),
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 7, "{stdout}");
+    // One stream: each ending once, no raw event line for it.
+    assert!(!stderr.contains("PROGRESS: worker-"), "{stderr}");
+    assert_eq!(
+        stderr.matches("kimi-worker ended auth").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("okstra: phase 5.5: convergence"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
     let world = team_project();
@@ -238,10 +320,13 @@ fn first_paragraph(markdown: &str) -> &str {
 #[test]
 fn a_run_that_loses_quorum_writes_an_unverified_report_and_exits_1() {
     let world = team_project();
+    // kimi fails once claude has completed: nothing is left to stop, so
+    // the batch keeps what it paid for (see `run_fail_fast.rs` for a loss
+    // while a reviewer still runs).
     let (outcome, code, stderr) = run(
         &world,
         "claude,kimi,report-writer",
-        &[("FAKE_AUTH_FAIL", "kimi")],
+        &[("FAKE_AUTH_FAIL", "kimi"), ("FAKE_SLEEP_KIMI", "1")],
     );
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(outcome["valid"], true, "{outcome}");
@@ -379,7 +464,10 @@ fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_on
     let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(outcome["valid"], true);
-    assert!(stderr.contains("PROGRESS: fix-pass defects=2"), "{stderr}");
+    assert!(
+        stderr.contains("okstra: fix pass: 2 defect(s) go back to the Executor"),
+        "{stderr}"
+    );
     let run = run_dir(&outcome);
     let request = fs::read_to_string(run.join("state/fix-request.md")).unwrap();
     for sent in [

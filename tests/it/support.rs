@@ -102,7 +102,19 @@ pub struct Project {
     base: PathBuf,
     root: PathBuf,
     defaults: Vec<(&'static str, String)>,
+    /// Variables every command gets ([`Project::credentials`]).
+    env: Vec<(&'static str, &'static str)>,
 }
+
+/// One key variable per provider: what the preflight of `okstra run` and
+/// `okstra ask` looks for. The fake CLIs never read them.
+pub const FAKE_CREDENTIALS: [(&str, &str); 5] = [
+    ("ANTHROPIC_API_KEY", "fake-anthropic"),
+    ("OPENAI_API_KEY", "fake-openai"),
+    ("GEMINI_API_KEY", "fake-gemini"),
+    ("XAI_API_KEY", "fake-xai"),
+    ("KIMI_MODEL_API_KEY", "fake-kimi"),
+];
 
 impl Project {
     /// A project in `project/` with `brief.md` = `# question\nwhy?\n` and
@@ -126,6 +138,7 @@ impl Project {
             base,
             root,
             defaults: Vec::new(),
+            env: Vec::new(),
         };
         project.key("demo", "g", "t").brief("# question\nwhy?\n")
     }
@@ -142,6 +155,13 @@ impl Project {
     pub fn brief(mut self, text: &str) -> Project {
         fs::write(self.root.join("brief.md"), text).unwrap();
         self.set_default("--task-brief", "brief.md");
+        self
+    }
+
+    /// Give every command a key variable for each provider
+    /// ([`FAKE_CREDENTIALS`]), so a run's preflight finds credentials.
+    pub fn credentials(mut self) -> Project {
+        self.env.extend(FAKE_CREDENTIALS);
         self
     }
 
@@ -217,7 +237,8 @@ impl Project {
     /// `program` in the root with the project's clean environment: okstra's
     /// variables and provider credentials removed, `HOME` and
     /// `XDG_CACHE_HOME` in the temp folder (so isolated copies go to
-    /// `home/.local/state/okstra/workspaces`), `PATH=bin:/usr/bin:/bin` (the
+    /// `home/.local/state/okstra/workspaces`), the fake credentials when the
+    /// project has them, `PATH=bin:/usr/bin:/bin` (the
     /// fake CLIs and the system's tools, never the developer's real CLIs),
     /// `FAKE_DIR=fake`, `OKSTRA_PASS_ENV=FAKE_*` (a provider CLI sees only
     /// allowlisted variables; the fakes' `FAKE_*` switches are passed the way
@@ -238,6 +259,9 @@ impl Project {
             .stdin(Stdio::null());
         for name in OKSTRA_ENV.iter().chain(&PROVIDER_ENV) {
             cmd.env_remove(name);
+        }
+        for (name, value) in &self.env {
+            cmd.env(name, value);
         }
         cmd
     }

@@ -229,15 +229,37 @@ fn usage_json_is_the_ledger_of_every_attempt_and_lands_in_the_team_state() {
         .collect();
     assert!(leftovers.is_empty());
 
-    // The same run as a table.
+    // The same run as a compact table: a row per worker, the lead, the total …
     let table = usage(&run_dir, &project.path("home"), false);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(table.status.success());
-    assert!(text.contains("attempt codex-worker #2"), "{text}");
+    assert!(!text.contains("attempt codex-worker"), "{text}");
     assert!(
-        text.contains("unavailable: kimi's stream output carries no token usage"),
+        text.contains("kimi: unavailable: kimi's stream output carries no token usage"),
         "{text}"
     );
+    let total = text.lines().find(|l| l.starts_with("TOTAL")).unwrap();
+    assert!(total.ends_with("≥$0.3579"), "{text}");
+    // The table fits 100 columns (the model names give way); notes follow it.
+    assert!(
+        text.lines()
+            .take_while(|l| !l.starts_with("TOTAL"))
+            .all(|l| l.chars().count() <= 100),
+        "{text}"
+    );
+    // … and every attempt and provider with `--attempts`.
+    let all = okstra()
+        .args(["usage", "--attempts"])
+        .arg(&run_dir)
+        .env("HOME", project.path("home"))
+        .env("CLAUDE_CONFIG_DIR", project.path("home").join("claude"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("OKSTRA_PRICES")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&all.stdout);
+    assert!(text.contains("attempt codex-worker #2"), "{text}");
     assert!(text.lines().any(|l| l.starts_with("total")), "{text}");
 }
 
@@ -401,6 +423,29 @@ fn bad_input_is_one_error_line_and_changes_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Across runs: a `--since` or `--project-root` that cannot be used.
+    for (args, expected) in [
+        (
+            ["--since", "last week"],
+            "error: invalid value `last week` for `--since`: expected a duration like `7d` or `24h`, or a day like `2026-11-01`",
+        ),
+        (
+            ["--project-root", "/nonexistent/okstra-project"],
+            "error: invalid value `/nonexistent/okstra-project` for `--project-root`: expected an existing directory",
+        ),
+    ] {
+        let out = okstra()
+            .arg("usage")
+            .args(args)
+            .env("HOME", scratch.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with(expected), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
 
     let (project, run_dir) = render("claude,codex,report-writer", "external");
     let before = fs::read(team_state_path(&run_dir)).unwrap();
@@ -524,4 +569,260 @@ fn camel_case_names(line: &str) -> Vec<String> {
         }
     }
     names
+}
+
+/// Three headless runs of the fake team in one project and one in another,
+/// under one HOME: `okstra usage --since` finds them through the per-user
+/// index of runs, per day and provider; `--project-root` narrows to one
+/// project. Reading takes no lock: a run whose team-state lock cannot be
+/// taken is still counted and shown.
+#[test]
+fn usage_across_runs_per_day_and_provider() {
+    let world = crate::run::team_project();
+    for (task, workers) in [
+        ("one", "claude,codex,report-writer"),
+        ("two", "claude,codex,report-writer"),
+        ("three", "claude,report-writer"),
+    ] {
+        let output = world
+            .task_command(
+                &["run"],
+                &[
+                    "--task-type",
+                    "project-analysis",
+                    "--task-id",
+                    task,
+                    "--workers",
+                    workers,
+                    "--yes",
+                    "--json",
+                ],
+            )
+            .timeout(std::time::Duration::from_mins(2))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let other = world.path("other");
+    crate::support::copy_dir(
+        &crate::support::repo_root().join("examples/tiny-service"),
+        &other,
+    );
+    let output = world
+        .task_command(
+            &["run"],
+            &[
+                "--task-type",
+                "project-analysis",
+                "--task-id",
+                "elsewhere",
+                "--workers",
+                "claude,report-writer",
+                "--yes",
+                "--json",
+            ],
+        )
+        .arg("--project-root")
+        .arg(&other)
+        .timeout(std::time::Duration::from_mins(2))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let daily = |extra: &[&str]| -> Value {
+        let output = world
+            .okstra()
+            .args(["usage", "--since", "7d", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let all = daily(&[]);
+    assert_eq!(all["runs"], 4, "{all:#}");
+    let days = all["days"].as_array().unwrap();
+    let today = &days[0]["date"];
+    assert!(days.iter().all(|d| d["date"] == *today), "{all:#}");
+    let provider = |name: &str| days.iter().find(|d| d["provider"] == name).unwrap().clone();
+    // Each run's analyser and writer (and reviewers) counted on the day:
+    // claude in all four runs, codex in two.
+    assert_eq!(provider("claude")["runCount"], 4);
+    assert_eq!(provider("codex")["runCount"], 2);
+    assert!(provider("codex")["inputTokens"].as_u64().unwrap() > 0);
+    let root = world.root().to_str().unwrap().to_owned();
+    let mine = daily(&["--project-root", &root]);
+    assert_eq!(mine["runs"], 3, "{mine:#}");
+
+    // The table: a row per day and provider, then the total.
+    let table = world
+        .okstra()
+        .args(["usage", "--since", "7d"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.starts_with("DATE"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("TOTAL")), "{text}");
+    assert!(text.contains("\n4 runs since "), "{text}");
+
+    // No write lock is needed to read one run: its lock cannot even be
+    // opened here, and the ledger is still shown (and not recorded).
+    let run = world
+        .okstra_dir()
+        .join("tasks/demo/review/one/project-analysis-001");
+    let lock = run.join("state/.team-state.lock");
+    let _ = fs::remove_file(&lock);
+    fs::create_dir(&lock).unwrap();
+    let output = world
+        .okstra()
+        .args(["usage", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .starts_with("warning: the usage is not recorded in the team state"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        summary["totals"]["inputTokens"].as_u64().unwrap() > 0,
+        "{summary:#}"
+    );
+}
+
+/// The example report's folder has records okstra cannot count (they name
+/// no provider), and `report/` alone has no run around it: both print the
+/// report's own `usageSummary`, exit 0, and write nothing.
+#[test]
+fn usage_of_a_report_without_records_prints_its_usage_summary() {
+    let project = Project::new();
+    crate::support::copy_dir(
+        &crate::support::repo_root().join("examples/report"),
+        &project.path("example"),
+    );
+    let example = project.path("example");
+    let data = read_json(&example.join("report/data.json"));
+    let before = fs::read(example.join("state/team-state-error-analysis-001.json")).unwrap();
+    for target in [
+        example.clone(),
+        example.join("report"),
+        example.join("report/data.json"),
+    ] {
+        let output = project
+            .okstra()
+            .args(["usage", "--json"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(printed, data["usageSummary"], "{target:?}");
+    }
+    let table = project
+        .okstra()
+        .arg("usage")
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    assert!(String::from_utf8_lossy(&table.stdout).contains("TOTAL"));
+    assert!(
+        String::from_utf8_lossy(&table.stderr)
+            .starts_with("warning: the run's records cannot be counted"),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    assert_eq!(
+        fs::read(example.join("state/team-state-error-analysis-001.json")).unwrap(),
+        before
+    );
+    // A read creates nothing, not even the team state's lock file.
+    assert!(
+        !example.join("state/.team-state.lock").exists(),
+        "a read created the team-state lock"
+    );
+}
+
+/// The per-user index of runs is read bounded and never followed: a
+/// symlink to `/dev/zero` or a FIFO in its place is one warning and no
+/// run, exit 0; a line naming a folder outside a project's `.okstra/` is
+/// not read.
+#[test]
+fn usage_across_runs_survives_a_hostile_index() {
+    let project = Project::new();
+    let index_dir = project.path("home").join(".local/state/okstra");
+    fs::create_dir_all(&index_dir).unwrap();
+    let index = index_dir.join("runs.jsonl");
+    let across = || {
+        let output = project
+            .okstra()
+            .args(["usage", "--since", "7d", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (
+            document,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    std::os::unix::fs::symlink("/dev/zero", &index).unwrap();
+    let (document, stderr) = across();
+    assert_eq!(document["runs"], 0);
+    assert!(
+        stderr.starts_with("warning: the index of runs cannot be read"),
+        "{stderr}"
+    );
+    fs::remove_file(&index).unwrap();
+    nix::unistd::mkfifo(&index, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let (document, stderr) = across();
+    assert_eq!(document["runs"], 0);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    fs::remove_file(&index).unwrap();
+    // A copy of the example run outside any `.okstra/`, named by a line.
+    let outside = project.path("outside");
+    crate::support::copy_dir(
+        &crate::support::repo_root().join("examples/report"),
+        &outside,
+    );
+    let line = serde_json::json!({
+        "schemaVersion": 1, "runDir": outside, "projectRoot": project.root(),
+        "taskKey": "a/b/c", "taskType": "error-analysis",
+        "createdAt": "2026-12-01T10:00:00.000Z",
+    });
+    fs::write(&index, format!("{line}\n")).unwrap();
+    let (document, stderr) = across();
+    assert_eq!(document["runs"], 0, "{document:#}");
+    assert_eq!(stderr, "");
 }

@@ -115,7 +115,11 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
     if args.json {
         write_json(&mut out, &board, now)?;
     } else {
-        write!(out, "{}", render(&board, now, args.run_dir.is_none()))?;
+        write!(
+            out,
+            "{}",
+            render(&board, now, args.run_dir.is_none(), args.wide)
+        )?;
     }
     out.flush()?;
     Ok(ExitStatus::Success)
@@ -204,13 +208,17 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
         let mut out = io::stdout().lock();
         if terminal {
             // Home the cursor and clear: redraw in place.
-            write!(out, "\x1b[H\x1b[2J{}", render(&board, now, runs.len() > 1))?;
+            write!(
+                out,
+                "\x1b[H\x1b[2J{}",
+                render(&board, now, runs.len() > 1, args.wide)
+            )?;
         } else if last.as_ref() != Some(&print) {
             if args.json {
                 write_json(&mut out, &board, now)?;
             } else {
                 writeln!(out, "--- {} ---", clock::rfc3339(now))?;
-                write!(out, "{}", render(&board, now, runs.len() > 1))?;
+                write!(out, "{}", render(&board, now, runs.len() > 1, args.wide))?;
             }
         }
         out.flush()?;

@@ -1,5 +1,10 @@
 //! The text board: aligned columns, counts, the run's line, attention and
 //! dispatch lines.
+//!
+//! By default it fits [`WIDTH`] columns: the run folder's path on a line of
+//! its own (the one line allowed to be longer), provider and model in one
+//! column, names and reasons cut with `…`. `--wide` shows every column
+//! whole, the runner too.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -10,10 +15,13 @@ use crate::clock;
 use crate::fsread;
 use crate::lifecycle::par_map;
 
-/// The text board.
-pub(super) fn render(board: &[RunStatus<'_>], now: i64, summary: bool) -> String {
+/// The width of the default board: a classic terminal's.
+pub const WIDTH: usize = 80;
+
+/// The text board; `wide` keeps every cell whole.
+pub(super) fn render(board: &[RunStatus<'_>], now: i64, summary: bool, wide: bool) -> String {
     let mut text = String::new();
-    render_into(&mut text, board, now, summary).expect("writing to a String cannot fail");
+    render_into(&mut text, board, now, summary, wide).expect("writing to a String cannot fail");
     // Names and reasons come from files: no terminal escape gets through.
     fsread::escape_keep_lines(&text).into_owned()
 }
@@ -23,11 +31,16 @@ pub(super) fn render_into(
     board: &[RunStatus<'_>],
     now: i64,
     summary: bool,
+    wide: bool,
 ) -> fmt::Result {
     // Runs are drawn independently, so a large board is drawn in parallel.
     for part in par_map(board, |run| {
         let mut part = String::new();
-        render_run(&mut part, run, now).map(|()| part)
+        if wide {
+            render_run(&mut part, run, now).map(|()| part)
+        } else {
+            render_compact(&mut part, run, now).map(|()| part)
+        }
     }) {
         text.push_str(&part?);
     }
@@ -59,6 +72,127 @@ pub(super) fn counts_text(counts: &BTreeMap<&str, usize>) -> String {
     format!(": {}", parts.join(", "))
 }
 
+/// One run in [`WIDTH`] columns; its folder's path on a line of its own.
+fn render_compact(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
+    use crate::table::{Column, ellipsize, render as table};
+    let fit = |line: String| ellipsize(&line, WIDTH);
+    writeln!(
+        text,
+        "{}",
+        fit(format!(
+            "{} {} ({})",
+            run.task_key, run.run_id, run.task_type
+        ))
+    )?;
+    writeln!(text, "  in {}", run.run_dir.display())?;
+    let columns = [
+        Column::shrinking("DISPATCH", 12, 1),
+        Column::shrinking("CLI", 10, 0),
+        Column::fixed("STATE"),
+        Column::number("EXIT"),
+        Column::number("TIME"),
+        Column::shrinking("ACTIVE", 6, 2),
+    ];
+    let rows: Vec<Vec<String>> = run
+        .workers
+        .iter()
+        .map(|w| {
+            vec![
+                w.dispatch_name.to_owned(),
+                format!("{} {}", w.provider, w.model),
+                w.state.as_str().to_owned(),
+                w.exit_code
+                    .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                w.elapsed_seconds
+                    .map_or_else(|| "-".to_owned(), clock::short_duration),
+                w.last_activity_ts.map_or_else(
+                    || "-".to_owned(),
+                    |at| format!("{} ago", clock::short_duration(now - at)),
+                ),
+            ]
+        })
+        .collect();
+    let drawn = table(&columns, &rows, 2, Some(WIDTH));
+    let mut lines = drawn.lines();
+    if let Some(header) = lines.next() {
+        writeln!(text, "{header}")?;
+    }
+    for (line, worker) in lines.zip(&run.workers) {
+        writeln!(text, "{line}")?;
+        if let Some(summary) = &worker.summary {
+            writeln!(
+                text,
+                "{}",
+                fit(format!(
+                    "      {}: {}",
+                    fsread::escape(worker.phase.as_deref().unwrap_or("heartbeat")),
+                    fsread::escape(summary)
+                ))
+            )?;
+        }
+        for tail_line in worker.log_tail.iter().flatten() {
+            writeln!(
+                text,
+                "{}",
+                fit(format!("      | {}", fsread::escape(tail_line)))
+            )?;
+        }
+    }
+    writeln!(
+        text,
+        "{}",
+        fit(format!(
+            "  {} workers{}",
+            run.workers.len(),
+            counts_text(&run.counts)
+        ))
+    )?;
+    // Reasons and details may name paths: wrapped at the width, a path
+    // longer than a line on a line of its own, never cut.
+    let mut wrapped = |line: String| -> fmt::Result {
+        for part in crate::table::wrap(&line, WIDTH, 6) {
+            writeln!(text, "{part}")?;
+        }
+        Ok(())
+    };
+    wrapped(format!("  run: {}", run.run.text()))?;
+    if let Some(err) = &run.team_state_error {
+        wrapped(format!("  attention: team state: {err}"))?;
+    }
+    for item in &run.attention {
+        wrapped(format!(
+            "  attention: {} {}: {}",
+            item.dispatch_name,
+            item.state.as_str(),
+            item.reason
+        ))?;
+    }
+    for row in &run.dispatches {
+        wrapped(dispatch_line(row))?;
+    }
+    Ok(())
+}
+
+/// `  dispatch: <name> <kind> attempt <n> <state> [usage]: detail`.
+fn dispatch_line(row: &crate::lifecycle::dispatch_rows::DispatchRow) -> String {
+    let usage = row
+        .usage
+        .as_ref()
+        .and_then(|value| serde_json::from_value::<crate::usage::Record>(value.clone()).ok())
+        .map_or_else(String::new, |record| format!(" [{}]", record.short()));
+    format!(
+        "  dispatch: {} {} attempt {} {}{usage}{}",
+        row.dispatch_name,
+        row.kind,
+        row.attempt,
+        row.state,
+        row.detail
+            .as_deref()
+            .map_or_else(String::new, |d| format!(": {}", crate::fsread::escape(d)))
+    )
+}
+
+/// One run with every column whole (`--wide`).
 pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Result {
     writeln!(
         text,
@@ -147,22 +281,7 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
         )?;
     }
     for row in &run.dispatches {
-        let usage = row
-            .usage
-            .as_ref()
-            .and_then(|value| serde_json::from_value::<crate::usage::Record>(value.clone()).ok())
-            .map_or_else(String::new, |record| format!(" [{}]", record.short()));
-        writeln!(
-            text,
-            "  dispatch: {} {} attempt {} {}{usage}{}",
-            row.dispatch_name,
-            row.kind,
-            row.attempt,
-            row.state,
-            row.detail
-                .as_deref()
-                .map_or_else(String::new, |d| format!(": {}", crate::fsread::escape(d)))
-        )?;
+        writeln!(text, "{}", dispatch_line(row))?;
     }
     Ok(())
 }

@@ -90,7 +90,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         },
         team_state_error: None,
     };
-    let text = render(std::slice::from_ref(&run), NOW, false);
+    let text = render(std::slice::from_ref(&run), NOW, false, true);
     let expected = [
         "d/g/t error-analysis-002 (error-analysis)  /p/.okstra/tasks/d/g/t/error-analysis-002",
         "  DISPATCH      PROVIDER  MODEL        RUNNER       STATE    EXIT  ELAPSED  ACTIVITY",
@@ -103,10 +103,72 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
     assert_eq!(text, expected.join("\n"));
     // Many runs (drawn in parallel) come out in order, then the totals.
     let many: Vec<RunStatus> = (0..300).map(|_| run.clone()).collect();
-    let text = render(&many, NOW, true);
+    let text = render(&many, NOW, true, true);
     assert_eq!(text.matches("error-analysis-002 (").count(), 300);
     assert!(text.starts_with(expected[0]));
     assert!(text.ends_with("300 runs, 600 workers: 300 exited, 300 running; 0 need attention\n"));
+}
+
+#[test]
+fn the_default_board_fits_80_columns_with_paths_aside() {
+    let long_dir = format!(
+        "/home/someone/work/{}/.okstra/tasks/d/g/t/x-001",
+        "deep".repeat(20)
+    );
+    let mut worker = row(
+        "antigravity-worker-reverify-r2",
+        "gemini-3.1-pro-preview-long-name",
+        State::IdleKilled,
+        Some(124),
+    );
+    worker.provider = "antigravity";
+    let run = RunStatus {
+        run_id: "implementation-planning-012",
+        run_dir: Path::new(&long_dir),
+        task_key: "a-rather-long-project/with-a-group/and-a-task-id-that-goes-on",
+        task_type: "implementation-planning",
+        workers: vec![worker, row("w", "m", State::Running, None)],
+        counts: BTreeMap::from([("idle-killed", 1), ("running", 1)]),
+        all_terminal: false,
+        attention: Vec::new(),
+        dispatches: Vec::new(),
+        all_terminal_by_kind: BTreeMap::new(),
+        run: RunLine {
+            outcome: Outcome::Running,
+            active: true,
+            phase: Some("5.5".into()),
+            round: Some(2),
+            verdict: None,
+            cross_verified: None,
+            report_path: None,
+            reason: None,
+        },
+        team_state_error: None,
+    };
+    let text = render(std::slice::from_ref(&run), NOW, false, false);
+    for line in text.lines() {
+        if line.trim_start().starts_with("in /") {
+            assert_eq!(line, format!("  in {long_dir}"));
+            continue;
+        }
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    // The run's own line is there too, fitted like the rest.
+    assert!(text.contains("\n  run: running; phase 5.5"), "{text}");
+    // The CLI column gives way first; the dispatch name stays whole here.
+    assert!(
+        text.contains("antigravity-worker-reverify-r2  antigravit…"),
+        "{text}"
+    );
+    assert!(text.contains("idle-killed"), "{text}");
+    assert!(!text.contains("RUNNER"), "{text}");
+    // `--wide` keeps every cell whole.
+    let wide = render(std::slice::from_ref(&run), NOW, false, true);
+    assert!(wide.contains("antigravity-worker-reverify-r2") && wide.contains("RUNNER"));
 }
 
 #[test]

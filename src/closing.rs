@@ -1,0 +1,137 @@
+//! The one summary `okstra run` and `okstra ask` end with, on stdout: the
+//! verdict, the findings per convergence class, what the run cost (beside
+//! its estimate), the report's paths — and for each worker that did not
+//! complete, why and how to fix it (`advice`), with the command that
+//! resumes the run. Built from the run's records only; `--json` prints the
+//! outcome document instead.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::catalog::Provider;
+use crate::ending::Ending;
+use crate::run::Run;
+
+/// What the summary says, gathered by the caller.
+pub struct Facts<'a> {
+    pub run: &'a Run,
+    /// The report's verdict token, when there is a valid report.
+    pub verdict: Option<&'a str>,
+    /// The report's two files, when it was rendered.
+    pub paths: Option<(&'a Path, &'a Path)>,
+    /// Why there is no report.
+    pub reason: Option<&'a str>,
+    /// Why the findings were not cross-verified, when they were not.
+    pub not_cross_verified: Option<&'a str>,
+    /// Findings per convergence class.
+    pub classes: BTreeMap<String, usize>,
+    /// The command that resumes the run.
+    pub resume: &'a str,
+}
+
+/// One worker that did not complete: its own dispatch's latest attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub dispatch_name: String,
+    pub provider: Provider,
+    pub ending: Ending,
+    pub detail: String,
+}
+
+/// The summary's lines (no trailing newline on the last).
+pub fn summary(facts: &Facts<'_>) -> String {
+    let run = facts.run;
+    let mut text = String::new();
+    let verdict = facts.verdict.map_or_else(
+        || "no report".to_owned(),
+        |verdict| format!("verdict {verdict}"),
+    );
+    let _ = writeln!(
+        text,
+        "okstra: {} run `{}` of `{}`: {verdict}",
+        run.task_type, run.run_id, run.task_key
+    );
+    if let Some(reason) = facts.reason {
+        let _ = writeln!(text, "  why: {}", crate::fsread::escape(reason));
+    }
+    if let Some(note) = facts.not_cross_verified.filter(|_| facts.verdict.is_some()) {
+        let _ = writeln!(text, "  {}", crate::fsread::escape(note));
+    }
+    if !facts.classes.is_empty() {
+        let counts: Vec<String> = facts
+            .classes
+            .iter()
+            .filter(|(_, count)| **count > 0)
+            .map(|(class, count)| format!("{count} {class}"))
+            .collect();
+        let _ = writeln!(text, "  findings: {}", counts.join(", "));
+    }
+    let _ = writeln!(text, "  cost: {}", cost(run));
+    if let Some((markdown, html)) = facts.paths {
+        let _ = writeln!(text, "  report: {}", markdown.display());
+        let _ = writeln!(text, "          {}", html.display());
+    }
+    let failed = failed(run);
+    for worker in &failed {
+        let _ = writeln!(
+            text,
+            "  {} ({}): {} — {}",
+            worker.dispatch_name,
+            worker.provider,
+            worker.ending,
+            crate::fsread::escape(&worker.detail)
+        );
+        if let Some(fix) = crate::advice::for_ending(worker.provider, worker.ending, Some(&run.dir))
+        {
+            let _ = writeln!(text, "    fix: {fix}");
+        }
+    }
+    if facts.verdict.is_none() && failed.is_empty() {
+        let _ = writeln!(text, "  resume: `{}`", facts.resume);
+    }
+    text
+}
+
+/// Each rostered worker whose own dispatch's latest attempt did not
+/// complete (the report writer included; convergence rounds not).
+pub fn failed(run: &Run) -> Vec<Failed> {
+    let Ok(state) = run.team_state() else {
+        return Vec::new();
+    };
+    run.assignments
+        .iter()
+        .filter_map(|assignment| {
+            let record = state.latest(&assignment.dispatch_name)?;
+            let ending = record.ending?;
+            (ending != Ending::Completed).then(|| Failed {
+                dispatch_name: assignment.dispatch_name.clone(),
+                provider: assignment.provider,
+                ending,
+                detail: record.detail.clone().unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// `$0.42 (estimated $0.30–$1.50), 85.2k tokens`, from the recorded usage.
+fn cost(run: &Run) -> String {
+    let Ok(state) = crate::run::team_state::read_raw(run) else {
+        return "not recorded".to_owned();
+    };
+    let totals = crate::usage::recorded_totals(&state);
+    let mut text = if totals.tokens == 0 && totals.cost_usd == 0.0 {
+        "none recorded".to_owned()
+    } else {
+        format!(
+            "{}${:.2}, {} tokens",
+            if totals.cost_partial { "at least " } else { "" },
+            totals.cost_usd,
+            crate::estimate::human(totals.tokens)
+        )
+    };
+    if let Some(estimate) = crate::estimate::read(run) {
+        let _ = write!(text, " (estimated {})", estimate.short());
+    }
+    text
+}
