@@ -1027,6 +1027,12 @@ pub struct DriveArgs {
     #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
     pub run_dir: PathBuf,
 
+    /// This batch resumes the run (the call after a `failed` answer): a
+    /// worker whose last attempt ended for a reason the user can fix gets
+    /// one fresh attempt.
+    #[arg(long)]
+    pub resume: bool,
+
     #[command(flatten)]
     pub engine: EngineArgs,
 }

@@ -358,6 +358,9 @@ impl Lead {
     /// A batch was stopped early (its quorum lost): the run ends without a
     /// report, recorded once per reason.
     fn stopped_early(&mut self, why: &str) -> Result<()> {
+        let stop = format!("{} pid {}", crate::clock::rfc3339_now(), std::process::id());
+        self.journal
+            .record(facts::STOPPED, why.to_owned(), Some(stop), |_| false)?;
         if self.journal.is_fresh(facts::COMPLETE, why) {
             return Ok(());
         }
@@ -367,6 +370,42 @@ impl Lead {
         );
         self.journal
             .record(facts::COMPLETE, why.to_owned(), None, |_| false)
+    }
+
+    /// The reason of a batch stopped early that a host lead has not been
+    /// told yet; asking marks it told, so the next `okstra next` resumes
+    /// the run instead of saying it again.
+    pub(crate) fn untold_stop(&mut self) -> Result<Option<String>> {
+        let Some(stop) = self.journal.get(facts::STOPPED).cloned() else {
+            return Ok(None);
+        };
+        let id = stop.output.unwrap_or_default();
+        if self.journal.is_fresh(facts::STOP_TOLD, &id) {
+            return Ok(None);
+        }
+        self.journal.record(facts::STOP_TOLD, id, None, |_| false)?;
+        Ok(Some(stop.inputs))
+    }
+
+    /// Whether this call is the first after a host lead was told of a
+    /// stopped batch: it resumes the run (fresh attempts for what the user
+    /// could fix), once per stop.
+    pub(crate) fn resuming_after_stop(&mut self) -> Result<bool> {
+        let Some(id) = self
+            .journal
+            .get(facts::STOPPED)
+            .and_then(|stop| stop.output.clone())
+        else {
+            return Ok(false);
+        };
+        if !self.journal.is_fresh(facts::STOP_TOLD, &id)
+            || self.journal.is_fresh(facts::STOP_RESUMED, &id)
+        {
+            return Ok(false);
+        }
+        self.journal
+            .record(facts::STOP_RESUMED, id, None, |_| false)?;
+        Ok(true)
     }
 
     /// Why the run ended without a report, in one line.

@@ -275,8 +275,20 @@ fn act(run: &Run, engine: &EngineArgs) -> Result<Acted> {
     let mut lead = Lead::new(run.clone(), engine.clone(), Mode::Detached);
     lead.approval_gate = true;
     lead.lease = Some(lease);
+    // A batch the driver stopped early (fail fast) ends this call as
+    // `failed`, once: going on would pay for the same batch again without
+    // anyone having asked. The next call is the resume.
+    if let Some(why) = lead.untold_stop()? {
+        return Ok(Acted::Failed(why));
+    }
+    // The call after that `failed` answer is the resume the answer named.
+    lead.resumed = lead.resuming_after_stop()?;
     match lead.advance_until() {
         Ok(Halt::Detached(driver)) => Ok(Acted::Advanced(Some(driver))),
+        Ok(Halt::Stopped(_)) => match lead.untold_stop()? {
+            Some(why) => Ok(Acted::Failed(why)),
+            None => Ok(Acted::Advanced(None)),
+        },
         Ok(_) => Ok(Acted::Advanced(None)),
         Err(err) => {
             let error = format!("{err:#}");
@@ -605,6 +617,7 @@ impl Lead {
         command
             .arg("__drive")
             .arg(&self.run.dir)
+            .args(self.resumed.then_some("--resume"))
             .args(engine_argv(&self.engine))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -654,6 +667,7 @@ pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
     let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
     lead.approval_gate = true;
     lead.lease = Some(lease);
+    lead.resumed = args.resume;
     let resume = command_line("next", &lead.run, &lead.engine);
     match lead.advance_until() {
         Ok(Halt::Interrupted(signal)) => {

@@ -759,3 +759,53 @@ fn open_questions_are_asked_once_the_report_is_done_and_feed_the_next_run() {
         answers
     );
 }
+
+/// The background driver stopped the analysers' batch early (claude's
+/// credentials refused, so two of two can no longer complete): `okstra next
+/// --wait` ends the host's loop as `failed`, naming why, instead of paying
+/// for the batch again on its own; the next call is the resume.
+#[test]
+fn a_batch_stopped_early_is_told_once_and_paid_for_again_only_when_resumed() {
+    let world = team_project();
+    let run = hosted(&world, "external", "claude,codex,report-writer");
+    let next = |extra: &[&str], env: &[(&str, &str)]| -> (Value, i32) {
+        let mut cmd = world.okstra();
+        cmd.arg("next").arg(&run).arg("--json").args(extra);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let output = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let answer: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
+        (answer, output.status.code().unwrap())
+    };
+    let broken = [("FAKE_AUTH_FAIL", "claude"), ("FAKE_SLEEP_CODEX", "60")];
+    let (answer, code) = next(&["--wait", "--timeout", "60s"], &broken);
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("failed"), 1),
+        "{answer}"
+    );
+    let reason = answer["reason"].as_str().unwrap();
+    assert!(reason.starts_with("stopped early"), "{reason}");
+    assert!(
+        answer["resume"].as_str().unwrap().contains("okstra next"),
+        "{answer}"
+    );
+    for name in ["claude-worker", "codex-worker"] {
+        assert_eq!(attempts(&run, name).len(), 1, "{name}");
+    }
+    // Asked again (claude logged in meanwhile): the run resumes and ends.
+    let (answer, code) = next(&["--wait", "--timeout", "60s"], &[]);
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
+    assert_eq!(answer["report"]["crossVerified"], true, "{answer}");
+    // Each analyser paid for once more: the stopped one, and the refused
+    // one's fresh attempt of the resume.
+    assert_eq!(attempts(&run, "codex-worker").len(), 2);
+    assert_eq!(attempts(&run, "claude-worker").len(), 2);
+}
