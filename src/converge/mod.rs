@@ -11,10 +11,12 @@
 //!
 //! Submodules: `ledger` owns the two state files (ledger, round plan),
 //! `classify` the rules, `plan` the round plan and prompts, `record` the
-//! verdict tables.
+//! verdict tables; `fix` the implementation fix cycle's request and
+//! `fix_check` the verifiers' check of the fix pass.
 
 pub mod classify;
 pub mod fix;
+pub mod fix_check;
 pub mod ledger;
 pub mod plan;
 pub mod record;

@@ -229,7 +229,7 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
             cancelled: true,
             wrapper_stderr: why.to_owned(),
         };
-        finished.push(attempt::conclude(record, &ended, &prices)?.0);
+        finished.push(attempt::conclude(run, record, &ended, &prices)?.0);
     }
     let owners: Vec<String> = finished
         .iter()

@@ -16,10 +16,12 @@
 
 mod attempt;
 mod cancel;
+mod change;
 mod classify;
 mod command;
 mod engine;
 mod gate;
+pub mod place;
 mod recover;
 pub mod select;
 mod summary;
@@ -206,13 +208,7 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
             interrupted: None,
         });
     }
-    let identity = crate::workspace::RunIdentity {
-        project_root: run.project_root.clone(),
-        task_key: run.task_key.clone(),
-        run_id: run.run_id.clone(),
-        run_dir: std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone()),
-        created_at: run.created_at.clone(),
-    };
+    let identity = crate::workspace::RunIdentity::of(run);
     let engine = engine::Engine {
         snapshots: std::sync::Arc::new(crate::workspace::Snapshots::new(identity.clone())),
         identity,
@@ -333,12 +329,8 @@ pub fn write_fix_prompt(
 /// Write `bytes` to `path` atomically unless it already holds exactly them
 /// (a prompt rewritten with the same bytes must not look new).
 pub fn write_if_changed(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let same = crate::fsread::read_no_follow(path, crate::fsread::Kind::Result)
-        .is_ok_and(|old| old == bytes);
-    if !same {
-        crate::durable::write_atomic(path, bytes)
-            .with_context(|| format!("cannot write `{}`", path.display()))?;
-    }
+    crate::durable::write_if_changed(path, bytes)
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
     Ok(())
 }
 
@@ -377,21 +369,27 @@ pub fn repair_of(
 
 /// Record `native-session` dispatches the host has not started yet, so the
 /// host never writes a dispatch record by hand and `await` finds them the
-/// same way as wrapper ones.
+/// same way as wrapper ones; a role that works in a copy gets it made here,
+/// before the host starts it (`place::native`).
 fn record_native(run: &Run, state: &TeamState, native: &[Planned]) -> Result<()> {
-    let records: Vec<DispatchRecord> = native
-        .iter()
-        .filter(|planned| state.latest(&planned.dispatch_name).is_none())
-        .map(|planned| {
-            let mut record =
-                attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-            record.start();
-            record.dispatcher_pid = None;
-            record.log_path = None;
-            record.sidecar_path = None;
-            record
-        })
-        .collect();
+    let mut records: Vec<DispatchRecord> = Vec::new();
+    for planned in native {
+        let recorded = state
+            .dispatches
+            .iter()
+            .any(|r| r.dispatch_name == planned.dispatch_name && r.attempt == planned.attempt);
+        if recorded {
+            continue;
+        }
+        let mut record =
+            attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
+        record.start();
+        record.dispatcher_pid = None;
+        record.log_path = None;
+        record.sidecar_path = None;
+        place::native(run, state, planned, &mut record)?;
+        records.push(record);
+    }
     if records.is_empty() {
         return Ok(());
     }

@@ -41,6 +41,8 @@ fn record(ending: Option<Ending>, prompt: &str) -> DispatchRecord {
         dispatcher_pid: Some(1),
         wrapper_pid: None,
         workspace: None,
+        branch: None,
+        guard: None,
         ending,
         exit_code: None,
         detail: None,

@@ -348,13 +348,19 @@ fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
     let computed = reliability::compute(run_dir)?;
     let block =
         serde_json::to_value(&computed).context("cannot serialise the reliability block")?;
+    let landing = landing_block(run_dir)?;
     let unchanged = report.get("reliability") == Some(&block)
+        && report.get("landing") == landing.as_ref()
         && report.get("schemaVersion").and_then(Value::as_str) == Some(version.as_str());
     let bytes = if unchanged {
         None
     } else {
         report.insert("schemaVersion".to_owned(), Value::String(version));
         report.insert("reliability".to_owned(), block);
+        match landing {
+            Some(landing) => report.insert("landing".to_owned(), landing),
+            None => report.remove("landing"),
+        };
         let mut bytes = serde_json::to_vec_pretty(&value).context("cannot serialise the report")?;
         bytes.push(b'\n');
         Some(bytes)
@@ -364,6 +370,18 @@ fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
         computed,
         bytes,
     }))
+}
+
+/// okstra's `landing` block of an implementation run (`None` for others):
+/// where its change stands at the landing gate, from its records.
+fn landing_block(run_dir: &Path) -> Result<Option<Value>> {
+    let run = Run::open(run_dir)?;
+    let state = run.team_state()?;
+    crate::land::gate::standing(&run, &state)?
+        .map(|standing| {
+            serde_json::to_value(standing).context("cannot serialise the landing block")
+        })
+        .transpose()
 }
 
 /// The run folder `target` belongs to: itself when it holds a run manifest,
@@ -661,7 +679,7 @@ mod tests {
     /// fields (a severity on difference rows, a suggested fix on both);
     /// nothing else moves.
     #[test]
-    fn v2_1_is_v2_0_plus_the_reliability_block() {
+    fn v2_1_is_v2_0_plus_the_reliability_and_landing_blocks() {
         let load =
             |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
         let v20 = load("final-report-v2.0.schema.json");
@@ -675,17 +693,24 @@ mod tests {
             root[key] = v20[key].clone();
         }
         root["properties"]["schemaVersion"] = v20["properties"]["schemaVersion"].clone();
-        assert!(
-            root["properties"]
-                .as_object_mut()
-                .unwrap()
-                .remove("reliability")
-                .is_some()
-        );
+        for block in ["reliability", "landing"] {
+            assert!(
+                root["properties"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove(block)
+                    .is_some()
+            );
+        }
         let required = root["required"].as_array_mut().unwrap();
         assert_eq!(required.pop().unwrap(), "reliability");
         let defs = root["$defs"].as_object_mut().unwrap();
-        for name in ["Reliability", "ReliabilityReason", "ReliabilityRound"] {
+        for name in [
+            "Reliability",
+            "ReliabilityReason",
+            "ReliabilityRound",
+            "Landing",
+        ] {
             assert!(defs.remove(name).is_some(), "{name}");
         }
         for (row, field) in [

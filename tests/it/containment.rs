@@ -32,15 +32,15 @@ const LIMIT: Duration = Duration::from_mins(2);
 /// ref outside `refs/okstra/`, `HEAD`, the index and the config, byte for
 /// byte.
 #[derive(Debug, PartialEq, Eq)]
-struct UserTree {
-    files: Vec<(PathBuf, String)>,
-    status: String,
-    refs: String,
-    git_files: Vec<(String, Vec<u8>)>,
+pub(crate) struct UserTree {
+    pub files: Vec<(PathBuf, String)>,
+    pub status: String,
+    pub refs: String,
+    pub git_files: Vec<(String, Vec<u8>)>,
 }
 
 impl UserTree {
-    fn of(project: &Path) -> UserTree {
+    pub fn of(project: &Path) -> UserTree {
         let git_dir = project.join(".git");
         let in_git = git_dir.is_dir();
         UserTree {
@@ -71,7 +71,9 @@ impl UserTree {
                     &["for-each-ref", "--format=%(refname) %(objectname)"],
                 )
                 .lines()
-                .filter(|line| !line.starts_with("refs/okstra/"))
+                .filter(|line| {
+                    !line.starts_with("refs/okstra/") && !line.starts_with("refs/heads/okstra/")
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
             } else {
@@ -283,27 +285,32 @@ fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
     );
 }
 
-/// A verifier on a CLI without a read-only mode works in a copy; the copy
-/// must hold the Executor's uncommitted change it is to verify, and show it
-/// to `git diff` as a change.
+/// Every verifier works in a copy holding the Executor's change, which
+/// `git diff` there shows as a change; the project itself does not get the
+/// change (it reaches it only through `okstra land`).
 #[test]
-fn an_isolated_verifier_sees_the_executors_uncommitted_change() {
+fn every_verifier_sees_the_executors_change_and_the_project_does_not() {
     let world = team_project();
     let project = world.root().to_path_buf();
     commit_all(&project);
     let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[("FAKE_EDIT", "1")]);
     assert_eq!(code, 0, "{stderr}");
     let run = run_dir(&outcome);
-    let kimi = fs::read_to_string(run.join("results/kimi-verifier.md")).unwrap();
-    assert!(kimi.contains("saw-executor-change"), "{kimi}");
-    assert!(kimi.contains("git-diff-shows-executor-change"), "{kimi}");
-    let record = &attempts(&run, "kimi-verifier")[0];
-    assert_eq!(record["isolation"], "git-copy", "{record}");
+    for name in ["codex-verifier", "kimi-verifier"] {
+        let result = fs::read_to_string(run.join(format!("results/{name}.md"))).unwrap();
+        assert!(result.contains("saw-executor-change"), "{result}");
+        assert!(
+            result.contains("git-diff-shows-executor-change"),
+            "{result}"
+        );
+        let record = &attempts(&run, name)[0];
+        assert_eq!(record["isolation"], "git-copy", "{record}");
+    }
     assert!(
-        fs::read_to_string(project.join("src/inventory.py"))
+        !fs::read_to_string(project.join("src/inventory.py"))
             .unwrap()
             .contains("okstra-fake-change"),
-        "the Executor's change stays in the project"
+        "the Executor's change reached the project without `okstra land`"
     );
 }
 

@@ -80,6 +80,9 @@ pub struct RunStatus<'a> {
     /// Per dispatch kind, whether every dispatch of it has ended.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub all_terminal_by_kind: BTreeMap<String, bool>,
+    /// An implementation run's landing gate, from its records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub landing: Option<crate::land::gate::Standing>,
 }
 
 /// Gather the evidence for one assignment.
@@ -269,6 +272,7 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
         }
     }
     RunStatus {
+        landing: crate::land::gate::standing(run, &state).ok().flatten(),
         run_id: &run.run_id,
         run_dir: &run.dir,
         task_key: &run.task_key,

@@ -76,6 +76,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         attention: Vec::new(),
         dispatches: Vec::new(),
         all_terminal_by_kind: BTreeMap::new(),
+        landing: None,
     };
     let text = render(std::slice::from_ref(&run), NOW, false);
     let expected = [
