@@ -398,6 +398,13 @@ impl LeadRuntime {
         }
     }
 
+    /// Whether the host hands a finished sub-agent's final message to a
+    /// sub-agent-stop hook (`okstra hook subagent-stop`): Claude Code and
+    /// Codex do; agy's hooks are unstable and an external lead has none.
+    pub fn has_subagent_stop_hook(self) -> bool {
+        matches!(self, LeadRuntime::ClaudeCode | LeadRuntime::Codex)
+    }
+
     /// The interactive CLI started on the handoff prompt, if okstra can launch one.
     pub fn interactive_binary(self) -> Option<&'static str> {
         self.host_provider().map(Provider::binary)

@@ -91,7 +91,23 @@ pub enum Command {
     Publish(PublishCommand),
     /// Derive the handoff Markdown and the human HTML from a final report.
     Report(ReportArgs),
-    /// Append one lead event to a run's event log.
+    /// Append one lead event to a run's event log
+    ///
+    /// okstra records these kinds itself (`okstra next`, `okstra run`,
+    /// `okstra submit`, `okstra land`, the engine): run-start, run-resume,
+    /// phase-start, worker-complete, worker-terminal, convergence-skipped,
+    /// round-complete, fix-pass, fix-pass-skipped, fix-check, landed,
+    /// usage-collected, report-repair, report-validated, run-complete,
+    /// run-interrupted, run-failed, run-cancelled, budget-stop,
+    /// result-refused, ask-user, user-answer.
+    /// A lead records only what okstra cannot find alone: a session id
+    /// (`session --field sessionId=<id>`) or the totals its host shows
+    /// (`lead-usage`).
+    ///
+    /// Examples:
+    ///   okstra event <run-dir> session --field sessionId=5f0c2a
+    ///   okstra event <run-dir> lead-usage --field inputTokens=1200 --field outputTokens=300
+    #[command(verbatim_doc_comment)]
     Event(EventArgs),
     /// Show the state of every worker in a run (or in every run of a project).
     Status(StatusArgs),
@@ -204,6 +220,46 @@ pub enum Command {
     ///   okstra run .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
     ///   okstra run --task-type project-analysis --project-id demo --task-group review --task-id first-look --task-brief brief.md --yes
     Run(Box<RunArgs>),
+    /// What a host lead does next: okstra advances the run and names the host's tasks
+    ///
+    /// Takes the run's lease when it is free and does everything okstra can
+    /// without the host: starts wrapper workers in the background, plans and
+    /// records convergence rounds, computes coverage and usage, validates,
+    /// repairs and renders the report, and writes the lead events. Then it
+    /// answers with one state: `host-work` (tasks only the host can do: run a
+    /// native sub-agent on a task file, ask the user), `waiting` (okstra's
+    /// workers run), `done` (the report) or `failed` (why, and how to resume).
+    /// Idempotent: calling it again hands out the same tasks.
+    ///
+    /// Examples:
+    ///   okstra next .okstra/tasks/shop/bugs/checkout-500/error-analysis-001 --json
+    ///   okstra next <run-dir> --wait --timeout 5m --json
+    #[command(verbatim_doc_comment)]
+    Next(NextArgs),
+    /// Hand okstra a native task's answer, or the user's answer to a question
+    ///
+    /// The answer (the sub-agent's final message) comes from FILE or stdin.
+    /// Accepted only for a native-session task `okstra next` handed out, whose
+    /// result block carries that attempt's tag; okstra writes the Result Path
+    /// and closes the attempt. Exit 0 completed (or the same answer again), 1
+    /// recorded without a result (`empty-output`), 2 refused.
+    ///
+    /// Examples:
+    ///   okstra submit <run-dir> claude-worker - --agent-id a1b2c3
+    ///   okstra submit <run-dir> approval answer.txt
+    #[command(verbatim_doc_comment)]
+    Submit(SubmitArgs),
+    /// Run as a host hook (installed by `/okstra` and `okstra install`)
+    ///
+    /// `subagent-stop` reads the host's hook input on stdin (Claude Code and
+    /// Codex pass `last_assistant_message` and `agent_id`) and hands an okstra
+    /// task's answer to `okstra submit`'s checks. It never blocks the host:
+    /// it always exits 0 and prints nothing on stdout.
+    #[command(verbatim_doc_comment)]
+    Hook(HookArgs),
+    /// The background driver `okstra next` starts (not for people).
+    #[command(name = "__drive", hide = true)]
+    Drive(DriveArgs),
     /// List every item of the run's completed analysers.
     Items(ItemsArgs),
     /// Compute the report's worker coverage and usage for the report writer.
@@ -559,9 +615,15 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Redraw until every worker is terminal.
+    /// Redraw until every worker is terminal (one run) or no run is still
+    /// going (a project).
     #[arg(long)]
     pub watch: bool,
+
+    /// Only runs still going (outcome `running`): not ended with or without
+    /// a report, not stopped.
+    #[arg(long)]
+    pub active: bool,
 
     /// Show the last N lines of each worker's log.
     #[arg(long, value_name = "N")]
@@ -858,6 +920,88 @@ pub struct RunArgs {
     pub engine: EngineArgs,
 }
 
+/// `okstra next`.
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Print the answer as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// While the answer would be `waiting`, block (taking okstra's steps as
+    /// they come due) and answer once the state changes.
+    #[arg(long)]
+    pub wait: bool,
+
+    /// With --wait: give up after this long (e.g. `5m`) and answer as things
+    /// stand. [default: 9m, under a host shell's ten-minute limit]
+    #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra __drive`.
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// The engine flags alone, parsed from an argument list (their defaults,
+/// and the arguments a background driver is given).
+#[derive(Debug, Parser)]
+#[command(name = "okstra")]
+pub struct EngineDefaults {
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `okstra submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// The task's name as `okstra next` gave it: a native dispatch
+    /// (`claude-worker`) or a question (`approval`, `clarification`).
+    #[arg(value_name = "DISPATCH_NAME")]
+    pub dispatch_name: String,
+
+    /// A file holding the answer, or `-` for stdin. [default: stdin]
+    #[arg(value_name = "FILE|-", value_hint = ValueHint::FilePath)]
+    pub input: Option<PathBuf>,
+
+    /// The host's id of the sub-agent that answered (its transcript gives
+    /// the attempt's usage).
+    #[arg(long, value_name = "ID")]
+    pub agent_id: Option<String>,
+}
+
+/// `okstra hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The host event: `subagent-stop`.
+    #[arg(value_name = "EVENT", value_enum)]
+    pub event: HookEvent,
+}
+
+/// The host events okstra hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookEvent {
+    /// A sub-agent finished (Claude Code and Codex `SubagentStop`).
+    SubagentStop,
+}
+
 /// `okstra coverage`.
 #[derive(Debug, Args)]
 pub struct CoverageArgs {
@@ -967,6 +1111,28 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn event_help_lists_exactly_the_kinds_okstra_writes() {
+        let command = Cli::command();
+        let help = command
+            .find_subcommand("event")
+            .and_then(|event| event.get_long_about())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let listed = help
+            .split("the engine): ")
+            .nth(1)
+            .and_then(|rest| rest.split('.').next())
+            .unwrap_or_default();
+        let listed: Vec<&str> = listed.split(',').map(str::trim).collect();
+        let written: Vec<&str> = crate::run::events::EventKind::ALL
+            .iter()
+            .filter(|kind| !kind.lead_may_write())
+            .map(|kind| kind.as_str())
+            .collect();
+        assert_eq!(listed, written, "{help}");
     }
 
     #[test]

@@ -73,6 +73,10 @@ pub struct ReportInputs {
     pub convergence_ledger: Option<PathBuf>,
     /// Whether the run was cross-verified; okstra writes it into data.json.
     pub reliability: Reliability,
+    /// Who found and who verified each claim (when convergence ran); okstra
+    /// writes it into data.json.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::report::verification::Verification>,
 }
 
 /// The coverage of every rostered worker but the report writer.
@@ -109,7 +113,23 @@ pub fn compute(manifest: &Run, state: &TeamState) -> Vec<Entry> {
                 }
             });
             let items_reported = count_items(&a.paths.result_path);
-            let notes = isolation_note(a, &state.dispatches).into_iter().collect();
+            let mut notes: Vec<String> =
+                isolation_note(a, &state.dispatches).into_iter().collect();
+            // Answers okstra did not take from the sub-agent itself.
+            let relayed: Vec<&str> = state
+                .latest_attempts()
+                .into_iter()
+                .filter(|r| {
+                    r.worker_id == a.worker_id && r.recovered_from.as_deref() == Some("relayed")
+                })
+                .map(|r| r.dispatch_name.as_str())
+                .collect();
+            if !relayed.is_empty() {
+                notes.push(format!(
+                    "the result of {} reached okstra through `okstra submit` (passed on by the lead or the sub-agent), not from the sub-agent's own final message",
+                    relayed.join(", ")
+                ));
+            }
             Entry {
                 notes,
                 worker_id: a.worker_id.clone(),
@@ -209,6 +229,7 @@ pub fn write_inputs(manifest: &Run) -> Result<ReportInputs> {
         usage_summary: serde_json::to_value(&usage.summary)?,
         convergence_ledger: ledger.is_file().then_some(ledger),
         reliability: reliability::compute(&manifest.dir)?,
+        verification: crate::report::verification::compute(&manifest.dir)?,
     };
     let path = RunLayout::of(&manifest.dir).report_inputs();
     let mut bytes = serde_json::to_vec_pretty(&inputs)?;

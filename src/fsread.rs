@@ -42,6 +42,11 @@ pub enum Kind {
     Events,
     /// A final report's `data.json`.
     Report,
+    /// A project file an anchor cites, read from the run's snapshot.
+    Source,
+    /// A native worker's answer handed to `okstra submit` (a file or
+    /// stdin), or the JSON a host's sub-agent-stop hook gets on stdin.
+    Answer,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -51,8 +56,10 @@ impl Kind {
     /// files" lists them).
     pub const fn limit(self) -> u64 {
         match self {
-            // A brief is a prompt: far below a model's context window.
-            Kind::Brief => 4 * MIB,
+            // A brief is a prompt: far below a model's context window. A
+            // source file is read whole to find an excerpt: generated files
+            // and data blobs past this are not code anyone cites.
+            Kind::Brief | Kind::Source => 4 * MIB,
             Kind::Result => 16 * MIB,
             Kind::Manifest => 8 * MIB,
             // A sidecar or heartbeat is a few hundred bytes.
@@ -60,6 +67,8 @@ impl Kind {
             Kind::Events => 64 * MIB,
             // `validate` parses it into a tree about 5× its size.
             Kind::Report => 32 * MIB,
+            // A result (16 MiB at most) and its audit, JSON-escaped by a hook.
+            Kind::Answer => 40 * MIB,
         }
     }
 
@@ -72,6 +81,8 @@ impl Kind {
             Kind::Sidecar => "status sidecar",
             Kind::Events => "event log",
             Kind::Report => "report",
+            Kind::Source => "project file",
+            Kind::Answer => "worker answer",
         }
     }
 }
@@ -256,6 +267,29 @@ fn read_sized(mut file: File, size: u64, path: &Path, kind: Kind) -> Result<Vec<
         let room = usize::try_from(limit + 1 - bytes.len() as u64).unwrap_or(usize::MAX);
         want = CHUNK.max(bytes.len() / 2).min(room);
     }
+}
+
+/// Read a stream (stdin) of `kind` to its end, refusing it once it passes
+/// the kind's limit; `label` names it in messages.
+pub fn read_stream(reader: impl Read, label: &Path, kind: Kind) -> Result<Vec<u8>, Error> {
+    let limit = kind.limit();
+    let mut bytes = Vec::new();
+    reader
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| Error::Read {
+            path: label.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::TooLarge {
+            path: label.to_path_buf(),
+            size: bytes.len() as u64,
+            limit,
+            noun: kind.noun(),
+        });
+    }
+    Ok(bytes)
 }
 
 /// Read size when `fstat` gives no useful size, and the least first read.

@@ -125,6 +125,29 @@ impl Git {
         self
     }
 
+    /// A `std::process::Command` for a long-lived git (`cat-file --batch`)
+    /// the caller streams through itself: the same `-C`, hooks off, no
+    /// prompt and no steering variables as [`Git::run`]; stdin, stdout and
+    /// stderr null until the caller says otherwise.
+    pub fn streaming(&self) -> std::process::Command {
+        let mut command = std::process::Command::new("git");
+        command
+            .arg("-C")
+            .arg(&self.dir)
+            .args(["-c", "core.hooksPath=/dev/null"])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        for name in STEERING_ENV {
+            command.env_remove(name);
+        }
+        for (name, value) in &self.env {
+            command.env(name, value);
+        }
+        command
+    }
+
     /// Run `git args…`; its stdout when it exits 0.
     pub fn run<I, S>(&self, args: I) -> Result<Vec<u8>, Error>
     where

@@ -6,8 +6,10 @@
 //! `[ID]` prefix on a bullet or numbered entry (`- [F-001] …`, `2. [1.1] …`).
 //! Table header rows, separator rows and fenced code blocks are skipped, and
 //! emphasis or code marks around an id are ignored. Each item knows the
-//! `## ` heading it sits under, its text, and the evidence that text cites:
-//! `path:line` references, backticked commands and quoted output.
+//! `## ` heading it sits under, its text, the evidence that text cites
+//! (`path:line` references, the excerpts after them, backticked commands
+//! and quoted output) and its anchors as written (`anchors::grammar`; okstra
+//! checks them when convergence accepts the result).
 //!
 //! What is kept is capped (README "Hostile files"), so memory follows the
 //! caps, not the file: a result of a million one-line items or an item
@@ -22,6 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::anchors::{self, Anchor};
 use crate::fsread;
 
 /// Most items kept per result; later ones are left out (and said to be).
@@ -31,10 +34,11 @@ pub const MAX_ITEMS: usize = 500;
 pub const MAX_TEXT_BYTES: usize = 8 * 1024;
 /// Most bytes of an item's `## ` heading kept.
 pub const MAX_SECTION_BYTES: usize = 256;
-/// Most citations kept per item (one item cited 1.2 M in a hostile result).
-pub const MAX_CITATIONS: usize = 32;
-/// Most bytes of one citation kept.
-pub const MAX_CITATION_BYTES: usize = 512;
+/// Most citations kept per item (one item cited 1.2 M in a hostile result);
+/// as many as the anchors kept.
+pub const MAX_CITATIONS: usize = anchors::grammar::MAX_ANCHORS;
+/// Most bytes of one citation kept (as of an anchor's path or excerpt).
+pub const MAX_CITATION_BYTES: usize = anchors::grammar::MAX_PART_BYTES;
 
 /// One item of a worker's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,6 +53,8 @@ pub struct Item {
     /// 1-based line of the item in its file.
     pub line: usize,
     pub evidence: Vec<Evidence>,
+    /// Its anchors as written (`path:line`, maybe an excerpt), unchecked.
+    pub anchors: Vec<Anchor>,
     /// Cut to the per-item caps: text, heading, citations or a citation.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -68,6 +74,8 @@ pub struct Evidence {
 pub enum EvidenceKind {
     /// `src/cart.rs:88` (or `:88-94`).
     PathLine,
+    /// The backticked code right after a `path:line`: what it points at.
+    Excerpt,
     /// A backticked span with an argument: `` `cargo test cart` ``.
     Command,
     /// Quoted output of at least [`MIN_QUOTE`] characters: `"error: 429"`.
@@ -213,6 +221,7 @@ pub fn parse(text: &str) -> Parsed {
                     text: rest.to_owned(),
                     line,
                     evidence: Vec::new(),
+                    anchors: Vec::new(),
                     truncated: cut,
                 });
             } else {
@@ -238,6 +247,7 @@ pub fn parse(text: &str) -> Parsed {
 fn finish(mut item: Item, parsed: &mut Parsed) {
     let (evidence, citations, cut_citation) = capped_evidence(&item.text);
     item.evidence = evidence;
+    item.anchors = anchors::parse(&item.text);
     let text_bytes = item.text.len();
     let (text, cut_text) = capped(&item.text, MAX_TEXT_BYTES);
     item.text = text;
@@ -303,11 +313,23 @@ fn capped_evidence(text: &str) -> (Vec<Evidence>, usize, bool) {
     let mut found = Vec::new();
     let mut total = 0;
     let mut cut = false;
+    let excerpts: Vec<String> = anchors::parse(text)
+        .into_iter()
+        .filter_map(|anchor| anchor.excerpt)
+        .collect();
     each_citation(text, |kind, citation| {
         total += 1;
         if found.len() < MAX_CITATIONS {
             let (text, clipped) = capped(citation, MAX_CITATION_BYTES);
             cut |= clipped;
+            // Code after a `path:line` is what it points at, not a command.
+            let kind = if kind == EvidenceKind::Command
+                && excerpts.iter().any(|e| *e == citation.replace("\\|", "|"))
+            {
+                EvidenceKind::Excerpt
+            } else {
+                kind
+            };
             found.push(Evidence { kind, text });
         }
     });
@@ -368,19 +390,10 @@ pub fn is_checkable(text: &str) -> bool {
     any
 }
 
-/// `src/cart.rs:88`, `Cargo.toml:3-9`, `a/b:12`: a path (with a `/` or a
-/// `.`) then `:` and a line number (or range).
+/// `src/cart.rs:88`, `Cargo.toml:3-9`, `a/b:12`: an anchor's location
+/// (`anchors::grammar`, the one rule).
 fn is_path_line(word: &str) -> bool {
-    let Some((path, line)) = word.rsplit_once(':') else {
-        return false;
-    };
-    let line = line.split_once('-').map_or(line, |(start, _)| start);
-    !path.is_empty()
-        && !path.contains("://")
-        && (path.contains('/') || path.contains('.'))
-        && !path.ends_with(['.', '/'])
-        && !line.is_empty()
-        && line.bytes().all(|b| b.is_ascii_digit())
+    anchors::grammar::location(word).is_some()
 }
 
 fn is_separator(line: &str) -> bool {

@@ -10,6 +10,7 @@
 #[macro_use]
 mod words;
 
+mod anchors;
 mod ask;
 mod assign;
 mod beneath;
@@ -52,6 +53,7 @@ mod run_log;
 mod schema;
 mod settings;
 mod severity;
+mod shell;
 mod slug;
 mod task_key;
 mod template;
@@ -106,6 +108,10 @@ fn main() -> ExitCode {
         Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
         Some(Command::Man) => cli_docs::man_command(),
         Some(Command::Usage(args)) => usage::usage_command(&args),
+        Some(Command::Next(args)) => lead::next_command(&args),
+        Some(Command::Submit(args)) => dispatch::submit_command(&args),
+        Some(Command::Hook(args)) => Ok(dispatch::hook_command(&args)),
+        Some(Command::Drive(args)) => lead::drive_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
         Some(Command::Run(args)) => lead::run_command(&args),
         Some(Command::Coverage(args)) => coverage::coverage_command(&args),

@@ -3,10 +3,15 @@
 //! Nothing here reads a file; the rules are the ones the convergence
 //! document states, word for word:
 //!
+//! - A claim whose anchors okstra checked and found wanting (one does not
+//!   resolve in the run's snapshot, or it cites none) is `unverifiable`,
+//!   whatever its verdicts, and never open: it is not evidence, and no
+//!   round can make it so.
 //! - Count each non-owner reviewer's latest verdict. In adversarial mode an
 //!   `AGREE` or `SUPPLEMENT` whose evidence cites nothing checkable (no
-//!   `path:line`, command or quoted output) is not counted. A verdict from a
-//!   substitute, or from a worker that is not a rostered analyser, never is.
+//!   `path:line`, command or quoted output) is not counted, nor a verdict
+//!   whose own anchors do not resolve. A verdict from a substitute, or from
+//!   a worker that is not a rostered analyser, never is.
 //! - Open after round R: a counted `DISAGREE` from round R, or an available
 //!   reviewer it was sent to in round R gave no answer.
 //! - The owner's `DISAGREE` in round ≥ 2 withdraws the item; the owner's
@@ -17,6 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::anchors;
 use crate::items;
 
 use super::ledger::{FinalClass, LedgerItem, StopReason, Verdict, VerdictEntry};
@@ -49,24 +55,40 @@ pub fn counts(entry: &VerdictEntry, owner: &str, context: &Context<'_>) -> bool 
         && !entry.substitute
         && context.analysers.contains(&entry.reviewer)
         && !(context.adversarial && entry.verdict.agrees() && !items::is_checkable(&entry.evidence))
+        && !(context.adversarial
+            && entry.anchoring.anchor_status == Some(anchors::Status::Unanchored))
+}
+
+/// For each of `item`'s verdicts, whether the rules count it: the latest
+/// verdict of a reviewer other than the owner (a later entry of the same
+/// round replaces an earlier one) that [`counts`].
+pub fn counted(item: &LedgerItem, context: &Context<'_>) -> Vec<bool> {
+    let mut latest: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, entry) in item.verdicts.iter().enumerate() {
+        if entry.reviewer == item.owner {
+            continue;
+        }
+        match latest.get(entry.reviewer.as_str()) {
+            Some(&seen) if item.verdicts[seen].round > entry.round => {}
+            _ => {
+                latest.insert(&entry.reviewer, index);
+            }
+        }
+    }
+    let mut flags = vec![false; item.verdicts.len()];
+    for index in latest.into_values() {
+        flags[index] = counts(&item.verdicts[index], &item.owner, context);
+    }
+    flags
 }
 
 /// Apply the rules to one item.
 pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
-    // Each non-owner reviewer's latest verdict (a later entry of the same
-    // round replaces an earlier one).
-    let mut latest: BTreeMap<&str, &VerdictEntry> = BTreeMap::new();
-    for entry in item.verdicts.iter().filter(|v| v.reviewer != item.owner) {
-        match latest.get(entry.reviewer.as_str()) {
-            Some(seen) if seen.round > entry.round => {}
-            _ => {
-                latest.insert(&entry.reviewer, entry);
-            }
-        }
-    }
-    let counted: Vec<&VerdictEntry> = latest
-        .into_values()
-        .filter(|entry| counts(entry, &item.owner, context))
+    let counted: Vec<&VerdictEntry> = item
+        .verdicts
+        .iter()
+        .zip(counted(item, context))
+        .filter_map(|(entry, counts)| counts.then_some(entry))
         .collect();
     let agreeing =
         u32::try_from(counted.iter().filter(|v| v.verdict.agrees()).count()).unwrap_or(u32::MAX);
@@ -75,7 +97,9 @@ pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
         .verdicts
         .iter()
         .any(|v| v.reviewer == item.owner && v.round >= 2 && v.verdict == Verdict::Disagree);
+    let unverifiable = item.anchoring.fails();
     let open = !withdrawn
+        && !unverifiable
         && context.round >= 1
         && (counted
             .iter()
@@ -83,7 +107,9 @@ pub fn item(item: &LedgerItem, context: &Context<'_>) -> Outcome {
             || item.no_answer.iter().any(|missing| {
                 missing.round == context.round && context.available.contains(&missing.reviewer)
             }));
-    let class = if withdrawn {
+    let class = if unverifiable {
+        FinalClass::Unverifiable
+    } else if withdrawn {
         FinalClass::Contested
     } else if agreeing + disagreeing == 0 {
         FinalClass::WorkerUnique

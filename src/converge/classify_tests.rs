@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::converge::ledger::NoAnswer;
+use crate::anchors::Status;
+use crate::converge::ledger::{Anchoring, NoAnswer};
 
 const OWNER: &str = "claude";
 const CHECKED: &str = "src/cart.rs:88 sums before discounts";
@@ -17,6 +18,8 @@ fn verdict(round: u32, reviewer: &str, verdict: Verdict, evidence: &str) -> Verd
         evidence: evidence.to_owned(),
         addition: None,
         substitute: false,
+        anchoring: Anchoring::default(),
+        same_as: None,
     }
 }
 
@@ -373,6 +376,115 @@ fn stop_reasons() {
             stop(rostered, available, rounds, max, open),
             expected,
             "{rostered} rostered, {available} available, {rounds}/{max} rounds, {open} open"
+        );
+    }
+}
+
+fn anchored(status: Option<Status>) -> Anchoring {
+    Anchoring {
+        anchor_status: status,
+        anchors: Vec::new(),
+    }
+}
+
+#[test]
+fn a_claim_whose_anchors_fail_is_unverifiable_whatever_the_verdicts() {
+    let analysers = set(&["claude", "codex", "kimi"]);
+    let agreeing = vec![
+        verdict(1, "codex", A, CHECKED),
+        verdict(1, "kimi", A, CHECKED),
+    ];
+    let disputed = vec![
+        verdict(1, "codex", A, CHECKED),
+        verdict(1, "kimi", D, CHECKED),
+    ];
+    // (anchor status, verdicts) → (class, open)
+    let table = [
+        (
+            Some(Status::Unanchored),
+            &agreeing,
+            (FinalClass::Unverifiable, false),
+        ),
+        (
+            Some(Status::None),
+            &agreeing,
+            (FinalClass::Unverifiable, false),
+        ),
+        (
+            Some(Status::Unanchored),
+            &disputed,
+            (FinalClass::Unverifiable, false),
+        ),
+        (
+            Some(Status::Verified),
+            &agreeing,
+            (FinalClass::FullConsensus, false),
+        ),
+        (
+            Some(Status::Moved),
+            &agreeing,
+            (FinalClass::FullConsensus, false),
+        ),
+        (
+            Some(Status::Verified),
+            &disputed,
+            (FinalClass::Contested, true),
+        ),
+        // A hand-written ledger has no anchor status: verdicts alone decide.
+        (None, &agreeing, (FinalClass::FullConsensus, false)),
+    ];
+    for (status, verdicts, expected) in table {
+        let item = LedgerItem {
+            owner: OWNER.to_owned(),
+            verdicts: verdicts.clone(),
+            anchoring: anchored(status),
+            ..LedgerItem::default()
+        };
+        for adversarial in [false, true] {
+            let context = Context {
+                analysers: &analysers,
+                available: &analysers,
+                adversarial,
+                round: 1,
+            };
+            let outcome = item_outcome(&item, &context);
+            assert_eq!(
+                (outcome.class, outcome.open),
+                expected,
+                "{status:?} {verdicts:?} adversarial {adversarial}"
+            );
+        }
+    }
+}
+
+#[test]
+fn in_adversarial_mode_a_verdict_whose_anchor_does_not_resolve_is_not_counted() {
+    let analysers = set(&["claude", "codex", "kimi"]);
+    let mut unresolved = verdict(1, "kimi", D, "src/cart.rs:999 `nowhere`");
+    unresolved.anchoring = anchored(Some(Status::Unanchored));
+    let mut resolved = verdict(1, "codex", A, CHECKED);
+    resolved.anchoring = anchored(Some(Status::Verified));
+    let item = LedgerItem {
+        owner: OWNER.to_owned(),
+        verdicts: vec![resolved, unresolved],
+        anchoring: anchored(Some(Status::Verified)),
+        ..LedgerItem::default()
+    };
+    for (adversarial, expected) in [
+        (false, (FinalClass::Contested, true)),
+        (true, (FinalClass::FullConsensus, false)),
+    ] {
+        let context = Context {
+            analysers: &analysers,
+            available: &analysers,
+            adversarial,
+            round: 1,
+        };
+        let outcome = item_outcome(&item, &context);
+        assert_eq!(
+            (outcome.class, outcome.open),
+            expected,
+            "adversarial {adversarial}"
         );
     }
 }

@@ -5,7 +5,8 @@
 //! severity `blocking` or `major`. With convergence, only the defects the
 //! reviewers confirmed (`full-consensus`, `partial-consensus`) go back; with
 //! one verifier there is no convergence and every such defect goes back.
-//! Withdrawn items never do.
+//! Withdrawn items never do, nor unverifiable ones (their anchor does not
+//! resolve in the code: there is nothing the Executor could fix there).
 
 use std::fmt::Write as _;
 
@@ -19,7 +20,12 @@ pub fn defects(ledger: &Ledger, convergence: bool) -> Vec<&LedgerItem> {
     ledger
         .items
         .iter()
-        .filter(|item| !item.withdrawn && is_defect(item) && severe(item))
+        .filter(|item| {
+            !item.withdrawn
+                && item.final_class != Some(FinalClass::Unverifiable)
+                && is_defect(item)
+                && severe(item)
+        })
         .filter(|item| {
             !convergence
                 || matches!(
@@ -133,6 +139,12 @@ mod tests {
                 "cargo test | major",
                 Some(FinalClass::FullConsensus),
             ),
+            item(
+                "codex:D-005",
+                "3. Defects",
+                "phantom | src/a.rs:99 | blocking | seen",
+                Some(FinalClass::Unverifiable),
+            ),
         ]);
         let ids: Vec<&str> = defects(&ledger, true)
             .iter()
@@ -146,7 +158,7 @@ mod tests {
         assert_eq!(
             ids,
             ["codex:D-001", "codex:D-003", "codex:D-004"],
-            "one verifier: no consensus needed"
+            "one verifier: no consensus needed, but an anchor that resolves"
         );
         let text = request(&defects(&ledger, true));
         assert!(

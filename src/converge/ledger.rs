@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::anchors::{self, Checked};
 use crate::durable;
 use crate::items::Evidence;
 use crate::schema;
@@ -84,6 +85,10 @@ closed_set! {
         PartialConsensus => "partial-consensus",
         Contested => "contested",
         WorkerUnique => "worker-unique",
+        /// A claim whose anchor does not resolve in the run's snapshot, or
+        /// that has none: whatever the verdicts, it is not evidence, and the
+        /// report lists it apart.
+        Unverifiable => "unverifiable",
     }
 }
 
@@ -160,6 +165,10 @@ pub struct LedgerItem {
     /// The item was cut to the per-item caps (`items::MAX_*`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    #[serde(flatten)]
+    pub anchoring: Anchoring,
+    #[serde(flatten)]
+    pub grouping: Grouping,
     /// Who the item was sent to, round by round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sent_to: Vec<Sent>,
@@ -195,6 +204,56 @@ pub struct VerdictEntry {
     /// Given by a stand-in for the rostered provider or model: never counted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub substitute: bool,
+    /// How the evidence's anchors resolved when the verdict was recorded.
+    #[serde(flatten)]
+    pub anchoring: Anchoring,
+    /// The reviewer answered "same claim as" this item: the evidence is the
+    /// one it gave there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
+}
+
+/// An item's (or a verdict's) anchors as okstra checked them. Both absent
+/// in a ledger written before anchors were checked, or by hand: such an
+/// item is classified on its verdicts alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Anchoring {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_status: Option<anchors::Status>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Checked>,
+}
+
+impl From<anchors::Anchoring> for Anchoring {
+    fn from(checked: anchors::Anchoring) -> Anchoring {
+        Anchoring {
+            anchor_status: Some(checked.anchor_status),
+            anchors: checked.anchors,
+        }
+    }
+}
+
+impl Anchoring {
+    /// Whether the anchors were checked and do not hold the claim up: it
+    /// cites none, or one does not resolve.
+    pub fn fails(&self) -> bool {
+        self.anchor_status.is_some_and(|s| !s.is_anchored())
+    }
+}
+
+/// Where a claim was presented: with the claims of other workers whose
+/// anchors overlap its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grouping {
+    /// Its group (`G-1`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The other workers' claims in its group: found independently, which
+    /// is corroboration, never a review.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corroborated_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,10 +281,26 @@ pub struct Plan {
     pub stopped_because: Option<StopReason>,
     pub items: Vec<PlanItem>,
     pub reviewers: Vec<Reviewer>,
+    /// Claims of different workers at overlapping lines, each presented
+    /// once (every member still gets its own verdict).
+    #[serde(default)]
+    pub groups: Vec<Group>,
+    /// Items of descriptive sections, not sent to review (round 1).
+    #[serde(default)]
+    pub descriptive: usize,
     /// Things the plan had to skip (duplicate item ids, items past the
     /// plan's caps), one line each.
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// Claims presented together: their ids, and the file and lines they span.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Group {
+    pub id: String,
+    pub items: Vec<String>,
+    pub at: String,
 }
 
 /// One item of a round, with everyone it goes to.
@@ -240,6 +315,10 @@ pub struct PlanItem {
     /// The item was cut to the per-item caps (`items::MAX_*`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    #[serde(flatten)]
+    pub anchoring: Anchoring,
+    #[serde(flatten)]
+    pub grouping: Grouping,
     /// The owner's result file.
     pub source: PathBuf,
     pub reviewers: Vec<String>,

@@ -9,14 +9,22 @@
 //! [`record::record()`] and [`classify()`] are what `okstra run` calls; the
 //! `*_command` functions only print their results.
 //!
+//! Only claims are reviewed (`claims` says which sections of a task type's
+//! result are claims), each with its anchors checked once against the run's
+//! snapshot (`anchors`); claims of different workers at overlapping lines
+//! are presented together (`group`), each still judged on its own.
+//!
 //! Submodules: `ledger` owns the two state files (ledger, round plan),
 //! `classify` the rules, `plan` the round plan and prompts, `record` the
-//! verdict tables; `fix` the implementation fix cycle's request and
-//! `fix_check` the verifiers' check of the fix pass.
+//! verdict tables, `claims` the claim sections, `group` the overlaps; `fix`
+//! the implementation fix cycle's request and `fix_check` the verifiers'
+//! check of the fix pass.
 
+pub mod claims;
 pub mod classify;
 pub mod fix;
 pub mod fix_check;
+mod group;
 pub mod ledger;
 pub mod plan;
 pub mod record;
@@ -29,6 +37,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use crate::anchors;
 use crate::catalog::DispatchKind;
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
 use crate::diag;
@@ -166,22 +175,68 @@ impl RunInfo {
 
     /// Every completed analyser's items, in roster then file order, within
     /// the caps of `items`; a result that hit one gets a `warning:` line per
-    /// cap (items cut and marked `truncated`, items left out).
-    pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Item>)>> {
-        let mut all = Vec::new();
+    /// cap (items cut and marked `truncated`, items left out). Each item
+    /// says whether it is a claim, and carries its anchors as okstra checked
+    /// them when the result was first accepted (`anchors`).
+    pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Found>)>> {
+        let mut parsed_all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
             let path = &analyser.assignment.paths.result_path;
             let text = items::read_result(path)
                 .with_context(|| format!("cannot read result `{}`", path.display()))?;
+            let sha256 = crate::digest::sha256_hex(text.as_bytes());
             let parsed = items::parse(&text);
             drop(text);
             for warning in parsed.warnings(&analyser.assignment.worker_id, path) {
                 diag::warning(warning);
             }
-            all.push((analyser, parsed.items));
+            parsed_all.push((analyser, sha256, parsed.items));
         }
-        Ok(all)
+        let to_check: Vec<anchors::ResultToCheck<'_>> = parsed_all
+            .iter()
+            .map(|(analyser, sha256, items)| anchors::ResultToCheck {
+                worker_id: &analyser.assignment.worker_id,
+                sha256: sha256.clone(),
+                items: items
+                    .iter()
+                    .map(|item| anchors::ItemToCheck {
+                        id: &item.id,
+                        line: item.line,
+                        anchors: &item.anchors,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let checked = anchors::check_results(&self.run, &to_check)
+            .context("cannot check the results' anchors")?;
+        drop(to_check);
+        let task_type = self.run.task_type;
+        Ok(parsed_all
+            .into_iter()
+            .zip(checked)
+            .map(|((analyser, _, items), anchorings)| {
+                let found = items
+                    .into_iter()
+                    .zip(anchorings)
+                    .map(|(item, anchoring)| Found {
+                        claim: claims::is_claim(task_type, &item.section),
+                        anchoring: anchoring.into(),
+                        item,
+                    })
+                    .collect();
+                (analyser, found)
+            })
+            .collect())
     }
+}
+
+/// One item of a completed result, as convergence takes it in.
+pub struct Found {
+    pub item: Item,
+    /// In a claim section of the task type: cross-checked in convergence.
+    pub claim: bool,
+    /// Its anchors, checked against the run's snapshot.
+    pub anchoring: ledger::Anchoring,
 }
 
 /// Whether `path` is a regular file (not a symlink) with at least one byte.
@@ -313,29 +368,27 @@ fn note_unavailable(info: &RunInfo, ledger: &mut Ledger) {
     }
 }
 
-/// A ledger with every completed analyser's items and no verdicts (what a
+/// A ledger with every completed analyser's claims and no verdicts (what a
 /// run has before round 1, or when convergence never runs).
 fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
     let mut ledger = Ledger {
         schema_version: ledger::FORMAT_VERSION,
         ..Ledger::default()
     };
-    let mut seen = BTreeSet::new();
-    for (analyser, items) in info.items()? {
-        for item in items {
-            let item_id = format!("{}:{}", analyser.assignment.worker_id, item.id);
-            if seen.insert(item_id.clone()) {
-                ledger.items.push(ledger::LedgerItem {
-                    item_id,
-                    owner: analyser.assignment.worker_id.clone(),
-                    section: Some(item.section),
-                    text: Some(item.text),
-                    evidence: item.evidence,
-                    truncated: item.truncated,
-                    ..ledger::LedgerItem::default()
-                });
-            }
-        }
+    let mut claims = plan::claims(info)?.items;
+    group::assign(&mut claims);
+    for claim in claims {
+        ledger.items.push(ledger::LedgerItem {
+            item_id: claim.item_id,
+            owner: claim.owner,
+            section: Some(claim.section),
+            text: Some(claim.text),
+            evidence: claim.evidence,
+            truncated: claim.truncated,
+            anchoring: claim.anchoring,
+            grouping: claim.grouping,
+            ..ledger::LedgerItem::default()
+        });
     }
     Ok(ledger)
 }
@@ -364,22 +417,18 @@ pub fn classify(run_dir: &Path) -> Result<Classified> {
 }
 
 fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {
-    [
-        FinalClass::FullConsensus,
-        FinalClass::PartialConsensus,
-        FinalClass::Contested,
-        FinalClass::WorkerUnique,
-    ]
-    .into_iter()
-    .map(|class| {
-        let count = ledger
-            .items
-            .iter()
-            .filter(|item| item.final_class == Some(class))
-            .count();
-        (class, count)
-    })
-    .collect()
+    FinalClass::ALL
+        .iter()
+        .copied()
+        .map(|class| {
+            let count = ledger
+                .items
+                .iter()
+                .filter(|item| item.final_class == Some(class))
+                .count();
+            (class, count)
+        })
+        .collect()
 }
 
 /// `okstra items`.
@@ -396,23 +445,27 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
         }
     }
     for (analyser, items) in info.items()? {
-        for item in items {
-            listed.push((analyser.assignment.worker_id.clone(), item));
+        for found in items {
+            listed.push((analyser.assignment.worker_id.clone(), found));
         }
     }
     let mut out = io::BufWriter::new(io::stdout().lock());
     if args.json {
         let items: Vec<_> = listed
             .iter()
-            .map(|(owner, item)| {
+            .map(|(owner, found)| {
+                let item = &found.item;
                 serde_json::json!({
                     "itemId": format!("{owner}:{}", item.id),
                     "owner": owner,
                     "id": item.id,
                     "section": item.section,
+                    "claim": found.claim,
                     "line": item.line,
                     "text": item.text,
                     "evidence": item.evidence,
+                    "anchorStatus": found.anchoring.anchor_status,
+                    "anchors": found.anchoring.anchors,
                     "truncated": item.truncated,
                 })
             })
@@ -422,13 +475,19 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
     } else {
         // Text from a worker's file: escaped, so no terminal sequence in an
         // item reaches the screen and each item stays one line.
-        for (owner, item) in &listed {
+        for (owner, found) in &listed {
+            let item = &found.item;
             writeln!(
                 out,
-                "{}:{}\t{}\t{}\t{} cited{}",
+                "{}:{}\t{}\t{}\t{}\t{}\t{} cited{}",
                 fsread::escape(owner),
                 fsread::escape(&item.id),
                 fsread::escape(&item.section),
+                if found.claim { "claim" } else { "description" },
+                found
+                    .anchoring
+                    .anchor_status
+                    .map_or("unchecked", anchors::Status::as_str),
                 fsread::escape(&item.text),
                 item.evidence.len(),
                 if item.truncated { " (truncated)" } else { "" }

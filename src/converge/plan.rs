@@ -1,12 +1,16 @@
 //! `okstra converge plan`: which items go to which reviewers in round N,
 //! and each reviewer's reverify prompt with its batch inlined.
 //!
-//! Round 1 sends each completed analyser's items to every other completed
-//! analyser; round N ≥ 2 sends every item the ledger holds open to every
-//! available analyser, the owner included, with the earlier verdicts. Blind
-//! by default: a reviewer sees `Item 1 … Item k` in an order shuffled by
-//! the plan's seed and its own worker id, never another worker's id,
-//! provider or model; only the plan maps labels back to `worker:item`.
+//! Round 1 sends each completed analyser's claims (the items of its task
+//! type's claim sections; descriptions are not reviewed) to every other
+//! completed analyser; round N ≥ 2 sends every item the ledger holds open to
+//! every available analyser, the owner included, with the earlier verdicts.
+//! Claims of different workers at overlapping lines are one entry of the
+//! prompt (`Item 3a`, `Item 3b`: one verdict each). Each claim shows what
+//! okstra found of its anchors when they did not simply verify. Blind by
+//! default: a reviewer sees `Item 1 … Item k` in an order shuffled by the
+//! plan's seed and its own worker id, never another worker's id, provider
+//! or model; only the plan maps labels back to `worker:item`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,15 +23,17 @@ use serde_json::Value;
 use crate::catalog::{DispatchKind, Role};
 use crate::digest::sha256_hex;
 use crate::durable;
-use crate::items::{self, Evidence};
+use crate::items;
 use crate::run::layout::RunLayout;
 use crate::run::roster::DispatchPaths;
 use crate::template;
 
 use super::ledger::{
-    self, FORMAT_VERSION, Label, Ledger, Plan, PlanItem, Reviewer, StopReason, VerdictEntry,
+    self, Anchoring, FORMAT_VERSION, Label, Ledger, Plan, PlanItem, Reviewer, StopReason,
+    VerdictEntry,
 };
-use super::{Analyser, RunInfo, apply_rules, check_round};
+use super::{Analyser, RunInfo, apply_rules, check_round, group};
+use crate::anchors;
 
 /// How a plan is made.
 #[derive(Debug, Clone, Copy)]
@@ -127,47 +133,20 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         stopped_because: None,
         items: Vec::new(),
         reviewers: Vec::new(),
+        groups: Vec::new(),
+        descriptive: 0,
         warnings: Vec::new(),
     };
     let available: BTreeSet<String>;
     let mut budget = Budget::default();
     if round == 1 {
         available = info.available(None);
-        let mut listed = BTreeSet::new();
-        for (analyser, found) in info.items()? {
-            let owner = &analyser.assignment.worker_id;
-            let reviewers: Vec<String> = info
-                .analysers
-                .iter()
-                .map(|a| &a.assignment.worker_id)
-                .filter(|id| *id != owner && available.contains(*id))
-                .cloned()
-                .collect();
-            for item in found {
-                let item_id = format!("{owner}:{}", item.id);
-                if !listed.insert(item_id.clone()) {
-                    plan.warnings.push(format!(
-                        "`{item_id}` appears more than once in `{}` (line {}); only its first \
-                         occurrence is reviewed",
-                        source(analyser).display(),
-                        item.line
-                    ));
-                    continue;
-                }
-                let planned = PlanItem {
-                    item_id,
-                    owner: owner.clone(),
-                    section: item.section,
-                    text: item.text,
-                    evidence: item.evidence,
-                    truncated: item.truncated,
-                    source: source(analyser),
-                    reviewers: reviewers.clone(),
-                    previous_verdicts: Vec::new(),
-                };
-                if budget.admits(&planned) {
-                    plan.items.push(planned);
-                }
+        let claims = claims(&info)?;
+        plan.descriptive = claims.descriptive;
+        plan.warnings.extend(claims.warnings);
+        for planned in claims.items {
+            if budget.admits(&planned) {
+                plan.items.push(planned);
             }
         }
     } else {
@@ -186,6 +165,8 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
                 text: item.text.clone().unwrap_or_default(),
                 evidence: item.evidence.clone(),
                 truncated: item.truncated,
+                anchoring: item.anchoring.clone(),
+                grouping: ledger::Grouping::default(),
                 source: owner.map(source).unwrap_or_default(),
                 reviewers: info
                     .analysers
@@ -201,6 +182,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         }
     }
     plan.warnings.extend(budget.warning(round));
+    plan.groups = group::assign(&mut plan.items);
     plan.stopped_because = if rostered.len() < 2 {
         Some(StopReason::SingleWorker)
     } else if available.len() < 2 {
@@ -230,6 +212,69 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         )
     })?;
     Ok(plan)
+}
+
+/// Round 1's candidates: every completed analyser's claims, each to every
+/// other available analyser.
+pub struct Claims {
+    pub items: Vec<PlanItem>,
+    /// Items of descriptive sections, left out.
+    pub descriptive: usize,
+    /// Duplicate ids, one line each.
+    pub warnings: Vec<String>,
+}
+
+/// The claims of the run's completed analysers, in roster then file order,
+/// with their anchors checked (descriptions counted, not kept).
+pub fn claims(info: &RunInfo) -> Result<Claims> {
+    let available = info.available(None);
+    let mut claims = Claims {
+        items: Vec::new(),
+        descriptive: 0,
+        warnings: Vec::new(),
+    };
+    let mut listed = BTreeSet::new();
+    for (analyser, found) in info.items()? {
+        let owner = &analyser.assignment.worker_id;
+        let reviewers: Vec<String> = info
+            .analysers
+            .iter()
+            .map(|a| &a.assignment.worker_id)
+            .filter(|id| *id != owner && available.contains(*id))
+            .cloned()
+            .collect();
+        for found in found {
+            let item = found.item;
+            let item_id = format!("{owner}:{}", item.id);
+            if !listed.insert(item_id.clone()) {
+                claims.warnings.push(format!(
+                    "`{item_id}` appears more than once in `{}` (line {}); only its first \
+                     occurrence is reviewed",
+                    source(analyser).display(),
+                    item.line
+                ));
+                continue;
+            }
+            if !found.claim {
+                claims.descriptive += 1;
+                continue;
+            }
+            claims.items.push(PlanItem {
+                item_id,
+                owner: owner.clone(),
+                section: item.section,
+                text: item.text,
+                evidence: item.evidence,
+                truncated: item.truncated,
+                anchoring: found.anchoring,
+                grouping: ledger::Grouping::default(),
+                source: source(analyser),
+                reviewers: reviewers.clone(),
+                previous_verdicts: Vec::new(),
+            });
+        }
+    }
+    Ok(claims)
 }
 
 fn source(analyser: &Analyser) -> PathBuf {
@@ -271,6 +316,18 @@ fn shuffle<T>(items: &mut [T], seed: u64) {
     }
 }
 
+/// One entry of a reviewer's prompt: one claim, or the claims of several
+/// workers at overlapping lines (each with its own label).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShownEntry<'a> {
+    /// `Item 3`, or `Items 3a–3c` for a group.
+    label: String,
+    /// The file and lines a group's claims share.
+    at: Option<&'a str>,
+    members: Vec<ShownItem<'a>>,
+}
+
 /// One item as a reviewer's prompt shows it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -281,9 +338,12 @@ struct ShownItem<'a> {
     /// `worker:item` and owner, shown only with `--no-blind`.
     item_id: Option<&'a str>,
     owner: Option<&'a str>,
-    section: &'a str,
+    /// Its section; `None` when it is the one of the claim shown before.
+    section: Option<&'a str>,
     text: &'a str,
-    evidence: &'a [Evidence],
+    /// What okstra found of the item's anchors, when they did not simply
+    /// verify.
+    anchors: Option<String>,
     previous_verdicts: Vec<ShownVerdict<'a>>,
 }
 
@@ -307,7 +367,77 @@ struct ReverifyView<'a> {
     dispatch_name: &'a str,
     #[serde(flatten)]
     paths: &'a DispatchPaths,
-    items: Vec<ShownItem<'a>>,
+    /// How many verdicts the reviewer gives.
+    count: usize,
+    /// Some entry holds a group of claims.
+    grouped: bool,
+    entries: Vec<ShownEntry<'a>>,
+}
+
+/// What a reviewer is told of an item's anchors: nothing when they
+/// verified; where a moved excerpt is; which anchors did not resolve and
+/// why; that a claim cites none.
+fn anchor_note(anchoring: &Anchoring) -> Option<String> {
+    let status = anchoring.anchor_status?;
+    match status {
+        anchors::Status::Verified => None,
+        anchors::Status::None => {
+            Some("it cites no anchor, so okstra could not check it against the code".to_owned())
+        }
+        anchors::Status::Moved | anchors::Status::Unanchored => {
+            let notes: Vec<String> = anchoring
+                .anchors
+                .iter()
+                .filter_map(|a| match a.status {
+                    anchors::Status::Moved => Some(format!(
+                        "the excerpt of `{}` is at line {}",
+                        a.location(),
+                        a.found_at.as_deref().unwrap_or("?")
+                    )),
+                    anchors::Status::Unanchored => Some(format!(
+                        "`{}` does not resolve: {}",
+                        a.location(),
+                        a.reason.as_deref().unwrap_or("not found")
+                    )),
+                    _ => None,
+                })
+                .collect();
+            Some(notes.join("; "))
+        }
+    }
+}
+
+/// `a`, `b`, … `z`, `aa`, `ab`: the member letters of a group's labels.
+fn letters(mut index: usize) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(char::from(b'a' + u8::try_from(index % 26).unwrap_or(0)));
+        if index < 26 {
+            break;
+        }
+        index = index / 26 - 1;
+    }
+    out.iter().rev().collect()
+}
+
+/// `batch` cut into prompt entries: the members of a group together (in
+/// their plan order), every other item alone; entries in batch order.
+fn entries<'p>(batch: &[&'p PlanItem]) -> Vec<Vec<&'p PlanItem>> {
+    let mut entries: Vec<Vec<&PlanItem>> = Vec::new();
+    let mut by_group: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for item in batch {
+        let Some(group) = item.grouping.group.as_deref() else {
+            entries.push(vec![item]);
+            continue;
+        };
+        if let Some(&at) = by_group.get(group) {
+            entries[at].push(item);
+        } else {
+            by_group.insert(group, entries.len());
+            entries.push(vec![item]);
+        }
+    }
+    entries
 }
 
 /// Give each reviewer its batch and labels, and render its prompt; returns
@@ -376,7 +506,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
     let mut prompts = Vec::new();
     for analyser in &info.analysers {
         let worker = &analyser.assignment.worker_id;
-        let mut batch: Vec<&PlanItem> = plan
+        let batch: Vec<&PlanItem> = plan
             .items
             .iter()
             .filter(|item| item.reviewers.contains(worker))
@@ -384,31 +514,72 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         if batch.is_empty() {
             continue;
         }
+        let mut grouped = entries(&batch);
         if plan.blind {
-            shuffle(&mut batch, splitmix(plan.seed ^ fnv1a(worker)));
+            let seed = splitmix(plan.seed ^ fnv1a(worker));
+            shuffle(&mut grouped, seed);
+            for (index, members) in grouped.iter_mut().enumerate() {
+                shuffle(members, splitmix(seed ^ index as u64));
+            }
         }
         let kind = DispatchKind::Reverify(round);
         let dispatch_name = kind.dispatch_name(&analyser.assignment.dispatch_name);
         let paths = DispatchPaths::new(info.dir(), &dispatch_name);
-        let labels: Vec<Label> = batch
-            .iter()
-            .enumerate()
-            .map(|(index, item)| Label {
-                label: format!("Item {}", index + 1),
-                item_id: item.item_id.clone(),
-            })
-            .collect();
-        let shown: Vec<ShownItem<'_>> = batch
-            .iter()
-            .zip(&labels)
-            .map(|(item, label)| show(item, &label.label, worker, plan.blind))
-            .collect();
+        let mut labels: Vec<Label> = Vec::new();
+        let mut shown: Vec<ShownEntry<'_>> = Vec::new();
+        let mut last_section: Option<&str> = None;
+        for (index, members) in grouped.iter().enumerate() {
+            let number = index + 1;
+            let single = members.len() == 1;
+            let mut entry = ShownEntry {
+                label: if single {
+                    format!("Item {number}")
+                } else {
+                    format!(
+                        "Items {number}{}–{number}{}",
+                        letters(0),
+                        letters(members.len() - 1)
+                    )
+                },
+                at: None,
+                members: Vec::new(),
+            };
+            for (position, item) in members.iter().enumerate() {
+                let label = if single {
+                    format!("Item {number}")
+                } else {
+                    format!("Item {number}{}", letters(position))
+                };
+                if !single && entry.at.is_none() {
+                    entry.at = item
+                        .grouping
+                        .group
+                        .as_deref()
+                        .and_then(|id| plan.groups.iter().find(|g| g.id == id))
+                        .map(|g| g.at.as_str());
+                }
+                let mut member = show(item, &label, worker, plan.blind);
+                if last_section == member.section {
+                    member.section = None;
+                } else {
+                    last_section = member.section;
+                }
+                entry.members.push(member);
+                labels.push(Label {
+                    label,
+                    item_id: item.item_id.clone(),
+                });
+            }
+            shown.push(entry);
+        }
         let view = ReverifyView {
             round,
             blind: plan.blind,
             dispatch_name: &dispatch_name,
             paths: &paths,
-            items: shown,
+            count: labels.len(),
+            grouped: shown.iter().any(|entry| entry.members.len() > 1),
+            entries: shown,
         };
         let assignment = serde_json::json!({
             "workerId": worker,
@@ -494,9 +665,9 @@ fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> Sho
         own: item.owner == reviewer,
         item_id: (!blind).then_some(item.item_id.as_str()),
         owner: (!blind).then_some(item.owner.as_str()),
-        section: &item.section,
+        section: Some(&item.section),
         text: &item.text,
-        evidence: &item.evidence,
+        anchors: anchor_note(&item.anchoring),
         previous_verdicts: item
             .previous_verdicts
             .iter()
@@ -523,6 +694,8 @@ mod tests {
             text: "x".repeat(text_bytes),
             evidence: Vec::new(),
             truncated: false,
+            anchoring: Anchoring::default(),
+            grouping: ledger::Grouping::default(),
             source: PathBuf::new(),
             reviewers: Vec::new(),
             previous_verdicts: Vec::new(),
@@ -550,6 +723,12 @@ mod tests {
         }
         assert!(!budget.admits(&planned("claude:F-last", 1)));
         assert!(Budget::default().warning(2).is_none());
+    }
+
+    #[test]
+    fn group_members_are_lettered() {
+        let names: Vec<String> = [0, 1, 25, 26, 27, 701, 702].map(letters).to_vec();
+        assert_eq!(names, ["a", "b", "z", "aa", "ab", "zz", "aaa"]);
     }
 
     #[test]

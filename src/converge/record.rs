@@ -2,14 +2,17 @@
 //! Result Path, mapped from labels back to items and written into the
 //! ledger.
 //!
-//! A table row is `| Item 3 | AGREE | evidence | addition |`. A row whose
-//! verdict is not one of the three words, that has no evidence, or a
-//! `SUPPLEMENT` without its addition is malformed; a label answered twice
-//! is ambiguous; either is "no answer" for that item, as is a label with
-//! no row. Each is reported by label and line. A reviewer whose dispatch
-//! ended without completing (or left no result) is unavailable, and its
-//! silence keeps nothing open. Recording a round again replaces that
-//! round's verdicts: the command is idempotent.
+//! A table row is `| Item 3 | AGREE | evidence | addition |` (`Item 3b` for
+//! a member of a group). A row whose verdict is not one of the three words,
+//! that has no evidence, or a `SUPPLEMENT` without its addition is
+//! malformed; a label answered twice is ambiguous; either is "no answer" for
+//! that item, as is a label with no row. Each is reported by label and line.
+//! Evidence that reads `same claim as Item 3a` is the evidence given there
+//! (and records which claim it named). Each verdict's anchors are checked
+//! against the run's snapshot as it is recorded, and kept with it. A
+//! reviewer whose dispatch ended without completing (or left no result) is
+//! unavailable, and its silence keeps nothing open. Recording a round again
+//! replaces that round's verdicts: the command is idempotent.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -83,6 +86,8 @@ struct Row {
     verdict: String,
     evidence: String,
     addition: String,
+    /// The item whose row this one's evidence is (`same claim as …`).
+    same_as: Option<String>,
 }
 
 /// Record round `round` of the run in `run_dir` from its plan and the
@@ -137,6 +142,8 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
                 text: Some(planned.text.clone()),
                 evidence: planned.evidence.clone(),
                 truncated: planned.truncated,
+                anchoring: planned.anchoring.clone(),
+                grouping: planned.grouping.clone(),
                 ..LedgerItem::default()
             });
             ledger.items.len() - 1
@@ -152,6 +159,8 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
     let mut problems = Vec::new();
     let mut unavailable = Vec::new();
     let mut verdicts = 0;
+    // Where each verdict of this round went: (item, verdict) positions.
+    let mut recorded: Vec<(usize, usize)> = Vec::new();
     for reviewer in &plan.reviewers {
         // The plan names who reviewed; the run decides where that reviewer's
         // result is and which provider and model it had to run on, so an
@@ -227,7 +236,10 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
                         evidence: row.evidence.clone(),
                         addition: (!row.addition.is_empty()).then(|| row.addition.clone()),
                         substitute,
+                        anchoring: ledger::Anchoring::default(),
+                        same_as: row.same_as.clone(),
                     });
+                    recorded.push((position, item.verdicts.len() - 1));
                     verdicts += 1;
                 }
                 Some(Err(reason)) => item.no_answer.push(NoAnswer {
@@ -250,6 +262,16 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
                 }
             }
         }
+    }
+    // Every verdict's anchors, checked once, against the run's snapshot.
+    let texts: Vec<&str> = recorded
+        .iter()
+        .map(|&(item, verdict)| ledger.items[item].verdicts[verdict].evidence.as_str())
+        .collect();
+    let checked = crate::anchors::check_texts(&info.run, &texts)
+        .context("cannot check the verdicts' anchors")?;
+    for ((item, verdict), anchoring) in recorded.into_iter().zip(checked) {
+        ledger.items[item].verdicts[verdict].anchoring = anchoring.into();
     }
     ledger.unavailable.extend(unavailable.iter().cloned());
     // A round its plan says does not run adds no round.
@@ -336,7 +358,71 @@ fn answers(text: &str, labels: &HashMap<&str, &str>, reviewer: &str) -> (Answers
             }
         }
     }
+    resolve_same_as(&mut answers, labels, &mut problems, reviewer);
     (answers, problems)
+}
+
+/// `same claim as Item 3a` → the label it names, when the evidence says
+/// only that.
+fn same_as_label(evidence: &str) -> Option<String> {
+    let lower = evidence.trim().trim_end_matches('.').to_lowercase();
+    let rest = lower
+        .strip_prefix("same claim as ")
+        .or_else(|| lower.strip_prefix("same as "))?;
+    normalise_label(rest)
+}
+
+/// Give every row whose evidence is `same claim as Item N` the evidence of
+/// that row; one that names a label without a usable answer (or itself) is
+/// no answer.
+fn resolve_same_as(
+    answers: &mut Answers,
+    labels: &HashMap<&str, &str>,
+    problems: &mut Vec<RowProblem>,
+    reviewer: &str,
+) {
+    let mut referring: Vec<(String, String)> = answers
+        .iter()
+        .filter_map(|(label, answer)| {
+            let (_, row) = answer.as_ref().ok()?;
+            Some((label.clone(), same_as_label(&row.evidence)?))
+        })
+        .collect();
+    referring.sort();
+    // Decided on the rows as written, so the outcome never depends on the
+    // order they are resolved in.
+    let targets: Vec<(String, String, Option<String>)> = referring
+        .into_iter()
+        .map(|(label, named)| {
+            let target = answers
+                .get(&named)
+                .and_then(|answer| answer.as_ref().ok())
+                .filter(|(_, row)| named != label && same_as_label(&row.evidence).is_none())
+                .map(|(_, row)| row.evidence.clone());
+            (label, named, target)
+        })
+        .collect();
+    for (label, named, target) in targets {
+        let Some(Ok((_, row))) = answers.get_mut(&label) else {
+            continue;
+        };
+        if let Some(evidence) = target {
+            row.same_as = labels.get(named.as_str()).map(|id| (*id).to_owned());
+            row.evidence = evidence;
+        } else {
+            let line = row.line;
+            let message = format!(
+                "`same claim as {named}`, which has no answer of its own; counted as no answer"
+            );
+            problems.push(RowProblem {
+                reviewer: reviewer.to_owned(),
+                label: Some(label.clone()),
+                line: Some(line),
+                message: message.clone(),
+            });
+            answers.insert(label, Err(message));
+        }
+    }
 }
 
 /// The part of `text` between the result markers, or all of it. Line numbers
@@ -385,6 +471,7 @@ fn rows<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> Vec<Row> {
             verdict,
             evidence,
             addition,
+            same_as: None,
         });
     }
     found
@@ -411,18 +498,21 @@ fn split_cells(line: &str) -> Vec<String> {
     cells
 }
 
-/// `Item 7`, `**Item 7**`, `` `item 7` `` or `7` → `Item 7`.
+/// `Item 7`, `**Item 7**`, `` `item 7` `` or `7` → `Item 7`; `Item 3B` →
+/// `Item 3b` (a member of a group).
 fn normalise_label(cell: &str) -> Option<String> {
     let cell = cell.trim().trim_matches(|c| c == '*' || c == '`').trim();
-    let number = match cell.get(..4) {
+    let rest = match cell.get(..4) {
         Some(prefix) if prefix.eq_ignore_ascii_case("item") => cell[4..].trim(),
         _ => cell,
     };
-    let number: u32 = number
-        .parse()
-        .ok()
-        .filter(|_| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))?;
-    Some(format!("Item {number}"))
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let letters = &rest[digits..];
+    if digits == 0 || !letters.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let number: u32 = rest[..digits].parse().ok()?;
+    Some(format!("Item {number}{}", letters.to_ascii_lowercase()))
 }
 
 #[cfg(test)]
@@ -522,5 +612,38 @@ mod tests {
         assert_eq!(normalise_label("Item"), None);
         assert_eq!(normalise_label("F-001"), None);
         assert_eq!(normalise_label("Item -1"), None);
+        assert_eq!(normalise_label("Item 3B").as_deref(), Some("Item 3b"));
+        assert_eq!(
+            normalise_label("**Item 12ab**").as_deref(),
+            Some("Item 12ab")
+        );
+        assert_eq!(normalise_label("Items 3a–3c"), None);
+        assert_eq!(normalise_label("1.1"), None);
+    }
+
+    #[test]
+    fn same_claim_as_takes_the_evidence_it_names() {
+        let labels: HashMap<&str, &str> = [
+            ("Item 3a", "claude:F-1"),
+            ("Item 3b", "codex:1"),
+            ("Item 3c", "kimi:K-1"),
+            ("Item 4", "kimi:K-2"),
+        ]
+        .into_iter()
+        .collect();
+        let text = "\
+| Item 3a | AGREE | src/a.py:3 `x = 1` is unguarded | |
+| Item 3b | AGREE | Same claim as item 3A. | |
+| Item 3c | DISAGREE | same claim as Item 4 | |
+| Item 4 | AGREE | same as Item 3c | |
+";
+        let (answers, problems) = answers(text, &labels, "grok");
+        let (verdict, row) = answers["Item 3b"].as_ref().unwrap();
+        assert_eq!(*verdict, Verdict::Agree);
+        assert_eq!(row.evidence, "src/a.py:3 `x = 1` is unguarded");
+        assert_eq!(row.same_as.as_deref(), Some("claude:F-1"));
+        // Two rows naming each other have no evidence of their own.
+        assert!(answers["Item 3c"].is_err() && answers["Item 4"].is_err());
+        assert_eq!(problems.len(), 2, "{problems:?}");
     }
 }

@@ -11,6 +11,7 @@ use crate::digest::sha256_hex;
 use crate::ending::Ending;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
+use crate::run::events::{self, EventKind};
 use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
 
@@ -23,38 +24,22 @@ use super::select::Planned;
 pub fn record(planned: &Planned, prompt_sha256: Option<String>) -> DispatchRecord {
     let (sidecar, log) = layout::attempt_files(&planned.paths.prompt_path, planned.attempt);
     DispatchRecord {
-        dispatch_name: planned.dispatch_name.clone(),
-        dispatch_kind: planned.kind,
-        attempt: planned.attempt,
-        worker_id: planned.worker_id.clone(),
         role: Some(planned.role),
         provider: Some(planned.provider),
         model: Some(planned.model.clone()),
         runner: Some(planned.runner),
-        prompt_path: planned.paths.prompt_path.clone(),
         prompt_sha256,
         inputs_sha256: planned.inputs_sha256.clone(),
-        result_path: planned.paths.result_path.clone(),
-        worker_results_path: planned.paths.worker_results_path.clone(),
-        error_path: planned.paths.error_path.clone(),
         log_path: Some(log),
         sidecar_path: Some(sidecar),
-        started_at: None,
-        ended_at: None,
         dispatcher_pid: i32::try_from(std::process::id()).ok(),
-        wrapper_pid: None,
-        ending: None,
-        exit_code: None,
-        detail: None,
-        result_sha256: None,
-        worker_results_sha256: None,
-        recovered_from: None,
-        log_tail: None,
-        usage: None,
-        isolation: None,
-        workspace: None,
-        branch: None,
-        guard: None,
+        ..DispatchRecord::queued(
+            &planned.dispatch_name,
+            planned.kind,
+            planned.attempt,
+            &planned.worker_id,
+            &planned.paths,
+        )
     }
 }
 
@@ -94,7 +79,35 @@ pub fn finish(
         changes.push(Change::Terminal(assignment_name, outcome.ending));
     }
     team_state::update(run, &changes)?;
+    announce(run, &record);
     Ok((record, outcome))
+}
+
+/// The lead event of an ended attempt: `worker-complete`, or
+/// `worker-terminal` with its ending. Every writer of an ending calls it
+/// (the engine, `await` settling a record, `cancel`, `submit`), so a lead
+/// never records one by hand. A failure to record is a warning.
+pub fn announce(run: &Run, record: &DispatchRecord) {
+    let Some(ending) = record.ending else {
+        return;
+    };
+    let attempt = record.attempt.to_string();
+    let mut fields = std::collections::BTreeMap::from([
+        ("name".to_owned(), record.dispatch_name.clone()),
+        ("attempt".to_owned(), attempt),
+    ]);
+    let kind = if ending == Ending::Completed {
+        EventKind::WorkerComplete
+    } else {
+        fields.insert("status".to_owned(), ending.as_str().to_owned());
+        EventKind::WorkerTerminal
+    };
+    if let Some(from) = &record.recovered_from {
+        fields.insert("provenance".to_owned(), from.clone());
+    }
+    if let Err(err) = events::append(run, kind.as_str(), &fields) {
+        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
+    }
 }
 
 /// Recover the result (writing the Result Paths), classify the ending and
@@ -177,7 +190,7 @@ pub fn conclude(
 
 /// The bytes of `path` if it is a non-empty regular file modified since
 /// `since` (Unix seconds; any time when unknown).
-fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
+pub fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() || meta.len() == 0 {
         return None;

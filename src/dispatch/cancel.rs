@@ -58,19 +58,7 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
         .map(super::split_workers)
         .transpose()?;
     if let Some(names) = &workers {
-        for name in names {
-            if run.assignment(name).is_none() {
-                let known: Vec<&str> = run
-                    .assignments
-                    .iter()
-                    .map(|a| a.worker_id.as_str())
-                    .collect();
-                anyhow::bail!(
-                    "invalid value `{name}` for `--workers`: this run's workers are `{}`",
-                    known.join(",")
-                );
-            }
-        }
+        super::check_workers(&run, names)?;
     }
     let named = |record: &DispatchRecord| {
         workers
@@ -248,6 +236,9 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
         }
     }
     run.update_team_state(&changes)?;
+    for record in &finished {
+        attempt::announce(run, record);
+    }
     Ok(())
 }
 

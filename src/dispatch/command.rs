@@ -15,7 +15,7 @@ use crate::run::lease::Lease;
 use crate::run::team_state::TeamState;
 
 use super::select::{self, Kind, Planned, Skip};
-use super::{Batch, Options, Prepared, prepare, print_summary, record_native, run_prepared};
+use super::{Batch, Options, Prepared, Row, prepare, print_summary, run_prepared};
 
 /// Set in the environment of a detached dispatcher.
 const DETACHED_ENV: &str = "OKSTRA_DISPATCH_DETACHED";
@@ -50,19 +50,23 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         let candidates = select::select(&run, &state, args.kind, workers.as_deref())?;
         prepare(&run, &mut state, candidates, &options)?
     };
-    for native in &prepared.host {
-        diag::note(format_args!(
-            "`{}` runs in the host's own session (`native-session`): the host dispatches it, then `okstra await` waits for its Result Path",
-            native.dispatch_name
-        ));
-    }
     if args.dry_run {
+        for native in &prepared.host {
+            diag::note(format_args!(
+                "`{}` runs in the host's own session (`native-session`): `okstra next {}` would hand it to the host",
+                native.dispatch_name,
+                run.dir.display()
+            ));
+        }
         return dry_run(&run, &prepared.start, args);
     }
-    record_native(&run, &state, &prepared.host)?;
+    let host = hand_out(&run, &prepared.host)?;
     if prepared.is_idle() {
-        nothing_to_do(&run, args.kind, &prepared);
-        print_summary(&[], args.json)?;
+        if host.is_empty() {
+            nothing_to_do(&run, &state, args.kind, &prepared);
+        }
+        print_summary(&host, args.json)?;
+        say_host(&run, &host);
         return Ok(ExitStatus::Success);
     }
     if args.detach {
@@ -73,15 +77,48 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         // A detached dispatcher outlives the terminal that started it.
         ignore_hangup();
     }
-    let host = prepared.host.len();
     let batch = run_prepared(&run, prepared, options)?;
     drop(lease);
-    finish(&batch, host, args.json)
+    finish(&run, &batch, &host, args.json)
+}
+
+/// Hand the host its native dispatches of the batch (the same attempt
+/// `okstra next` names); their rows for the summary, not ended.
+fn hand_out(run: &Run, native: &[Planned]) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for planned in native {
+        if let Some(handout) = super::native::hand_out(run, planned)? {
+            let mut row = Row::from_record(&handout.record);
+            row.detail = Some(format!(
+                "runs in the host's own session: `okstra next {}` hands it out",
+                run.dir.display()
+            ));
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Say that the host's dispatches of the batch are not done.
+fn say_host(run: &Run, host: &[Row]) {
+    if host.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = host.iter().map(|r| r.dispatch_name.as_str()).collect();
+    let one = names.len() == 1;
+    diag::progress(format_args!(
+        "`{}` {} in the host's own session and {} not done yet: `okstra next {}` hands {} to the host",
+        names.join("`, `"),
+        if one { "runs" } else { "run" },
+        if one { "is" } else { "are" },
+        run.dir.display(),
+        if one { "it" } else { "them" }
+    ));
 }
 
 /// Say why nothing starts: one line per candidate that was skipped, and
-/// what would make it start.
-fn nothing_to_do(run: &Run, kind: Kind, prepared: &Prepared) {
+/// what can be dispatched instead, and when.
+fn nothing_to_do(run: &Run, state: &TeamState, kind: Kind, prepared: &Prepared) {
     diag::progress(format_args!(
         "nothing to dispatch of kind `{}` in `{}`",
         kind.as_string(),
@@ -102,12 +139,73 @@ fn nothing_to_do(run: &Run, kind: Kind, prepared: &Prepared) {
         };
         diag::note(line);
     }
-    if kind == Kind::Initial && prepared.skipped.is_empty() && prepared.host.is_empty() {
-        diag::note(format_args!(
-            "the report writer is dispatched only when named: `okstra dispatch {} --workers report-writer`",
-            run.dir.display()
+    for line in what_else(run, state) {
+        diag::note(line);
+    }
+}
+
+/// What else this run can dispatch, and when: each later kind with its
+/// candidates, from the files that are there.
+fn what_else(run: &Run, state: &TeamState) -> Vec<String> {
+    let dir = run.dir.display();
+    let done = |name: &str| {
+        state
+            .latest(name)
+            .is_some_and(|r| r.ending == Some(crate::ending::Ending::Completed))
+    };
+    let mut lines = Vec::new();
+    let reviewers_done = run.reviewers().all(|a| {
+        state
+            .latest(&a.dispatch_name)
+            .is_some_and(|r| r.ending.is_some())
+    });
+    let mut round = 0;
+    while run.layout().round_plan(round + 1).is_file() {
+        round += 1;
+    }
+    if round > 0 {
+        let open: Vec<String> = select::select(run, state, Kind::Reverify(round), None)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| !done(&p.dispatch_name))
+            .map(|p| p.dispatch_name)
+            .collect();
+        if open.is_empty() {
+            lines.push(format!(
+                "round {round} is answered: `okstra converge record {dir} --round {round}` records it"
+            ));
+        } else {
+            lines.push(format!(
+                "`--kind reverify-r{round}` has {} reviewer(s) planned and not done: {}",
+                open.len(),
+                open.join(", ")
+            ));
+        }
+    } else if reviewers_done && run.convergence.enabled {
+        lines.push(format!(
+            "the reviewers' own work has ended: `okstra converge plan {dir} --round 1` plans convergence round 1, then `--kind reverify-r1` dispatches it"
+        ));
+    } else if !reviewers_done {
+        lines.push("`initial` starts the reviewers' own work first".to_owned());
+    }
+    if let Some(critic) = run.in_role(crate::catalog::Role::Critic).next()
+        && !done(&critic.dispatch_name)
+    {
+        lines.push(
+            "`--kind critic` dispatches the critic, after convergence is classified".to_owned(),
+        );
+    }
+    if let Some(writer) = run.assignment(crate::catalog::REPORT_WRITER)
+        && !done(&writer.dispatch_name)
+    {
+        lines.push(format!(
+            "`--workers report-writer` dispatches the report writer once `okstra coverage {dir}` wrote its inputs"
         ));
     }
+    lines.push(format!(
+        "`okstra next {dir}` (or `okstra run {dir}`) takes every step in order for you"
+    ));
+    lines
 }
 
 /// `--kind retry --workers …`: each named worker's last attempt once more.
@@ -177,30 +275,26 @@ fn fix_pass(
     }
     let planned = super::plan_fix_pass(run, state, fix)?;
     if planned.runner == Runner::NativeSession {
-        let path = planned.paths.prompt_path.clone();
-        record_native(run, state, &[planned])?;
-        diag::note(format_args!(
-            "the Executor runs in the host's own session: give it `{}` and await it",
-            path.display()
-        ));
+        let host = hand_out(run, &[planned])?;
+        print_summary(&host, json)?;
+        say_host(run, &host);
         return Ok(ExitStatus::Success);
     }
     let batch = super::run_planned(run, vec![planned], options)?;
-    finish(&batch, 0, json)
+    finish(run, &batch, &[], json)
 }
 
-/// Print a finished batch's summary; its exit status: 128+N when a signal
-/// stopped it, 0 when every attempt completed, else 1.
-fn finish(batch: &Batch, host: usize, json: bool) -> Result<ExitStatus> {
-    print_summary(&batch.rows, json)?;
+/// Print a finished batch's summary, the host's dispatches of the batch
+/// listed as not ended (so `allCompleted` is never true while one is not
+/// done); its exit status: 128+N when a signal stopped it, 0 when every
+/// wrapper attempt completed, else 1.
+fn finish(run: &Run, batch: &Batch, host: &[Row], json: bool) -> Result<ExitStatus> {
+    let rows: Vec<Row> = batch.rows.iter().chain(host).cloned().collect();
+    print_summary(&rows, json)?;
     if let Some(signal) = batch.interrupted {
         return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
     }
-    if host > 0 && batch.all_completed() {
-        diag::progress(format_args!(
-            "the wrapper workers completed; {host} worker(s) of this batch run in the host's session and are not done yet"
-        ));
-    }
+    say_host(run, host);
     Ok(if batch.all_completed() {
         ExitStatus::Success
     } else {
@@ -362,7 +456,9 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
     Ok(ExitStatus::Success)
 }
 
-fn ignore_hangup() {
+/// Ignore SIGHUP: a background process outlives the terminal that
+/// started it.
+pub fn ignore_hangup() {
     use nix::sys::signal::{SigHandler, Signal, signal};
     #[expect(
         unsafe_code,

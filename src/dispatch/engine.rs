@@ -247,6 +247,7 @@ impl Engine {
                     "never started: the dispatch was stopped".into(),
                 );
                 team_state::update(&self.run, &[Change::Put(&record)])?;
+                attempt::announce(&self.run, &record);
                 finished.push(record);
             }
         }
@@ -304,6 +305,7 @@ impl Engine {
                         ));
                     }
                     team_state::update(&self.run, &changes)?;
+                    attempt::announce(&self.run, &record);
                     self.view
                         .note(&format!("{}: not started: {why}", record.dispatch_name));
                     self.budget_stopped.push(record);

@@ -21,9 +21,11 @@ mod classify;
 mod command;
 mod engine;
 mod gate;
+pub mod native;
 pub mod place;
 mod recover;
 pub mod select;
+mod submit;
 mod summary;
 mod view;
 mod wait;
@@ -36,12 +38,13 @@ use crate::catalog::DispatchKind;
 use crate::cli::EngineArgs;
 use crate::ending::Ending;
 use crate::run::Run;
-use crate::run::team_state::{self, DispatchRecord, TeamState};
+use crate::run::team_state::TeamState;
 
 pub use attempt::prompt_sha256;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
-pub use command::dispatch_command;
+pub use command::{dispatch_command, ignore_hangup};
 pub use select::{Decision, Kind, Planned, Skip};
+pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};
 pub use wait::{await_command, liveness, settle_all};
 
@@ -167,6 +170,7 @@ pub fn prepare(
                 prompt_sha256: prompt_sha256.clone(),
                 live: latest.map_or(select::Live::Nothing, wait::liveness),
                 resume: options.resume,
+                retry_spent: false,
             };
             decision = select::decide_in(&planned, state, &facts);
             let Decision::Settle(record) = &decision else {
@@ -208,6 +212,7 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
             interrupted: None,
         });
     }
+    snapshot_before_reviewers(run, &prepared.start);
     let identity = crate::workspace::RunIdentity::of(run);
     let engine = engine::Engine {
         snapshots: std::sync::Arc::new(crate::workspace::Snapshots::new(identity.clone())),
@@ -244,6 +249,25 @@ pub fn run_prepared(run: &Run, prepared: Prepared, options: Options) -> Result<B
     // In the order they were planned, not the order they ended.
     rows.sort_by_key(|row| order.iter().position(|name| *name == row.dispatch_name));
     Ok(Batch { rows, interrupted })
+}
+
+/// Take the run's snapshot of the project — the one its anchors are checked
+/// against, once per run — when reviewers are about to start their first
+/// work: before wrappers start, or before the host is handed its native
+/// attempts. A failure is a warning: the first check takes it instead.
+pub fn snapshot_before_reviewers(run: &Run, starting: &[Planned]) {
+    let reviewers_start = starting
+        .iter()
+        .any(|p| p.kind == DispatchKind::Initial && p.role.reviews());
+    if reviewers_start
+        && let Err(err) =
+            crate::anchors::snapshot::ensure(run, crate::anchors::snapshot::Taken::FirstDispatch)
+    {
+        crate::diag::warning(format_args!(
+            "cannot take the run's snapshot of the project; its anchors will be checked \
+             against one taken later: {err:#}"
+        ));
+    }
 }
 
 /// Run `planned` attempts (their attempt numbers already set) to the end
@@ -367,37 +391,6 @@ pub fn repair_of(
     })
 }
 
-/// Record `native-session` dispatches the host has not started yet, so the
-/// host never writes a dispatch record by hand and `await` finds them the
-/// same way as wrapper ones; a role that works in a copy gets it made here,
-/// before the host starts it (`place::native`).
-fn record_native(run: &Run, state: &TeamState, native: &[Planned]) -> Result<()> {
-    let mut records: Vec<DispatchRecord> = Vec::new();
-    for planned in native {
-        let recorded = state
-            .dispatches
-            .iter()
-            .any(|r| r.dispatch_name == planned.dispatch_name && r.attempt == planned.attempt);
-        if recorded {
-            continue;
-        }
-        let mut record =
-            attempt::record(planned, attempt::prompt_sha256(&planned.paths.prompt_path));
-        record.start();
-        record.dispatcher_pid = None;
-        record.log_path = None;
-        record.sidecar_path = None;
-        place::native(run, state, planned, &mut record)?;
-        records.push(record);
-    }
-    if records.is_empty() {
-        return Ok(());
-    }
-    let changes: Vec<_> = records.iter().map(team_state::Change::Put).collect();
-    team_state::update(run, &changes)?;
-    Ok(())
-}
-
 /// The ending of a single headless run that was asked for a plain answer
 /// (no result block), as `okstra doctor --probe` makes: it completed when
 /// the CLI exited 0 having said something and reported no failure; any
@@ -422,6 +415,22 @@ pub fn classify_answer(
         ..classify::Evidence::default()
     };
     classify::classify(&evidence).0
+}
+
+/// Refuse a `--workers` name that is not one of `run`'s workers.
+pub fn check_workers(run: &Run, names: &[String]) -> Result<()> {
+    if let Some(name) = names.iter().find(|name| run.assignment(name).is_none()) {
+        let known: Vec<&str> = run
+            .assignments
+            .iter()
+            .map(|a| a.worker_id.as_str())
+            .collect();
+        bail!(
+            "invalid value `{name}` for `--workers`: this run's workers are `{}`",
+            known.join(",")
+        );
+    }
+    Ok(())
 }
 
 /// `--workers a,b`: non-empty, comma-separated.

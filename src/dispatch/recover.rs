@@ -414,29 +414,40 @@ impl Transcript {
 /// it, without the marker lines. A block whose end is missing is not
 /// complete and does not count. One pass, nothing held but the answer.
 pub fn last_block(text: &str, begin: &str, end: &str) -> Option<String> {
-    let is = |line: &str, marker: &str| line.trim() == marker;
-    // Byte offsets: where the open block's body starts, and the last
-    // complete body found.
-    let mut open: Option<usize> = None;
-    let mut found: Option<(usize, usize)> = None;
+    last_block_where(text, |line| line == begin, end).map(|(_, body)| body)
+}
+
+/// [`last_block`] for begin lines `is_begin` accepts (each trimmed): the
+/// last complete block's begin line (trimmed) and its body. A native
+/// worker's begin line carries the tag of the task it answers.
+pub fn last_block_where(
+    text: &str,
+    is_begin: impl Fn(&str) -> bool,
+    end: &str,
+) -> Option<(String, String)> {
+    // Byte offsets: the open block's begin line and where its body starts,
+    // and the last complete block found.
+    let mut open: Option<(usize, usize)> = None;
+    let mut found: Option<(usize, usize, usize)> = None;
     let mut at = 0;
     for raw in text.split_inclusive('\n') {
         let line = raw.strip_suffix('\n').unwrap_or(raw);
         let line = line.strip_suffix('\r').unwrap_or(line);
         match open {
-            None if is(line, begin) => open = Some(at + raw.len()),
-            Some(start) if is(line, end) => {
-                found = Some((start, at));
+            None if is_begin(line.trim()) => open = Some((at, at + raw.len())),
+            Some((head, start)) if line.trim() == end => {
+                found = Some((head, start, at));
                 open = None;
             }
             _ => {}
         }
         at += raw.len();
     }
-    let (start, stop) = found?;
+    let (head, start, stop) = found?;
+    let begin = text[head..start].trim().to_owned();
     let mut body = text[start..stop].lines().collect::<Vec<_>>().join("\n");
     body.push('\n');
-    (!body.trim().is_empty()).then_some(body)
+    (!body.trim().is_empty()).then_some((begin, body))
 }
 
 #[cfg(test)]

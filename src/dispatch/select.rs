@@ -89,6 +89,9 @@ pub struct Facts {
     /// attempt ended for a reason the user can fix (logged out, offline,
     /// rate-limited, CLI missing).
     pub resume: bool,
+    /// The worker's one shared retry is spent (set by [`decide_in`] from
+    /// the state): a failed `native-session` attempt is then final.
+    pub retry_spent: bool,
 }
 
 /// Whether anything of an unfinished attempt still runs.
@@ -118,6 +121,10 @@ pub fn fixable_by_user(ending: Ending) -> bool {
 pub fn decide_in(planned: &Planned, state: &TeamState, facts: &Facts) -> Decision {
     let latest = state.latest(&planned.dispatch_name);
     let next = latest.map_or(1, |r| r.attempt + 1);
+    let facts = &Facts {
+        retry_spent: state.retry_spent(&planned.assignment_name),
+        ..facts.clone()
+    };
     match latest {
         Some(last) if last.ending.is_none() => decide(planned, Some(last), next, facts),
         _ => decide(
@@ -167,11 +174,13 @@ pub fn decide(
         };
     if planned.runner == Runner::NativeSession {
         // okstra cannot start the host's session: only the host can run
-        // it again.
-        return Decision::Skip(if ending == Ending::Completed && unchanged {
-            Skip::Completed
-        } else {
-            Skip::Host
+        // it again — a new question, an interrupted attempt, or a failed
+        // one while the worker's one retry is left (as for a wrapper).
+        return Decision::Skip(match ending {
+            Ending::Completed if unchanged => Skip::Completed,
+            _ if !unchanged || last.was_interrupted() => Skip::Host,
+            ending if ending.is_retryable() && !facts.retry_spent => Skip::Host,
+            ending => Skip::Failed(ending),
         });
     }
     match ending {
@@ -193,19 +202,7 @@ pub fn select(
     workers: Option<&[String]>,
 ) -> Result<Vec<Planned>> {
     if let Some(names) = workers {
-        for name in names {
-            if run.assignment(name).is_none() {
-                let known: Vec<&str> = run
-                    .assignments
-                    .iter()
-                    .map(|a| a.worker_id.as_str())
-                    .collect();
-                bail!(
-                    "invalid value `{name}` for `--workers`: this run's workers are `{}`",
-                    known.join(",")
-                );
-            }
-        }
+        super::check_workers(run, names)?;
     }
     let named = |a: &Assignment| workers.is_none_or(|names| names.contains(&a.worker_id));
     Ok(match kind {

@@ -20,38 +20,15 @@ fn planned(runner: Runner) -> Planned {
 fn record(ending: Option<Ending>, prompt: &str) -> DispatchRecord {
     let p = planned(Runner::CliWrapper);
     DispatchRecord {
-        dispatch_name: p.dispatch_name,
-        dispatch_kind: Kind::Initial,
-        attempt: 2,
-        worker_id: p.worker_id,
         role: Some(p.role),
         provider: Some(p.provider),
-        model: Some(p.model),
+        model: Some(p.model.clone()),
         runner: Some(p.runner),
-        prompt_path: p.paths.prompt_path,
         prompt_sha256: Some(prompt.into()),
-        inputs_sha256: None,
-        result_path: p.paths.result_path,
-        worker_results_path: p.paths.worker_results_path,
-        error_path: p.paths.error_path,
-        log_path: None,
-        sidecar_path: None,
         started_at: Some("2026-12-01T00:00:00Z".into()),
-        ended_at: None,
         dispatcher_pid: Some(1),
-        wrapper_pid: None,
-        workspace: None,
-        branch: None,
-        guard: None,
         ending,
-        exit_code: None,
-        detail: None,
-        result_sha256: None,
-        worker_results_sha256: None,
-        recovered_from: None,
-        log_tail: None,
-        usage: None,
-        isolation: None,
+        ..DispatchRecord::queued(&p.dispatch_name, Kind::Initial, 2, &p.worker_id, &p.paths)
     }
 }
 
@@ -275,6 +252,23 @@ fn decide_table() {
             Runner::NativeSession,
             S(Skip::Host),
         ),
+        // A native answer without a result gets its one retry from the host.
+        (
+            Some(Some(Ending::EmptyOutput)),
+            "a",
+            Live::Nothing,
+            false,
+            Runner::NativeSession,
+            S(Skip::Host),
+        ),
+        (
+            Some(Some(Ending::Auth)),
+            "a",
+            Live::Nothing,
+            false,
+            Runner::NativeSession,
+            S(Skip::Failed(Ending::Auth)),
+        ),
     ];
     for (latest, now, live, resume, runner, expected) in rows {
         let mut last = latest.map(|ending| record(ending, "a"));
@@ -289,6 +283,7 @@ fn decide_table() {
             prompt_sha256: Some(now.into()),
             live,
             resume,
+            retry_spent: false,
         };
         assert_eq!(
             decide(&planned(runner), last.as_ref(), 3, &facts),
@@ -296,6 +291,21 @@ fn decide_table() {
             "{latest:?} {now} {live:?} resume={resume} {runner:?}"
         );
     }
+}
+
+#[test]
+fn a_failed_native_attempt_is_final_once_the_retry_is_spent() {
+    let mut last = record(Some(Ending::EmptyOutput), "a");
+    last.runner = Some(Runner::NativeSession);
+    let facts = Facts {
+        prompt_sha256: Some("a".into()),
+        retry_spent: true,
+        ..Facts::default()
+    };
+    assert_eq!(
+        decide(&planned(Runner::NativeSession), Some(&last), 3, &facts),
+        Decision::Skip(Skip::Failed(Ending::EmptyOutput))
+    );
 }
 
 #[test]

@@ -20,8 +20,12 @@ pub struct Row {
     pub kind: String,
     pub attempt: u32,
     pub runner: Runner,
-    /// `None` while it has not ended (only when `await` timed out).
+    /// `None` while it has not ended (only when `await` timed out, or for a
+    /// native worker the host was never handed).
     pub ending: Option<Ending>,
+    /// Its ending's word once it ended; before that what `okstra status`
+    /// calls it (`running`, `with-host`, `held` …), or `not started`.
+    pub state: String,
     pub exit_code: Option<i64>,
     pub result_path: PathBuf,
     pub detail: Option<String>,
@@ -45,6 +49,12 @@ impl Row {
             attempt: record.attempt,
             runner: record.runner.unwrap_or(Runner::CliWrapper),
             ending: record.ending,
+            state: match (record.ending, record.runner) {
+                (Some(ending), _) => ending.as_str(),
+                (None, Some(Runner::NativeSession)) => "with-host",
+                (None, _) => "running",
+            }
+            .to_owned(),
             exit_code: record.exit_code,
             result_path: record.result_path.clone(),
             detail: record.detail.clone(),
@@ -90,7 +100,7 @@ pub fn print_summary(rows: &[Row], json: bool) -> Result<()> {
             row.dispatch_name,
             row.kind,
             row.attempt,
-            row.ending.map_or("running", Ending::as_str),
+            row.state,
             row.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
             if row.ending == Some(Ending::Completed) {
                 row.result_path.display().to_string()

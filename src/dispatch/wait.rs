@@ -1,6 +1,12 @@
 //! `okstra await`: block until every selected dispatch has ended, then print
 //! one summary; and how an attempt nobody finished is settled.
 //!
+//! With nothing dispatched for its selection it says at once what starts
+//! it (`okstra next` / `okstra dispatch`) and exits 1: nothing would ever
+//! end. An attempt not ended is named as `okstra status` names it (the same
+//! derivation); a native worker the host was never handed is `not started`,
+//! never waited for.
+//!
 //! A wrapper dispatch has ended when its record has an `ending`. When the
 //! dispatcher that started it is gone (killed, or its host shell closed)
 //! and the wrapper too, its record is finished from the sidecar and log,
@@ -14,13 +20,14 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use crate::catalog::{DispatchKind, Runner};
+use crate::catalog::{DispatchKind, LeadRuntime, Runner};
 use crate::cli::AwaitArgs;
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
+use crate::lifecycle::State;
 use crate::process_group as process;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
@@ -43,8 +50,9 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
         .transpose()?;
     let deadline = args.timeout.map(|limit| Instant::now() + limit);
     let prices = crate::usage::Prices::load(&|name| std::env::var(name).ok())?;
-    // Native workers of the first batch (or the named ones) are awaited by
-    // their files: the host dispatched them, okstra has no record.
+    // The native workers of the first batch (or the named ones): the host
+    // runs them. One okstra never handed out has no record; it is awaited
+    // by its files only when they show the host working on it.
     let native: Vec<Planned> = if kind.is_none_or(|k| k == Kind::Initial) {
         select(
             &run,
@@ -68,12 +76,21 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
             .filter(|r| workers.as_ref().is_none_or(|w| w.contains(&r.worker_id)))
             .cloned()
             .collect();
-        if selected.is_empty() && native.is_empty() {
-            bail!(
-                "nothing to await in `{}`: no dispatch{} was recorded; start one with `okstra dispatch`",
+        let now = crate::clock::unix_now();
+        let native_rows: Vec<Row> = native
+            .iter()
+            .filter(|n| !selected.iter().any(|r| r.dispatch_name == n.dispatch_name))
+            .map(|n| native_row(&run, n, now))
+            .collect();
+        if selected.is_empty() && native_rows.iter().all(|r| r.state == NOT_STARTED) {
+            // Nothing to wait for, ever: say what starts it, at once.
+            diag::error(format_args!(
+                "nothing to await in `{}`: nothing was dispatched{}; start it with `{}`",
                 args.run_dir.display(),
-                kind.map_or(String::new(), |k| format!(" of kind `{}`", k.as_string()))
-            );
+                kind.map_or(String::new(), |k| format!(" of kind `{}`", k.as_string())),
+                start_line(&run, kind, args.workers.as_deref(), !native.is_empty())
+            ));
+            return Ok(ExitStatus::Failure);
         }
         let orphans: Vec<DispatchRecord> = selected
             .iter()
@@ -90,46 +107,67 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
                 }
             }
         }
-        let mut pending = selected.iter().filter(|r| r.ending.is_none()).count();
-        let native_rows: Vec<Row> = native
+        // Each row as `okstra status` shows it: the ending, else the same
+        // derivation its board row uses.
+        let mut rows: Vec<Row> = selected
             .iter()
-            .filter(|n| !selected.iter().any(|r| r.dispatch_name == n.dispatch_name))
-            .map(native_row)
+            .map(|record| {
+                let mut row = Row::from_record(record);
+                if record.ending.is_none() {
+                    crate::lifecycle::verdict_of_attempt(&run, record, now)
+                        .state
+                        .as_str()
+                        .clone_into(&mut row.state);
+                }
+                row
+            })
             .collect();
-        pending += native_rows.iter().filter(|r| r.ending.is_none()).count();
-        if pending > 0 && !said {
-            // Once, on the first look: what it waits for.
-            let waiting: Vec<String> = selected
+        rows.extend(native_rows);
+        let waiting: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.ending.is_none() && r.state != NOT_STARTED)
+            .collect();
+        let pending = waiting.len();
+        let listed = || -> String {
+            waiting
                 .iter()
-                .filter(|r| r.ending.is_none())
                 .map(|r| {
-                    if r.runner == Some(Runner::NativeSession) {
+                    if r.state == State::WithHost.as_str() {
                         format!("{} (host session)", r.dispatch_name)
                     } else {
-                        r.dispatch_name.clone()
+                        format!("{} ({})", r.dispatch_name, r.state)
                     }
                 })
-                .chain(
-                    native_rows
-                        .iter()
-                        .filter(|r| r.ending.is_none())
-                        .map(|r| format!("{} (host session)", r.dispatch_name)),
-                )
-                .collect();
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if pending > 0 && !said {
+            // Once, on the first look: what it waits for.
             diag::progress(format_args!(
                 "waiting for {pending} dispatch(es): {}",
-                waiting.join(", ")
+                listed()
             ));
             said = true;
         }
         let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
         if pending == 0 || timed_out {
-            let mut rows: Vec<Row> = selected.iter().map(Row::from_record).collect();
-            rows.extend(native_rows);
             print_summary(&rows, args.json)?;
+            let never: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.state == NOT_STARTED)
+                .map(|r| r.dispatch_name.as_str())
+                .collect();
+            if !never.is_empty() {
+                diag::note(format_args!(
+                    "`{}` never started: the host was never handed it; `{}` does",
+                    never.join("`, `"),
+                    start_line(&run, None, None, true)
+                ));
+            }
             if timed_out && pending > 0 {
                 diag::error(format_args!(
-                    "timed out with {pending} dispatch(es) still running"
+                    "timed out with {pending} dispatch(es) not ended: {}",
+                    listed()
                 ));
                 return Ok(ExitStatus::Failure);
             }
@@ -142,6 +180,28 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
         }
         std::thread::sleep(INTERVAL);
     }
+}
+
+/// The state of a native worker the host was never handed.
+const NOT_STARTED: &str = "not started";
+
+/// The command that starts what `await` found nothing of: `okstra next`
+/// for a run a host leads (it hands the host its native workers), else
+/// `okstra dispatch` with the same selection.
+fn start_line(run: &Run, kind: Option<Kind>, workers: Option<&str>, native: bool) -> String {
+    let dir = run.dir.to_string_lossy();
+    if native || run.lead_runtime != LeadRuntime::External {
+        return crate::shell::okstra_line(&["next", &dir]);
+    }
+    let kind = kind.map(Kind::as_string);
+    let mut args = vec!["dispatch", &dir];
+    if let Some(kind) = &kind {
+        args.extend(["--kind", kind]);
+    }
+    if let Some(workers) = workers {
+        args.extend(["--workers", workers]);
+    }
+    crate::shell::okstra_line(&args)
 }
 
 /// Whether `record` belongs to `kind`: a retry belongs to the kind of the
@@ -247,6 +307,9 @@ pub fn settle_all(
         }
     }
     team_state::update(run, &changes)?;
+    for record in &done {
+        attempt::announce(run, record);
+    }
     Ok(done)
 }
 
@@ -320,24 +383,40 @@ fn dispatcher_alive(pid: i32, record: &DispatchRecord) -> bool {
     process::wrapper_alive(pid, since)
 }
 
-/// A native-session worker's row, from its files.
-fn native_row(planned: &Planned) -> Row {
+/// A native-session worker's row when okstra has no record of it, from its
+/// files: `completed` once its Result Path holds something or its heartbeat
+/// says `complete`; `not started` while `okstra status` sees nothing of it
+/// (the host was never handed it); `with-host` while its files show the host
+/// working on it.
+fn native_row(run: &Run, planned: &Planned, now: i64) -> Row {
     let done =
         non_empty(&planned.paths.result_path) || heartbeat_complete(&planned.paths.heartbeat_path);
+    let seen = done
+        || run.assignment(&planned.worker_id).is_some_and(|a| {
+            crate::lifecycle::verdict_of_worker(run, a, now).state != State::Pending
+        });
     Row {
         dispatch_name: planned.dispatch_name.clone(),
         kind: planned.kind.as_string(),
         attempt: 1,
         runner: Runner::NativeSession,
         ending: done.then_some(Ending::Completed),
+        state: match (done, seen) {
+            (true, _) => Ending::Completed.as_str(),
+            (false, true) => State::WithHost.as_str(),
+            (false, false) => NOT_STARTED,
+        }
+        .to_owned(),
         terminal_status: done.then_some(crate::ending::ReportStatus::Completed),
         failure_reason: None,
         exit_code: None,
         result_path: planned.paths.result_path.clone(),
         detail: if done {
             None
-        } else {
+        } else if seen {
             Some("waiting for the host's session to write its Result Path".into())
+        } else {
+            Some("never handed to the host".into())
         },
     }
 }

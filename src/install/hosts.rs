@@ -3,13 +3,17 @@
 //! value resolved once from the environment, so tests pin every path.
 //!
 //! Decisions (from the hosts research):
-//! - Claude Code: a personal skill `<config>/skills/okstra/SKILL.md` and two
-//!   hook groups (`Stop`, `SubagentStop`) in `<config>/settings.json`. No
-//!   worker agent definitions: native workers are dispatched with the
-//!   general-purpose `Agent` tool (name, model and prompt given inline).
-//! - Codex: a user skill `~/.agents/skills/okstra/SKILL.md` and a `Stop`
-//!   hook in `$CODEX_HOME/hooks.json` (Codex runs it only after the user
-//!   trusts it with `/hooks`).
+//! - Claude Code: a personal skill `<config>/skills/okstra/SKILL.md` whose
+//!   frontmatter registers the sub-agent-stop hook (`okstra hook
+//!   subagent-stop`: native workers' answers back to okstra) for the session
+//!   it leads, and two reap hook groups (`Stop`, `SubagentStop`) in
+//!   `<config>/settings.json`. No worker agent definitions: native workers
+//!   are dispatched with the general-purpose `Agent` tool (name, model and
+//!   prompt given inline).
+//! - Codex: a user skill `~/.agents/skills/okstra/SKILL.md` and two groups
+//!   in `$CODEX_HOME/hooks.json`: `Stop` (reap) and `SubagentStop` (the
+//!   answers' hook); Codex runs them only after the user trusts them with
+//!   `/hooks`.
 //! - Antigravity: a skill `~/.gemini/antigravity-cli/skills/okstra/SKILL.md`
 //!   and **no hook**: agy's hook file moved between versions, its schema is
 //!   unstable and a wrong shape is dropped silently.
@@ -117,6 +121,17 @@ pub(super) fn reap_command(okstra: &Path, project_root: Option<&str>) -> String 
     )
 }
 
+/// The sub-agent-stop hook: hand a finished sub-agent's final message to
+/// okstra (`okstra hook subagent-stop` reads the host's JSON on stdin,
+/// takes an okstra task's answer and ignores everything else). It prints
+/// nothing on stdout and never fails, so it can never block the host.
+pub(super) fn subagent_stop_command(okstra: &Path) -> String {
+    format!(
+        "{} hook subagent-stop >/dev/null 2>&1 || true",
+        shell_quote(okstra)
+    )
+}
+
 /// Seconds a host waits for the hook (reap's stop takes at most ~5 s per group).
 const HOOK_TIMEOUT_SECS: u64 = 60;
 
@@ -163,17 +178,22 @@ pub fn is_wrapper_name(name: &str) -> bool {
         .any(|provider| provider.wrapper() == name)
 }
 
-/// Whether `group` is exactly a reap hook group okstra merges, for some
-/// okstra binary (a path whose file name starts with `okstra`): what
-/// uninstall checks before it takes a recorded group out of a user's file.
-pub fn is_reap_group(group: &serde_json::Value) -> bool {
+/// Whether `group` is exactly a hook group okstra merges (a reap group or
+/// the sub-agent-stop group), for some okstra binary (a path whose file
+/// name starts with `okstra`): what uninstall checks before it takes a
+/// recorded group out of a user's file.
+pub fn is_okstra_group(group: &serde_json::Value) -> bool {
     let Some(command) = group
         .pointer("/hooks/0/command")
         .and_then(serde_json::Value::as_str)
     else {
         return false;
     };
-    let Some(quoted) = command.split(" reap").next() else {
+    let Some(quoted) = command
+        .split(" reap")
+        .next()
+        .and_then(|head| head.split(" hook subagent-stop").next())
+    else {
         return false;
     };
     let Some(okstra) = quoted
@@ -186,25 +206,29 @@ pub fn is_reap_group(group: &serde_json::Value) -> bool {
     let is_okstra = okstra
         .file_name()
         .is_some_and(|name| name.to_string_lossy().starts_with("okstra"));
-    is_okstra
-        && [Some(CLAUDE_PROJECT_ROOT), None]
-            .iter()
-            .any(|root| hook_group(&reap_command(&okstra, *root)).to_value() == *group)
+    let reap = [Some(CLAUDE_PROJECT_ROOT), None]
+        .iter()
+        .any(|root| hook_group(&reap_command(&okstra, *root)).to_value() == *group);
+    is_okstra && (reap || hook_group(&subagent_stop_command(&okstra)).to_value() == *group)
 }
 
 /// The project root Claude Code's reap hook names.
 pub(super) const CLAUDE_PROJECT_ROOT: &str = "\"$CLAUDE_PROJECT_DIR\"";
 
-/// Everything `host` gets.
-pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>, template::Error> {
-    let skill_dir = skills_dir(host, homes);
+/// `host`'s `okstra` skill, naming okstra as `okstra` (a path, or a bare
+/// name found on `PATH`): what `okstra install` writes and the plugins ship.
+pub fn skill_text(host: Host, okstra: &Path) -> Result<String, template::Error> {
     let (runtime, project_root) = match host {
         Host::ClaudeCode => ("claude-code", "\"${CLAUDE_PROJECT_DIR}\""),
         Host::Codex => ("codex", "\"$PWD\""),
         Host::Antigravity => ("antigravity", "\"$PWD\""),
     };
     let env = template::environment();
-    let text = template::render(
+    // The skill's own frontmatter registers the answers' hook on Claude
+    // Code (for the session the skill leads, no settings file touched); a
+    // YAML double-quoted string is a JSON string.
+    let subagent_stop = serde_json::Value::String(subagent_stop_command(okstra)).to_string();
+    template::render(
         &env,
         "templates/install/skill.md.j2",
         minijinja::context! {
@@ -212,8 +236,15 @@ pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>,
             runtime => runtime,
             okstra => shell_word(okstra),
             project_root => project_root,
+            subagent_stop => subagent_stop,
         },
-    )?;
+    )
+}
+
+/// Everything `host` gets.
+pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>, template::Error> {
+    let skill_dir = skills_dir(host, homes);
+    let text = skill_text(host, okstra)?;
     let mut items = vec![Item::File {
         path: skill_dir.join("okstra").join("SKILL.md"),
         bytes: text.into_bytes(),
@@ -231,9 +262,16 @@ pub fn host_items(host: Host, homes: &Homes, okstra: &Path) -> Result<Vec<Item>,
         }
         Host::Codex => {
             // Codex runs hooks in the session's folder: reap that project.
+            // Its skills register no hooks, so the answers' hook goes here.
             items.push(Item::Hooks {
                 path: homes.codex.join("hooks.json"),
-                groups: vec![("Stop".to_owned(), hook_group(&reap_command(okstra, None)))],
+                groups: vec![
+                    ("Stop".to_owned(), hook_group(&reap_command(okstra, None))),
+                    (
+                        "SubagentStop".to_owned(),
+                        hook_group(&subagent_stop_command(okstra)),
+                    ),
+                ],
             });
         }
         Host::Antigravity => {}
@@ -246,10 +284,10 @@ pub fn host_notes(host: Host) -> &'static [&'static str] {
     match host {
         Host::ClaudeCode => &[
             "claude-code: use `/okstra` in a session; a Claude Code started before `~/.claude/skills` existed needs a restart to see it",
-            "claude-code: the reap hooks run after each turn in trusted folders only",
+            "claude-code: the reap hooks run after each turn in trusted folders only; `/okstra` registers the hook that hands native workers' answers to okstra for its session",
         ],
         Host::Codex => &[
-            "codex: use `$okstra` (or `/skills`); the reap hook runs only after you review and trust it with `/hooks` in Codex",
+            "codex: use `$okstra` (or `/skills`); the reap hook and the sub-agent-stop hook (native workers' answers) run only after you review and trust them with `/hooks` in Codex",
         ],
         Host::Antigravity => &[
             "antigravity: use `/okstra`; no hook is installed (agy's hook format is unstable and a wrong one is dropped silently), so run `okstra reap --execute` in the project after a run",
@@ -315,7 +353,7 @@ mod tests {
                     .any(|&h| settings_path(h, &homes()).as_ref() == Some(path))
             );
             for (_, group) in groups {
-                assert!(is_reap_group(&group.to_value()));
+                assert!(is_okstra_group(&group.to_value()));
             }
         }
         assert_eq!(
@@ -325,8 +363,9 @@ mod tests {
         let foreign = hook_group("notify-send done").to_value();
         let evil = hook_group(&reap_command(Path::new("/bin/rm"), None)).to_value();
         let tail = hook_group("'/bin/okstra' reap --execute; rm -rf ~").to_value();
-        for group in [foreign, evil, tail, serde_json::json!({})] {
-            assert!(!is_reap_group(&group), "{group}");
+        let hook_tail = hook_group("'/bin/okstra' hook subagent-stop; rm -rf ~").to_value();
+        for group in [foreign, evil, tail, hook_tail, serde_json::json!({})] {
+            assert!(!is_okstra_group(&group), "{group}");
         }
         assert!(is_wrapper_name("okstra-kimi-exec"));
         assert!(!is_wrapper_name("okstra-sh-exec"));
@@ -347,6 +386,11 @@ mod tests {
         assert!(text.contains("--lead-runtime claude-code"));
         assert!(text.contains("allowed-tools: Bash(/bin/okstra *)"));
         assert!(text.contains("$ARGUMENTS"));
+        // The skill registers the answers' hook itself.
+        assert!(
+            text.contains("    - hooks:\n        - type: command\n          command: \"'/bin/okstra' hook subagent-stop"),
+            "{text}"
+        );
         let Item::Hooks { path, groups } = &claude[1] else {
             panic!()
         };
@@ -359,9 +403,13 @@ mod tests {
         };
         assert_eq!(path, Path::new("/h/.agents/skills/okstra/SKILL.md"));
         assert!(!String::from_utf8_lossy(bytes).contains("$ARGUMENTS"));
-        assert!(
-            matches!(&codex[1], Item::Hooks { path, .. } if path == Path::new("/c/hooks.json"))
-        );
+        let Item::Hooks { path, groups } = &codex[1] else {
+            panic!()
+        };
+        assert_eq!(path, Path::new("/c/hooks.json"));
+        let events: Vec<&str> = groups.iter().map(|(event, _)| event.as_str()).collect();
+        assert_eq!(events, ["Stop", "SubagentStop"]);
+        assert!(!String::from_utf8_lossy(bytes).contains("hook subagent-stop"));
 
         let agy = host_items(Host::Antigravity, &homes(), okstra).unwrap();
         assert_eq!(agy.len(), 1);

@@ -7,8 +7,11 @@
 //!   renders, with `okstra` taken from `PATH`.
 //! - [`HOOKS`] is the one list of the plugin's hooks (add a hook there; the
 //!   hook files are rendered from it): a `SessionStart` check that the
-//!   installed `okstra --version` fits this plugin, and the reap hook after
-//!   each turn (`Stop`, and `SubagentStop` in Claude Code).
+//!   installed `okstra --version` fits this plugin, the reap hook after
+//!   each turn (`Stop`, and `SubagentStop` in Claude Code), and in Codex the
+//!   answers' hook (`SubagentStop`: `okstra hook subagent-stop`, which
+//!   brings a native worker's answer back; Claude Code's skill registers
+//!   it in its own frontmatter).
 //! - `plugin/bin/okstra-check-version.sh` is the version check: silent when
 //!   the installed okstra has this plugin's major and minor version, one
 //!   line for the session otherwise; it never blocks (exit 0).
@@ -36,6 +39,8 @@ pub enum Action {
     CheckVersion,
     /// `okstra reap --execute` for the session's project (never fails).
     Reap,
+    /// `okstra hook subagent-stop`: a native worker's answer back to okstra.
+    Answers,
 }
 
 /// One hook of the plugin: the host event, which hosts get it, and what it
@@ -64,6 +69,11 @@ pub const HOOKS: &[PluginHook] = &[
         hosts: &[Host::ClaudeCode],
         action: Action::Reap,
     },
+    PluginHook {
+        event: "SubagentStop",
+        hosts: &[Host::Codex],
+        action: Action::Answers,
+    },
 ];
 
 /// The hosts that get a plugin.
@@ -90,6 +100,7 @@ fn group(action: Action, host: Host) -> Json {
             let root = (host == Host::ClaudeCode).then_some(hosts::CLAUDE_PROJECT_ROOT);
             hosts::hook_group(&hosts::reap_command(Path::new("okstra"), root))
         }
+        Action::Answers => hosts::hook_group(&hosts::subagent_stop_command(Path::new("okstra"))),
     }
 }
 
@@ -107,8 +118,8 @@ pub fn hooks_file(host: Host) -> String {
         (
             "description".to_owned(),
             Json::String(
-                "okstra: check that the installed okstra fits this plugin, and reap dead worker \
-                 wrappers after each turn"
+                "okstra: check that the installed okstra fits this plugin, reap dead worker \
+                 wrappers after each turn, and take native workers' answers back"
                     .to_owned(),
             ),
         ),
@@ -144,23 +155,10 @@ pub fn check_script() -> String {
     CHECK_SCRIPT_TEXT.replace("@MINOR@", minor)
 }
 
-/// The plugin's `okstra` skill for `host`.
+/// The plugin's `okstra` skill for `host`: the installed one, with `okstra`
+/// taken from `PATH`.
 pub fn skill(host: Host) -> Result<String, template::Error> {
-    let (runtime, project_root) = match host {
-        Host::ClaudeCode => ("claude-code", "\"${CLAUDE_PROJECT_DIR}\""),
-        Host::Codex | Host::Antigravity => (host.name(), "\"$PWD\""),
-    };
-    let env = template::environment();
-    template::render(
-        &env,
-        "templates/install/skill.md.j2",
-        minijinja::context! {
-            host => host.name(),
-            runtime => runtime,
-            okstra => "okstra",
-            project_root => project_root,
-        },
-    )
+    hosts::skill_text(host, Path::new("okstra"))
 }
 
 /// The folder of `host`'s plugin files under `plugin/`.
@@ -223,10 +221,19 @@ mod tests {
         assert_eq!(events, ["SessionStart", "Stop", "SubagentStop"]);
         let codex: serde_json::Value = serde_json::from_str(&hooks_file(Host::Codex)).unwrap();
         let events: Vec<&String> = codex["hooks"].as_object().unwrap().keys().collect();
-        assert_eq!(events, ["SessionStart", "Stop"]);
-        // The reap groups are the ones uninstall and doctor recognise.
-        assert!(hosts::is_reap_group(&claude["hooks"]["Stop"][0]));
-        assert!(hosts::is_reap_group(&codex["hooks"]["Stop"][0]));
+        assert_eq!(events, ["SessionStart", "Stop", "SubagentStop"]);
+        // The reap and answers groups are the ones uninstall and doctor
+        // recognise.
+        assert!(hosts::is_okstra_group(&claude["hooks"]["Stop"][0]));
+        assert!(hosts::is_okstra_group(&codex["hooks"]["Stop"][0]));
+        let answers = &codex["hooks"]["SubagentStop"][0];
+        assert!(hosts::is_okstra_group(answers));
+        assert!(
+            answers["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .contains("hook subagent-stop")
+        );
         let check = claude["hooks"]["SessionStart"][0]["hooks"][0]["command"]
             .as_str()
             .unwrap();

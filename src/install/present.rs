@@ -54,7 +54,7 @@ pub fn integrations(env: &dyn Fn(&str) -> Option<String>) -> Integrations {
             add(host, "install-skill", skill);
         }
         if let Some(settings) = hosts::settings_path(host, &homes)
-            && has_reap_hook(&settings)
+            && has_okstra_hook(&settings)
         {
             add(host, "install-hooks", settings);
         }
@@ -107,8 +107,9 @@ fn claude_enabled_plugin(settings: &Path) -> Option<PathBuf> {
         .then(|| settings.to_path_buf())
 }
 
-/// Whether a hooks settings file holds an okstra reap hook group.
-fn has_reap_hook(settings: &Path) -> bool {
+/// Whether a hooks settings file holds an okstra hook group (reap, or the
+/// sub-agent-stop hook that brings native answers back).
+fn has_okstra_hook(settings: &Path) -> bool {
     let Some(value) = read_json(settings) else {
         return false;
     };
@@ -119,7 +120,7 @@ fn has_reap_hook(settings: &Path) -> bool {
         .flat_map(|events| events.values())
         .filter_map(Value::as_array)
         .flatten()
-        .any(hosts::is_reap_group)
+        .any(hosts::is_okstra_group)
 }
 
 fn read_json(path: &Path) -> Option<Value> {

@@ -236,7 +236,7 @@ impl<'a> Places<'a> {
                 }
                 if let Some(foreign) = groups
                     .iter()
-                    .find(|record| !hosts::is_reap_group(&record.group))
+                    .find(|record| !hosts::is_okstra_group(&record.group))
                 {
                     return Err(format!(
                         "its recorded `{}` hook group is not okstra's reap hook",

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::catalog::{REPORT_WRITER, Role, Runner};
+use crate::catalog::{REPORT_WRITER, Role};
 use crate::converge;
 use crate::diag;
 use crate::dispatch::{self, Kind};
@@ -14,28 +14,53 @@ use crate::run::events::EventKind;
 use crate::run::journal::file_sha256;
 
 use super::facts::{self, Digests, repair_prompt_path};
-use super::{Lead, Step};
+use super::{Flow, Lead, Mode};
 
-impl Lead<'_> {
+impl Lead {
     /// Run one batch: the named workers' dispatches of `kind`.
-    pub(super) fn batch(&mut self, kind: Kind, workers: &[String]) -> Result<Step<()>> {
-        let mut options = self.options()?;
+    pub(super) fn batch(&mut self, kind: Kind, workers: &[String]) -> Result<Flow> {
         // A fresh attempt per explicit resume: one batch per worker gets it.
-        options.resume = workers
+        let resume = workers
             .iter()
             .any(|w| self.resume_for(&self.dispatch_name(kind, w)));
         for worker in workers {
             self.fresh_given.insert(self.dispatch_name(kind, worker));
         }
-        let mut state = self.run.team_state()?;
+        let state = self.run.team_state()?;
         let mut candidates = dispatch::select::select(&self.run, &state, kind, Some(workers))?;
         for planned in &mut candidates {
             planned.inputs_sha256 = self.tracked_inputs(planned);
         }
+        self.run_batch(candidates, resume)
+    }
+
+    /// Decide `candidates`, hand the host its own, and run the rest:
+    /// attached, to the batch's end; detached, in a background driver.
+    fn run_batch(&mut self, candidates: Vec<dispatch::Planned>, resume: bool) -> Result<Flow> {
+        let mut options = self.options()?;
+        options.resume = resume;
+        let mut state = self.run.team_state()?;
         let prepared = dispatch::prepare(&self.run, &mut state, candidates, &options)?;
+        for planned in &prepared.host {
+            dispatch::native::hand_out(&self.run, planned)?;
+        }
+        if prepared.is_idle() {
+            return Ok(Flow::Go);
+        }
+        if self.mode == Mode::Detached {
+            let starts: Vec<String> = prepared
+                .start
+                .iter()
+                .map(|p| p.dispatch_name.clone())
+                .collect();
+            return Ok(Flow::Detached(self.detach(&starts)?));
+        }
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;
         self.dispatched += batch.rows.len();
-        Ok(self.ended(&batch))
+        Ok(match batch.interrupted {
+            Some(signal) => Flow::Interrupted(signal),
+            None => Flow::Go,
+        })
     }
 
     fn dispatch_name(&self, kind: Kind, worker: &str) -> String {
@@ -116,8 +141,8 @@ impl Lead<'_> {
 
     /// The lead contract's fix cycle (`--fix-cycle yes`): the verifiers'
     /// `blocking` and `major` defects (confirmed by convergence when it ran)
-    /// go to `state/fix-request.md` and the Executor's fix prompt; nothing
-    /// to fix, or an Executor in a host session, is recorded.
+    /// go to `state/fix-request.md` and the Executor's fix prompt (a native
+    /// Executor gets it as a host task); nothing to fix is recorded.
     pub(super) fn fix_request(&mut self, digests: &Digests) -> Result<()> {
         let info = converge::RunInfo::of(self.run.clone())?;
         let classified = converge::summary(&info)?;
@@ -125,21 +150,10 @@ impl Lead<'_> {
             .as_ref()
             .map(|c| converge::fix::defects(&c.ledger, c.ledger.enabled))
             .unwrap_or_default();
-        let executor_native = self
-            .run
-            .in_role(Role::Executor)
-            .next()
-            .is_some_and(|a| a.runner == Runner::NativeSession);
         let output = if defects.is_empty() {
             self.event(
                 EventKind::FixPassSkipped,
                 &[("reason", "no blocking or major defect")],
-            );
-            None
-        } else if executor_native {
-            self.event(
-                EventKind::FixPassSkipped,
-                &[("reason", "the Executor runs in a host session")],
             );
             None
         } else {
@@ -158,7 +172,7 @@ impl Lead<'_> {
     }
 
     /// The Executor's fix pass, on the prompt the fix request wrote.
-    pub(super) fn fix_pass(&mut self) -> Result<Step<()>> {
+    pub(super) fn fix_pass(&mut self) -> Result<Flow> {
         let state = self.run.team_state()?;
         let path = dispatch::fix_prompt_path(&self.run)?;
         let executor = self
@@ -167,8 +181,7 @@ impl Lead<'_> {
             .next()
             .context("an implementation run has an Executor")?;
         let planned = dispatch::repair_of(&self.run, &state, &executor.worker_id, &path)?;
-        let batch = self.planned(planned)?;
-        Ok(batch)
+        self.run_batch(vec![planned], false)
     }
 
     /// Plan the verifiers' check of the fix pass: the defects the fix
@@ -235,7 +248,7 @@ impl Lead<'_> {
 
     /// Dispatch the report writer once more, its prompt followed by the
     /// validator's messages.
-    pub(super) fn repair(&mut self, problems: &[String]) -> Result<Step<()>> {
+    pub(super) fn repair(&mut self, problems: &[String]) -> Result<Flow> {
         let writer = self
             .run
             .assignment(REPORT_WRITER)
@@ -258,7 +271,7 @@ impl Lead<'_> {
             self.run.report_data_path.display()
         );
         for problem in &problems {
-            let _ = writeln!(prompt, "- {}", super::one_line(problem));
+            let _ = writeln!(prompt, "- {}", crate::run::events::one_line(problem));
         }
         prompt.push_str(
             "\nFix exactly these problems and nothing else: do not change a finding's substance \
@@ -273,7 +286,7 @@ impl Lead<'_> {
         );
         let state = self.run.team_state()?;
         let planned = dispatch::repair_of(&self.run, &state, REPORT_WRITER, &path)?;
-        self.planned(planned)
+        self.run_batch(vec![planned], false)
     }
 
     /// Validate and render the report.
@@ -289,17 +302,6 @@ impl Lead<'_> {
                 problems.join("; ")
             ),
         }
-    }
-
-    /// Run one planned attempt through the engine, or settle/adopt what
-    /// decide says of it.
-    fn planned(&mut self, planned: dispatch::Planned) -> Result<Step<()>> {
-        let options = self.options()?;
-        let mut state = self.run.team_state()?;
-        let prepared = dispatch::prepare(&self.run, &mut state, vec![planned], &options)?;
-        let batch = dispatch::run_prepared(&self.run, prepared, options)?;
-        self.dispatched += batch.rows.len();
-        Ok(self.ended(&batch))
     }
 }
 

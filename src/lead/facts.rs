@@ -32,6 +32,22 @@ pub const FIX_REQUEST: &str = "fix-request";
 pub const FIX_CHECK: &str = "fix-check";
 pub const INPUTS: &str = "inputs";
 pub const RENDER: &str = "render";
+/// The run's end was recorded (`run-complete`), for this report or reason.
+pub const COMPLETE: &str = "complete";
+
+/// The batches of the step machine, in its order: which one a step's
+/// workers belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Executor,
+    Reviewers,
+    Round(u32),
+    Fix,
+    FixCheck,
+    Critic,
+    Writer,
+    Repair,
+}
 
 /// The digests of what each computed step is made from now.
 #[derive(Debug, Default)]
@@ -50,10 +66,60 @@ pub struct Gathered {
     pub facts: Facts,
     pub digests: Digests,
     pub problems: Vec<String>,
+    /// Each batch's workers and their needs, in the step machine's order.
+    pub groups: Vec<(Group, Vec<(String, Need)>)>,
+    /// The dispatches only the host can run now, with their batch.
+    pub host: Vec<(Group, Planned)>,
+}
+
+impl Gathered {
+    /// The batch a step stopped at: the first whose members include every
+    /// one of `workers` with `need` (the step machine's own order).
+    pub fn group_with(&self, workers: &[String], need: Need) -> Option<Group> {
+        self.groups
+            .iter()
+            .find(|(_, members)| {
+                workers
+                    .iter()
+                    .all(|w| members.iter().any(|(id, n)| id == w && *n == need))
+            })
+            .map(|(group, _)| *group)
+    }
+
+    /// The host's dispatches of `group`.
+    pub fn host_of(&self, group: Group) -> Vec<&Planned> {
+        self.host
+            .iter()
+            .filter(|(g, _)| *g == group)
+            .map(|(_, planned)| planned)
+            .collect()
+    }
+}
+
+/// Where each planned dispatch's state is collected while gathering.
+#[derive(Default)]
+struct Batches {
+    groups: Vec<(Group, Vec<(String, Need)>)>,
+    host: Vec<(Group, Planned)>,
+}
+
+impl Batches {
+    /// Note `planned` (of `group`) with its need; the step machine's worker.
+    fn note(&mut self, group: Group, planned: &Planned, need: Need) -> Worker {
+        let member = (planned.worker_id.clone(), need);
+        match self.groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, members)) => members.push(member),
+            None => self.groups.push((group, vec![member])),
+        }
+        if need == Need::Host {
+            self.host.push((group, planned.clone()));
+        }
+        Worker::new(&planned.worker_id, need)
+    }
 }
 
 /// Gather the facts of `lead`'s run.
-pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
+pub fn gather(lead: &Lead) -> Result<Gathered> {
     let run = &lead.run;
     let state = run.team_state()?;
     let journal = &lead.journal;
@@ -66,7 +132,11 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
             file_exists && journal.is_fresh(step, inputs)
         }
     };
-    let worker = |planned: &Planned| Worker::new(&planned.worker_id, need(lead, &state, planned));
+    let mut batches = Batches::default();
+    let mut worker = |group: Group, planned: &Planned| {
+        let need = need(lead, &state, planned);
+        batches.note(group, planned, need)
+    };
     let mut facts = Facts {
         convergence: run.convergence.enabled,
         max_rounds: run.convergence.effective_max_rounds,
@@ -75,15 +145,17 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
     let mut digests = Digests::default();
 
     if run.task_type == TaskType::Implementation {
-        facts.executor = run
-            .in_role(Role::Executor)
-            .next()
-            .map(|a| worker(&dispatch::select::from_assignment(a, DispatchKind::Initial)));
+        facts.executor = run.in_role(Role::Executor).next().map(|a| {
+            worker(
+                Group::Executor,
+                &dispatch::select::from_assignment(a, DispatchKind::Initial),
+            )
+        });
     }
     let mut own = Digest::new();
     for assignment in run.reviewers() {
         let planned = dispatch::select::from_assignment(assignment, DispatchKind::Initial);
-        let reviewer = worker(&planned);
+        let reviewer = worker(Group::Reviewers, &planned);
         own = own.text("worker", &assignment.worker_id).text(
             "done",
             if reviewer.need == Need::Done {
@@ -123,7 +195,7 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
             for planned in
                 dispatch::select::select(run, &state, DispatchKind::Reverify(number), None)?
             {
-                let reviewer = worker(&planned);
+                let reviewer = worker(Group::Round(number), &planned);
                 let ending = state
                     .latest(&planned.dispatch_name)
                     .and_then(|r| r.ending)
@@ -177,7 +249,7 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
         if !facts.fix_undecided && request.is_some_and(|e| e.output.is_some()) {
             let path = dispatch::fix_prompt_path(run)?;
             let planned = dispatch::repair_of(run, &state, &executor.worker_id, &path)?;
-            facts.fix_pass = Some(worker(&planned));
+            facts.fix_pass = Some(worker(Group::Fix, &planned));
         }
     }
     // A fix pass that changed the code is checked by the verifiers that
@@ -206,7 +278,7 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
             let verifiers = if planned {
                 dispatch::select::select(run, &state, DispatchKind::FixCheck, None)?
                     .iter()
-                    .map(worker)
+                    .map(|planned| worker(Group::FixCheck, planned))
                     .collect()
             } else {
                 Vec::new()
@@ -219,7 +291,7 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
     facts.critic = run.in_role(Role::Critic).next().map(|a| {
         let mut planned = dispatch::select::from_assignment(a, DispatchKind::Critic);
         planned.inputs_sha256 = lead.tracked_inputs(&planned);
-        worker(&planned)
+        worker(Group::Critic, &planned)
     });
 
     // Phase 6: the report.
@@ -228,6 +300,8 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
             facts,
             digests,
             problems: Vec::new(),
+            groups: batches.groups,
+            host: batches.host,
         });
     };
     let mut inputs = Digest::new().text("ledger", &classified);
@@ -246,7 +320,7 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
     facts.inputs_fresh = fresh(INPUTS, &digests.inputs, inputs_path.is_file());
     let mut planned = dispatch::select::from_assignment(writer, DispatchKind::Initial);
     planned.inputs_sha256 = lead.tracked_inputs(&planned);
-    let writer_state = worker(&planned);
+    let writer_state = worker(Group::Writer, &planned);
     let written = state
         .latest_on(&writer.dispatch_name, &writer.paths.prompt_path)
         .map_or(0, |r| r.attempt);
@@ -302,12 +376,15 @@ pub fn gather(lead: &Lead<'_>) -> Result<Gathered> {
         {
             *repaired = true;
         }
-        facts.repair = Some(Worker::new(&writer.worker_id, need));
+        let planned = dispatch::repair_of(run, &state, &writer.worker_id, &repair_path)?;
+        facts.repair = Some(batches.note(Group::Repair, &planned, need));
     }
     Ok(Gathered {
         facts,
         digests,
         problems,
+        groups: batches.groups,
+        host: batches.host,
     })
 }
 
@@ -338,7 +415,7 @@ pub fn repair_prompt_path(run: &Run) -> PathBuf {
     )
 }
 
-impl Lead<'_> {
+impl Lead {
     /// The digest of the files a dispatch's prompt points at that a resume
     /// must notice: the report writer's inputs, the critic's ledger.
     pub(super) fn tracked_inputs(&self, planned: &dispatch::Planned) -> Option<String> {
@@ -357,7 +434,7 @@ impl Lead<'_> {
 
 /// Where `planned` stands: what [`dispatch::select::decide_in`] says of its
 /// attempts, in the step machine's words.
-fn need(lead: &Lead<'_>, state: &TeamState, planned: &Planned) -> Need {
+fn need(lead: &Lead, state: &TeamState, planned: &Planned) -> Need {
     let prompt_sha256 = planned
         .prompt_sha256
         .clone()
@@ -367,6 +444,7 @@ fn need(lead: &Lead<'_>, state: &TeamState, planned: &Planned) -> Need {
         prompt_sha256,
         live: latest.map_or(dispatch::select::Live::Nothing, dispatch::liveness),
         resume: lead.resume_for(&planned.dispatch_name),
+        retry_spent: false,
     };
     match dispatch::select::decide_in(planned, state, &facts) {
         Decision::Start { .. } | Decision::Adopt(_) | Decision::Settle(_) => Need::Run,
@@ -377,8 +455,12 @@ fn need(lead: &Lead<'_>, state: &TeamState, planned: &Planned) -> Need {
     }
 }
 
-/// An unfinished attempt: its driver's, or one to adopt or settle.
+/// An unfinished attempt: the host's (a native one), its driver's, or one
+/// to adopt or settle.
 fn need_of_unfinished(record: &crate::run::team_state::DispatchRecord) -> Need {
+    if record.runner == Some(crate::catalog::Runner::NativeSession) {
+        return Need::Host;
+    }
     match dispatch::liveness(record) {
         dispatch::select::Live::Driver => Need::Running,
         _ => Need::Run,

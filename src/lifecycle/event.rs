@@ -9,8 +9,9 @@ use anyhow::{Result, bail};
 
 use super::Run;
 use crate::cli::EventArgs;
+use crate::diag;
 use crate::exit::ExitStatus;
-use crate::run::events::{append, progress_line};
+use crate::run::events::{EventKind, append, progress_line};
 use crate::slug;
 
 /// Longest field value accepted (a summary, not a document).
@@ -21,12 +22,40 @@ const MAX_KEY: usize = 64;
 pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
     check_kind(&args.kind)?;
     let fields = parse_fields(&args.fields)?;
+    check_required(&args.kind, &fields)?;
     let run = Run::open(&args.run_dir)?;
     append(&run, &args.kind, &fields)?;
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{}", progress_line(&args.kind, &fields))?;
+    drop(stdout);
+    if let Ok(kind) = args.kind.parse::<EventKind>()
+        && !kind.lead_may_write()
+    {
+        diag::warning(format_args!(
+            "okstra records `{kind}` itself (`okstra next`, `okstra run`, `okstra submit`): this line only repeats it"
+        ));
+    }
     Ok(ExitStatus::Success)
 }
+
+/// A field that names something okstra looks up must say it: a `session`
+/// event needs its `sessionId`, and a `sessionId` is an id (it becomes
+/// part of a transcript's file name), never empty.
+fn check_required(kind: &str, fields: &BTreeMap<String, String>) -> Result<()> {
+    match fields.get(SESSION_ID) {
+        Some(id) if !crate::usage::is_valid_id(id) => bail!(
+            "invalid value `{}` for field `{SESSION_ID}`: expected a session or agent id, 1 to 128 letters, digits, `-` or `_`",
+            crate::fsread::escape(id)
+        ),
+        None if kind == EventKind::Session.as_str() => bail!(
+            "a `session` event needs `--field {SESSION_ID}=<id>`: the Claude Code session or agent id"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The field that names a Claude Code session or agent.
+const SESSION_ID: &str = "sessionId";
 
 /// A kind is a slug (`crate::slug`).
 fn check_kind(kind: &str) -> Result<()> {
@@ -84,6 +113,18 @@ mod tests {
         for bad in ["", "Phase", "-x", "a b", "é", &"a".repeat(129)] {
             assert!(check_kind(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_session_id_is_never_empty() {
+        let fields = |pairs: &[&str]| {
+            parse_fields(&pairs.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>()).unwrap()
+        };
+        assert!(check_required("session", &fields(&["sessionId="])).is_err());
+        assert!(check_required("session", &fields(&["worker=claude-worker"])).is_err());
+        assert!(check_required("note", &fields(&["sessionId=a b"])).is_err());
+        assert!(check_required("session", &fields(&["sessionId=5f0c-aa_1"])).is_ok());
+        assert!(check_required("phase-start", &fields(&["phase=4"])).is_ok());
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 pub use cleanup::cleanup_command;
 pub use event::event_command;
 pub use reap::reap_command;
-pub use status::status_command;
+pub use status::{State, status_command, verdict_of_attempt, verdict_of_worker};
 
 /// The run a lifecycle command reads: the one view every command opens.
 pub use crate::run::Run;

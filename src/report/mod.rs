@@ -8,11 +8,12 @@
 //! it, `render.rs` lays it out with the templates in `templates/report/`
 //! (Markdown filters in `markdown.rs`, the HTML escape in `html.rs`).
 //!
-//! Schema 2.1 adds `reliability`, whether the run was cross-verified:
-//! okstra computes it from the run's records (`reliability.rs`) and
-//! [`finalize`] writes it into data.json before anything validates it
+//! Schema 2.1 adds `reliability`, whether the run was cross-verified, and
+//! `verification`, who found and who verified each claim: okstra computes
+//! both from the run's records (`reliability.rs`, `verification.rs`) and
+//! [`finalize`] writes them into data.json before anything validates it
 //! (`okstra run`, and `okstra report` on a run); `okstra validate` only
-//! checks it, against the same records.
+//! checks them, against the same records.
 //!
 //! Exit codes: 0 valid / written; 1 the report is invalid (nothing rendered
 //! by `report`); 2 okstra could not check it (missing file, bad JSON, unknown
@@ -20,6 +21,7 @@
 //! one-line summary and warnings go to stderr.
 
 pub mod anchor;
+mod checks;
 pub mod findings;
 mod floor;
 mod html;
@@ -33,6 +35,7 @@ mod rules;
 pub mod sarif;
 mod strict_json;
 mod validate;
+pub mod verification;
 mod view;
 
 use std::fs;
@@ -298,8 +301,9 @@ pub fn problems(target: &Path) -> Result<Vec<String>> {
     Ok(verdict.problems.iter().map(problem_line).collect())
 }
 
-/// Write okstra's computed `reliability` block into the data.json of the run
-/// in `run_dir`, atomically, and return it. A 2.0 report of a run written
+/// Write okstra's computed `reliability` block (and, when the run has a
+/// convergence ledger, its `verification` block) into the data.json of the
+/// run in `run_dir`, atomically, and return the reliability block. A 2.0 report of a run written
 /// against 2.1 or later becomes 2.1. `None` (nothing computed or written)
 /// for a report whose version has no such block (1.0, or 2.0 of an older
 /// run) and for a data.json that is not a JSON object: validation judges
@@ -349,8 +353,13 @@ fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
     let block =
         serde_json::to_value(&computed).context("cannot serialise the reliability block")?;
     let landing = landing_block(run_dir)?;
+    let verified = verification::compute(run_dir)?
+        .map(|v| serde_json::to_value(&v))
+        .transpose()
+        .context("cannot serialise the verification block")?;
     let unchanged = report.get("reliability") == Some(&block)
         && report.get("landing") == landing.as_ref()
+        && report.get("verification") == verified.as_ref()
         && report.get("schemaVersion").and_then(Value::as_str) == Some(version.as_str());
     let bytes = if unchanged {
         None
@@ -360,6 +369,10 @@ fn finalized(run_dir: &Path) -> Result<Option<Finalized>> {
         match landing {
             Some(landing) => report.insert("landing".to_owned(), landing),
             None => report.remove("landing"),
+        };
+        match verified {
+            Some(verified) => report.insert("verification".to_owned(), verified),
+            None => report.remove("verification"),
         };
         let mut bytes = serde_json::to_vec_pretty(&value).context("cannot serialise the report")?;
         bytes.push(b'\n');
@@ -475,6 +488,12 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         {
             run.reliability =
                 Some(reliability::compute(&run.run_dir).map_err(|err| format!("{err:#}")));
+        }
+        if let Some(run) = loaded.run.as_mut()
+            && loaded.value.get("verification").is_some()
+        {
+            run.verification =
+                Some(verification::compute(&run.run_dir).map_err(|err| format!("{err:#}")));
         }
         let indexes = loaded
             .pending
@@ -606,6 +625,7 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         task_key: Some(run.task_key.clone()),
         ledger: read_ledger(&run.dir),
         reliability: None,
+        verification: None,
     };
     Ok((data_path, facts))
 }
@@ -621,6 +641,17 @@ fn read_ledger(run_dir: &Path) -> Option<Result<validate::LedgerClasses, String>
                 .unwrap_or(&path)
                 .display()
                 .to_string(),
+            failed: ledger
+                .items
+                .iter()
+                .filter(|item| item.final_class == Some(converge::FinalClass::Unverifiable))
+                .map(|item| {
+                    (
+                        item.item_id.clone(),
+                        verification::failed_anchor(&item.anchoring.anchors),
+                    )
+                })
+                .collect(),
             classes: ledger
                 .items
                 .into_iter()
@@ -675,11 +706,12 @@ mod tests {
         assert_eq!(v1, v2);
     }
 
-    /// 2.1 is 2.0 plus one required top-level block and optional row
-    /// fields (a severity on difference rows, a suggested fix on both);
-    /// nothing else moves.
+    /// 2.1 is 2.0 plus one required top-level block (`reliability`), one
+    /// optional ones (`landing`, `verification`), one more convergence class
+    /// (`unverifiable`) and optional row fields (a severity on difference
+    /// rows, a suggested fix on both): additive, nothing else moves.
     #[test]
-    fn v2_1_is_v2_0_plus_the_reliability_and_landing_blocks() {
+    fn v2_1_is_v2_0_plus_reliability_landing_verification_and_a_class() {
         let load =
             |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
         let v20 = load("final-report-v2.0.schema.json");
@@ -693,14 +725,9 @@ mod tests {
             root[key] = v20[key].clone();
         }
         root["properties"]["schemaVersion"] = v20["properties"]["schemaVersion"].clone();
-        for block in ["reliability", "landing"] {
-            assert!(
-                root["properties"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove(block)
-                    .is_some()
-            );
+        let properties = root["properties"].as_object_mut().unwrap();
+        for name in ["reliability", "landing", "verification"] {
+            assert!(properties.remove(name).is_some(), "{name}");
         }
         let required = root["required"].as_array_mut().unwrap();
         assert_eq!(required.pop().unwrap(), "reliability");
@@ -710,6 +737,11 @@ mod tests {
             "ReliabilityReason",
             "ReliabilityRound",
             "Landing",
+            "Verification",
+            "VerifiedItem",
+            "Review",
+            "AnchorStatus",
+            "Anchor",
         ] {
             assert!(defs.remove(name).is_some(), "{name}");
         }
@@ -721,6 +753,10 @@ mod tests {
             let properties = defs[row]["properties"].as_object_mut().unwrap();
             assert!(properties.remove(field).is_some(), "{row}.{field}");
         }
+        let convergence = defs["Convergence"].as_object_mut().unwrap();
+        assert!(convergence.remove("description").is_some());
+        let classes = convergence["enum"].as_array_mut().unwrap();
+        assert_eq!(classes.pop().unwrap(), "unverifiable");
         assert_eq!(v21, v20);
     }
 

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::reliability::Reliability;
+use super::verification::Verification;
 
 /// A whole report, schema v1 or v2 (the shapes are the same; header values
 /// and the Markdown layout differ; 2.1 adds `reliability`).
@@ -37,6 +38,10 @@ pub struct Report {
     /// Where an implementation run's change stands at the landing gate.
     #[serde(default)]
     pub landing: Option<Landing>,
+    /// Who found and who verified each claim (schema 2.1, when convergence
+    /// ran).
+    #[serde(default)]
+    pub verification: Option<Verification>,
 }
 
 /// `landing`, written by okstra for an implementation run.
@@ -174,18 +179,24 @@ pub struct UsageSummary {
     pub lead: TokenUsage,
     pub workers: Vec<WorkerUsage>,
     pub source: String,
+    /// The whole run, the lead included (written by `okstra usage`).
+    #[serde(default)]
+    pub totals: Option<TokenUsage>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[expect(
-    clippy::struct_field_names,
-    reason = "the names are the data.json wire format"
-)]
 pub struct TokenUsage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub cache_read_tokens: Option<u64>,
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Some tokens have no price: `cost_usd` counts only the priced ones.
+    #[serde(default)]
+    pub cost_partial: Option<bool>,
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -228,6 +239,28 @@ pub fn tokens(count: Option<u64>) -> String {
     out
 }
 
+/// A cost in US dollars as the report shows it: `$1.23`, or four decimals
+/// below a cent (`$0.0042`) so a cheap run does not read as free.
+pub fn dollars(cost: f64) -> String {
+    if cost > 0.0 && cost < 0.01 {
+        format!("${cost:.4}")
+    } else {
+        format!("${cost:.2}")
+    }
+}
+
+/// What the cost column says for `usage`: its dollars, `unpriced` when it
+/// has tokens but no price (never zero), `n/a` when nothing was read.
+pub fn cost(usage: &TokenUsage) -> String {
+    let read = usage.input_tokens.is_some() || usage.output_tokens.is_some();
+    match usage.cost_usd {
+        Some(cost) if usage.cost_partial == Some(true) => format!("{} + unpriced", dollars(cost)),
+        Some(cost) => dollars(cost),
+        None if usage.source.as_deref() == Some("unavailable") || !read => "n/a".to_owned(),
+        None => "unpriced".to_owned(),
+    }
+}
+
 /// `planSteps` → `Plan steps`: a field name as a heading.
 pub fn label(key: &str) -> String {
     let mut out = String::with_capacity(key.len() + 4);
@@ -255,6 +288,27 @@ mod tests {
         assert_eq!(tokens(Some(1000)), "1,000");
         assert_eq!(tokens(Some(1_234_567)), "1,234,567");
         assert_eq!(tokens(None), "n/a");
+    }
+
+    #[test]
+    fn costs_say_unpriced_never_zero() {
+        let usage = |cost_usd, cost_partial, tokens: Option<u64>| TokenUsage {
+            input_tokens: tokens,
+            output_tokens: tokens,
+            cache_read_tokens: None,
+            cost_usd,
+            cost_partial,
+            source: None,
+        };
+        assert_eq!(cost(&usage(Some(1.234), None, Some(5))), "$1.23");
+        assert_eq!(cost(&usage(Some(0.0042), None, Some(5))), "$0.0042");
+        assert_eq!(cost(&usage(Some(0.0), None, Some(0))), "$0.00");
+        assert_eq!(cost(&usage(None, None, Some(5))), "unpriced");
+        assert_eq!(
+            cost(&usage(Some(0.5), Some(true), Some(5))),
+            "$0.50 + unpriced"
+        );
+        assert_eq!(cost(&usage(None, None, None)), "n/a");
     }
 
     #[test]

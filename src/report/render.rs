@@ -42,6 +42,14 @@ fn environment() -> Environment<'static> {
     let mut env = template::environment();
     markdown::add_filters(&mut env);
     env.add_filter("paragraphs", paragraphs);
+    // HTML only: model text with its code spans as code, and a path as
+    // code that breaks only after a `/`. Both escape what they print.
+    env.add_filter("rich", |text: &str| {
+        Value::from_safe_string(html::inline_code(text))
+    });
+    env.add_filter("code", |text: &str| {
+        Value::from_safe_string(html::code(text))
+    });
     env.set_formatter(|out, state, value| {
         let text = value
             .as_str()

@@ -1,5 +1,6 @@
 //! What the report's invariant checks share: the one `Problem` a check
-//! reports, the report's row tables, and each worker result indexed once.
+//! reports, the report's row tables, each worker result indexed once, and
+//! the ledger's classes the report is checked against.
 //! `validate` and the severity floor (`floor`) both read these.
 
 use std::collections::HashMap;
@@ -7,14 +8,26 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::converge::FinalClass;
 use crate::severity::Severities;
+
+/// Each ledger item's final class (`None` when it has not been classified).
+#[derive(Debug, Clone)]
+pub struct LedgerClasses {
+    /// The ledger's path, relative to the run folder, for messages.
+    pub shown: String,
+    pub classes: HashMap<String, Option<FinalClass>>,
+    /// Why each `unverifiable` item is (its failed anchor), for messages.
+    pub failed: HashMap<String, String>,
+}
 
 /// One thing wrong with a report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
-    /// `header`, `convergence`, `reliability`, `severity`).
+    /// `header`, `convergence`, `reliability`, `verification`, `anchors`,
+    /// `severity`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,

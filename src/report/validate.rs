@@ -19,7 +19,8 @@ use crate::items;
 use crate::severity::{self};
 
 use super::reliability::Reliability;
-pub use super::rules::{Indexed, Problem, rows};
+pub use super::rules::{Indexed, LedgerClasses, Problem, rows};
+use super::verification::{self, Verification};
 
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
@@ -70,14 +71,9 @@ pub struct RunFacts {
     /// The `reliability` block the run's records give (`Err` when they
     /// cannot be read); `None` when the report carries no block to check.
     pub reliability: Option<Result<Reliability, String>>,
-}
-
-/// Each ledger item's final class (`None` when it has not been classified).
-#[derive(Debug, Clone)]
-pub struct LedgerClasses {
-    /// The ledger's path, relative to the run folder, for messages.
-    pub shown: String,
-    pub classes: HashMap<String, Option<FinalClass>>,
+    /// The `verification` block the run's records give (`Ok(None)` without
+    /// a ledger); `None` when the report carries no block to check.
+    pub verification: Option<Result<Option<Verification>, String>>,
 }
 
 impl RunFacts {
@@ -118,6 +114,15 @@ pub fn invariants(
     }
     reliability(report, run, &mut problems);
     super::floor::severities(report, indexes, &mut problems);
+    let ledger = run
+        .and_then(|run| run.ledger.as_ref())
+        .and_then(|ledger| ledger.as_ref().ok());
+    verification::check(
+        report,
+        run.and_then(|run| run.verification.as_ref()),
+        ledger,
+        &mut problems,
+    );
     row_ids(report, &mut problems);
     source_items(report, run, indexes, &mut problems);
     coverage(report, run, indexes, &mut problems);
@@ -482,14 +487,9 @@ fn convergence(
                 .filter_map(|item| class_of(item).map(|class| (item.as_str(), class)))
                 .collect();
             if let Some(claimed) = row.get("convergence").and_then(Value::as_str)
-                && [
-                    FinalClass::FullConsensus,
-                    FinalClass::PartialConsensus,
-                    FinalClass::Contested,
-                    FinalClass::WorkerUnique,
-                ]
-                .iter()
-                .any(|class| class.as_str() == claimed)
+                && FinalClass::ALL
+                    .iter()
+                    .any(|class| class.as_str() == claimed)
                 && !known.is_empty()
                 && !known.iter().any(|(_, class)| class.as_str() == claimed)
             {

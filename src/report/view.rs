@@ -11,9 +11,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::checks::{Checks, RowCheck};
 use super::html::class;
 use super::model::{
-    Coverage, DifferenceRow, EvidenceRow, NextStep, Report, TokenUsage, label, tokens,
+    Coverage, DifferenceRow, EvidenceRow, NextStep, Report, TokenUsage, cost, label, tokens,
 };
 use super::reliability::Reason;
 
@@ -36,6 +37,9 @@ pub struct View<'a> {
     pub evidence: Vec<Evidence<'a>>,
     pub coverage: Workers<'a>,
     pub usage: Usage<'a>,
+    /// Who found and who verified each cited claim, when the report has a
+    /// `verification` block.
+    pub checks: Option<Checks<'a>>,
 }
 
 /// Who and what the report is about.
@@ -175,6 +179,8 @@ pub struct Consensus<'a> {
     pub severity: Option<&'a str>,
     pub finding: &'a str,
     pub sources: &'a [String],
+    /// Who found it and who verified it, from the `verification` block.
+    pub check: Option<RowCheck<'a>>,
 }
 
 /// One row where the workers differ.
@@ -185,6 +191,8 @@ pub struct Difference<'a> {
     pub positions: Vec<Position<'a>>,
     pub resolution: &'a str,
     pub sources: &'a [String],
+    /// Who found it and who said what, from the `verification` block.
+    pub check: Option<RowCheck<'a>>,
 }
 
 /// One worker's stance on a difference.
@@ -242,14 +250,16 @@ pub struct Failure<'a> {
     pub log_tail: &'a [String],
 }
 
-/// Token usage: the lead's row first, then each worker's.
+/// Token usage: the lead's row first, then each worker's, then the total.
 #[derive(Debug, Serialize)]
 pub struct Usage<'a> {
     pub source: &'a str,
     pub rows: Vec<UsageRow<'a>>,
+    pub total: UsageRow<'a>,
 }
 
-/// One line of the token table; counts already grouped (`1,234`, `n/a`).
+/// One line of the token table; counts already grouped (`1,234`, `n/a`),
+/// cost in dollars or `unpriced`.
 #[derive(Debug, Serialize)]
 pub struct UsageRow<'a> {
     /// `None` for the lead.
@@ -258,6 +268,7 @@ pub struct UsageRow<'a> {
     pub input: String,
     pub output: String,
     pub cache_read: String,
+    pub cost: String,
 }
 
 impl<'a> View<'a> {
@@ -351,19 +362,18 @@ impl<'a> View<'a> {
                     severity: row.severity.as_deref(),
                     finding: &row.finding,
                     sources: &row.source_items,
+                    check: Checks::row(report, &row.source_items),
                 })
                 .collect(),
-            differences: report.differences.iter().map(Difference::new).collect(),
+            differences: report
+                .differences
+                .iter()
+                .map(|row| Difference::new(report, row))
+                .collect(),
             evidence: report.primary_evidence.iter().map(Evidence::new).collect(),
             coverage: Workers::new(&report.worker_coverage),
-            usage: Usage {
-                source: &report.usage_summary.source,
-                rows: std::iter::once(UsageRow::new(None, "-", &report.usage_summary.lead))
-                    .chain(report.usage_summary.workers.iter().map(|worker| {
-                        UsageRow::new(Some(&worker.worker_id), &worker.provider, &worker.usage)
-                    }))
-                    .collect(),
-            },
+            usage: Usage::new(report),
+            checks: Checks::new(report),
         }
     }
 }
@@ -417,7 +427,7 @@ impl<'a> Step<'a> {
 }
 
 impl<'a> Difference<'a> {
-    fn new(row: &'a DifferenceRow) -> Self {
+    fn new(report: &'a Report, row: &'a DifferenceRow) -> Self {
         Difference {
             id: &row.id,
             topic: &row.topic,
@@ -431,6 +441,7 @@ impl<'a> Difference<'a> {
                 .collect(),
             resolution: &row.resolution,
             sources: &row.source_items,
+            check: Checks::row(report, &row.source_items),
         }
     }
 }
@@ -490,6 +501,31 @@ impl<'a> Workers<'a> {
     }
 }
 
+impl<'a> Usage<'a> {
+    fn new(report: &'a Report) -> Self {
+        let summary = &report.usage_summary;
+        let parts: Vec<&TokenUsage> = std::iter::once(&summary.lead)
+            .chain(summary.workers.iter().map(|w| &w.usage))
+            .collect();
+        // `okstra usage` writes the totals; an older report gets them added
+        // up here, the same way (a missing number is left out, an unpriced
+        // part makes the cost partial).
+        let total = summary.totals.as_ref().map_or_else(
+            || UsageRow::of_sum(&parts),
+            |totals| UsageRow::new(None, "", totals),
+        );
+        Usage {
+            source: &summary.source,
+            rows: std::iter::once(UsageRow::new(None, "-", &summary.lead))
+                .chain(summary.workers.iter().map(|worker| {
+                    UsageRow::new(Some(&worker.worker_id), &worker.provider, &worker.usage)
+                }))
+                .collect(),
+            total,
+        }
+    }
+}
+
 impl<'a> UsageRow<'a> {
     fn new(worker_id: Option<&'a str>, provider: &'a str, usage: &TokenUsage) -> Self {
         UsageRow {
@@ -498,7 +534,30 @@ impl<'a> UsageRow<'a> {
             input: tokens(usage.input_tokens),
             output: tokens(usage.output_tokens),
             cache_read: tokens(usage.cache_read_tokens),
+            cost: cost(usage),
         }
+    }
+
+    /// The sum of `parts`.
+    fn of_sum(parts: &[&TokenUsage]) -> Self {
+        let sum = |bucket: fn(&TokenUsage) -> Option<u64>| {
+            let known: Vec<u64> = parts.iter().filter_map(|p| bucket(p)).collect();
+            (!known.is_empty()).then(|| known.iter().sum())
+        };
+        let priced: Vec<f64> = parts.iter().filter_map(|p| p.cost_usd).collect();
+        let unpriced = parts.iter().any(|p| {
+            (p.cost_usd.is_none() && (p.input_tokens.is_some() || p.output_tokens.is_some()))
+                || p.cost_partial == Some(true)
+        });
+        let total = TokenUsage {
+            input_tokens: sum(|u| u.input_tokens),
+            output_tokens: sum(|u| u.output_tokens),
+            cache_read_tokens: sum(|u| u.cache_read_tokens),
+            cost_usd: (!priced.is_empty()).then(|| priced.iter().sum()),
+            cost_partial: Some(unpriced),
+            source: None,
+        };
+        UsageRow::new(None, "", &total)
     }
 }
 

@@ -30,9 +30,10 @@ const EVENT_VERSION: u32 = 1;
 /// line is far shorter, and the whole file is read only if this holds none.
 const TAIL_BYTES: u64 = 64 * 1024;
 closed_set! {
-    /// The lead events okstra itself writes (`okstra run`, the engine).
-    /// `okstra event` takes any slug a host lead chooses; these are the
-    /// ones okstra's own steps record, spelt once.
+    /// The lead events okstra itself writes (`okstra run`, `okstra next`,
+    /// the engine, `okstra submit` and its hook). `okstra event` takes any
+    /// slug a host lead chooses; these are the ones okstra's own steps
+    /// record, spelt once.
     EventKind {
         RunStart => "run-start",
         RunResume => "run-resume",
@@ -53,7 +54,60 @@ closed_set! {
         RunFailed => "run-failed",
         RunCancelled => "run-cancelled",
         BudgetStop => "budget-stop",
+        Session => "session",
+        ResultRefused => "result-refused",
+        AskUser => "ask-user",
+        UserAnswer => "user-answer",
     }
+}
+
+impl EventKind {
+    /// Whether a host lead may still record this kind itself with `okstra
+    /// event`: its own session id and the totals its host shows, which
+    /// okstra cannot always find alone. Every other kind okstra writes.
+    pub fn lead_may_write(self) -> bool {
+        matches!(self, EventKind::Session)
+    }
+}
+
+/// Whether the run's log already holds an event of `kind` whose field
+/// `key` is `value` (the log is read bounded; an unreadable one holds none).
+pub fn exists(run: &Run, kind: EventKind, key: &str, value: &str) -> bool {
+    let Ok(bytes) = fsread::read_no_follow(&run.lead_events_path, fsread::Kind::Events) else {
+        return false;
+    };
+    bytes.split(|b| *b == b'\n').any(|line| {
+        serde_json::from_slice::<Value>(line).is_ok_and(|event| {
+            event.get("kind").and_then(Value::as_str) == Some(kind.as_str())
+                && event
+                    .pointer(&format!("/fields/{key}"))
+                    .and_then(Value::as_str)
+                    == Some(value)
+        })
+    })
+}
+
+/// The kind of the newest event whose kind is one of `kinds`, if any.
+pub fn newest_of(run: &Run, kinds: &[EventKind]) -> Option<(EventKind, BTreeMap<String, String>)> {
+    let bytes = fsread::read_no_follow(&run.lead_events_path, fsread::Kind::Events).ok()?;
+    bytes.split(|b| *b == b'\n').rev().find_map(|line| {
+        let event = serde_json::from_slice::<Value>(line).ok()?;
+        let kind = kinds
+            .iter()
+            .copied()
+            .find(|k| event.get("kind").and_then(Value::as_str) == Some(k.as_str()))?;
+        let fields = event
+            .get("fields")
+            .and_then(Value::as_object)
+            .map(|fields| {
+                fields
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some((kind, fields))
+    })
 }
 
 /// One line of the lead events log.
@@ -66,6 +120,20 @@ struct Event<'a> {
     kind: &'a str,
     run_id: &'a str,
     fields: &'a BTreeMap<String, String>,
+}
+
+/// `text` as an event field value: one line (control characters become
+/// spaces) of at most 4000 bytes, cut at a character boundary.
+pub fn one_line(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut cut = flat.len().min(4000);
+    while !flat.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    flat[..cut].to_owned()
 }
 
 /// `PROGRESS: <kind> key=value …`; values with spaces or quotes are quoted

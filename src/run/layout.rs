@@ -128,6 +128,24 @@ impl<'a> RunLayout<'a> {
         self.state_dir().join("report-inputs.json")
     }
 
+    /// `state/snapshot.json`: which snapshot of the project the run's
+    /// anchors are checked against (`anchors::snapshot`).
+    pub fn snapshot_record(&self) -> PathBuf {
+        self.state_dir().join("snapshot.json")
+    }
+
+    /// `snapshot/`: the copy of a project outside git that the run's
+    /// anchors are checked against.
+    pub fn snapshot_copy(&self) -> PathBuf {
+        self.dir.join("snapshot")
+    }
+
+    /// `state/anchors.json`: each accepted result's anchors as okstra
+    /// checked them, once (`anchors::store`).
+    pub fn anchors(&self) -> PathBuf {
+        self.state_dir().join("anchors.json")
+    }
+
     /// `state/fix-request.md`, the defects an implementation run sends back
     /// to the Executor for its one fix pass.
     pub fn fix_request(&self) -> PathBuf {
@@ -291,6 +309,20 @@ pub fn attempt_files(prompt_path: &Path, attempt: u32) -> (PathBuf, PathBuf) {
     (PathBuf::from(sidecar_name), PathBuf::from(log_name))
 }
 
+/// `<prompt minus .md>.attempt-N.task.md`: what `okstra next` hands the
+/// host for attempt `attempt` of a `native-session` dispatch — the pointer
+/// to the prompt and the attempt's tagged marker line. The prompt itself is
+/// never rewritten, so its bytes (and the completed attempts they key)
+/// stay the same across attempts and resumes.
+pub fn task_file(prompt_path: &Path, attempt: u32) -> PathBuf {
+    let log_path = log(prompt_path);
+    let bytes = log_path.as_os_str().as_bytes();
+    let stem = bytes.strip_suffix(b".log").unwrap_or(bytes);
+    let mut name = OsStr::from_bytes(stem).to_owned();
+    name.push(format!(".attempt-{attempt}.task.md"));
+    PathBuf::from(name)
+}
+
 /// Whether `name` is the file name of a status sidecar.
 pub fn is_sidecar_name(name: &str) -> bool {
     name.ends_with(SIDECAR_SUFFIX)
@@ -380,6 +412,10 @@ mod tests {
         assert_eq!(
             attempt_files(&layout.prompt("w"), 1).0,
             sidecar(&layout.prompt("w"))
+        );
+        assert_eq!(
+            task_file(&layout.prompt("w"), 1),
+            Path::new("/r/prompts/w.attempt-1.task.md")
         );
         assert!(is_sidecar_name("w.md.attempt-3.status.json"));
         assert!(!is_sidecar_name("w.md"));

@@ -114,6 +114,16 @@ impl Lease {
         }
     }
 
+    /// The last holder `run`'s lease file names, when that process still
+    /// runs: who drives the run now, read without taking any lock (a probe
+    /// with `flock` could make a driver that tries the lease at the same
+    /// instant think it is taken). A holder that let go but has not exited
+    /// yet still counts: its last moments are part of its drive.
+    pub fn live_holder(run: &Run) -> Option<Holder> {
+        holder(&Lease::path(run))
+            .filter(|h| h.pid > 0 && crate::process_group::wrapper_alive(h.pid, h.started_ts))
+    }
+
     /// Name this process as the holder.
     fn record(&mut self, command: &str) -> Result<()> {
         let holder = Holder {

@@ -9,14 +9,16 @@
 //! `layout` (every file name), `roster` (assignments), `team_state` (attempt
 //! records and the one locked read-modify-write), `task` (the task
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
-//! run).
+//! run), `progress` (the phase and round the records reached).
 
+pub mod ask;
 pub mod events;
 pub mod journal;
 pub mod layout;
 pub mod lease;
 pub mod manifest;
 pub mod paths;
+pub mod progress;
 pub mod roster;
 pub mod steps;
 pub mod task;

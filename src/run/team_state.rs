@@ -112,6 +112,14 @@ pub struct DispatchRecord {
     /// was recorded (see [`Guard`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<Guard>,
+    /// A `native-session` attempt's nonce, set when `okstra next` hands it
+    /// to the host: the answer's result block must carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    /// The host's id of the sub-agent that ran a `native-session` attempt
+    /// (its transcript carries the attempt's usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// An Executor attempt's branch in the user's repository
@@ -192,6 +200,54 @@ pub enum AttemptState {
 }
 
 impl DispatchRecord {
+    /// Attempt `attempt` of `dispatch_name` (worker `worker_id`), queued:
+    /// who and where, nothing yet of how it went. Callers fill in the rest
+    /// with struct update syntax.
+    pub fn queued(
+        dispatch_name: &str,
+        dispatch_kind: DispatchKind,
+        attempt: u32,
+        worker_id: &str,
+        paths: &crate::run::roster::DispatchPaths,
+    ) -> DispatchRecord {
+        DispatchRecord {
+            dispatch_name: dispatch_name.to_owned(),
+            dispatch_kind,
+            attempt,
+            worker_id: worker_id.to_owned(),
+            role: None,
+            provider: None,
+            model: None,
+            runner: None,
+            prompt_path: paths.prompt_path.clone(),
+            prompt_sha256: None,
+            inputs_sha256: None,
+            result_path: paths.result_path.clone(),
+            worker_results_path: paths.worker_results_path.clone(),
+            error_path: paths.error_path.clone(),
+            log_path: None,
+            sidecar_path: None,
+            started_at: None,
+            ended_at: None,
+            dispatcher_pid: None,
+            wrapper_pid: None,
+            ending: None,
+            exit_code: None,
+            detail: None,
+            result_sha256: None,
+            worker_results_sha256: None,
+            recovered_from: None,
+            log_tail: None,
+            usage: None,
+            isolation: None,
+            workspace: None,
+            nonce: None,
+            agent_id: None,
+            branch: None,
+            guard: None,
+        }
+    }
+
     /// Whether this record and `other` are the same attempt of the same dispatch.
     pub fn is_same_attempt(&self, other: &DispatchRecord) -> bool {
         self.dispatch_name == other.dispatch_name && self.attempt == other.attempt
@@ -525,16 +581,66 @@ pub fn modify(run: &Run, change: impl FnOnce(&mut Value) -> Result<()>) -> Resul
     let _lock = lock(path)?;
     let mut value = read_value(path)?;
     change(&mut value)?;
+    write(path, &value)?;
+    Ok(value)
+}
+
+/// A change decided under the lock by [`transact`] (owned, unlike
+/// [`Change`], because it is computed from the state read there).
+#[derive(Debug, Clone)]
+pub enum Edit {
+    Put(Box<DispatchRecord>),
+    SpendRetry(String),
+    Terminal(String, Ending),
+}
+
+impl Edit {
+    fn as_change(&self) -> Change<'_> {
+        match self {
+            Edit::Put(record) => Change::Put(record),
+            Edit::SpendRetry(name) => Change::SpendRetry(name),
+            Edit::Terminal(name, ending) => Change::Terminal(name, *ending),
+        }
+    }
+}
+
+/// Read the state and change it in one step under the lock: `decide` sees
+/// the state as it is now and returns the edits to make and a value to
+/// hand back; nothing is written when it returns no edit or fails. Two
+/// processes deciding about the same attempt (two hooks, a hook and the
+/// lead) therefore never both win.
+pub fn transact<T>(
+    run: &Run,
+    decide: impl FnOnce(&TeamState) -> Result<(Vec<Edit>, T)>,
+) -> Result<T> {
+    let path = &run.team_state_path;
+    let _lock = lock(path)?;
+    let mut value = read_value(path)?;
+    let state = parse(run, &value)?;
+    let (edits, out) = decide(&state)?;
+    if edits.is_empty() {
+        return Ok(out);
+    }
+    for edit in &edits {
+        apply(&mut value, &edit.as_change())?;
+    }
+    // Read back before it is written: no edit plants a path outside the run.
+    parse(run, &value)?;
+    write(path, &value)?;
+    Ok(out)
+}
+
+/// Check `value` against the schema and replace the team state with it.
+fn write(path: &Path, value: &Value) -> Result<()> {
     schema::check(
         SCHEMA,
-        &value,
+        value,
         &format!("the team state `{}`", path.display()),
     )?;
-    let mut bytes = serde_json::to_vec_pretty(&value)?;
+    let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
     durable::write_atomic(path, &bytes)
-        .with_context(|| format!("cannot write the team state `{}`", path.display()))?;
-    Ok(value)
+        .with_context(|| format!("cannot write the team state `{}`", path.display()))
 }
 
 fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {
@@ -643,43 +749,25 @@ mod tests {
     }
 
     fn record(run: &Run, attempt: u32) -> DispatchRecord {
+        let kind = if attempt == 1 {
+            DispatchKind::Initial
+        } else {
+            DispatchKind::Retry
+        };
+        let paths = crate::run::roster::DispatchPaths {
+            prompt_path: run.dir.join("prompts/claude-worker.md"),
+            result_path: run.dir.join("results/claude-worker.md"),
+            worker_results_path: run.dir.join("results/claude-worker.worker-results.md"),
+            error_path: run.dir.join("results/claude-worker.error.md"),
+            heartbeat_path: PathBuf::new(),
+        };
         DispatchRecord {
-            dispatch_name: "claude-worker".into(),
-            dispatch_kind: if attempt == 1 {
-                DispatchKind::Initial
-            } else {
-                DispatchKind::Retry
-            },
-            attempt,
-            worker_id: "claude".into(),
             role: Some(Role::Analyser),
             provider: Some(Provider::Claude),
             model: Some("opus".into()),
             runner: Some(Runner::CliWrapper),
-            prompt_path: run.dir.join("prompts/claude-worker.md"),
-            prompt_sha256: None,
-            inputs_sha256: None,
-            result_path: run.dir.join("results/claude-worker.md"),
-            worker_results_path: run.dir.join("results/claude-worker.worker-results.md"),
-            error_path: run.dir.join("results/claude-worker.error.md"),
-            log_path: None,
-            sidecar_path: None,
-            started_at: None,
-            ended_at: None,
             dispatcher_pid: Some(1),
-            wrapper_pid: None,
-            ending: None,
-            exit_code: None,
-            detail: None,
-            result_sha256: None,
-            worker_results_sha256: None,
-            recovered_from: None,
-            log_tail: None,
-            usage: None,
-            isolation: None,
-            workspace: None,
-            branch: None,
-            guard: None,
+            ..DispatchRecord::queued("claude-worker", kind, attempt, "claude", &paths)
         }
     }
 

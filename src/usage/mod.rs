@@ -57,6 +57,7 @@ use serde::{Deserialize, Serialize};
 pub use budget::{Budget, Totals, recorded_totals};
 pub use command::{record as record_usage, usage_command};
 pub use follow::Follow;
+pub use ids::is_valid_id;
 pub use price::Prices;
 pub use stream::from_log;
 #[cfg_attr(

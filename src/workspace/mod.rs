@@ -291,13 +291,13 @@ pub struct RunIdentity {
 }
 
 impl RunIdentity {
-    /// The identity of `run`, as its manifest records it.
+    /// The identity of `run`, its folder resolved.
     pub fn of(run: &crate::run::Run) -> RunIdentity {
         RunIdentity {
             project_root: run.project_root.clone(),
             task_key: run.task_key.clone(),
             run_id: run.run_id.clone(),
-            run_dir: canonical(&run.dir),
+            run_dir: std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone()),
             created_at: run.created_at.clone(),
         }
     }

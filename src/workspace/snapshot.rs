@@ -60,12 +60,14 @@ impl Snapshots {
             return Ok(snapshot.clone());
         }
         let project = super::canonical(&self.run.project_root);
-        let scratch = super::run_folder(&self.run)?;
-        let snapshot =
-            take(&project, &self.reference, &scratch).map_err(|source| Error::Snapshot {
+        // The scratch index lives in the run folder, which the snapshot
+        // never includes (`.okstra/` is left out).
+        let snapshot = take(&project, &self.reference, &self.run.run_dir).map_err(|source| {
+            Error::Snapshot {
                 project: project.clone(),
                 source,
-            })?;
+            }
+        })?;
         *made = Some(snapshot.clone());
         Ok(snapshot)
     }

@@ -27,7 +27,13 @@ const SHIPPED: [(&str, &str); 4] = [
         "convergence-ledger.schema.json",
     ),
 ];
-const MANIFEST_SCHEMAS: [&str; 2] = ["run-manifest.schema.json", "task-manifest.schema.json"];
+/// Also `okstra next --json`'s answer, which the lead documents read field
+/// by field.
+const MANIFEST_SCHEMAS: [&str; 3] = [
+    "run-manifest.schema.json",
+    "task-manifest.schema.json",
+    "next-answer.schema.json",
+];
 
 /// What the checker knows about one bundle: its files, its manifest's
 /// assignments and the schemas it ships.
@@ -148,6 +154,12 @@ impl Checker {
             self.check_closed_lists(name, text, &mut problems);
         }
         problems.extend(check_args(&commands));
+        for (name, text) in docs {
+            check_sections(name, text, docs, &mut problems);
+            check_scoped_flags(name, text, &mut problems);
+            check_events(name, text, &mut problems);
+            check_repair_promise(name, text, &all_text, &mut problems);
+        }
         problems
     }
 
@@ -398,6 +410,189 @@ impl Checker {
         }
     }
 }
+
+/// The documents a section reference may name, and their files.
+const NAMED_DOCUMENTS: [(&str, &str); 3] = [
+    ("lead contract", "instruction-set/lead-contract.md"),
+    ("team contract", "instruction-set/team-contract.md"),
+    ("common contract", "instruction-set/common-contract.md"),
+];
+
+/// `section N` (of a named document, or of the one it is in) must be a
+/// `## N.` heading of that document.
+fn check_sections(doc: &str, text: &str, docs: &[(String, String)], problems: &mut Vec<String>) {
+    for found in SECTION_REF.captures_iter(text) {
+        // A bare `section N` is one of the lead contract's own only there
+        // (elsewhere it is a result section, `4. **…**`).
+        if found.get(1).is_none() && doc != "instruction-set/lead-contract.md" {
+            continue;
+        }
+        let number = &found[2];
+        let target = found.get(1).map_or(doc, |name| {
+            NAMED_DOCUMENTS
+                .iter()
+                .find(|(named, _)| named.eq_ignore_ascii_case(name.as_str()))
+                .map_or(doc, |(_, file)| *file)
+        });
+        // An eager handoff embeds the documents it names.
+        let body = docs
+            .iter()
+            .find(|(name, _)| name == target)
+            .or_else(|| docs.iter().find(|(name, _)| name == doc))
+            .map_or("", |(_, body)| body.as_str());
+        let heading = format!("## {number}. ");
+        if !body.lines().any(|line| line.starts_with(&heading)) {
+            problems.push(format!(
+                "{doc}: `{}` points at a section `{target}` does not have",
+                found[0].trim()
+            ));
+        }
+    }
+}
+
+/// A flag written on its own (`--wait`) after an `okstra <command>` on the
+/// same line must be one of that command's flags.
+fn check_scoped_flags(doc: &str, text: &str, problems: &mut Vec<String>) {
+    let mut in_block = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        if in_block {
+            continue;
+        }
+        let mut command: Option<String> = None;
+        for found in CODE_SPAN.captures_iter(line) {
+            let span = found[1].replace("\\|", "|");
+            if let Some(rest) = span.strip_prefix("okstra") {
+                let sub = rest
+                    .split_whitespace()
+                    .next()
+                    .filter(|word| !word.starts_with('-'))
+                    .unwrap_or_default();
+                command = Some(sub.to_owned());
+                continue;
+            }
+            let (Some(sub), Some(flag)) = (&command, FLAG.captures(&span)) else {
+                continue;
+            };
+            if !command_flags(sub).contains(&flag[1]) {
+                problems.push(format!(
+                    "{doc}: `{span}` follows `okstra {sub}`, which has no flag `{}`",
+                    &flag[1]
+                ));
+            }
+        }
+    }
+}
+
+/// No instruction has the lead record an event okstra records itself (the
+/// kinds `okstra event --help` lists).
+fn check_events(doc: &str, text: &str, problems: &mut Vec<String>) {
+    for span in code_spans(text) {
+        let Some(rest) = span.strip_prefix("okstra event ") else {
+            continue;
+        };
+        let Some(kind) = rest.split_whitespace().nth(1) else {
+            continue;
+        };
+        if OKSTRA_EVENTS.contains(kind) {
+            problems.push(format!(
+                "{doc}: `{span}` has the lead record `{kind}`, which okstra records itself"
+            ));
+        }
+    }
+}
+
+/// The report writer is promised one repair attempt: the binary makes it
+/// (its help says so), and no document has the lead repair the report.
+fn check_repair_promise(doc: &str, text: &str, all_text: &str, problems: &mut Vec<String>) {
+    if doc == "prompts/report-writer.md" && text.contains("you get one repair attempt") {
+        for (command, needle) in [("run", "one repair"), ("next", "repairs")] {
+            if !help(&[command]).contains(needle) {
+                problems.push(format!(
+                    "{doc}: promises one repair attempt, but `okstra {command} --help` does not say it repairs"
+                ));
+            }
+        }
+    }
+    if !all_text.contains("you get one repair attempt") || doc.starts_with("prompts/") {
+        return;
+    }
+    for sentence in text.lines().flat_map(|line| line.split(". ")) {
+        let lower = sentence.to_lowercase();
+        let names_report = lower.contains("data.json") || lower.contains("data file");
+        let edits = [
+            "you may edit",
+            "fix exactly",
+            "repair it yourself",
+            "write the report yourself",
+        ]
+        .iter()
+        .any(|verb| lower.contains(verb));
+        if names_report && edits {
+            problems.push(format!(
+                "{doc}: has the lead repair the report, which okstra's one repair attempt does: `{}`",
+                sentence.trim()
+            ));
+        }
+    }
+}
+
+/// `section N`, with the document it names when it names one.
+static SECTION_REF: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:(lead contract|team contract|common contract),? )?section ([0-9]+)")
+        .unwrap()
+});
+
+/// `okstra <args> --help`.
+fn help(args: &[&str]) -> String {
+    let output = std::process::Command::new(okstra_path())
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The long flags of `okstra <sub>` (the top level's for `""`).
+fn command_flags(sub: &str) -> BTreeSet<String> {
+    static CACHE: LazyLock<std::sync::Mutex<BTreeMap<String, BTreeSet<String>>>> =
+        LazyLock::new(Default::default);
+    let mut cache = CACHE.lock().unwrap();
+    cache
+        .entry(sub.to_owned())
+        .or_insert_with(|| {
+            let args: Vec<&str> = if sub.is_empty() { vec![] } else { vec![sub] };
+            let flag = Regex::new(r"--[a-z][a-z-]*").unwrap();
+            flag.find_iter(&help(&args))
+                .map(|found| found.as_str().to_owned())
+                .collect()
+        })
+        .clone()
+}
+
+/// The event kinds okstra records itself, from `okstra event --help`.
+static OKSTRA_EVENTS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
+    let text = help(&["event"]).replace('\n', " ");
+    let listed = text
+        .split("the engine): ")
+        .nth(1)
+        .and_then(|rest| rest.split('.').next())
+        .unwrap_or_default()
+        .to_owned();
+    let kinds: BTreeSet<String> = listed
+        .split(',')
+        .map(|kind| kind.trim().to_owned())
+        .filter(|kind| !kind.is_empty())
+        .collect();
+    assert!(
+        kinds.contains("worker-complete"),
+        "no event list in `okstra event --help`"
+    );
+    kinds
+});
 
 /// The line that states the run's verdict tokens, in the profile and the
 /// report writer's prompt.

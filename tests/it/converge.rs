@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use crate::support::{Project, copy_dir, hide_workspaces, okstra, repo_root};
 
+#[path = "converge_anchors.rs"]
+mod anchors;
 #[path = "converge_plan.rs"]
 mod plan;
 #[path = "converge_record.rs"]
@@ -58,6 +60,15 @@ impl RunDir {
         let manifest: Value =
             serde_json::from_str(&fs::read_to_string(dir.join("run-manifest.json")).unwrap())
                 .unwrap();
+        // The files the reviewers' verdicts cite: their anchors resolve.
+        for file in [
+            "src/a.rs",
+            "src/k.rs",
+            "src/client.rs",
+            "config/payments.toml",
+        ] {
+            source_file(project.root(), file, 100);
+        }
         RunDir {
             _project: project,
             dir,
@@ -78,8 +89,23 @@ impl RunDir {
             .unwrap()
     }
 
-    /// Write `worker`'s result at its manifest Result Path.
+    /// Write `worker`'s result at its manifest Result Path, and every
+    /// project file it cites (`path:line`), long enough for its anchors to
+    /// resolve. A test of anchors that do not resolve cites an excerpt the
+    /// file does not hold, or a file it removes before the first plan.
     fn result(&self, worker: &str, text: &str) {
+        for word in text.split(|c: char| c.is_whitespace() || "`()|,;".contains(c)) {
+            let word = word.trim_end_matches(['.', ':']);
+            if let Some((file, line)) = word.rsplit_once(':')
+                && file.contains('.')
+                && !file.starts_with('/')
+                && !file.contains("..")
+                && let Ok(line) = line.split('-').next_back().unwrap_or("").parse::<usize>()
+            {
+                let root = self.dir.ancestors().nth(6).unwrap();
+                source_file(root, file, line.max(100));
+            }
+        }
         let path = self.assignment(worker)["resultPath"].as_str().unwrap();
         fs::write(path, text).unwrap();
     }
@@ -134,6 +160,21 @@ impl RunDir {
         )
         .unwrap()
     }
+}
+
+/// Write `lines` numbered lines (`line 1` …) to `file` in the project
+/// `root`, unless it is there already.
+fn source_file(root: &Path, file: &str, lines: usize) {
+    let path = root.join(file);
+    if path.exists() {
+        return;
+    }
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text = (1..=lines).fold(String::new(), |mut text, n| {
+        let _ = writeln!(text, "line {n}");
+        text
+    });
+    fs::write(path, text).unwrap();
 }
 
 /// A result with `count` findings of `worker`, citing a file each.
@@ -219,7 +260,11 @@ fn blind_round_two_prompt_snapshot() {
         "codex",
         "## 1. Findings\n\n- [1.1] The timeout is 2 s, below the p99 (config/payments.toml:12).\n",
     );
-    run.result("kimi", "## 1. Findings\n\n| ID | Finding |\n|---|---|\n| K-1 | One payment logged \"six requests\" |\n");
+    run.result(
+        "kimi",
+        "## 1. Findings\n\n| ID | Finding |\n|---|---|\n| K-1 | One payment logged \"six requests\" \
+         (src/client.rs:88 `line 88`) |\n",
+    );
     let plan = run.plan(1, &["--seed", "3"]);
     for worker in ["claude", "codex", "kimi"] {
         let rows: Vec<(String, &str, &str, &str)> = reviewer(&plan, worker)["labels"]

@@ -339,12 +339,24 @@ fn await_waits_for_native_and_wrapper_workers_alike() {
     // On the claude-code runtime the claude worker is a native session.
     let run = render(&world, "claude,codex,report-writer", "claude-code");
     let run_s = run.to_str().unwrap();
-    let assert = okstra_with(&world, &["dispatch", run_s]).success();
+    let assert = okstra_with(&world, &["dispatch", run_s, "--json"]).success();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
         stderr.contains("`claude-worker` runs in the host's own session"),
         "{stderr}"
     );
+    // The batch is not all completed while its native worker is not done.
+    let summary: Value = serde_json::from_slice(&assert.get_output().stdout).unwrap();
+    assert_eq!(summary["allCompleted"], false, "{summary}");
+    let native = summary["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["dispatchName"] == "claude-worker")
+        .unwrap()
+        .clone();
+    assert!(native["ending"].is_null(), "{native}");
+    assert_eq!(native["runner"], "native-session");
     let mut waiter = spawn(&world, &["await", run_s, "--json"], &[]);
     // Evidence, not a pause: await says what it waits for on its first look.
     let mut stderr = std::io::BufReader::new(waiter.0.stderr.take().unwrap());
@@ -365,6 +377,23 @@ fn await_waits_for_native_and_wrapper_workers_alike() {
     std::io::Read::read_to_string(waiter.0.stdout.as_mut().unwrap(), &mut out).unwrap();
     let summary: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(summary["dispatches"].as_array().unwrap().len(), 2);
+    // Nothing is left of the first batch: okstra dispatch says what can
+    // run instead, and when.
+    let assert = okstra_with(&world, &["dispatch", run_s]).success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("nothing to dispatch of kind `initial`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("`okstra converge plan {run_s} --round 1`")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`--workers report-writer`"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("`okstra next {run_s}`")),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -415,7 +444,6 @@ fn bad_input_is_one_line_and_exit_2() {
             vec!["dispatch", run_s, "--min-free-disk", "lots"],
             "--min-free-disk",
         ),
-        (vec!["await", run_s], "nothing to await"),
         (
             vec!["dispatch", "/nonexistent/run"],
             "is not an okstra run folder",
@@ -457,7 +485,12 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
     let assert = okstra_with(&world, &["status", run_s, "--json"]).success();
     let board = stdout_json(&assert);
     let rows = board["runs"][0]["dispatches"].as_array().unwrap();
-    let row = |name: &str| rows.iter().find(|r| r["dispatchName"] == name).unwrap();
+    // Every attempt has a row; each dispatch's latest is marked.
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["dispatchName"] == name && r["latest"] == true)
+            .unwrap()
+    };
     assert_eq!(row("claude-worker")["attempt"], 2);
     assert_eq!(row("claude-worker")["kind"], "retry");
     assert_eq!(row("claude-worker")["state"], "completed");
@@ -478,7 +511,8 @@ fn status_lists_retry_and_reverify_dispatches_with_terminal_flags_per_kind() {
             .unwrap()
             .ends_with("claude-worker.md.attempt-2.status.json")
     );
-    assert_eq!(claude["state"], "done");
+    // Its latest attempt's ending is its state, as on its dispatch line.
+    assert_eq!(claude["state"], "completed");
     let text = okstra_with(&world, &["status", run_s]).success();
     let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
     assert!(

@@ -80,6 +80,12 @@ fn event_prints_the_progress_line_and_refuses_bad_input() {
         (vec!["ok", "--field", "novalue"], "`novalue`"),
         (vec!["ok", "--field", "9key=v"], "`9key`"),
         (vec!["ok", "--field", "k=a\nb"], "`k`"),
+        // A session id okstra must find a transcript by: never empty.
+        (vec!["session", "--field", "sessionId="], "`sessionId`"),
+        (
+            vec!["session", "--field", "worker=claude-worker"],
+            "sessionId",
+        ),
     ] {
         let assert = okstra()
             .arg("event")

@@ -24,3 +24,4 @@ mod report;
 mod run;
 mod support;
 mod usage;
+mod views;

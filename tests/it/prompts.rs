@@ -553,23 +553,45 @@ fn lazy_runtimes_point_to_documents_and_eager_ones_embed_them() {
 }
 
 #[test]
-fn claude_code_passes_family_tokens_to_native_workers_and_dispatches_wrappers_through_okstra() {
+fn claude_code_passes_family_tokens_to_native_workers_and_leaves_the_rest_to_okstra_next() {
     let bundle = Bundle::standard("feature-analysis", "claude-code");
     let adapter = bundle.read("instruction-set/adapter.md");
     assert!(adapter.contains("Agent(name: \"claude-worker\", model: \"opus\""));
     assert!(adapter.contains("Agent(name: \"report-writer\", model: \"sonnet\""));
-    // Wrapper workers are never hand-started: okstra dispatch runs them.
+    // Wrapper workers are never hand-started, and nothing okstra does is
+    // left to the lead: no dispatch, await, convergence or event command.
     assert!(!adapter.contains("Agent(name: \"codex-worker\""));
     assert!(!adapter.contains("okstra-codex-exec"));
-    assert!(adapter.contains(&format!("okstra dispatch {}", bundle.run_dir.display())));
-    assert!(adapter.contains(&format!("okstra await {}", bundle.run_dir.display())));
-    assert!(adapter.contains("TaskStop(task_id:"));
+    for doc in [
+        "handoff.md",
+        "instruction-set/lead-contract.md",
+        "instruction-set/adapter.md",
+    ] {
+        let text = bundle.read(doc);
+        for command in [
+            "okstra dispatch",
+            "okstra await",
+            "okstra converge",
+            "okstra event",
+            "okstra usage",
+            "okstra coverage",
+            "okstra report",
+        ] {
+            assert!(!text.contains(command), "{doc} names `{command}`");
+        }
+    }
+    assert!(
+        bundle
+            .read("handoff.md")
+            .contains(&format!("okstra next {} --json", bundle.run_dir.display()))
+    );
+    assert!(adapter.contains("SubagentStop"));
+    assert!(adapter.contains("TaskStop"));
     for runtime in ["codex", "antigravity", "external"] {
         let other = Bundle::standard("feature-analysis", runtime);
         let adapter = other.read("instruction-set/adapter.md");
         assert!(!adapter.contains("TaskStop("), "{runtime}");
-        assert!(adapter.contains("okstra reap --project-root"), "{runtime}");
-        assert!(adapter.contains("okstra await"), "{runtime}");
+        assert!(!adapter.contains("Agent("), "{runtime}");
         // No hand-written detached wrapper lines, no output thrown away.
         assert!(!adapter.contains("setsid"), "{runtime}");
         assert!(!adapter.contains("/dev/null"), "{runtime}");

@@ -17,6 +17,8 @@ use crate::support::{copy_dir, okstra, repo_root, wait_for};
 
 #[path = "report_reliability.rs"]
 mod reliability;
+#[path = "report_verification.rs"]
+mod verification;
 
 fn fixture(name: &str) -> PathBuf {
     repo_root().join("tests/fixtures/reports").join(name)

@@ -15,6 +15,8 @@ use crate::support::{
     Project, commit_all, copy_dir, okstra, read_json, repo_root, team_state_path,
 };
 
+#[path = "run_host.rs"]
+mod host;
 #[path = "run_resume.rs"]
 mod resume;
 
@@ -422,4 +424,142 @@ fn with_fix_cycle_no_the_executor_runs_once() {
     let run = run_dir(&outcome);
     assert!(!run.join("state/fix-request.md").exists());
     assert_eq!(attempts(&run, "claude-executor").len(), 1);
+}
+
+/// A worker cites a line past the end of the file and code that is not in
+/// it; every reviewer agrees all the same. okstra's check, not the vote,
+/// decides: the claim is unverifiable, never consensus, and the report
+/// lists it apart with the anchor that failed.
+#[test]
+fn an_unanchored_finding_never_reaches_consensus() {
+    let world = team_project();
+    let (outcome, code, stderr) = run(
+        &world,
+        "claude,codex,antigravity,kimi,report-writer",
+        &[("FAKE_UNANCHORED", "claude")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let run = run_dir(&outcome);
+    let ledger = read_json(&run.join("state/convergence-ledger.json"));
+    let planted = ledger["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["itemId"] == "claude:F-404")
+        .unwrap()
+        .clone();
+    assert_eq!(planted["finalClass"], "unverifiable", "{planted}");
+    assert_eq!(planted["anchorStatus"], "unanchored");
+    assert_eq!(
+        planted["anchors"][0]["reason"],
+        "line 88 is past the end of `src/inventory.py` (27 lines), and the excerpt is not in \
+         `src/inventory.py`"
+    );
+    // The reviewers were told, and agreed anyway: their verdicts are there.
+    let prompt = fs::read_to_string(run.join("prompts/codex-worker-reverify-r1.md")).unwrap();
+    assert!(
+        prompt.contains("okstra: `src/inventory.py:88` does not resolve: line 88 is past the end"),
+        "{prompt}"
+    );
+    assert_eq!(planted["verdicts"].as_array().unwrap().len(), 3);
+    let report = read_json(&run.join("report/data.json"));
+    for row in report["consensus"].as_array().unwrap() {
+        assert!(
+            !row["sourceItems"]
+                .as_array()
+                .unwrap()
+                .contains(&"claude:F-404".into()),
+            "{row}"
+        );
+    }
+    let verified = report["verification"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["itemId"] == "claude:F-404")
+        .unwrap();
+    assert_eq!(verified["finalClass"], "unverifiable");
+    let html = fs::read_to_string(run.join("report/final-report.html")).unwrap();
+    let apart = html.find("<h2>Unverifiable claims</h2>").unwrap();
+    assert!(html[apart..].contains("<code>claude:F-404</code>"));
+    assert!(html[apart..].contains("line 88 is past the end"));
+    let markdown = fs::read_to_string(run.join("report/final-report.md")).unwrap();
+    assert!(
+        markdown.contains("- `claude:F-404`: Stock is decremented twice"),
+        "{markdown}"
+    );
+    // Every other finding was anchored and reviewed as before.
+    assert_eq!(outcome["convergence"]["classes"]["unverifiable"], 1);
+    assert!(
+        outcome["convergence"]["classes"]["full-consensus"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+}
+
+/// Whole results (seven sections, ~25 items each): only the findings go to
+/// review, each of them; overlapping ones are grouped; the snapshot was
+/// taken before the analysers started.
+#[test]
+fn only_findings_go_to_review_and_the_same_defect_is_shown_once() {
+    let world = team_project();
+    let (outcome, code, stderr) = run(
+        &world,
+        "claude,codex,antigravity,kimi,report-writer",
+        &[("FAKE_FULL", "1")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let run = run_dir(&outcome);
+    let plan = read_json(&run.join("state/round-plan-r1.json"));
+    let mut planned: Vec<&str> = plan["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["itemId"].as_str().unwrap())
+        .collect();
+    planned.sort_unstable();
+    // Each analyser's findings, none of its descriptions.
+    assert_eq!(planned.len(), 19, "{planned:?}");
+    assert!(planned.iter().all(|id| {
+        let item = id.split_once(':').unwrap().1;
+        item.starts_with('F') || item.starts_with("AG") || item.starts_with('K')
+    }));
+    assert_eq!(plan["descriptive"], 80);
+    let verdicts: usize = plan["reviewers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["labels"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(verdicts, 19 * 3, "each claim to each of the three others");
+    let groups = plan["groups"].as_array().unwrap();
+    let race = groups
+        .iter()
+        .find(|g| {
+            g["items"]
+                .as_array()
+                .unwrap()
+                .contains(&"claude:F-001".into())
+        })
+        .unwrap();
+    assert_eq!(
+        race["items"],
+        serde_json::json!(["claude:F-001", "codex:F-1", "antigravity:AG-1", "kimi:K-1"])
+    );
+    let snapshot = read_json(&run.join("state/snapshot.json"));
+    assert_eq!(snapshot["taken"], "first-dispatch");
+    // The false lead was refuted; the race found by all four is consensus.
+    let ledger = read_json(&run.join("state/convergence-ledger.json"));
+    let class = |id: &str| {
+        ledger["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["itemId"] == id)
+            .unwrap()["finalClass"]
+            .clone()
+    };
+    assert_eq!(class("claude:F-006"), "contested");
+    assert_eq!(class("claude:F-001"), "full-consensus");
 }

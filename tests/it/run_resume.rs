@@ -85,7 +85,10 @@ fn records(run: &Path) -> Vec<Value> {
         .clone()
 }
 
-/// Whether every named dispatch's latest attempt has started and none ended.
+/// Whether every named dispatch's latest attempt has started and none
+/// ended: recorded as started, and its wrapper running (its sidecar
+/// written). The record is written just before the wrapper is spawned, so
+/// a driver killed on the record alone may never have spawned it.
 fn started(run: &Path, names: &[&str]) -> bool {
     let records = records(run);
     names.iter().all(|name| {
@@ -93,7 +96,13 @@ fn started(run: &Path, names: &[&str]) -> bool {
             .iter()
             .rev()
             .find(|r| r["dispatchName"] == *name)
-            .is_some_and(|r| r["startedAt"].is_string() && r["ending"].is_null())
+            .is_some_and(|r| {
+                r["startedAt"].is_string()
+                    && r["ending"].is_null()
+                    && r["sidecarPath"]
+                        .as_str()
+                        .is_some_and(|sidecar| Path::new(sidecar).is_file())
+            })
     })
 }
 

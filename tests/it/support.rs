@@ -327,18 +327,45 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
-        let group = Pid::from_raw(self.pid());
-        if killpg(group, Signal::SIGTERM).is_ok() {
+        let pid = self.pid();
+        // Only while the leader is still our child (running, or a zombie
+        // not reaped yet) is its id sure to be its group's: once reaped, the
+        // kernel may hand the id to another test's new process group, and
+        // signalling it would stop a stranger (seen: another test's wrapper).
+        if is_our_group_leader(pid) {
+            let group = Pid::from_raw(pid);
+            let _ = killpg(group, Signal::SIGTERM);
             let deadline = Instant::now() + Duration::from_secs(10);
-            while self.0.try_wait().is_ok_and(|status| status.is_none())
-                && Instant::now() < deadline
-            {
+            while is_running(pid) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }
+            let _ = killpg(group, Signal::SIGKILL);
         }
-        let _ = killpg(group, Signal::SIGKILL);
+        let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Fields 3 to 5 of `/proc/<pid>/stat` (state, parent pid, process group),
+/// when the process exists.
+fn proc_stat(pid: i32) -> Option<(char, u32, i32)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some((state, parent, group))
+}
+
+/// Whether `pid` is a child of this test process that leads its own group.
+fn is_our_group_leader(pid: i32) -> bool {
+    proc_stat(pid).is_some_and(|(_, parent, group)| parent == std::process::id() && group == pid)
+}
+
+/// Whether our child `pid` has not exited yet (a zombie has).
+fn is_running(pid: i32) -> bool {
+    proc_stat(pid).is_some_and(|(state, parent, _)| parent == std::process::id() && state != 'Z')
 }
 
 /// Poll `check` every 10 ms until it returns `Some`, or panic after `limit`.

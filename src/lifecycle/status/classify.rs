@@ -1,5 +1,7 @@
-//! A worker's state from its evidence: the pure state machine of `okstra status`,
-//! and heartbeat parsing.
+//! A worker's state: the pure state machines of `okstra status` — one for a
+//! recorded attempt ([`classify_attempt`]: its ending, else what still runs
+//! and its files), one for a worker with no record ([`classify`]: its files
+//! alone) — and heartbeat parsing.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -9,16 +11,34 @@ use serde_json::Value;
 
 use super::{COMPLETE_PHASE, FUTURE_SKEW_SECS, STALE_SECS};
 use crate::clock;
+use crate::dispatch::select::Live;
+use crate::ending::Ending;
 use crate::fsread;
 use crate::provider_exec::sidecar::Sidecar;
 use crate::provider_exec::status::{Reason, TerminatedBy};
+use crate::run::team_state::AttemptState;
 
-/// A worker's state. Terminal states never change again on their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// A worker's (or one attempt's) state. Terminal states never change again
+/// on their own.
+///
+/// A recorded attempt that ended *is* its ending ([`State::Ended`], spelt
+/// as the ending's word), whatever its files say; an attempt not ended yet
+/// is `queued`, `held`, `with-host`, `running`, `stale`, `blocked` or
+/// `lost`. The other states (`pending`, `exited`, `idle-killed`,
+/// `signalled`, `done`) are for a worker with no attempt record at all,
+/// judged from its files alone (a host that runs its workers without
+/// okstra's records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum State {
-    /// No sidecar, heartbeat, log or result yet.
+    /// No record, and no sidecar, heartbeat, log or result yet.
     Pending,
+    /// Recorded, not started yet.
+    Queued,
+    /// Recorded, held back by a gate (memory, disk).
+    Held,
+    /// A `native-session` attempt handed to the host's session and not
+    /// answered yet: okstra runs nothing of it.
+    WithHost,
     /// Working, with activity in the last [`STALE_SECS`].
     Running,
     /// Running, but silent for [`STALE_SECS`].
@@ -31,16 +51,22 @@ pub enum State {
     IdleKilled,
     /// Stopped because its wrapper was signalled (exit 128+N).
     Signalled,
-    /// Its wrapper died without finishing the sidecar.
+    /// Its wrapper died without finishing the sidecar; or a recorded
+    /// attempt that never recorded an ending and nothing of which runs.
     Lost,
     /// Finished, exit 0 (or heartbeat `complete`), every Result Path present.
     Done,
+    /// A recorded attempt that ended: its ending is its state.
+    Ended(Ending),
 }
 
 impl State {
     pub fn as_str(self) -> &'static str {
         match self {
             State::Pending => "pending",
+            State::Queued => "queued",
+            State::Held => "held",
+            State::WithHost => "with-host",
             State::Running => "running",
             State::Stale => "stale",
             State::Blocked => "blocked",
@@ -49,18 +75,54 @@ impl State {
             State::Signalled => "signalled",
             State::Lost => "lost",
             State::Done => "done",
+            State::Ended(ending) => ending.as_str(),
         }
     }
 
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            State::Exited | State::IdleKilled | State::Signalled | State::Lost | State::Done
+            State::Exited
+                | State::IdleKilled
+                | State::Signalled
+                | State::Lost
+                | State::Done
+                | State::Ended(_)
         )
     }
 
-    pub(super) fn needs_attention(self) -> bool {
-        !matches!(self, State::Pending | State::Running | State::Done)
+    /// Whether something of it may still run or be answered: the run it
+    /// belongs to has not stopped.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            State::Queued
+                | State::Held
+                | State::WithHost
+                | State::Running
+                | State::Stale
+                | State::Blocked
+        )
+    }
+
+    pub(in crate::lifecycle) fn needs_attention(self) -> bool {
+        !matches!(
+            self,
+            State::Pending
+                | State::Queued
+                | State::Held
+                | State::WithHost
+                | State::Running
+                | State::Done
+                | State::Ended(Ending::Completed)
+        )
+    }
+}
+
+/// A state travels as its one word (an ending's own word for an ended attempt).
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -281,5 +343,79 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
             .into(),
         ),
         _ => verdict(State::Running, "".into()),
+    }
+}
+
+/// One recorded attempt, as [`classify_attempt`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    /// From its record ([`crate::run::team_state::DispatchRecord::state`]).
+    pub state: AttemptState,
+    /// A `native-session` attempt: the host runs it, okstra runs nothing.
+    pub native: bool,
+    /// What of it still runs (asked only of an attempt not ended).
+    pub live: Live,
+    /// Its record's `detail`.
+    pub detail: Option<&'a str>,
+    /// Its files (gathered only for an attempt not ended, or the one a
+    /// worker's row shows).
+    pub evidence: Option<&'a Evidence>,
+}
+
+/// The state of one recorded attempt. Its ending, once it has one, is its
+/// state and nothing overrides it; the files only refine an attempt that has
+/// not ended and still runs (`running`, `stale`, `blocked`). A native
+/// attempt not answered is `with-host`, never `running`: okstra cannot see
+/// the host's session work. An attempt not ended of which nothing runs is
+/// `lost` until `okstra await` (or the next `okstra dispatch` / `next`)
+/// records how it ended.
+pub fn classify_attempt(attempt: &Attempt<'_>, now: i64) -> Verdict {
+    let detail = || -> Cow<'static, str> {
+        attempt
+            .detail
+            .map_or(Cow::Borrowed(""), |d| Cow::Owned(d.to_owned()))
+    };
+    let activity = attempt.evidence.map(|e| classify(e, now).last_activity);
+    let verdict = |state: State, reason: Cow<'static, str>| Verdict {
+        state,
+        reason,
+        last_activity: activity.flatten(),
+    };
+    match attempt.state {
+        AttemptState::Ended(ending) => return verdict(State::Ended(ending), detail()),
+        _ if attempt.native => {
+            return verdict(
+                State::WithHost,
+                "handed to the host's session; waiting for its answer".into(),
+            );
+        }
+        AttemptState::Queued | AttemptState::Held if attempt.live == Live::Nothing => {
+            return verdict(
+                State::Lost,
+                "never started and its dispatcher is gone; `okstra await` records it".into(),
+            );
+        }
+        AttemptState::Queued => return verdict(State::Queued, "recorded, not started yet".into()),
+        AttemptState::Held => return verdict(State::Held, detail()),
+        AttemptState::Started => {}
+    }
+    if attempt.live == Live::Nothing {
+        return verdict(
+            State::Lost,
+            "its dispatcher and wrapper are gone and no ending was recorded; `okstra await` records how it ended"
+                .into(),
+        );
+    }
+    let Some(evidence) = attempt.evidence else {
+        return verdict(State::Running, "".into());
+    };
+    let found = classify(evidence, now);
+    match found.state {
+        State::Running | State::Stale | State::Blocked => found,
+        State::Pending => verdict(State::Running, "started; no sign of it yet".into()),
+        _ => verdict(
+            State::Running,
+            "its wrapper finished; its dispatcher is recording how it ended".into(),
+        ),
     }
 }

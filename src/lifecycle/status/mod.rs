@@ -1,25 +1,33 @@
 //! `okstra status`: one row per worker assignment of a run (or of every run
-//! under a project), its state, and what needs attention.
+//! under a project), its state, a line per recorded attempt, what needs
+//! attention, and the run's own line (phase, round, outcome).
 //!
-//! A worker's state is derived, never stored: from its status sidecar (CLI
-//! workers), its heartbeat file (any worker), its log's modification time,
-//! and whether its Result Paths exist. [`classify`] is the whole state
-//! machine and is pure, so it is unit-tested directly; the rest gathers
-//! evidence from disk and draws it.
+//! Every state is derived, never stored, and from the same records: a
+//! worker's row is its latest recorded attempt, whose ending *is* its
+//! state; its status sidecar, heartbeat, log and Result Paths only refine
+//! an attempt that has not ended. A worker okstra has no record of is
+//! judged from those files alone. The state machines are pure
+//! (`classify`, `outcome::judge`), so they are unit-tested directly; the
+//! rest gathers evidence from disk and draws it. `okstra await` shows an
+//! attempt not ended through the same derivation.
 //!
-//! `--watch` redraws in place on a terminal; otherwise it appends one
-//! snapshot per change. It ends when every worker is terminal (or when
+//! `--active` keeps the runs still going (outcome `running`). `--watch`
+//! redraws in place on a terminal; otherwise it appends one snapshot per
+//! change. On one run it ends when every worker is terminal or the run has
+//! ended; over a project, when no selected run is still going (or when
 //! `--timeout` expires, exit 1). Attention states never change the exit
 //! code of a plain `status`: it reports, it does not judge.
 //!
-//! Files: `classify` (the pure state machine and heartbeat parsing),
-//! `board` (gathering each run's evidence into rows), `files` (the run
-//! folder opened once and listed per folder), `render` (the text board);
-//! this file is the command, `--json` and `--watch`.
+//! Files: `classify` (the state machines and heartbeat parsing), `board`
+//! (gathering each run's records and evidence into rows), `outcome` (the
+//! run's line), `files` (the run folder opened once and listed per folder),
+//! `render` (the text board); this file is the command, `--json` and
+//! `--watch`.
 
 mod board;
 mod classify;
 mod files;
+mod outcome;
 mod render;
 
 use std::io::{self, IsTerminal, Write};
@@ -54,9 +62,10 @@ const STATUS_VERSION: u32 = 1;
 #[cfg(test)]
 pub(in crate::lifecycle) use self::board::dispatch_times;
 use self::board::{RunStatus, boards};
-use self::classify::State;
+pub use self::board::{verdict_of_attempt, verdict_of_worker};
 #[cfg(test)]
 pub(in crate::lifecycle) use self::classify::parse_heartbeat;
+pub use self::classify::{State, Verdict};
 use self::render::render;
 
 /// The `--json` document.
@@ -98,7 +107,10 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
         return watch(args, &runs);
     }
     let now = clock::unix_now();
-    let board = boards(&runs, now, args.log_tail);
+    let mut board = boards(&runs, now, args.log_tail);
+    if args.active {
+        board.retain(|run| run.run.active);
+    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     if args.json {
         write_json(&mut out, &board, now)?;
@@ -123,27 +135,67 @@ pub(super) fn write_json(out: &mut impl Write, board: &[RunStatus<'_>], now: i64
     Ok(())
 }
 
-/// What makes two snapshots different for `--watch` (not the clock).
-pub(super) fn fingerprint(board: &[RunStatus<'_>]) -> Vec<(String, State, Option<i64>, String)> {
+/// What makes two snapshots different for `--watch` (not the clock): each
+/// worker's state, exit code and reason, each attempt's state, and each
+/// run's line.
+pub(super) fn fingerprint(board: &[RunStatus<'_>]) -> Vec<(String, String, Option<i64>, String)> {
     board
         .iter()
         .flat_map(|run| {
-            run.workers.iter().map(|w| {
+            let workers = run.workers.iter().map(|w| {
                 (
                     format!("{}/{}", run.run_id, w.dispatch_name),
-                    w.state,
+                    w.state.as_str().to_owned(),
                     w.exit_code,
                     w.reason.to_string(),
                 )
-            })
+            });
+            let attempts = run.dispatches.iter().map(|d| {
+                (
+                    format!("{}/{}#{}", run.run_id, d.dispatch_name, d.attempt),
+                    d.state.clone(),
+                    d.exit_code,
+                    String::new(),
+                )
+            });
+            let line =
+                std::iter::once((run.run_id.to_owned(), run.run.text(), None, String::new()));
+            workers.chain(attempts).chain(line)
         })
         .collect()
+}
+
+/// Whether a watch over `board` is over: on one run, every worker terminal
+/// or the run no longer going; over a project, no run still going (a
+/// finished run never keeps it open).
+pub(super) fn watch_is_over(board: &[RunStatus<'_>], project: bool) -> bool {
+    if project {
+        return board.iter().all(|run| !run.run.active);
+    }
+    board.iter().all(|run| run.all_terminal || !run.run.active)
 }
 
 pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
     let interval = args.interval.unwrap_or(Duration::from_secs(1));
     let deadline = args.timeout.map(|limit| Instant::now() + limit);
     let terminal = io::stdout().is_terminal() && !args.json;
+    let project = args.run_dir.is_none();
+    // `--active` picks the runs going at the first look; the watch then
+    // follows them until they end.
+    let selected: Vec<Run>;
+    let runs = if args.active {
+        let now = clock::unix_now();
+        let board = boards(runs, now, None);
+        selected = runs
+            .iter()
+            .zip(&board)
+            .filter(|(_, status)| status.run.active)
+            .map(|(run, _)| run.clone())
+            .collect();
+        &selected[..]
+    } else {
+        runs
+    };
     let mut last = None;
     loop {
         let now = clock::unix_now();
@@ -164,11 +216,18 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
         out.flush()?;
         drop(out);
         last = Some(print);
-        if board.iter().all(|run| run.all_terminal) {
+        if watch_is_over(&board, project) {
             return Ok(ExitStatus::Success);
         }
         if deadline.is_some_and(|d| Instant::now() + interval > d) {
-            diag::error("`--timeout` expired before every worker finished");
+            if project {
+                let going = board.iter().filter(|run| run.run.active).count();
+                diag::error(format_args!(
+                    "`--timeout` expired with {going} run(s) still going"
+                ));
+            } else {
+                diag::error("`--timeout` expired before every worker finished");
+            }
             return Ok(ExitStatus::Failure);
         }
         std::thread::sleep(interval);

@@ -1,4 +1,5 @@
-//! The text board: aligned columns, counts, attention and dispatch lines.
+//! The text board: aligned columns, counts, the run's line, attention and
+//! dispatch lines.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -132,6 +133,10 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
         run.workers.len(),
         counts_text(&run.counts)
     )?;
+    writeln!(text, "  run: {}", run.run.text())?;
+    if let Some(err) = &run.team_state_error {
+        writeln!(text, "  attention: team state: {err}")?;
+    }
     for item in &run.attention {
         writeln!(
             text,

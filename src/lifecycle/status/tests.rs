@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::board::{WorkerStatus, log_tail};
 use super::classify::{Anomaly, Evidence, classify};
 use super::files::RunFiles;
+use super::outcome::{Outcome, RunLine};
 use super::*;
 use crate::provider_exec::sidecar::{self, Sidecar};
 
@@ -57,6 +58,7 @@ fn row<'a>(
         log_path: PathBuf::new(),
         anomalies: Vec::new(),
         log_tail: None,
+        attempt: None,
     }
 }
 
@@ -77,6 +79,17 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         dispatches: Vec::new(),
         all_terminal_by_kind: BTreeMap::new(),
         landing: None,
+        run: RunLine {
+            outcome: Outcome::Running,
+            active: true,
+            phase: Some("4".into()),
+            round: None,
+            verdict: None,
+            cross_verified: None,
+            report_path: None,
+            reason: None,
+        },
+        team_state_error: None,
     };
     let text = render(std::slice::from_ref(&run), NOW, false);
     let expected = [
@@ -85,6 +98,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         "  codex-worker  codex     gpt-5.6-sol  cli-wrapper  running  -     10m00s   5s ago",
         "  w             codex     m            cli-wrapper  exited   1     10m00s   5s ago",
         "  2 workers: 1 exited, 1 running",
+        "  run: running; phase 4",
         "",
     ];
     assert_eq!(text, expected.join("\n"));
@@ -260,10 +274,19 @@ fn terminal_and_attention_sets() {
         State::Signalled,
         State::Lost,
         State::Done,
+        State::Ended(crate::ending::Ending::Network),
     ] {
         assert!(s.is_terminal());
     }
-    for s in [State::Pending, State::Running, State::Stale, State::Blocked] {
+    for s in [
+        State::Pending,
+        State::Queued,
+        State::Held,
+        State::WithHost,
+        State::Running,
+        State::Stale,
+        State::Blocked,
+    ] {
         assert!(!s.is_terminal());
     }
     assert!(!State::Done.needs_attention());
@@ -281,4 +304,125 @@ fn log_tail_returns_the_last_lines() {
     fs::write(&path, text).unwrap();
     assert_eq!(log_tail(&path, 2), vec!["line 99", "line 100"]);
     assert!(log_tail(&dir.path().join("none"), 3).is_empty());
+}
+
+#[test]
+fn a_recorded_ending_is_the_state_whatever_the_files_say() {
+    use super::classify::{Attempt, classify_attempt};
+    use crate::dispatch::select::Live;
+    use crate::ending::Ending;
+    use crate::run::team_state::AttemptState;
+
+    // The files say the idle watchdog stopped it; the record says `network`.
+    let idle = Evidence {
+        sidecar: Some(sidecar(
+            r#"{"stage":"exited","exit_code":124,"timeout":true,"terminated_by":"idle-watchdog"}"#,
+        )),
+        ..Evidence::default()
+    };
+    for ending in Ending::ALL {
+        for evidence in [None, Some(&idle)] {
+            let verdict = classify_attempt(
+                &Attempt {
+                    state: AttemptState::Ended(*ending),
+                    native: false,
+                    live: Live::Nothing,
+                    detail: Some("why"),
+                    evidence,
+                },
+                NOW,
+            );
+            assert_eq!(verdict.state, State::Ended(*ending));
+            assert_eq!(verdict.state.as_str(), ending.as_str());
+            assert!(verdict.state.is_terminal());
+            assert_eq!(verdict.reason, "why");
+            assert_eq!(
+                verdict.state.needs_attention(),
+                *ending != Ending::Completed
+            );
+        }
+    }
+}
+
+#[test]
+fn an_attempt_not_ended_is_refined_by_what_still_runs() {
+    use super::classify::{Attempt, classify_attempt};
+    use crate::dispatch::select::Live;
+    use crate::run::team_state::AttemptState;
+
+    let attempt = |state, native, live, evidence| {
+        classify_attempt(
+            &Attempt {
+                state,
+                native,
+                live,
+                detail: Some("waiting for 512 MiB of free memory"),
+                evidence,
+            },
+            NOW,
+        )
+        .state
+    };
+    let exited = Evidence {
+        sidecar: Some(sidecar(r#"{"stage":"exited","exit_code":0}"#)),
+        ..Evidence::default()
+    };
+    let silent = Evidence {
+        sidecar: Some(sidecar(&format!(
+            r#"{{"stage":"started","pid":42,"started_ts":{}}}"#,
+            NOW - 900
+        ))),
+        wrapper_alive: Some(true),
+        ..Evidence::default()
+    };
+    let nothing = Evidence::default();
+    // A native attempt handed out is with the host, never running, even
+    // when its files look finished.
+    for live in [Live::Nothing, Live::Driver] {
+        assert_eq!(
+            attempt(AttemptState::Started, true, live, Some(&exited)),
+            State::WithHost
+        );
+    }
+    assert_eq!(
+        attempt(AttemptState::Queued, false, Live::Driver, None),
+        State::Queued
+    );
+    assert_eq!(
+        attempt(AttemptState::Held, false, Live::Driver, None),
+        State::Held
+    );
+    assert_eq!(
+        attempt(AttemptState::Held, false, Live::Nothing, None),
+        State::Lost
+    );
+    assert_eq!(
+        attempt(AttemptState::Started, false, Live::Nothing, Some(&silent)),
+        State::Lost
+    );
+    assert_eq!(
+        attempt(AttemptState::Started, false, Live::Wrapper, Some(&silent)),
+        State::Stale
+    );
+    assert_eq!(
+        attempt(AttemptState::Started, false, Live::Driver, Some(&nothing)),
+        State::Running
+    );
+    // A wrapper that finished while its dispatcher records the ending is
+    // still running: the record has the last word.
+    assert_eq!(
+        attempt(AttemptState::Started, false, Live::Driver, Some(&exited)),
+        State::Running
+    );
+    for state in [
+        State::Queued,
+        State::Held,
+        State::WithHost,
+        State::Running,
+        State::Stale,
+        State::Blocked,
+    ] {
+        assert!(state.is_live() && !state.is_terminal(), "{state:?}");
+    }
+    assert!(!State::Lost.is_live() && State::Lost.is_terminal());
 }

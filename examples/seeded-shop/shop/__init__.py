@@ -1,0 +1,1 @@
+"""A small shop back end: carts, prices, stock, payments and checkout."""

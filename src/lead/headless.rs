@@ -1,0 +1,280 @@
+//! `okstra run`: the headless lead. It holds the run's lease and drives the
+//! shared loop attached (every batch runs inside the call) until the run is
+//! done or ends without a report. It judges nothing itself.
+//!
+//! The same call starts a new run and resumes any other: interrupted by
+//! Ctrl-C, by SIGKILL, by a reboot, or ended by a failed step, or led so
+//! far by a host with `okstra next`. A worker's attempt that completed with
+//! the same prompt, provider and model is never run again; a live wrapper
+//! of a dead driver is adopted; a cancelled one runs again; a resume gives
+//! each worker whose last attempt ended for a reason the user can fix one
+//! fresh attempt. A finished run re-run does nothing and ends with the same
+//! report. A step only a host session can take (a `native-session` worker)
+//! ends the call with the command that leads it from the host.
+//!
+//! Exit 0 with a valid report, 1 when the run ended without one (or was not
+//! cross-verified), 2 on bad input (or when another okstra drives the run),
+//! 128+N when interrupted.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::cli::RunArgs;
+use crate::converge;
+use crate::diag;
+use crate::dispatch::Options;
+use crate::exit::{self, ExitStatus};
+use crate::run::Run;
+use crate::run::events::EventKind;
+use crate::run::layout;
+use crate::run::lease::Lease;
+
+use super::{Halt, Lead, Mode, command_line};
+
+/// How long `okstra run` waits for another driver of the same run.
+const LEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What `okstra run --json` prints at the end.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Outcome {
+    run_dir: PathBuf,
+    valid: bool,
+    markdown: Option<PathBuf>,
+    html: Option<PathBuf>,
+    /// Why the run ended without a valid report.
+    reason: Option<String>,
+    /// Whether the findings were checked by a quorum of reviewers; `false`
+    /// with two or more reviewers rostered makes the exit 1.
+    cross_verified: bool,
+    /// Why they were not, when they were not.
+    not_cross_verified: Option<String>,
+    /// Attempts this call started or adopted (0 when nothing was left).
+    dispatched: usize,
+    convergence: Option<converge::Classified>,
+    /// An implementation run's landing gate, as its records see it
+    /// (`okstra land --check` also checks the working tree).
+    landing: Option<crate::land::gate::Standing>,
+}
+
+/// `okstra run`.
+pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
+    // Check the engine and gate flags before anything is rendered or started.
+    Options::from_args(&args.engine)?;
+    let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
+    let (run_dir, resumed) = match &args.run_dir {
+        Some(dir) => (dir.clone(), true),
+        None => (render(args)?, false),
+    };
+    let run = Run::open(&run_dir)?;
+    let lease = Lease::acquire(&run, "okstra run", LEASE_WAIT)?;
+    let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
+    lead.resumed = resumed;
+    lead.lease = Some(lease);
+    lead.event(
+        if resumed {
+            EventKind::RunResume
+        } else {
+            EventKind::RunStart
+        },
+        &[
+            ("taskType", lead.run.task_type.as_str()),
+            ("workers", &lead.run.assignments.len().to_string()),
+        ],
+    );
+    let resume = command_line("run", &lead.run, &lead.engine);
+    let halt = match lead.advance_until() {
+        Ok(halt) => halt,
+        Err(err) => {
+            lead.event(
+                EventKind::RunFailed,
+                &[("error", &format!("{err:#}")), ("resume", &resume)],
+            );
+            lead.lease = None;
+            diag::note(format_args!("once fixed, resume with `{resume}`"));
+            return Err(err);
+        }
+    };
+    let outcome = match halt {
+        Halt::Done => lead.outcome(None)?,
+        Halt::End(stop) => lead.outcome(Some(lead.stop_reason(stop)))?,
+        Halt::Interrupted(signal) => {
+            lead.event(
+                EventKind::RunInterrupted,
+                &[("signal", signal.as_str()), ("resume", &resume)],
+            );
+            lead.lease = None;
+            diag::note(format_args!("interrupted; resume with `{resume}`"));
+            return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+        }
+        Halt::Host(handouts) => {
+            let names: Vec<&str> = handouts
+                .iter()
+                .map(|h| h.record.dispatch_name.as_str())
+                .collect();
+            bail!(
+                "`{}` run in the host's own session (`native-session`), which `okstra run` cannot start; lead this run from its host with `okstra next {}`, or render a headless run with `okstra run` and the launcher's flags",
+                names.join("`, `"),
+                lead.run.dir.display()
+            )
+        }
+        Halt::Wait(workers) => bail!(
+            "`{}` are being run by another okstra that is still alive; wait for it, or stop it with `okstra cancel {}`",
+            workers.join("`, `"),
+            lead.run.dir.display()
+        ),
+        Halt::Ask(_) | Halt::Declined | Halt::Detached(_) => {
+            bail!("`okstra run` asks no question and starts no background driver")
+        }
+    };
+    lead.lease = None;
+    print_outcome(&outcome, args.launch.json)?;
+    match &gate {
+        // `--fail-on`: the gate's decision is the exit code (README "The gate").
+        Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
+        None => Ok(exit_of(&outcome)),
+    }
+}
+
+/// Print the outcome: as JSON, or the report's two paths.
+fn print_outcome(outcome: &Outcome, json: bool) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        writeln!(stdout, "{}", serde_json::to_string(outcome)?)?;
+    } else if let (Some(markdown), Some(html)) = (&outcome.markdown, &outcome.html) {
+        writeln!(stdout, "{}", markdown.display())?;
+        writeln!(stdout, "{}", html.display())?;
+    }
+    Ok(())
+}
+
+/// The exit status of an outcome without a gate: 0 only for a valid,
+/// cross-verified report, saying on stderr why not.
+fn exit_of(outcome: &Outcome) -> ExitStatus {
+    if outcome.valid && outcome.cross_verified {
+        ExitStatus::Success
+    } else if outcome.valid {
+        diag::error(format_args!(
+            "the report is written, but {}",
+            outcome
+                .not_cross_verified
+                .as_deref()
+                .unwrap_or("it was not cross-verified")
+        ));
+        ExitStatus::Failure
+    } else {
+        diag::error(format_args!(
+            "the run ended without a valid report: {}",
+            outcome.reason.as_deref().unwrap_or("see `okstra status`")
+        ));
+        ExitStatus::Failure
+    }
+}
+
+/// Render a headless run from the launcher's flags.
+fn render(args: &RunArgs) -> Result<PathBuf> {
+    let mut launch = args.launch.clone();
+    launch.headless = true;
+    crate::bundle::prepare();
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
+    let paths = crate::bundle::render_run(&settings)?;
+    diag::progress(format_args!(
+        "rendered headless run `{}`",
+        paths.run_dir.display()
+    ));
+    Ok(paths.run_dir)
+}
+
+impl Lead {
+    /// The outcome of a finished run: its report (when `reason` is none)
+    /// or why there is none.
+    fn outcome(&self, reason: Option<String>) -> Result<Outcome> {
+        let report_dir = self.run.layout().report_dir();
+        let valid = reason.is_none();
+        let info = converge::RunInfo::of(self.run.clone())?;
+        let convergence = converge::summary(&info)?;
+        let not_cross_verified = not_cross_verified(&self.run)?;
+        self.release_copies();
+        let landing = self.landing()?;
+        Ok(Outcome {
+            landing,
+            run_dir: self.run.dir.clone(),
+            valid,
+            markdown: valid.then(|| report_dir.join(layout::REPORT_MARKDOWN_NAME)),
+            html: valid.then(|| report_dir.join(layout::REPORT_HTML_NAME)),
+            reason,
+            cross_verified: not_cross_verified.is_none(),
+            not_cross_verified,
+            dispatched: self.dispatched,
+            convergence,
+        })
+    }
+
+    /// Remove the run's reviewer copies now that it ended (each only when
+    /// its marker names this run). The Executor's copy stays, holding its
+    /// change, until `okstra cleanup` removes it.
+    fn release_copies(&self) {
+        let Ok(state) = self.run.team_state() else {
+            return;
+        };
+        let run_dir = crate::workspace::RunIdentity::of(&self.run).run_dir;
+        let mut seen = std::collections::BTreeSet::new();
+        for record in &state.dispatches {
+            let Some(copy) = &record.workspace else {
+                continue;
+            };
+            if record.role == Some(crate::catalog::Role::Executor) || !seen.insert(&copy.path) {
+                continue;
+            }
+            let Some(kind) = crate::workspace::Kind::parse(&copy.kind) else {
+                continue;
+            };
+            if let Err(err) =
+                crate::workspace::remove(&copy.path, kind, &self.run.project_root, &run_dir)
+            {
+                diag::warning(format_args!(
+                    "the copy of `{}` was not removed: {:#}",
+                    record.dispatch_name,
+                    anyhow::Error::from(err)
+                ));
+            }
+        }
+    }
+
+    /// An implementation run's landing gate from its records, said on
+    /// stderr: the last step of its lead contract.
+    fn landing(&self) -> Result<Option<crate::land::gate::Standing>> {
+        let state = self.run.team_state()?;
+        let Some(landing) = crate::land::gate::standing(&self.run, &state)? else {
+            return Ok(None);
+        };
+        let branch = landing.branch.as_deref().unwrap_or("the run's branch");
+        match landing.state {
+            "landable" => diag::progress(format_args!(
+                "the change on `{branch}` is verified: `{}` applies it to your working tree",
+                crate::shell::okstra_line(&["land", &self.run.dir.to_string_lossy()])
+            )),
+            "landed" => diag::progress(format_args!("the change on `{branch}` has landed")),
+            _ => {
+                for reason in &landing.reasons {
+                    diag::note(format_args!("not landable: {}", reason.line()));
+                }
+            }
+        }
+        Ok(Some(landing))
+    }
+}
+
+/// Whether the run falls short of cross-verification (two or more
+/// reviewers rostered, and the findings were not checked by a quorum), and
+/// the one line that says why: from the same records the report's
+/// `reliability` block is computed from.
+pub(super) fn not_cross_verified(run: &Run) -> Result<Option<String>> {
+    let reliability = crate::report::reliability::compute(&run.dir)?;
+    Ok(reliability.falls_short().then(|| reliability.line()))
+}

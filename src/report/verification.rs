@@ -1,0 +1,406 @@
+//! Who found and who verified each claim: the final report's
+//! `verification` block (schema 2.1, optional), computed by okstra from the
+//! convergence ledger and never authored.
+//!
+//! For every claim of the ledger: its owner and the workers whose claims at
+//! overlapping lines corroborate it (`foundBy`), its anchors as okstra
+//! checked them, its final class, and every review round by round — the
+//! verdict, its evidence, the evidence's anchor status, whether the
+//! classification counted it — or why a reviewer gave no answer. The report
+//! views join it to the consensus and difference rows through their
+//! `sourceItems`, and list the `unverifiable` claims apart.
+//!
+//! [`compute`] reads the run's records; `okstra coverage` hands the block to
+//! the report writer, [`super::finalize`] writes it into data.json, and
+//! `okstra validate` recomputes it ([`check`]): a hand edit fails on the
+//! item it changed. Whatever the block says, a consensus row may not cite
+//! an `unverifiable` claim.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::anchors::{self, Checked};
+use crate::converge::ledger::{LedgerItem, Verdict};
+use crate::converge::{self, FinalClass, Ledger, RunInfo, classify};
+use crate::run::layout::RunLayout;
+
+use super::rules::{LedgerClasses, Problem};
+
+/// The report's `verification` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Verification {
+    /// The snapshot the anchors were checked against, when one was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    pub items: Vec<VerifiedItem>,
+}
+
+/// One claim: who found it, its anchors, who reviewed it and how.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VerifiedItem {
+    pub item_id: String,
+    pub owner: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_class: Option<FinalClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_status: Option<anchors::Status>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Checked>,
+    /// The owner, then the owners of the claims that corroborate it.
+    pub found_by: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corroborated_by: Vec<String>,
+    pub reviews: Vec<Review>,
+}
+
+/// One reviewer's answer in one round, or why it gave none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Review {
+    pub reviewer: String,
+    pub round: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_status: Option<anchors::Status>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_as: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_answer: Option<String>,
+    pub counted: bool,
+}
+
+/// The block for the run in `run_dir`; `None` when it has no convergence
+/// ledger.
+pub fn compute(run_dir: &Path) -> Result<Option<Verification>> {
+    let compute = || -> Result<Option<Verification>> {
+        let info = RunInfo::load(run_dir)?;
+        let path = RunLayout::of(info.dir()).convergence_ledger();
+        let Some(ledger) =
+            converge::ledger::read::<Ledger>(&path, converge::ledger::LEDGER_SCHEMA)?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(of(&info, &ledger)))
+    };
+    compute().with_context(|| {
+        format!(
+            "cannot tell from the records of `{}` who verified what",
+            run_dir.display()
+        )
+    })
+}
+
+/// The block for `ledger` of the run `info`.
+pub fn of(info: &RunInfo, ledger: &Ledger) -> Verification {
+    let rostered = info.rostered();
+    let available = info.available(Some(ledger));
+    let context = classify::Context {
+        analysers: &rostered,
+        available: &available,
+        adversarial: info.settings.adversarial,
+        round: ledger.rounds_run,
+    };
+    let roster: Vec<&str> = info
+        .run
+        .assignments
+        .iter()
+        .map(|a| a.worker_id.as_str())
+        .collect();
+    Verification {
+        snapshot: anchors::snapshot::record(&info.run)
+            .ok()
+            .flatten()
+            .map(|record| record.id()),
+        items: ledger
+            .items
+            .iter()
+            .map(|item| verified(item, &context, &roster))
+            .collect(),
+    }
+}
+
+fn verified(item: &LedgerItem, context: &classify::Context<'_>, roster: &[&str]) -> VerifiedItem {
+    let mut found_by = vec![item.owner.clone()];
+    let mut others: Vec<String> = item
+        .grouping
+        .corroborated_by
+        .iter()
+        .filter_map(|id| id.split_once(':').map(|(owner, _)| owner.to_owned()))
+        .filter(|owner| *owner != item.owner)
+        .collect();
+    others.sort_by_key(|owner| roster.iter().position(|r| r == owner));
+    others.dedup();
+    found_by.extend(others);
+    let counted = classify::counted(item, context);
+    let mut reviews: Vec<Review> = item
+        .verdicts
+        .iter()
+        .zip(counted)
+        .map(|(entry, counted)| Review {
+            reviewer: entry.reviewer.clone(),
+            round: entry.round,
+            verdict: Some(entry.verdict),
+            evidence: Some(entry.evidence.clone()),
+            addition: entry.addition.clone(),
+            anchor_status: entry.anchoring.anchor_status,
+            same_as: entry.same_as.clone(),
+            no_answer: None,
+            counted,
+        })
+        .collect();
+    reviews.extend(item.no_answer.iter().map(|missing| Review {
+        reviewer: missing.reviewer.clone(),
+        round: missing.round,
+        verdict: None,
+        evidence: None,
+        addition: None,
+        anchor_status: None,
+        same_as: None,
+        no_answer: Some(missing.reason.clone()),
+        counted: false,
+    }));
+    // Round by round, then in roster order: the same records, the same block.
+    reviews.sort_by_key(|review| {
+        (
+            review.round,
+            roster.iter().position(|r| *r == review.reviewer),
+        )
+    });
+    VerifiedItem {
+        item_id: item.item_id.clone(),
+        owner: item.owner.clone(),
+        section: item.section.clone(),
+        text: item.text.clone(),
+        final_class: item.final_class,
+        anchor_status: item.anchoring.anchor_status,
+        anchors: item.anchoring.anchors.clone(),
+        found_by,
+        corroborated_by: item.grouping.corroborated_by.clone(),
+        reviews,
+    }
+}
+
+/// Why a claim is unverifiable, in one phrase: its first failed anchor, or
+/// that it has none.
+pub fn failed_anchor(anchors: &[Checked]) -> String {
+    anchors
+        .iter()
+        .find(|a| a.status == anchors::Status::Unanchored)
+        .map_or_else(
+            || "it cites no anchor".to_owned(),
+            |a| {
+                format!(
+                    "its anchor `{}` does not resolve: {}",
+                    a.location(),
+                    a.reason.as_deref().unwrap_or("not found")
+                )
+            },
+        )
+}
+
+/// The `verification` block checks: on a run it equals what okstra computes
+/// from the records (one problem per item that differs); and no consensus
+/// row cites a claim that is `unverifiable` (by the ledger, else by the
+/// block itself), nor claims that class.
+pub fn check(
+    report: &Value,
+    computed: Option<&Result<Option<Verification>, String>>,
+    ledger: Option<&LedgerClasses>,
+    problems: &mut Vec<Problem>,
+) {
+    let block = report.get("verification");
+    if let Some(block) = block {
+        match computed {
+            Some(Ok(Some(expected))) => against_records(block, expected, problems),
+            Some(Ok(None)) => problems.push(Problem::new(
+                "verification",
+                "/verification",
+                "the run has no convergence ledger, so there is nothing to verify; okstra \
+                 writes this block, never edit it"
+                    .to_owned(),
+            )),
+            Some(Err(reason)) => problems.push(Problem::new(
+                "verification",
+                "/verification",
+                format!("`verification` cannot be checked against the run's records: {reason}"),
+            )),
+            None => {}
+        }
+    }
+    // Which cited claims are unverifiable, and why.
+    let from_block: Option<Verification> =
+        block.and_then(|block| serde_json::from_value(block.clone()).ok());
+    let unverifiable = |item: &str| -> Option<String> {
+        if let Some(ledger) = ledger {
+            return (ledger.classes.get(item).copied().flatten() == Some(FinalClass::Unverifiable))
+                .then(|| {
+                    ledger
+                        .failed
+                        .get(item)
+                        .cloned()
+                        .unwrap_or_else(|| failed_anchor(&[]))
+                });
+        }
+        let found = from_block
+            .as_ref()?
+            .items
+            .iter()
+            .find(|v| v.item_id == item)?;
+        (found.final_class == Some(FinalClass::Unverifiable)).then(|| failed_anchor(&found.anchors))
+    };
+    let rows = report.get("consensus").and_then(Value::as_array);
+    for (index, row) in rows.into_iter().flatten().enumerate() {
+        if row.get("convergence").and_then(Value::as_str) == Some(FinalClass::Unverifiable.as_str())
+        {
+            problems.push(Problem::new(
+                "anchors",
+                format!("/consensus/{index}/convergence"),
+                "an `unverifiable` claim is not consensus: okstra lists it apart".to_owned(),
+            ));
+        }
+        let sources = row.get("sourceItems").and_then(Value::as_array);
+        for (position, source) in sources.into_iter().flatten().enumerate() {
+            let Some(item) = source.as_str() else {
+                continue;
+            };
+            if let Some(why) = unverifiable(item) {
+                problems.push(Problem::new(
+                    "anchors",
+                    format!("/consensus/{index}/sourceItems/{position}"),
+                    format!(
+                        "`{item}` is `unverifiable` ({why}); an unverifiable claim is listed \
+                         apart, never cited as consensus"
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// One problem per part of the block that differs from the records.
+fn against_records(block: &Value, expected: &Verification, problems: &mut Vec<Problem>) {
+    let Ok(wanted) = serde_json::to_value(expected) else {
+        return;
+    };
+    if block.get("snapshot") != wanted.get("snapshot") {
+        problems.push(Problem::new(
+            "verification",
+            "/verification/snapshot",
+            format!(
+                "`verification.snapshot` is not the run's snapshot ({}); okstra writes this \
+                 block, never edit it",
+                wanted
+                    .get("snapshot")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| "none recorded".to_owned(), |s| format!("`{s}`"))
+            ),
+        ));
+    }
+    let found = block.get("items").and_then(Value::as_array);
+    let wanted_items = wanted.get("items").and_then(Value::as_array);
+    let (Some(found), Some(wanted_items)) = (found, wanted_items) else {
+        problems.push(Problem::new(
+            "verification",
+            "/verification/items",
+            "`verification.items` is not the list okstra computes".to_owned(),
+        ));
+        return;
+    };
+    if found.len() != wanted_items.len() {
+        problems.push(Problem::new(
+            "verification",
+            "/verification/items",
+            format!(
+                "`verification.items` lists {} claims but the convergence ledger has {}; okstra \
+                 writes this block, never edit it",
+                found.len(),
+                wanted_items.len()
+            ),
+        ));
+        return;
+    }
+    for (index, (found, wanted)) in found.iter().zip(wanted_items).enumerate() {
+        if found != wanted {
+            let id = wanted.get("itemId").and_then(Value::as_str).unwrap_or("?");
+            problems.push(Problem::new(
+                "verification",
+                format!("/verification/items/{index}"),
+                format!(
+                    "the verification of `{id}` is not what okstra computes from the run's \
+                     records; okstra writes this block, never edit it"
+                ),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn report(rows: &Value, block: Option<Value>) -> Value {
+        let mut report = serde_json::json!({ "consensus": rows });
+        if let Some(block) = block {
+            report["verification"] = block;
+        }
+        report
+    }
+
+    #[test]
+    fn a_consensus_row_never_cites_an_unverifiable_claim() {
+        let rows = serde_json::json!([
+            {"convergence": "full-consensus", "sourceItems": ["claude:F-1", "codex:F-9"]},
+            {"convergence": "unverifiable", "sourceItems": ["codex:F-2"]},
+        ]);
+        let ledger = LedgerClasses {
+            shown: "state/convergence-ledger.json".to_owned(),
+            classes: HashMap::from([
+                ("claude:F-1".to_owned(), Some(FinalClass::FullConsensus)),
+                ("codex:F-9".to_owned(), Some(FinalClass::Unverifiable)),
+            ]),
+            failed: HashMap::from([(
+                "codex:F-9".to_owned(),
+                "its anchor `a.py:88` does not resolve: line 88 is past the end".to_owned(),
+            )]),
+        };
+        let mut problems = Vec::new();
+        check(&report(&rows, None), None, Some(&ledger), &mut problems);
+        let found: Vec<(&str, &str)> = problems
+            .iter()
+            .map(|p| (p.rule, p.pointer.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("anchors", "/consensus/0/sourceItems/1"),
+                ("anchors", "/consensus/1/convergence")
+            ]
+        );
+        assert!(problems[0].message.contains("`a.py:88` does not resolve"));
+        // Without a ledger, the block's own classes decide.
+        let block = serde_json::json!({"items": [{
+            "itemId": "codex:F-9", "owner": "codex", "foundBy": ["codex"], "reviews": [],
+            "finalClass": "unverifiable"
+        }]});
+        let mut problems = Vec::new();
+        check(&report(&rows, Some(block)), None, None, &mut problems);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].message.contains("it cites no anchor"));
+    }
+}
