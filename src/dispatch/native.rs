@@ -481,6 +481,11 @@ fn close(
                 .collect(),
         );
     }
+    // A native Executor's change goes onto the run's branch here, once its
+    // guard shows it kept to its copy; otherwise the attempt fails.
+    if let Err(why) = super::change::onto_branch(run, &mut record) {
+        super::change::fail(&mut record, why);
+    }
     Ok(record)
 }
 
