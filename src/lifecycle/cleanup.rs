@@ -306,6 +306,9 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
             refs.insert(reference.clone());
         }
     }
+    // The run's one snapshot ref is named by its identity alone: the
+    // anchors checker may have taken it for a run with no copy at all.
+    refs.insert(workspace::snapshot_ref(&workspace::RunIdentity::of(run)));
     let git = Git::at(&run.project_root);
     for reference in refs {
         if let Ok(Some(commit)) = git.commit(&reference) {

@@ -621,6 +621,104 @@ fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
     );
 }
 
+/// The SIGKILL case for `okstra cleanup`: once the wrapper a killed
+/// dispatcher left has ended, `cleanup --execute` removes the copy and the
+/// run's snapshot ref, and nothing else: not a neighbouring folder, not a
+/// file, ref, index entry or `HEAD` of the user's.
+#[test]
+fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
+    let world = Project::new().key("demo", "cleanup", "t");
+    world.fake_cli("kimi", "providers/waits-for-go.sh");
+    fs::write(world.root().join("a.txt"), "tracked\n").unwrap();
+    commit_all(world.root());
+    let run = world.render(&[
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        "kimi",
+        "--lead-runtime",
+        "external",
+    ]);
+    let mut command = world.command(okstra_path());
+    command
+        .args(["dispatch", "--workers", "kimi"])
+        .arg(&run)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let go = Go(world.path("fake/go"));
+    let mut dispatcher = Group::start(command);
+    let side = run.join("prompts/kimi-worker.md.status.json");
+    let copy = wait_for(LIMIT, "kimi to start in its copy", || {
+        sidecar(&side)?.get("child_pid")?;
+        let state = read_json(&team_state_path(&run));
+        let copy = PathBuf::from(state["dispatches"][0]["workspace"]["path"].as_str()?);
+        copy.join(".okstra-workspace.json")
+            .is_file()
+            .then_some(copy)
+    });
+    dispatcher.signal(nix::sys::signal::Signal::SIGKILL);
+    dispatcher.wait(LIMIT);
+    let neighbour = copy.with_file_name("someone-else");
+    fs::create_dir_all(&neighbour).unwrap();
+    fs::write(neighbour.join("keep.txt"), "mine\n").unwrap();
+    let cleanup = |execute: bool| -> Value {
+        let mut args = vec!["cleanup", "--json", "--older-than", "0s"];
+        if execute {
+            args.push("--execute");
+        }
+        let output = world.okstra().args(&args).timeout(LIMIT).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    // While the orphaned wrapper runs, the run is skipped, copy and all.
+    let busy = cleanup(false);
+    assert!(busy["items"].as_array().unwrap().is_empty(), "{busy}");
+    assert!(
+        busy["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("has not ended"),
+        "{busy}"
+    );
+    drop(go);
+    let listed = wait_for(LIMIT, "the orphaned wrapper to end", || {
+        let listed = cleanup(false);
+        (!listed["items"].as_array().unwrap().is_empty()).then_some(listed)
+    });
+    assert!(copy.is_dir(), "a dry run removed the copy: {listed}");
+    let before = UserTree::of(world.root());
+    let removed = cleanup(true);
+    let kinds: Vec<&str> = removed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            assert_eq!(item["outcome"], "removed", "{removed}");
+            item["kind"].as_str().unwrap()
+        })
+        .collect();
+    assert!(
+        kinds.contains(&"copy") && kinds.contains(&"snapshot-ref"),
+        "{removed}"
+    );
+    assert!(!copy.exists());
+    assert!(snapshot_refs(world.root()).is_empty());
+    assert_eq!(
+        fs::read_to_string(neighbour.join("keep.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(UserTree::of(world.root()), before);
+    assert!(
+        run.join("run-manifest.json").is_file(),
+        "the run folder went"
+    );
+}
+
 #[test]
 fn pass_env_reaches_every_cli_through_dispatch() {
     let world = Project::new().key("demo", "env", "t");
