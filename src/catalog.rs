@@ -81,14 +81,16 @@ closed_set! {
 }
 
 /// The kind of one dispatch (`--kind`, the team state's `dispatchKind`):
-/// a worker's own work, the critic's, a retry, or a convergence round's
-/// reverification.
+/// a worker's own work, the critic's, a retry, a convergence round's
+/// reverification, or an implementation run's verifiers checking the
+/// Executor's fix pass against the defects it claims to fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DispatchKind {
     Initial,
     Critic,
     Retry,
     Reverify(u32),
+    FixCheck,
 }
 
 impl std::str::FromStr for DispatchKind {
@@ -125,12 +127,15 @@ impl DispatchKind {
             "initial" => Ok(DispatchKind::Initial),
             "critic" => Ok(DispatchKind::Critic),
             "retry" => Ok(DispatchKind::Retry),
+            "fix-check" => Ok(DispatchKind::FixCheck),
             _ => text
                 .strip_prefix("reverify-r")
                 .and_then(|n| n.parse::<u32>().ok())
                 .filter(|n| *n >= 1 && !text.ends_with("r0"))
                 .map(DispatchKind::Reverify)
-                .ok_or_else(|| "expected initial, critic, retry or reverify-r<N>".to_owned()),
+                .ok_or_else(|| {
+                    "expected initial, critic, retry, reverify-r<N> or fix-check".to_owned()
+                }),
         }
     }
 
@@ -140,17 +145,26 @@ impl DispatchKind {
             DispatchKind::Critic => "critic".into(),
             DispatchKind::Retry => "retry".into(),
             DispatchKind::Reverify(round) => format!("reverify-r{round}"),
+            DispatchKind::FixCheck => "fix-check".into(),
         }
     }
 
     /// The dispatch name of this kind of dispatch for the worker whose own
     /// dispatch is `base`: a reverify dispatch gets its own name (and so its
-    /// own prompt and files), every other kind keeps the worker's.
+    /// own prompt and files), and so does a fix check; every other kind
+    /// keeps the worker's.
     pub fn dispatch_name(self, base: &str) -> String {
         match self {
             DispatchKind::Reverify(round) => format!("{base}-reverify-r{round}"),
+            DispatchKind::FixCheck => format!("{base}-fix-check"),
             DispatchKind::Initial | DispatchKind::Critic | DispatchKind::Retry => base.to_owned(),
         }
+    }
+
+    /// Whether `dispatch_name` is a fix check's (a first attempt or its
+    /// retry).
+    pub fn is_fix_check(dispatch_name: &str) -> bool {
+        dispatch_name.ends_with("-fix-check")
     }
 
     /// The start every reverify dispatch name of the worker whose own
@@ -160,8 +174,11 @@ impl DispatchKind {
     }
 
     /// The kind a retry of the dispatch `dispatch_name` counts as: the
-    /// reverify round it retries, else `initial`.
+    /// reverify round or fix check it retries, else `initial`.
     pub fn retried(dispatch_name: &str) -> String {
+        if DispatchKind::is_fix_check(dispatch_name) {
+            return DispatchKind::FixCheck.as_string();
+        }
         dispatch_name.rsplit_once("-reverify-").map_or_else(
             || DispatchKind::Initial.as_string(),
             |(_, round)| format!("reverify-{round}"),

@@ -164,12 +164,12 @@ pub enum Command {
     /// Append one lead event to a run's event log
     ///
     /// okstra records these kinds itself (`okstra next`, `okstra run`,
-    /// `okstra submit`, the engine): run-start, run-resume, phase-start,
-    /// worker-complete, worker-terminal, convergence-skipped, round-complete,
-    /// fix-pass, fix-pass-skipped, usage-collected, report-repair,
-    /// report-validated, run-complete, run-interrupted, run-failed,
-    /// run-cancelled, budget-stop, worker-held, result-refused, ask-user,
-    /// user-answer.
+    /// `okstra submit`, `okstra land`, the engine): run-start, run-resume,
+    /// phase-start, worker-complete, worker-terminal, convergence-skipped,
+    /// round-complete, fix-pass, fix-pass-skipped, fix-check, landed,
+    /// usage-collected, report-repair, report-validated, run-complete,
+    /// run-interrupted, run-failed, run-cancelled, budget-stop,
+    /// worker-held, result-refused, ask-user, user-answer.
     /// A lead records only what okstra cannot find alone: a session id
     /// (`session --field sessionId=<id>`) or the totals its host shows
     /// (`lead-usage`).
@@ -183,6 +183,35 @@ pub enum Command {
     Status(StatusArgs),
     /// Find and stop worker process groups whose wrapper died.
     Reap(ReapArgs),
+    /// Apply an implementation run's change to the working tree, through the landing gate
+    ///
+    /// Lands only when the change on the run's branch is verified on its
+    /// tip, no confirmed blocking or major defect is open, the run's base is
+    /// still an ancestor of HEAD, and every file can be written without
+    /// touching an uncommitted edit; then every file is written, nothing
+    /// else. Otherwise nothing is written and each reason is one line:
+    /// verification-incomplete, fix-unverified, defects-open,
+    /// base-not-ancestor, conflict, dirty-overlap. Exit 0 landed (or
+    /// landable with --check), 1 blocked, 2 bad input.
+    ///
+    /// Examples:
+    ///   okstra land .okstra/tasks/shop/cart/expiry/implementation-001 --check
+    ///   okstra land <run-dir>
+    #[command(verbatim_doc_comment)]
+    Land(LandArgs),
+    /// List (or remove) what finished or dead runs left: copies, refs, branches, logs
+    ///
+    /// Only what okstra recorded: copies holding okstra's marker, snapshot
+    /// refs under refs/okstra/, run branches still at the commit okstra
+    /// made that landed or are older than --older-than, and the logs of the
+    /// run folders under .okstra/. A run whose lease is held is never
+    /// touched. A dry run unless --execute.
+    ///
+    /// Examples:
+    ///   okstra cleanup
+    ///   okstra cleanup --older-than 0s --execute
+    #[command(verbatim_doc_comment)]
+    Cleanup(CleanupArgs),
     /// Start a run's wrapper workers, recover their results, classify every ending
     ///
     /// Selects the run's `cli-wrapper` dispatches of one kind, records each
@@ -709,7 +738,7 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "ID,...")]
     pub workers: Option<String>,
 
-    /// Which dispatches: initial, critic, retry or reverify-r<N>.
+    /// Which dispatches: initial, critic, retry, reverify-r<N> or fix-check.
     #[arg(long, value_name = "KIND", default_value = "initial", value_parser = crate::catalog::DispatchKind::parse)]
     pub kind: crate::catalog::DispatchKind,
 
@@ -819,7 +848,7 @@ pub struct AwaitArgs {
     #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
     pub run_dir: PathBuf,
 
-    /// Only dispatches of this kind: initial, critic, retry or reverify-r<N>
+    /// Only dispatches of this kind: initial, critic, retry, reverify-r<N> or fix-check
     /// (a retry counts as the kind it retries). [default: every kind]
     #[arg(long, value_name = "KIND", value_parser = crate::catalog::DispatchKind::parse)]
     pub kind: Option<crate::catalog::DispatchKind>,
@@ -845,6 +874,43 @@ pub struct ReapArgs {
     pub project_root: Option<PathBuf>,
 
     /// Stop the leftover process groups; without it, only list them.
+    #[arg(long)]
+    pub execute: bool,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra land`.
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    /// The implementation run's folder.
+    #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
+    pub run_dir: PathBuf,
+
+    /// Only check: say whether the change can land, and why not; write nothing.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Print the outcome as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `okstra cleanup`.
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// Project whose runs are cleaned up. [default: the current directory]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub project_root: Option<PathBuf>,
+
+    /// A run that has not finished counts as dead, and an unlanded run
+    /// branch as stale, once the run did nothing for this long (`0s`: now).
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = humantime::parse_duration)]
+    pub older_than: std::time::Duration,
+
+    /// Remove what is listed; without it, only list.
     #[arg(long)]
     pub execute: bool,
 
@@ -1203,7 +1269,7 @@ mod tests {
             .map(ToString::to_string)
             .unwrap_or_default();
         let listed = help
-            .split("itself (`okstra next`, `okstra run`,\n`okstra submit`, the engine): ")
+            .split("the engine): ")
             .nth(1)
             .and_then(|rest| rest.split('.').next())
             .unwrap_or_default();

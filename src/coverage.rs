@@ -188,9 +188,23 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
             .iter()
             .find_map(|r| r.workspace.as_ref()?.snapshot_ref.clone())
             .map_or_else(String::new, |reference| format!(" (`{reference}`)"));
-        format!(
-            "{provider} has no read-only mode, so it worked in its own git copy of the run's snapshot of the working tree{snapshot}, never in the project itself"
-        )
+        match assignment.role {
+            Role::Executor => {
+                let branch = mine
+                    .iter()
+                    .find_map(|r| r.branch.as_ref().map(|b| b.name.clone()))
+                    .map_or_else(String::new, |name| format!(" `{name}`"));
+                format!(
+                    "the Executor worked in its own git copy of the run's snapshot of the working tree{snapshot}; its change is on the branch{branch} and reaches the project only through `okstra land`"
+                )
+            }
+            Role::Verifier => format!(
+                "{provider} worked in its own git copy holding the Executor's change on the run's snapshot of the working tree{snapshot}, never in the project itself"
+            ),
+            _ => format!(
+                "{provider} has no read-only mode, so it worked in its own git copy of the run's snapshot of the working tree{snapshot}, never in the project itself"
+            ),
+        }
     } else if has(Isolation::CliSandbox) {
         if assignment.role == Role::Executor {
             "the Executor worked in the project itself, as its role requires".to_owned()

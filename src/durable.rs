@@ -28,6 +28,47 @@ pub fn write_atomic_public(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, bytes, Some(Permissions::from_mode(PUBLIC_MODE)))
 }
 
+/// [`write_atomic`] with the file's mode `mode` (a file of the user's
+/// working tree that `okstra land` writes: git's `100644` or `100755`,
+/// less the umask as git applies it).
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_atomic_with(path, bytes, Some(Permissions::from_mode(mode)))
+}
+
+/// Replace `path` (whatever it is, but a folder) with a symlink to
+/// `target`, atomically: the link is made under a unique name beside it and
+/// renamed over it, and the folder is fsynced.
+pub fn replace_with_symlink(path: &Path, target: &Path) -> io::Result<()> {
+    let dir = parent_dir(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut temp = std::ffi::OsString::from(".");
+    temp.push(name);
+    temp.push(format!(".okstra-{}.tmp", std::process::id()));
+    let temp = dir.join(temp);
+    let _ = std::fs::remove_file(&temp);
+    std::os::unix::fs::symlink(target, &temp)?;
+    if let Err(err) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(err);
+    }
+    sync_dir(dir)
+}
+
+/// Write `bytes` to `path` atomically unless it already holds exactly them
+/// (a prompt or a plan rewritten with the same bytes must not look new).
+/// Returns whether it wrote.
+pub fn write_if_changed(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let same = crate::fsread::read_no_follow(path, crate::fsread::Kind::Result)
+        .is_ok_and(|old| old == bytes);
+    if same {
+        return Ok(false);
+    }
+    write_atomic(path, bytes)?;
+    Ok(true)
+}
+
 fn write_atomic_with(path: &Path, bytes: &[u8], mode: Option<Permissions>) -> io::Result<()> {
     // fchmod, not the open mode: the umask must not make a report private.
     crate::beneath::write_atomic(path, bytes, mode.map(|m| m.mode()))

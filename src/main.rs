@@ -43,6 +43,7 @@ mod gate;
 mod git;
 mod install;
 mod items;
+mod land;
 mod launch;
 mod lead;
 mod lifecycle;
@@ -103,6 +104,8 @@ fn main() -> ExitCode {
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
         Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Land(args)) => land::land_command(&args),
+        Some(Command::Cleanup(args)) => lifecycle::cleanup_command(&args),
         Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),
         Some(Command::Await(args)) => dispatch::await_command(&args),
         Some(Command::Cancel(args)) => dispatch::cancel_command(&args),

@@ -619,6 +619,11 @@ pub fn open(run: &Run) -> Result<(Record, Box<dyn Snapshot>)> {
 /// The run's one snapshot in git — the commit the isolated workers' copies
 /// check out (`workspace::Snapshots`), taken now if no dispatch took it —
 /// and where the project lies in its repository; `None` outside git.
+///
+/// In an implementation run the reviewers are the verifiers, and what they
+/// review is the Executor's change: their copies hold the Executor's commit
+/// (made on that same snapshot, kept on the run's branch), so their anchors
+/// are checked against that commit once it exists.
 fn take_git(run: &Run) -> Option<Source> {
     let project = &run.project_root;
     let git = crate::git::Git::at(project);
@@ -643,11 +648,30 @@ fn take_git(run: &Run) -> Option<Source> {
             return None;
         }
     };
+    if let Some(change) = reviewed_change(run) {
+        return Some(Source::Git {
+            commit: change.first,
+            reference: Some(change.branch),
+            prefix,
+        });
+    }
     Some(Source::Git {
         commit: snapshot.commit,
         reference: Some(crate::workspace::snapshot_ref(&identity)),
         prefix,
     })
+}
+
+/// The Executor's committed change an implementation run's verifiers
+/// review, once there is one.
+fn reviewed_change(run: &Run) -> Option<crate::run::team_state::ExecutorCommits> {
+    if run.task_type != crate::catalog::TaskType::Implementation {
+        return None;
+    }
+    let executor = run.in_role(crate::catalog::Role::Executor).next()?;
+    run.team_state()
+        .ok()?
+        .executor_commits(&executor.dispatch_name, &executor.paths.prompt_path)
 }
 
 /// A bounded copy of a project outside git into the `snapshot/` folder of

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use minijinja::value::Serde;
 use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
@@ -200,6 +200,8 @@ struct RunView {
     /// The lead's per-finding convergence record (Phase 5.5 output).
     convergence_ledger_path: PathBuf,
     instruction_set: BTreeMap<&'static str, PathBuf>,
+    /// The branch the Executor's change goes onto (implementation runs).
+    branch: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -293,6 +295,17 @@ pub fn prepare() {
 
 /// Render, validate and atomically place a new run. Returns its paths.
 pub fn render_run(settings: &Settings) -> Result<RunPaths> {
+    // The Executor's change reaches the project only through `okstra land`,
+    // which needs git to know what changed since the snapshot and where the
+    // user changed the same files; a file copy could not land safely.
+    if settings.task_type == TaskType::Implementation
+        && !crate::workspace::in_git(&settings.project_root)
+    {
+        bail!(
+            "an implementation run needs a git repository: `{}` is not in one, and okstra lands the Executor's change only through git (run `git init` and commit, or pick an analysis task type)",
+            settings.project_root.display()
+        );
+    }
     // A symlinked `.okstra` or task folder would carry the run out of the
     // project: refused (checked again under the lock).
     let okstra_dir = confine::okstra_dir(&settings.project_root)?;
@@ -526,6 +539,18 @@ fn render_files(
         report_schema_path: layout.report_schema(),
         convergence_ledger_path: layout.convergence_ledger(),
         instruction_set,
+        branch: if settings.task_type == TaskType::Implementation {
+            let identity = crate::workspace::RunIdentity {
+                project_root: settings.project_root.clone(),
+                task_key: settings.task_key.joined(),
+                run_id: run_id.to_owned(),
+                run_dir: run_dir.to_path_buf(),
+                created_at: created_at.to_owned(),
+            };
+            Some(crate::workspace::branch_ref(&identity)?)
+        } else {
+            None
+        },
     };
     let capabilities = settings.lead_runtime.capabilities();
     let reverify = reverify_dispatches(&roster, run_dir, convergence);
@@ -682,9 +707,9 @@ fn worker_workspace(
     run_id: &str,
     assignment: &Assignment,
 ) -> Result<Option<PathBuf>> {
-    if assignment.runner != Runner::CliWrapper
-        || !crate::workspace::needs_copy(assignment.provider, assignment.role)
-    {
+    // A native worker that needs one gets it too: okstra makes it when it
+    // records the attempt, before the host starts it.
+    if !crate::workspace::needs_copy(assignment.provider, assignment.role) {
         return Ok(None);
     }
     let location = crate::workspace::locate(

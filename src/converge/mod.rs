@@ -16,11 +16,14 @@
 //!
 //! Submodules: `ledger` owns the two state files (ledger, round plan),
 //! `classify` the rules, `plan` the round plan and prompts, `record` the
-//! verdict tables, `claims` the claim sections, `group` the overlaps.
+//! verdict tables, `claims` the claim sections, `group` the overlaps; `fix`
+//! the implementation fix cycle's request and `fix_check` the verifiers'
+//! check of the fix pass.
 
 pub mod claims;
 pub mod classify;
 pub mod fix;
+pub mod fix_check;
 mod group;
 pub mod ledger;
 pub mod plan;

@@ -629,9 +629,7 @@ fn reviewer_workspace(
     task: &crate::run::task::TaskManifest,
     assignment: &super::Assignment,
 ) -> Result<Option<PathBuf>> {
-    if assignment.runner != crate::catalog::Runner::CliWrapper
-        || !crate::workspace::needs_copy(assignment.provider, assignment.role)
-    {
+    if !crate::workspace::needs_copy(assignment.provider, assignment.role) {
         return Ok(None);
     }
     let location = crate::workspace::locate(

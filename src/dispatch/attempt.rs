@@ -78,7 +78,7 @@ pub fn finish(
     ended: &Ended,
     prices: &crate::usage::Prices,
 ) -> Result<(DispatchRecord, Outcome)> {
-    let (record, outcome) = conclude(record, ended, prices)?;
+    let (record, outcome) = conclude(run, record, ended, prices)?;
     let mut changes = vec![Change::Put(&record)];
     if record.dispatch_name == assignment_name {
         changes.push(Change::Terminal(assignment_name, outcome.ending));
@@ -135,8 +135,11 @@ pub fn announce_held(run: &Run, record: &DispatchRecord, reason: &str) {
 }
 
 /// Recover the result (writing the Result Paths), classify the ending and
-/// complete `record` in memory; the caller writes it.
+/// complete `record` in memory; the caller writes it. A completed Executor
+/// attempt's change goes onto the run's branch here (`change`), or the
+/// attempt fails.
 pub fn conclude(
+    run: &Run,
     mut record: DispatchRecord,
     ended: &Ended,
     prices: &crate::usage::Prices,
@@ -203,13 +206,19 @@ pub fn conclude(
     // What the attempt cost, from the same log: the budget stop reads it.
     let spent = crate::usage::from_log(provider, record.model.as_deref(), &log_path).priced(prices);
     record.usage = serde_json::to_value(&spent).ok();
-    let outcome = Outcome {
+    let mut outcome = Outcome {
         ending,
         detail,
         silent: !transcript.has_text() && transcript.bytes < 4096,
         seconds,
         retry_after,
     };
+    if let Err(why) = super::change::onto_branch(run, &mut record) {
+        super::change::fail(&mut record, why.clone());
+        record.log_tail = Some(transcript.tail.clone());
+        outcome.ending = Ending::Crash;
+        outcome.detail = why;
+    }
     Ok((record, outcome))
 }
 

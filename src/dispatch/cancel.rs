@@ -218,7 +218,7 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
             wrapper_stderr: why.to_owned(),
             reason: None,
         };
-        finished.push(attempt::conclude(record, &ended, &prices)?.0);
+        finished.push(attempt::conclude(run, record, &ended, &prices)?.0);
     }
     let owners: Vec<String> = finished
         .iter()

@@ -15,11 +15,14 @@
 //! is waited out (plus jitter, a bounded number of times: `limit::Waits`)
 //! and run again without spending the shared retry.
 //!
-//! A worker whose CLI has no read-only mode works in a copy of the project
-//! (`workspace`): recorded first, then made on a blocking thread (a copy of
-//! a large tree takes a second or more) while the loop goes on starting the
-//! others; its wrapper starts when the copy is ready, and the copy is
-//! removed, again off the loop, when the wrapper has exited.
+//! A worker whose CLI has no read-only mode, and in an implementation run
+//! the Executor and every verifier, works in a copy of the project
+//! (`workspace`, `place`): recorded first, then made on a blocking thread
+//! (a copy of a large tree takes a second or more) while the loop goes on
+//! starting the others; its wrapper starts when the copy is ready. The copy
+//! stays when the wrapper has exited: the worker's next attempt or round
+//! resets it in place, which costs a fraction of a new one (`okstra run`
+//! removes a finished run's reviewer copies; `okstra cleanup` the rest).
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
@@ -146,8 +149,6 @@ struct Exit {
     index: usize,
     code: Option<i64>,
     stderr: String,
-    /// Why its copy could not be removed, if it could not.
-    cleanup: Option<String>,
 }
 
 /// What a finished copy task hands back.
@@ -221,7 +222,6 @@ impl Engine {
                     index,
                     code: None,
                     stderr: String::new(),
-                    cleanup: None,
                 }
             });
         }
@@ -244,9 +244,6 @@ impl Engine {
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                     let Ok(exit) = joined else { continue };
                     let Some(Running { planned, record, stopping, .. }) = running[exit.index].take() else { continue };
-                    if let Some(why) = &exit.cleanup {
-                        self.view.note(&format!("{}: {why}", record.dispatch_name));
-                    }
                     let ended = Ended {
                         exit_code: exit.code,
                         cancelled: interrupted.is_some() || stopping.is_some(),
@@ -270,7 +267,7 @@ impl Engine {
                 Some(joined) = preparing.join_next(), if !preparing.is_empty() => {
                     let Ok(prepared) = joined else { continue };
                     let halt = interrupted.is_some() || self.stopped.is_some();
-                    if let Some(record) = self.prepared(prepared, halt, &mut running, &mut tasks).await? {
+                    if let Some(record) = self.prepared(prepared, halt, &mut running, &mut tasks)? {
                         finished.push(record);
                     }
                 }
@@ -522,8 +519,16 @@ impl Engine {
             record.isolation = Some(Isolation::CliSandbox.as_str().to_owned());
             return Ok(Place::Project);
         }
-        match workspace::plan(&self.identity, &planned.worker_id) {
-            Ok(plan) => {
+        let state = match team_state::read(&self.run) {
+            Ok(state) => state,
+            Err(err) => return Err(format!("{err:#}")),
+        };
+        let checkout = super::place::checkout(&self.run, &state, planned);
+        let planned_copy = workspace::plan(&self.identity, &planned.worker_id, checkout)
+            .and_then(|plan| Ok((super::place::branch(&self.identity, planned)?, plan)));
+        match planned_copy {
+            Ok((branch, plan)) => {
+                record.branch = branch;
                 if !names(&planned.paths.prompt_path, &plan.location.project) {
                     self.view.note(&format!(
                         "{}: its prompt does not name `{}`, where its copy is made, as its project root (was it rendered with another `XDG_STATE_HOME` or `HOME`?)",
@@ -581,7 +586,7 @@ impl Engine {
     /// A copy task ended: start the attempt's wrapper in it, or end the
     /// attempt (refused, or stopped while its copy was made). Returns the
     /// record of an attempt that ended here.
-    async fn prepared(
+    fn prepared(
         &mut self,
         prepared: Prepared,
         interrupted: bool,
@@ -616,7 +621,7 @@ impl Engine {
                     else {
                         return Ok(None);
                     };
-                    let _ = tokio::task::spawn_blocking(move || made.remove()).await;
+                    drop(made);
                     let ended = Ended {
                         exit_code: None,
                         cancelled: true,
@@ -741,15 +746,22 @@ impl Engine {
         }
         let mut child = match builder.into_tokio().spawn() {
             Ok(child) => child,
-            Err(err) => {
-                if let Some(made) = copy {
-                    let _ = made.remove();
-                }
-                return (None, Err(err));
-            }
+            Err(err) => return (None, Err(err)),
         };
         let pid = child.id().and_then(|id| i32::try_from(id).ok());
         let stderr = child.stderr.take();
+        // An in-place "copy" is a symlink into the project: it goes as soon
+        // as the attempt ends (a real copy stays, to be reused).
+        let in_place = copy
+            .as_ref()
+            .filter(|made| made.kind == workspace::Kind::None)
+            .map(|made| {
+                (
+                    made.path.clone(),
+                    self.identity.project_root.clone(),
+                    self.identity.run_dir.clone(),
+                )
+            });
         let future = async move {
             let mut text = String::new();
             if let Some(stderr) = stderr {
@@ -761,24 +773,20 @@ impl Engine {
                 text = String::from_utf8_lossy(&bytes).into_owned();
             }
             let status = child.wait().await.ok();
-            // The copy goes once the wrapper (and its CLI) ended.
-            let cleanup = match copy {
-                Some(made) => match tokio::task::spawn_blocking(move || made.remove()).await {
-                    Ok(Ok(())) => None,
-                    Ok(Err(err)) => Some(format!(
-                        "its copy was not removed: {:#}",
-                        anyhow::Error::from(err)
-                    )),
-                    Err(err) => Some(format!("its copy was not removed: {err}")),
-                },
-                None => None,
-            };
+            // The copy stays for the worker's next attempt or round (reset
+            // in place then), and for the Executor's commit.
+            drop(copy);
+            if let Some((link, project, run_dir)) = in_place {
+                let _ = tokio::task::spawn_blocking(move || {
+                    workspace::remove(&link, workspace::Kind::None, &project, &run_dir)
+                })
+                .await;
+            }
             let code = status.and_then(|s| s.code()).map(i64::from);
             Exit {
                 index,
                 code,
                 stderr: text,
-                cleanup,
             }
         };
         (pid, Ok(future))

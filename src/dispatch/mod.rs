@@ -18,6 +18,7 @@
 mod activity;
 mod attempt;
 mod cancel;
+mod change;
 mod classify;
 mod command;
 mod engine;
@@ -25,6 +26,7 @@ pub mod fail_fast;
 mod gate;
 mod limit;
 pub mod native;
+pub mod place;
 mod recover;
 pub mod select;
 mod slots;
@@ -385,12 +387,8 @@ pub fn write_fix_prompt(
 /// Write `bytes` to `path` atomically unless it already holds exactly them
 /// (a prompt rewritten with the same bytes must not look new).
 pub fn write_if_changed(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let same = crate::fsread::read_no_follow(path, crate::fsread::Kind::Result)
-        .is_ok_and(|old| old == bytes);
-    if !same {
-        crate::durable::write_atomic(path, bytes)
-            .with_context(|| format!("cannot write `{}`", path.display()))?;
-    }
+    crate::durable::write_if_changed(path, bytes)
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
     Ok(())
 }
 

@@ -123,10 +123,19 @@ pub fn hand_out(run: &Run, planned: &Planned) -> Result<Option<Handout>> {
         .prompt_sha256
         .clone()
         .or_else(|| attempt::prompt_sha256(&planned.paths.prompt_path));
-    let Some(record) = team_state::transact(run, |state| decide(state, planned, prompt_sha256))?
+    let Some(mut record) =
+        team_state::transact(run, |state| decide(state, planned, prompt_sha256))?
     else {
         return Ok(None);
     };
+    // A role that works in a copy gets it before the host is told of the
+    // attempt (recorded first, then made); an attempt handed out again
+    // keeps the copy, and the guard, it was given.
+    if record.workspace.is_none() && crate::workspace::needs_copy(planned.provider, planned.role) {
+        let state = run.team_state()?;
+        super::place::native(run, &state, planned, &mut record)?;
+        team_state::update(run, &[team_state::Change::Put(&record)])?;
+    }
     let task_path = layout::task_file(&record.prompt_path, record.attempt);
     let submit = submit_line(run, &record.dispatch_name);
     let text = task_text(run, &record, &submit);
@@ -471,6 +480,11 @@ fn close(
                 .map(|line| crate::fsread::clip(line, 2000))
                 .collect(),
         );
+    }
+    // A native Executor's change goes onto the run's branch here, once its
+    // guard shows it kept to its copy; otherwise the attempt fails.
+    if let Err(why) = super::change::onto_branch(run, &mut record) {
+        super::change::fail(&mut record, why);
     }
     Ok(record)
 }

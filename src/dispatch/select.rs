@@ -6,7 +6,8 @@
 //! verifiers of an implementation run; the report writer only when named
 //! with `--workers`, so a repeated call never starts it before convergence);
 //! `critic` the critic; `reverify-r<N>` the reviewers of
-//! `state/round-plan-r<N>.json`; `retry` a named worker's last attempt.
+//! `state/round-plan-r<N>.json`; `fix-check` the verifiers of
+//! `state/fix-check.json`; `retry` a named worker's last attempt.
 //!
 //! [`decide`] then says, for each candidate and its latest attempt, whether
 //! to start an attempt, adopt a live one, settle a dead one or skip it. It
@@ -221,7 +222,42 @@ pub fn select(
             .into_iter()
             .filter(|p| workers.is_none_or(|names| names.contains(&p.worker_id)))
             .collect(),
+        Kind::FixCheck => fix_check(run)?
+            .into_iter()
+            .filter(|p| workers.is_none_or(|names| names.contains(&p.worker_id)))
+            .collect(),
     })
+}
+
+/// The verifiers of the fix check (`state/fix-check.json`).
+fn fix_check(run: &Run) -> Result<Vec<Planned>> {
+    let plan = crate::converge::fix_check::read(run)?.with_context(|| {
+        format!(
+            "`{}` has no fix check: one is planned after a fix pass that changed the code",
+            run.dir.display()
+        )
+    })?;
+    let mut planned = Vec::new();
+    for checker in plan.checkers {
+        let assignment = run.assignment(&checker.worker_id).with_context(|| {
+            format!(
+                "the fix check names `{}`, who is not on this run's roster",
+                crate::fsread::escape(&checker.worker_id)
+            )
+        })?;
+        let mut next = from_assignment(assignment, Kind::FixCheck);
+        next.dispatch_name = Kind::FixCheck.dispatch_name(&assignment.dispatch_name);
+        next.prompt_sha256 = Some(checker.prompt_sha256);
+        next.paths = DispatchPaths {
+            prompt_path: checker.prompt_path,
+            result_path: checker.result_path,
+            worker_results_path: checker.worker_results_path,
+            error_path: checker.error_path,
+            heartbeat_path: checker.heartbeat_path,
+        };
+        planned.push(next);
+    }
+    Ok(planned)
 }
 
 /// The current phase's assignments.

@@ -279,12 +279,19 @@ pub fn settle_all(
             .map_or_else(|| record.dispatch_name.clone(), |a| a.dispatch_name.clone());
         let finished = if record.runner == Some(Runner::NativeSession) {
             match settle_native(run, record) {
-                Some(finished) => finished,
+                Some(mut finished) => {
+                    // A native Executor's change goes onto the branch here,
+                    // once its guard shows it kept to its copy.
+                    if let Err(why) = super::change::onto_branch(run, &mut finished) {
+                        super::change::fail(&mut finished, why);
+                    }
+                    finished
+                }
                 None => continue,
             }
         } else {
             let ended = ended_without_dispatcher(&record);
-            attempt::conclude(record, &ended, prices)?.0
+            attempt::conclude(run, record, &ended, prices)?.0
         };
         names.push(assignment_name);
         done.push(finished);

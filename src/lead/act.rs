@@ -181,7 +181,13 @@ impl Lead {
         let output = file_sha256(&self.run.layout().convergence_ledger());
         self.journal
             .record(facts::CLASSIFY, digests.classify.clone(), output, |step| {
-                [facts::FIX_REQUEST, facts::INPUTS, facts::RENDER].contains(&step)
+                [
+                    facts::FIX_REQUEST,
+                    facts::FIX_CHECK,
+                    facts::INPUTS,
+                    facts::RENDER,
+                ]
+                .contains(&step)
             })
     }
 
@@ -232,6 +238,49 @@ impl Lead {
             false,
             None,
             "phase 5: the fix pass".to_owned(),
+        )
+    }
+
+    /// Plan the verifiers' check of the fix pass: the defects the fix
+    /// request sent, and each verifier's prompt on the fix pass's diff.
+    pub(super) fn fix_check(&mut self, digests: &Digests, checkers: &[String]) -> Result<()> {
+        let info = converge::RunInfo::of(self.run.clone())?;
+        let classified = converge::summary(&info)?;
+        let defects = classified
+            .as_ref()
+            .map(|c| converge::fix::defects(&c.ledger, c.ledger.enabled))
+            .unwrap_or_default();
+        let state = self.run.team_state()?;
+        let commits = dispatch::place::executor_commits(&self.run, &state)
+            .context("a fix pass that changed the code left the Executor's commits")?;
+        let verifiers: Vec<&crate::run::roster::Assignment> = checkers
+            .iter()
+            .filter_map(|id| self.run.assignment(id))
+            .collect();
+        let output = if defects.is_empty() {
+            None
+        } else {
+            converge::fix_check::plan(
+                &self.run,
+                &commits.first,
+                &commits.tip,
+                &defects,
+                &verifiers,
+            )?;
+            self.event(
+                EventKind::FixCheck,
+                &[
+                    ("defects", &defects.len().to_string()),
+                    ("verifiers", &verifiers.len().to_string()),
+                ],
+            );
+            file_sha256(&self.run.layout().fix_check())
+        };
+        self.journal.record(
+            facts::FIX_CHECK,
+            digests.fix_check.clone(),
+            output,
+            |step| [facts::INPUTS, facts::RENDER].contains(&step),
         )
     }
 
@@ -334,6 +383,7 @@ fn later_than(step: &str, round: u32) -> bool {
         || [
             facts::CLASSIFY,
             facts::FIX_REQUEST,
+            facts::FIX_CHECK,
             facts::INPUTS,
             facts::RENDER,
         ]

@@ -13,7 +13,7 @@ use crate::dispatch::{self, Decision, Planned, Skip};
 use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::journal::{Digest, file_sha256};
-use crate::run::steps::{Facts, Need, Report, Round, Worker};
+use crate::run::steps::{Facts, FixCheck, Need, Report, Round, Worker};
 use crate::run::team_state::TeamState;
 
 use super::Lead;
@@ -29,6 +29,7 @@ pub fn record_step(round: u32) -> String {
 
 pub const CLASSIFY: &str = "classify";
 pub const FIX_REQUEST: &str = "fix-request";
+pub const FIX_CHECK: &str = "fix-check";
 pub const INPUTS: &str = "inputs";
 pub const RENDER: &str = "render";
 /// The run's end was recorded (`run-complete`), for this report or reason.
@@ -50,6 +51,7 @@ pub enum Group {
     Reviewers,
     Round(u32),
     Fix,
+    FixCheck,
     Critic,
     Writer,
     Repair,
@@ -62,6 +64,7 @@ pub struct Digests {
     pub records: BTreeMap<u32, String>,
     pub classify: String,
     pub fix: String,
+    pub fix_check: String,
     pub inputs: String,
     pub render: Option<String>,
 }
@@ -257,6 +260,40 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
             facts.fix_pass = Some(worker(Group::Fix, &planned));
         }
     }
+    // A fix pass that changed the code is checked by the verifiers that
+    // completed their own check.
+    if facts
+        .fix_pass
+        .as_ref()
+        .is_some_and(|f| f.need == Need::Done)
+        && let Some(commits) = dispatch::place::executor_commits(run, &state)
+        && commits.tip != commits.first
+    {
+        let checkers = fix_checkers(run, &facts);
+        digests.fix_check = Digest::new()
+            .text("first", &commits.first)
+            .text("tip", &commits.tip)
+            .text("defects", &classified)
+            .text("checkers", &checkers.join(","))
+            .finish();
+        // Planned from these inputs with no defect to check: nothing is due.
+        let nothing_to_check = journal
+            .get(FIX_CHECK)
+            .is_some_and(|e| e.inputs == digests.fix_check && e.output.is_none());
+        if !checkers.is_empty() && !nothing_to_check {
+            let plan_path = run.layout().fix_check();
+            let planned = fresh(FIX_CHECK, &digests.fix_check, plan_path.is_file());
+            let verifiers = if planned {
+                dispatch::select::select(run, &state, DispatchKind::FixCheck, None)?
+                    .iter()
+                    .map(|planned| worker(Group::FixCheck, planned))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            facts.fix_check = Some(FixCheck { planned, verifiers });
+        }
+    }
 
     // The critic judges the classified ledger.
     facts.critic = run.in_role(Role::Critic).next().map(|a| {
@@ -357,6 +394,20 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
         groups: batches.groups,
         host: batches.host,
     })
+}
+
+/// The verifiers that check a fix pass: those that completed their own
+/// check of the Executor's change.
+pub fn fix_checkers(run: &Run, facts: &Facts) -> Vec<String> {
+    run.in_role(Role::Verifier)
+        .filter(|a| {
+            facts
+                .reviewers
+                .iter()
+                .any(|w| w.id == a.worker_id && w.need == Need::Done)
+        })
+        .map(|a| a.worker_id.clone())
+        .collect()
 }
 
 /// The report writer's repair prompt, beside its own.

@@ -55,6 +55,9 @@ struct Outcome {
     /// Attempts this call started or adopted (0 when nothing was left).
     dispatched: usize,
     convergence: Option<converge::Classified>,
+    /// An implementation run's landing gate, as its records see it
+    /// (`okstra land --check` also checks the working tree).
+    landing: Option<crate::land::gate::Standing>,
 }
 
 /// `okstra run`.
@@ -277,7 +280,10 @@ impl Lead {
         let info = converge::RunInfo::of(self.run.clone())?;
         let convergence = converge::summary(&info)?;
         let not_cross_verified = not_cross_verified(&self.run)?;
+        self.release_copies();
+        let landing = self.landing()?;
         Ok(Outcome {
+            landing,
             run_dir: self.run.dir.clone(),
             valid,
             markdown: valid.then(|| report_dir.join(layout::REPORT_MARKDOWN_NAME)),
@@ -288,6 +294,60 @@ impl Lead {
             dispatched: self.dispatched,
             convergence,
         })
+    }
+
+    /// Remove the run's reviewer copies now that it ended (each only when
+    /// its marker names this run). The Executor's copy stays, holding its
+    /// change, until `okstra cleanup` removes it.
+    fn release_copies(&self) {
+        let Ok(state) = self.run.team_state() else {
+            return;
+        };
+        let run_dir = crate::workspace::RunIdentity::of(&self.run).run_dir;
+        let mut seen = std::collections::BTreeSet::new();
+        for record in &state.dispatches {
+            let Some(copy) = &record.workspace else {
+                continue;
+            };
+            if record.role == Some(crate::catalog::Role::Executor) || !seen.insert(&copy.path) {
+                continue;
+            }
+            let Some(kind) = crate::workspace::Kind::parse(&copy.kind) else {
+                continue;
+            };
+            if let Err(err) =
+                crate::workspace::remove(&copy.path, kind, &self.run.project_root, &run_dir)
+            {
+                diag::warning(format_args!(
+                    "the copy of `{}` was not removed: {:#}",
+                    record.dispatch_name,
+                    anyhow::Error::from(err)
+                ));
+            }
+        }
+    }
+
+    /// An implementation run's landing gate from its records, said on
+    /// stderr: the last step of its lead contract.
+    fn landing(&self) -> Result<Option<crate::land::gate::Standing>> {
+        let state = self.run.team_state()?;
+        let Some(landing) = crate::land::gate::standing(&self.run, &state)? else {
+            return Ok(None);
+        };
+        let branch = landing.branch.as_deref().unwrap_or("the run's branch");
+        match landing.state {
+            "landable" => diag::progress(format_args!(
+                "the change on `{branch}` is verified: `{}` applies it to your working tree",
+                crate::shell::okstra_line(&["land", &self.run.dir.to_string_lossy()])
+            )),
+            "landed" => diag::progress(format_args!("the change on `{branch}` has landed")),
+            _ => {
+                for reason in &landing.reasons {
+                    diag::note(format_args!("not landable: {}", reason.line()));
+                }
+            }
+        }
+        Ok(Some(landing))
     }
 }
 

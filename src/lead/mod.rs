@@ -232,6 +232,11 @@ impl Lead {
                     Flow::Go
                 }
                 Next::FixPass => self.fix_pass()?,
+                Next::FixCheck => {
+                    let checkers = facts::fix_checkers(&self.run, &gathered.facts);
+                    self.fix_check(digests, &checkers)?;
+                    Flow::Go
+                }
                 Next::Inputs => {
                     self.phase("6");
                     self.inputs(digests)?;

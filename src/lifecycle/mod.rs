@@ -9,8 +9,10 @@
 //! that died without finishing them.
 //!
 //! Submodules: `event` appends events, `status` classifies workers and draws
-//! the board, `reap` stops orphaned process groups.
+//! the board, `reap` stops orphaned process groups, `cleanup` removes what
+//! finished or dead runs left (copies, okstra's refs and branches, logs).
 
+mod cleanup;
 mod dispatch_rows;
 mod event;
 #[cfg(test)]
@@ -21,6 +23,7 @@ mod status;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use cleanup::cleanup_command;
 pub use event::event_command;
 pub use reap::reap_command;
 pub use status::{State, status_command, verdict_of_attempt, verdict_of_worker};

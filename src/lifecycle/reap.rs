@@ -428,6 +428,11 @@ fn plan_copies(root: &Path, execute: bool) -> Vec<CopyAction> {
 
 /// Why `record`'s attempt may still be using its copy, if it may.
 fn still_used(record: &DispatchRecord, run: &super::Run, execute: bool) -> Option<&'static str> {
+    // A native attempt has no process of ours: the host's session works in
+    // its copy until the attempt is recorded as ended.
+    if record.runner == Some(crate::catalog::Runner::NativeSession) && record.ending.is_none() {
+        return Some("the host's session may work in it");
+    }
     let since = record
         .started_at
         .as_deref()

@@ -377,6 +377,8 @@ pub struct Blocks {
     /// Every rostered worker, the report writer included.
     pub coverage: Vec<crate::coverage::Entry>,
     pub usage: crate::usage::Summary,
+    /// The landing gate's standing; `None` for a run with nothing to land.
+    pub landing: Option<Value>,
 }
 
 impl Blocks {
@@ -389,12 +391,14 @@ impl Blocks {
             verification: verification::compute(run_dir)?,
             coverage,
             usage,
+            landing: landing_block(run_dir)?,
         })
     }
 
     /// The blocks as data.json keys (`None`: the key must be absent).
-    fn entries(&self) -> Result<[(&'static str, Option<Value>); 4]> {
+    fn entries(&self) -> Result<[(&'static str, Option<Value>); 5]> {
         Ok([
+            ("landing", self.landing.clone()),
             (
                 "reliability",
                 Some(
@@ -526,6 +530,18 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
         blocks,
         bytes,
     }))
+}
+
+/// okstra's `landing` block of an implementation run (`None` for others):
+/// where its change stands at the landing gate, from its records.
+fn landing_block(run_dir: &Path) -> Result<Option<Value>> {
+    let run = Run::open(run_dir)?;
+    let state = run.team_state()?;
+    crate::land::gate::standing(&run, &state)?
+        .map(|standing| {
+            serde_json::to_value(standing).context("cannot serialise the landing block")
+        })
+        .transpose()
 }
 
 /// The run folder `target` belongs to: itself when it holds a run manifest,
@@ -855,13 +871,13 @@ mod tests {
     }
 
     /// 2.1 is 2.0 plus one required top-level block (`reliability`), one
-    /// optional one (`verification`), one more convergence class
+    /// optional ones (`landing`, `verification`), one more convergence class
     /// (`unverifiable`), optional row fields (a severity on difference
     /// rows, a suggested fix on both) and two more usage sources
     /// (`not-applicable` for a part no model did, `complete` for a whole
     /// summary): additive, nothing else moves but descriptions.
     #[test]
-    fn v2_1_is_v2_0_plus_reliability_verification_and_a_class() {
+    fn v2_1_is_v2_0_plus_reliability_landing_verification_and_a_class() {
         let load =
             |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
         let v20 = load("final-report-v2.0.schema.json");
@@ -876,7 +892,7 @@ mod tests {
         }
         root["properties"]["schemaVersion"] = v20["properties"]["schemaVersion"].clone();
         let properties = root["properties"].as_object_mut().unwrap();
-        for name in ["reliability", "verification"] {
+        for name in ["reliability", "landing", "verification"] {
             assert!(properties.remove(name).is_some(), "{name}");
         }
         let required = root["required"].as_array_mut().unwrap();
@@ -888,6 +904,7 @@ mod tests {
             "ReliabilityRound",
             "UsageEstimate",
             "EstimateRange",
+            "Landing",
             "Verification",
             "VerifiedItem",
             "Review",

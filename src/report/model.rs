@@ -35,10 +35,28 @@ pub struct Report {
     /// Whether the findings were cross-verified (schema 2.1 and later).
     #[serde(default)]
     pub reliability: Option<Reliability>,
+    /// Where an implementation run's change stands at the landing gate.
+    #[serde(default)]
+    pub landing: Option<Landing>,
     /// Who found and who verified each claim (schema 2.1, when convergence
     /// ran).
     #[serde(default)]
     pub verification: Option<Verification>,
+}
+
+/// `landing`, written by okstra for an implementation run.
+#[derive(Debug, Deserialize)]
+pub struct Landing {
+    pub state: String,
+    pub branch: Option<String>,
+    pub reasons: Vec<LandingReason>,
+}
+
+/// One reason the change may not land yet.
+#[derive(Debug, Deserialize)]
+pub struct LandingReason {
+    pub reason: String,
+    pub detail: String,
 }
 
 impl Report {

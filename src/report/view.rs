@@ -25,6 +25,8 @@ pub struct View<'a> {
     pub header: Header<'a>,
     /// Whether the findings were cross-verified; `None` before schema 2.1.
     pub verification: Option<Verification<'a>>,
+    /// An implementation run's landing gate; `None` for other runs.
+    pub landing: Option<Landing<'a>>,
     pub verdict: Verdict<'a>,
     pub card: Card<'a>,
     pub summary: Summary<'a>,
@@ -67,6 +69,15 @@ pub struct Verification<'a> {
     pub reviewers_completed: u32,
     pub reviewers_rostered: u32,
     pub rounds_run: u32,
+}
+
+/// Where an implementation run's change stands at the landing gate.
+#[derive(Debug, Serialize)]
+pub struct Landing<'a> {
+    pub state: &'a str,
+    pub branch: Option<&'a str>,
+    /// `<reason>: <detail>` each.
+    pub reasons: Vec<String>,
 }
 
 /// The final verdict, as both layouts state it.
@@ -271,6 +282,15 @@ impl<'a> View<'a> {
         let card = &report.verdict_card;
         View {
             schema_version: &report.schema_version,
+            landing: report.landing.as_ref().map(|block| Landing {
+                state: &block.state,
+                branch: block.branch.as_deref(),
+                reasons: block
+                    .reasons
+                    .iter()
+                    .map(|r| format!("{}: {}", r.reason, r.detail))
+                    .collect(),
+            }),
             verification: report.reliability.as_ref().map(|block| Verification {
                 cross_verified: block.cross_verified,
                 reason: block.reason.map(Reason::as_str),

@@ -44,6 +44,8 @@ closed_set! {
         RoundComplete => "round-complete",
         FixPass => "fix-pass",
         FixPassSkipped => "fix-pass-skipped",
+        FixCheck => "fix-check",
+        Landed => "landed",
         UsageCollected => "usage-collected",
         ReportRepair => "report-repair",
         ReportValidated => "report-validated",

@@ -152,6 +152,12 @@ impl<'a> RunLayout<'a> {
         self.state_dir().join("fix-request.md")
     }
 
+    /// `state/fix-check.json`, the verifiers' check of the Executor's fix
+    /// pass (`converge::fix_check`).
+    pub fn fix_check(&self) -> PathBuf {
+        self.state_dir().join("fix-check.json")
+    }
+
     /// `state/steps.json`, the step journal: what each computed step was
     /// made from (`run::journal`).
     pub fn steps_journal(&self) -> PathBuf {

@@ -47,7 +47,7 @@ pub fn round_of(record: &DispatchRecord) -> Option<u32> {
                 _ => None,
             }
         }
-        DispatchKind::Initial | DispatchKind::Critic => None,
+        DispatchKind::Initial | DispatchKind::Critic | DispatchKind::FixCheck => None,
     }
 }
 

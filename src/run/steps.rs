@@ -6,9 +6,10 @@
 //!
 //! The order is the lead contract's: the first batch (analysers; or the
 //! Executor, then the verifiers), Phase 5.5 round by round (plan, reviewers,
-//! record) until a stop, the classification, the implementation fix pass,
-//! the critic, the report inputs, the report writer, one repair, the
-//! rendered report. A step already done from the same inputs is never done
+//! record) until a stop, the classification, the implementation fix pass
+//! and — when it changed the code — the verifiers' check of it, the
+//! critic, the report inputs, the report writer, one repair, the rendered
+//! report. A step already done from the same inputs is never done
 //! again: a finished run advances straight to [`Step::Done`].
 
 use crate::catalog::DispatchKind;
@@ -64,6 +65,16 @@ pub struct Round {
     pub stops_after: bool,
 }
 
+/// The verifiers' check of the Executor's fix pass (due once the fix pass
+/// changed the code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixCheck {
+    /// Its plan and prompts were made from the current fix pass.
+    pub planned: bool,
+    /// Its verifiers' dispatches, once planned.
+    pub verifiers: Vec<Worker>,
+}
+
 /// The report's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Report {
@@ -103,6 +114,8 @@ pub struct Facts {
     /// Whether the fix cycle still has to decide (implementation runs with
     /// `--fix-cycle yes`, before the request was made).
     pub fix_undecided: bool,
+    /// The check of a fix pass that changed the code.
+    pub fix_check: Option<FixCheck>,
     pub critic: Option<Worker>,
     pub report_writer: Option<Worker>,
     /// `state/report-inputs.json` was computed from the current records.
@@ -135,6 +148,9 @@ pub enum Step {
     FixRequest,
     /// The Executor's one fix pass.
     FixPass,
+    /// Plan the verifiers' check of the fix pass: its defects, and each
+    /// verifier's prompt on the fix pass's diff.
+    FixCheck,
     /// Compute the report writer's inputs into `state/report-inputs.json`
     /// (the other workers' coverage, reliability, verification).
     Inputs,
@@ -263,6 +279,15 @@ pub fn advance(facts: &Facts) -> Step {
             Need::Host => return Step::Host(vec![fix.id.clone()]),
             Need::Running => return Step::Wait(vec![fix.id.clone()]),
             Need::Done | Need::Failed => {}
+        }
+    }
+    if let Some(check) = &facts.fix_check {
+        if !check.planned {
+            return Step::FixCheck;
+        }
+        let verifiers: Vec<&Worker> = check.verifiers.iter().collect();
+        if let Some(step) = batch(DispatchKind::FixCheck, &verifiers) {
+            return step;
         }
     }
     if let Some(critic) = &facts.critic

@@ -150,6 +150,58 @@ fn advance_table() {
             Step::Done,
         ),
         (
+            "a fix pass that changed the code is checked before the report",
+            |f| {
+                f.fix_pass = Some(w("claude", Done));
+                f.fix_check = Some(FixCheck {
+                    planned: false,
+                    verifiers: Vec::new(),
+                });
+            },
+            Step::FixCheck,
+        ),
+        (
+            "the fix check's verifiers to run",
+            |f| {
+                f.fix_check = Some(FixCheck {
+                    planned: true,
+                    verifiers: vec![w("codex", Run), w("kimi", Done)],
+                });
+            },
+            dispatch(DispatchKind::FixCheck, &["codex"]),
+        ),
+        (
+            "a fix-check verifier a live driver runs",
+            |f| {
+                f.fix_check = Some(FixCheck {
+                    planned: true,
+                    verifiers: vec![w("codex", Running), w("kimi", Done)],
+                });
+            },
+            Step::Wait(vec!["codex".into()]),
+        ),
+        (
+            "the fix check comes before the critic",
+            |f| {
+                f.fix_check = Some(FixCheck {
+                    planned: true,
+                    verifiers: vec![w("codex", Run)],
+                });
+                f.critic = Some(w("codex-critic", Run));
+            },
+            dispatch(DispatchKind::FixCheck, &["codex"]),
+        ),
+        (
+            "a failed fix check does not stop the report",
+            |f| {
+                f.fix_check = Some(FixCheck {
+                    planned: true,
+                    verifiers: vec![w("codex", Failed), w("kimi", Failed)],
+                });
+            },
+            Step::Done,
+        ),
+        (
             "the critic to run",
             |f| f.critic = Some(w("codex-critic", Run)),
             dispatch(Critic, &["codex-critic"]),

@@ -104,6 +104,14 @@ pub struct DispatchRecord {
     /// `okstra reap` can remove it when its dispatcher dies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<WorkspaceRecord>,
+    /// An Executor attempt's branch: its name recorded before the branch
+    /// is created, its commit once okstra committed the copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<BranchRecord>,
+    /// A native Executor's view of the user's repository when its attempt
+    /// was recorded (see [`Guard`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<Guard>,
     /// A `native-session` attempt's nonce, set when `okstra next` hands it
     /// to the host: the answer's result block must carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,6 +120,40 @@ pub struct DispatchRecord {
     /// (its transcript carries the attempt's usage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+}
+
+/// An Executor attempt's branch in the user's repository
+/// (`dispatches[].branch`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchRecord {
+    /// `refs/heads/okstra/<task key>/<run id>`.
+    pub name: String,
+    /// The commit the attempt started from (the snapshot, or the Executor's
+    /// earlier commit for a fix pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The branch's tip after the attempt; `parent` when it changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// What the user's repository looked like (`dispatches[].guard`): a native
+/// Executor runs in the host's own session, which okstra cannot confine, so
+/// its attempt must leave all of this exactly as it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Guard {
+    /// The tree of the working tree (tracked and untracked files that are
+    /// not ignored, as a snapshot takes it).
+    pub tree: String,
+    /// What `HEAD` names (a branch, or a commit when detached).
+    pub head: String,
+    /// SHA-256 of the index's entries (`git ls-files --stage`).
+    pub index: String,
+    /// SHA-256 of every ref outside okstra's own (`refs/okstra/`,
+    /// `refs/heads/okstra/`).
+    pub refs: String,
 }
 
 /// Where an isolated attempt works (`dispatches[].workspace`).
@@ -132,6 +174,12 @@ pub struct WorkspaceRecord {
     /// Milliseconds spent making the copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_ms: Option<u64>,
+    /// The commit whose files the copy held (git copies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The commit the copy's `HEAD` named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
 }
 
 fn first_attempt() -> u32 {
@@ -195,6 +243,8 @@ impl DispatchRecord {
             workspace: None,
             nonce: None,
             agent_id: None,
+            branch: None,
+            guard: None,
         }
     }
 
@@ -263,6 +313,42 @@ pub struct TeamState {
     pub dispatches: Vec<DispatchRecord>,
     /// `workers.<dispatchName>.retriesUsed`.
     pub retries_used: std::collections::BTreeMap<String, u32>,
+    /// `landing`: the Executor's change was applied (`okstra land`).
+    pub landing: Option<Landing>,
+}
+
+/// The team state's `landing`, written by `okstra land`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Landing {
+    /// Always `landed`.
+    pub state: String,
+    pub branch: String,
+    /// The branch's tip that was applied.
+    pub commit: String,
+    /// The user's `HEAD` it was applied on.
+    #[serde(default)]
+    pub head: Option<String>,
+    #[serde(default)]
+    pub landed_at: Option<String>,
+    /// `{path, action}` per file written.
+    #[serde(default)]
+    pub files: Vec<Value>,
+}
+
+/// The Executor's commits on its branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutorCommits {
+    /// The branch.
+    pub branch: String,
+    /// The run's snapshot: what the first commit's change is taken against.
+    pub snapshot: String,
+    /// The commit of its own work (its latest completed attempt on its own
+    /// prompt).
+    pub first: String,
+    /// The branch's tip: the commit of its latest completed attempt (the
+    /// fix pass's, when that changed anything).
+    pub tip: String,
 }
 
 impl TeamState {
@@ -313,6 +399,51 @@ impl TeamState {
         self.retries_used
             .get(assignment_name)
             .is_some_and(|used| *used >= 1)
+    }
+
+    /// The commit okstra last put on the branch of the Executor's dispatch
+    /// `dispatch_name`: the branch's tip as okstra left it.
+    pub fn branch_tip(&self, dispatch_name: &str) -> Option<&str> {
+        self.dispatches
+            .iter()
+            .filter(|r| r.dispatch_name == dispatch_name)
+            .filter_map(|r| Some((r.attempt, r.branch.as_ref()?.commit.as_deref()?)))
+            .max_by_key(|(attempt, _)| *attempt)
+            .map(|(_, commit)| commit)
+    }
+
+    /// The commits the Executor (dispatch `dispatch_name`, own prompt
+    /// `own_prompt`) left on its branch, once its own work completed and
+    /// was committed.
+    pub fn executor_commits(
+        &self,
+        dispatch_name: &str,
+        own_prompt: &Path,
+    ) -> Option<ExecutorCommits> {
+        let committed = |record: &&DispatchRecord| {
+            record.dispatch_name == dispatch_name
+                && record.ending == Some(Ending::Completed)
+                && record.branch.as_ref().is_some_and(|b| b.commit.is_some())
+        };
+        let first = self
+            .dispatches
+            .iter()
+            .filter(committed)
+            .filter(|r| r.prompt_path == own_prompt)
+            .max_by_key(|r| r.attempt)?;
+        let tip = self
+            .dispatches
+            .iter()
+            .filter(committed)
+            .filter(|r| r.attempt >= first.attempt)
+            .max_by_key(|r| r.attempt)?;
+        let branch = first.branch.as_ref()?;
+        Some(ExecutorCommits {
+            branch: branch.name.clone(),
+            snapshot: branch.parent.clone()?,
+            first: branch.commit.clone()?,
+            tip: tip.branch.as_ref()?.commit.clone()?,
+        })
     }
 }
 
@@ -375,9 +506,19 @@ fn parse(run: &Run, value: &Value) -> Result<TeamState> {
                 .collect()
         })
         .unwrap_or_default();
+    let landing = match value.get("landing") {
+        None | Some(Value::Null) => None,
+        Some(landing) => Some(Landing::deserialize(landing).with_context(|| {
+            format!(
+                "the team state `{}` has a `landing` okstra cannot read",
+                path.display()
+            )
+        })?),
+    };
     Ok(TeamState {
         dispatches,
         retries_used,
+        landing,
     })
 }
 
@@ -411,6 +552,8 @@ pub enum Change<'a> {
     Terminal(&'a str, Ending),
     /// Record a budget stop (`budget`).
     Budget(Value),
+    /// Record that the Executor's change landed (`landing`).
+    Landed(&'a Landing),
 }
 
 /// Apply `changes` to the team state of `run` under its lock, validate the
@@ -549,6 +692,9 @@ fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {
         }
         Change::Budget(budget) => {
             object.insert("budget".into(), budget.clone());
+        }
+        Change::Landed(landing) => {
+            object.insert("landing".into(), serde_json::to_value(landing)?);
         }
     }
     Ok(())

@@ -1,17 +1,24 @@
 //! A git copy: a repository of its own at the workspace's root that borrows
 //! the user's objects read-only (`objects/info/alternates`) and has the
-//! run's snapshot checked out.
+//! run's snapshot (or a commit made on it) checked out.
 //!
 //! It is not a linked worktree: its `.git` is a folder with its own refs,
 //! config and (empty) hooks, so `git checkout -b`, `git update-ref` or
 //! `git config` run in it change the copy alone. git never writes into an
 //! alternate object store; what a CLI commits lands in the copy's own.
 //!
-//! The copy looks like the user's tree to `git status` and `git diff`:
-//! `HEAD` is the user's `HEAD` (detached), the index holds `HEAD`'s version
-//! of every path the snapshot changed, and the files are the snapshot's, so
-//! an uncommitted change (the Executor's, which a verifier checks) shows as
-//! one. Only the changed paths lose their index stat data.
+//! A copy holds the files of one commit ([`Target::files`]) with `HEAD` at
+//! another ([`Target::head`]), the index holding `HEAD`'s version of every
+//! path that differs, so `git status` and `git diff` show the change
+//! between them: a reviewer's copy holds the snapshot with `HEAD` at the
+//! user's `HEAD` (their uncommitted work shows as a change); a verifier's
+//! holds the Executor's commit with `HEAD` at the snapshot (exactly the
+//! Executor's change shows); an Executor's holds its starting commit, clean.
+//! Only the differing paths lose their index stat data.
+//!
+//! A copy is reused for the same worker's later attempts and rounds: brought
+//! back to its target in place (`checkout --force`, `clean`), which costs a
+//! fraction of a fresh checkout.
 
 use std::path::Path;
 
@@ -20,10 +27,21 @@ use crate::git::{self, Git};
 use super::snapshot::Snapshot;
 use super::{Error, Location, MARKER, Marker};
 
-/// Make (or reuse) the git copy at `location` of `snapshot`.
+/// The commits a copy is made of.
+pub(super) struct Target<'a> {
+    /// Whose files it holds.
+    pub files: &'a str,
+    /// What its `HEAD` names (`None`: the base of a repository without a
+    /// commit; `HEAD` stays at `files`).
+    pub head: Option<&'a str>,
+}
+
+/// Make (or reuse) the git copy at `location` of `target`, borrowing the
+/// objects of `snapshot`'s repository.
 pub(super) fn make(
     location: &Location,
     snapshot: &Snapshot,
+    target: &Target<'_>,
     marker: &Marker,
     project_root: &Path,
 ) -> Result<(), Error> {
@@ -34,10 +52,10 @@ pub(super) fn make(
     };
     if root.symlink_metadata().is_ok() {
         match Marker::read(root) {
-            // The same run's copy of the same snapshot: bring it back to the
-            // snapshot (a crashed attempt may have scribbled on it).
+            // The same run's copy of the same snapshot (an earlier attempt
+            // or round of this worker): bring it to the target in place.
             Some(found) if found.is_for(marker) && root.join(".git").is_dir() => {
-                if refresh(root, snapshot).is_ok() {
+                if refresh(root, target).is_ok() {
                     ensure_project(location)?;
                     return Ok(());
                 }
@@ -101,33 +119,28 @@ pub(super) fn make(
         "--quiet",
         "--force",
         "--detach",
-        &snapshot.commit,
+        target.files,
     ])
     .map_err(failed)?;
-    match_base(&git, snapshot).map_err(failed)?;
+    match_head(&git, target).map_err(failed)?;
     ensure_project(location)
 }
 
-/// Bring a reused copy back to the snapshot: files, index and `HEAD`;
-/// everything not in the snapshot (ignored files too) removed, the marker
-/// kept.
-fn refresh(root: &Path, snapshot: &Snapshot) -> Result<(), git::Error> {
+/// Bring a reused copy to `target` in place: files, index and `HEAD`;
+/// everything not in `target.files` (ignored files too) removed, the
+/// marker kept. A copy whose `.git` was damaged fails here and is rebuilt.
+fn refresh(root: &Path, target: &Target<'_>) -> Result<(), git::Error> {
     let git = Git::at(root);
-    git.run([
-        "checkout",
-        "--quiet",
-        "--force",
-        "--detach",
-        &snapshot.commit,
-    ])?;
+    git.run(["checkout", "--quiet", "--force", "--detach", target.files])?;
     git.run(["clean", "-ffdxq", "-e", &format!("/{MARKER}")])?;
-    match_base(&git, snapshot)
+    match_head(&git, target)
 }
 
-/// `HEAD` at the snapshot's base, and the index at the base for the paths
-/// the snapshot changed, so `git status` and `git diff` show the change.
-fn match_base(git: &Git, snapshot: &Snapshot) -> Result<(), git::Error> {
-    let Some(base) = snapshot.base.as_deref() else {
+/// `HEAD` at `target.head`, and the index at `HEAD` for the paths that
+/// differ from `target.files`, so `git status` and `git diff` show the
+/// change between them.
+fn match_head(git: &Git, target: &Target<'_>) -> Result<(), git::Error> {
+    let Some(base) = target.head.filter(|head| *head != target.files) else {
         return Ok(());
     };
     git.run(["update-ref", "--no-deref", "HEAD", base])?;
@@ -138,7 +151,7 @@ fn match_base(git: &Git, snapshot: &Snapshot) -> Result<(), git::Error> {
         "--name-only",
         "--no-renames",
         base,
-        &snapshot.commit,
+        target.files,
     ])?;
     if changed.is_empty() {
         return Ok(());

@@ -1,11 +1,15 @@
-//! Workspaces: where a worker whose CLI has no read-only mode works, so that
+//! Workspaces: where a worker works when not in the project, so that
 //! nothing it does can change the user's files, index or refs.
 //!
 //! kimi's `-p` and the community `grok` approve every tool call
 //! (research/provider-clis.md §12), yet every analyser, verifier, critic and
-//! reviewer must leave the project as it was. Each such attempt works in a
-//! **copy** of the project, and its prompt names the copy as its project
-//! root (the bundle and `converge plan` both ask [`locate`] where it is):
+//! reviewer must leave the project as it was; and an implementation run's
+//! Executor changes code the user may be editing, so its change goes onto a
+//! branch (`branch`) and reaches the project only through `okstra land`,
+//! while every verifier needs the Executor's change, which the project does
+//! not have ([`needs_copy`]). Each such attempt works in a **copy** of the
+//! project, and its prompt names the copy as its project root (the bundle
+//! and `converge plan` both ask [`locate`] where it is):
 //!
 //! - **Inside git:** the working tree is snapshotted once per run
 //!   (`snapshot`: tracked changes and untracked files that are not ignored,
@@ -31,11 +35,16 @@
 //! `git status`) and the same every time, so a resumed run's prompts stay
 //! byte for byte the same. Its root holds a marker ([`MARKER`]) naming the
 //! project, the run folder and the worker; a copy that exists with a
-//! matching marker is reused, else rebuilt, and only a folder whose marker
-//! names the run is ever removed ([`remove`]).
+//! matching marker is reused (reset in place to the commit its attempt
+//! needs, [`Checkout`]), else rebuilt, and only a folder whose marker names
+//! the run is ever removed ([`remove`]). A native Executor, which okstra
+//! cannot confine, is checked afterwards against the user's repository as
+//! it was (`guard`).
 
+pub mod branch;
 mod file_copy;
 mod git_copy;
+pub mod guard;
 mod snapshot;
 
 use std::ffi::OsString;
@@ -150,11 +159,67 @@ impl fmt::Display for Kind {
     }
 }
 
-/// Whether `provider` in `role` needs a copy to stay read-only: the CLIs
-/// with no read-only mode, in every role but the Executor's (which writes
-/// the project by design).
+/// Whether `provider` in `role` works in a copy rather than in the project:
+/// the CLIs with no read-only mode, whatever their role; and, in an
+/// implementation run, the Executor (whose change goes onto a branch and
+/// reaches the project only through `okstra land`) and every verifier
+/// (whose copy holds the Executor's change, which the project does not).
 pub fn needs_copy(provider: Provider, role: Role) -> bool {
-    matches!(provider, Provider::Kimi | Provider::Grok) && role != Role::Executor
+    matches!(provider, Provider::Kimi | Provider::Grok)
+        || matches!(role, Role::Executor | Role::Verifier)
+}
+
+/// Whether `project` lies in a git repository (a `.git` at or above it),
+/// from the file system alone, so a render can ask.
+pub fn in_git(project: &Path) -> bool {
+    repository_prefix(&canonical(project)).is_some()
+}
+
+/// A commit a copy is made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rev {
+    /// The run's snapshot of the working tree.
+    Snapshot,
+    /// The snapshot's parent: the user's `HEAD` when it was taken.
+    Base,
+    /// A commit of the user's repository (an Executor's commit).
+    Commit(String),
+}
+
+/// What a git copy holds: the files of one commit, and `HEAD` at another,
+/// so `git status` and `git diff` there show the change between them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkout {
+    pub files: Rev,
+    pub head: Rev,
+}
+
+impl Checkout {
+    /// A reviewer's: the snapshot, shown as the user's uncommitted change
+    /// against their `HEAD`.
+    pub fn snapshot() -> Checkout {
+        Checkout {
+            files: Rev::Snapshot,
+            head: Rev::Base,
+        }
+    }
+
+    /// `commit` itself, nothing shown as changed: where an Executor starts.
+    pub fn clean(commit: Rev) -> Checkout {
+        Checkout {
+            files: commit.clone(),
+            head: commit,
+        }
+    }
+
+    /// `files`, shown as the change from `head`: a verifier's view of the
+    /// Executor's commit.
+    pub fn change(files: &str, head: Rev) -> Checkout {
+        Checkout {
+            files: Rev::Commit(files.to_owned()),
+            head,
+        }
+    }
 }
 
 /// Why a workspace could not be placed, made or removed.
@@ -294,6 +359,18 @@ fn locate_in(
     })
 }
 
+/// The folder holding every copy of `run` (and the scratch files of its
+/// snapshot).
+pub fn run_folder(run: &RunIdentity) -> Result<PathBuf, Error> {
+    let workspaces = workspaces_root(&|name| std::env::var_os(name))?;
+    run_folder_in(
+        &workspaces,
+        &canonical(&run.project_root),
+        &run.task_key,
+        &run.run_id,
+    )
+}
+
 /// The folder holding every copy of one run.
 fn run_folder_in(
     workspaces: &Path,
@@ -348,6 +425,32 @@ fn repository_prefix(project: &Path) -> Option<PathBuf> {
         .find(|dir| dir.join(".git").symlink_metadata().is_ok())
         .and_then(|top| project.strip_prefix(top).ok())
         .map(Path::to_path_buf)
+}
+
+/// The branch the Executor's change of run `run` is kept on in the user's
+/// repository: `refs/heads/okstra/<project>/<group>/<task>/<run-id>`, the
+/// one branch okstra creates. Each part is a slug; one git would not take
+/// in a ref name (`..`, a trailing `.` or `.lock`) is refused.
+pub fn branch_ref(run: &RunIdentity) -> Result<String, Error> {
+    let mut name = String::from("refs/heads/okstra");
+    for (what, part) in [("task key", run.task_key.as_str()), ("run id", &run.run_id)] {
+        for part in part.split('/') {
+            // Slugs are lower case, so a case-sensitive `.lock` is git's.
+            let bad = part.contains("..")
+                || part.ends_with('.')
+                || part.rsplit_once('.').is_some_and(|(_, ext)| ext == "lock")
+                || !crate::slug::is_slug(part);
+            if bad {
+                return Err(Error::Name {
+                    what,
+                    value: part.to_owned(),
+                });
+            }
+            name.push('/');
+            name.push_str(part);
+        }
+    }
+    Ok(name)
 }
 
 /// The ref that keeps run `run`'s snapshot in the user's repository:
@@ -423,13 +526,15 @@ pub struct Plan {
     pub kind: Kind,
     pub location: Location,
     pub snapshot_ref: Option<String>,
+    /// What a git copy holds.
+    pub checkout: Checkout,
     project_root: PathBuf,
     marker: Marker,
 }
 
-/// Decide `worker_id`'s workspace in `run`: a git copy inside git, a file
-/// copy outside.
-pub fn plan(run: &RunIdentity, worker_id: &str) -> Result<Plan, Error> {
+/// Decide `worker_id`'s workspace in `run`: a git copy of `checkout`
+/// inside git, a file copy outside.
+pub fn plan(run: &RunIdentity, worker_id: &str, checkout: Checkout) -> Result<Plan, Error> {
     let location = locate(&run.project_root, &run.task_key, &run.run_id, worker_id)?;
     let kind = if location.in_git {
         Kind::GitCopy
@@ -451,6 +556,7 @@ pub fn plan(run: &RunIdentity, worker_id: &str) -> Result<Plan, Error> {
         kind,
         location,
         snapshot_ref,
+        checkout,
         project_root,
     })
 }
@@ -464,6 +570,11 @@ impl Plan {
             kind: self.kind.as_str().to_owned(),
             snapshot_ms: None,
             copy_ms: None,
+            commit: match &self.checkout.files {
+                Rev::Commit(commit) => Some(commit.clone()),
+                Rev::Snapshot | Rev::Base => None,
+            },
+            head: None,
         }
     }
 }
@@ -482,8 +593,9 @@ pub struct Made {
     pub snapshot_ms: Option<u64>,
     /// Time spent making the copy.
     pub copy_ms: u64,
-    project_root: PathBuf,
-    run_dir: PathBuf,
+    /// The commit whose files a git copy holds, and the one its `HEAD` names.
+    pub commit: Option<String>,
+    pub head: Option<String>,
 }
 
 impl Made {
@@ -495,12 +607,9 @@ impl Made {
             kind: self.kind.as_str().to_owned(),
             snapshot_ms: self.snapshot_ms,
             copy_ms: Some(self.copy_ms),
+            commit: self.commit.clone(),
+            head: self.head.clone(),
         }
-    }
-
-    /// Remove it (see [`remove`]).
-    pub fn remove(&self) -> Result<(), Error> {
-        remove(&self.path, self.kind, &self.project_root, &self.run_dir)
     }
 }
 
@@ -509,6 +618,7 @@ impl Made {
 /// itself (a symlink at the copy's path); without, its error.
 pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Result<Made, Error> {
     let mut snapshot_ms = None;
+    let mut commits = (None, None);
     let started = Instant::now();
     let made = match plan.kind {
         Kind::GitCopy => {
@@ -516,12 +626,27 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
             let snapshot = snapshots.get();
             snapshot_ms = Some(millis(waited));
             snapshot.and_then(|snapshot| {
-                git_copy::make(&plan.location, &snapshot, &plan.marker, &plan.project_root)
+                let files = resolve(&plan.checkout.files, &snapshot)
+                    .unwrap_or_else(|| snapshot.commit.clone());
+                let head = resolve(&plan.checkout.head, &snapshot);
+                let made = git_copy::make(
+                    &plan.location,
+                    &snapshot,
+                    &git_copy::Target {
+                        files: &files,
+                        head: head.as_deref(),
+                    },
+                    &plan.marker,
+                    &plan.project_root,
+                );
+                commits = (Some(files), head);
+                made
             })
         }
         Kind::FileCopy => file_copy::make(&plan.project_root, &plan.location, &plan.marker),
         Kind::None => Ok(()),
     };
+    let (commit, head) = commits;
     let copy_ms = millis(started).saturating_sub(snapshot_ms.unwrap_or(0));
     let made_as = |kind: Kind, path: PathBuf, fallback: Option<String>| Made {
         kind,
@@ -530,8 +655,8 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
         fallback,
         snapshot_ms,
         copy_ms,
-        project_root: plan.project_root.clone(),
-        run_dir: plan.marker.run_dir.clone(),
+        commit: commit.clone(),
+        head: head.clone(),
     };
     match made {
         Ok(()) if plan.kind != Kind::None => {
@@ -560,6 +685,16 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
     }
 }
 
+/// The commit `rev` names for `snapshot` (`None`: the base of a
+/// repository that had no commit).
+fn resolve(rev: &Rev, snapshot: &snapshot::Snapshot) -> Option<String> {
+    match rev {
+        Rev::Snapshot => Some(snapshot.commit.clone()),
+        Rev::Base => snapshot.base.clone(),
+        Rev::Commit(commit) => Some(commit.clone()),
+    }
+}
+
 /// The project itself at the copy's path: a symlink, so the prompt's project
 /// root leads to it.
 fn in_place(plan: &Plan) -> Result<(), Error> {
@@ -573,6 +708,36 @@ fn in_place(plan: &Plan) -> Result<(), Error> {
         Err(_) => {}
     }
     std::os::unix::fs::symlink(&plan.project_root, link).map_err(Error::io("link", link))
+}
+
+/// Whether the folder at `path` is a copy of `run_dir` of `project_root`:
+/// a real folder (not a symlink) whose marker names both. A path from a
+/// record is never used on the record's word alone.
+pub fn owned(path: &Path, project_root: &Path, run_dir: &Path) -> Result<(), Error> {
+    let foreign = |why: &str| Error::Foreign {
+        path: path.to_path_buf(),
+        why: why.to_owned(),
+    };
+    match path.symlink_metadata() {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(foreign("not a folder")),
+        Err(source) => {
+            return Err(Error::Io {
+                action: "inspect",
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    }
+    let Some(marker) = Marker::read(path) else {
+        return Err(foreign("it holds no okstra marker"));
+    };
+    if canonical(&marker.project_root) != canonical(project_root)
+        || canonical(&marker.run_dir) != canonical(run_dir)
+    {
+        return Err(foreign("its marker names another run"));
+    }
+    Ok(())
 }
 
 /// Remove the workspace at `path` of `kind`, when it is provably okstra's
@@ -609,17 +774,7 @@ pub fn remove(path: &Path, kind: Kind, project_root: &Path, run_dir: &Path) -> R
         std::fs::remove_file(path).map_err(Error::io("remove", path))?;
         return Ok(());
     }
-    if !meta.is_dir() {
-        return Err(foreign("not a folder"));
-    }
-    let Some(marker) = Marker::read(path) else {
-        return Err(foreign("it holds no okstra marker"));
-    };
-    if canonical(&marker.project_root) != canonical(project_root)
-        || canonical(&marker.run_dir) != canonical(run_dir)
-    {
-        return Err(foreign("its marker names another run"));
-    }
+    owned(path, project_root, run_dir)?;
     std::fs::remove_dir_all(path).map_err(Error::io("remove", path))
 }
 

@@ -147,6 +147,38 @@ fn commit_working_tree(
     head: Option<&str>,
     scratch: &Path,
 ) -> Result<String, git::Error> {
+    let tree = working_tree(git, repo, scratch)?;
+    let mut args = vec!["commit-tree".to_owned(), tree];
+    if let Some(head) = head {
+        args.extend(["-p".to_owned(), head.to_owned()]);
+    }
+    args.extend([
+        "-m".to_owned(),
+        "okstra: snapshot of the working tree for isolated workers".to_owned(),
+    ]);
+    as_okstra(git).line(&args)
+}
+
+/// git run as okstra's own author and committer.
+pub(super) fn as_okstra(git: &Git) -> Git {
+    git.clone()
+        .env("GIT_AUTHOR_NAME", "okstra")
+        .env("GIT_AUTHOR_EMAIL", "okstra@localhost")
+        .env("GIT_COMMITTER_NAME", "okstra")
+        .env("GIT_COMMITTER_EMAIL", "okstra@localhost")
+}
+
+/// The tree of the working tree of the repository at `project`, taken as a
+/// snapshot takes it (see [`commit_working_tree`]), on a scratch index in
+/// `scratch`: the user's index is never written.
+pub(super) fn tree_of_working_tree(project: &Path, scratch: &Path) -> Result<String, git::Error> {
+    let git = Git::at(project);
+    let repo = repository(&git, project)?;
+    working_tree(&git, &repo, scratch)
+}
+
+/// The working tree's tree, written from a scratch copy of the index.
+fn working_tree(git: &Git, repo: &Repository, scratch: &Path) -> Result<String, git::Error> {
     let io_error = |source: std::io::Error| git::Error::Start {
         dir: scratch.to_path_buf(),
         args: "add (the scratch index)".into(),
@@ -169,19 +201,5 @@ fn commit_working_tree(
         ":/",
         ":(top,exclude,glob)**/.okstra/**",
     ])?;
-    let tree = scratch_git.line(["write-tree"])?;
-    let mut args = vec!["commit-tree".to_owned(), tree];
-    if let Some(head) = head {
-        args.extend(["-p".to_owned(), head.to_owned()]);
-    }
-    args.extend([
-        "-m".to_owned(),
-        "okstra: snapshot of the working tree for isolated workers".to_owned(),
-    ]);
-    git.clone()
-        .env("GIT_AUTHOR_NAME", "okstra")
-        .env("GIT_AUTHOR_EMAIL", "okstra@localhost")
-        .env("GIT_COMMITTER_NAME", "okstra")
-        .env("GIT_COMMITTER_EMAIL", "okstra@localhost")
-        .line(&args)
+    scratch_git.line(["write-tree"])
 }

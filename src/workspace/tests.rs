@@ -138,13 +138,40 @@ fn snapshot_refs_differ_per_run_and_stay_valid_ref_names() {
 }
 
 #[test]
-fn only_clis_without_a_read_only_mode_need_a_copy() {
+fn clis_without_a_read_only_mode_and_every_implementation_worker_need_a_copy() {
     assert!(needs_copy(Provider::Kimi, Role::Analyser));
     assert!(needs_copy(Provider::Grok, Role::Critic));
     assert!(needs_copy(Provider::Kimi, Role::Verifier));
-    assert!(!needs_copy(Provider::Kimi, Role::Executor));
     assert!(!needs_copy(Provider::Claude, Role::Analyser));
-    assert!(!needs_copy(Provider::Codex, Role::Verifier));
+    assert!(!needs_copy(Provider::Codex, Role::Critic));
+    assert!(!needs_copy(Provider::Claude, Role::ReportWriter));
+    // The Executor's change goes onto a branch; verifiers see it in theirs.
+    for provider in [Provider::Claude, Provider::Codex, Provider::Kimi] {
+        assert!(needs_copy(provider, Role::Executor));
+        assert!(needs_copy(provider, Role::Verifier));
+    }
+}
+
+#[test]
+fn a_run_branch_lives_under_okstras_own_namespace() {
+    let run = RunIdentity {
+        project_root: PathBuf::from("/p"),
+        task_key: "shop/cart/expiry".into(),
+        run_id: "implementation-001".into(),
+        run_dir: PathBuf::from("/p/.okstra/tasks/shop/cart/expiry/implementation-001"),
+        created_at: "2026-11-30T00:00:00Z".into(),
+    };
+    assert_eq!(
+        branch_ref(&run).unwrap(),
+        "refs/heads/okstra/shop/cart/expiry/implementation-001"
+    );
+    for bad in ["a..b/c/d", "a/b./c", "a/b/c.lock"] {
+        let run = RunIdentity {
+            task_key: bad.into(),
+            ..run.clone()
+        };
+        assert!(matches!(branch_ref(&run), Err(Error::Name { .. })), "{bad}");
+    }
 }
 
 #[test]

@@ -32,15 +32,15 @@ const LIMIT: Duration = Duration::from_mins(2);
 /// ref outside `refs/okstra/`, `HEAD`, the index and the config, byte for
 /// byte.
 #[derive(Debug, PartialEq, Eq)]
-struct UserTree {
-    files: Vec<(PathBuf, String)>,
-    status: String,
-    refs: String,
-    git_files: Vec<(String, Vec<u8>)>,
+pub(crate) struct UserTree {
+    pub files: Vec<(PathBuf, String)>,
+    pub status: String,
+    pub refs: String,
+    pub git_files: Vec<(String, Vec<u8>)>,
 }
 
 impl UserTree {
-    fn of(project: &Path) -> UserTree {
+    pub fn of(project: &Path) -> UserTree {
         let git_dir = project.join(".git");
         let in_git = git_dir.is_dir();
         UserTree {
@@ -71,7 +71,9 @@ impl UserTree {
                     &["for-each-ref", "--format=%(refname) %(objectname)"],
                 )
                 .lines()
-                .filter(|line| !line.starts_with("refs/okstra/"))
+                .filter(|line| {
+                    !line.starts_with("refs/okstra/") && !line.starts_with("refs/heads/okstra/")
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
             } else {
@@ -283,27 +285,32 @@ fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
     );
 }
 
-/// A verifier on a CLI without a read-only mode works in a copy; the copy
-/// must hold the Executor's uncommitted change it is to verify, and show it
-/// to `git diff` as a change.
+/// Every verifier works in a copy holding the Executor's change, which
+/// `git diff` there shows as a change; the project itself does not get the
+/// change (it reaches it only through `okstra land`).
 #[test]
-fn an_isolated_verifier_sees_the_executors_uncommitted_change() {
+fn every_verifier_sees_the_executors_change_and_the_project_does_not() {
     let world = team_project();
     let project = world.root().to_path_buf();
     commit_all(&project);
     let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[("FAKE_EDIT", "1")]);
     assert_eq!(code, 0, "{stderr}");
     let run = run_dir(&outcome);
-    let kimi = fs::read_to_string(run.join("results/kimi-verifier.md")).unwrap();
-    assert!(kimi.contains("saw-executor-change"), "{kimi}");
-    assert!(kimi.contains("git-diff-shows-executor-change"), "{kimi}");
-    let record = &attempts(&run, "kimi-verifier")[0];
-    assert_eq!(record["isolation"], "git-copy", "{record}");
+    for name in ["codex-verifier", "kimi-verifier"] {
+        let result = fs::read_to_string(run.join(format!("results/{name}.md"))).unwrap();
+        assert!(result.contains("saw-executor-change"), "{result}");
+        assert!(
+            result.contains("git-diff-shows-executor-change"),
+            "{result}"
+        );
+        let record = &attempts(&run, name)[0];
+        assert_eq!(record["isolation"], "git-copy", "{record}");
+    }
     assert!(
-        fs::read_to_string(project.join("src/inventory.py"))
+        !fs::read_to_string(project.join("src/inventory.py"))
             .unwrap()
             .contains("okstra-fake-change"),
-        "the Executor's change stays in the project"
+        "the Executor's change reached the project without `okstra land`"
     );
 }
 
@@ -611,6 +618,104 @@ fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
         snapshot_refs(world.root()).len(),
         1,
         "the snapshot ref stays"
+    );
+}
+
+/// The SIGKILL case for `okstra cleanup`: once the wrapper a killed
+/// dispatcher left has ended, `cleanup --execute` removes the copy and the
+/// run's snapshot ref, and nothing else: not a neighbouring folder, not a
+/// file, ref, index entry or `HEAD` of the user's.
+#[test]
+fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
+    let world = Project::new().key("demo", "cleanup", "t");
+    world.fake_cli("kimi", "providers/waits-for-go.sh");
+    fs::write(world.root().join("a.txt"), "tracked\n").unwrap();
+    commit_all(world.root());
+    let run = world.render(&[
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        "kimi",
+        "--lead-runtime",
+        "external",
+    ]);
+    let mut command = world.command(okstra_path());
+    command
+        .args(["dispatch", "--workers", "kimi"])
+        .arg(&run)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let go = Go(world.path("fake/go"));
+    let mut dispatcher = Group::start(command);
+    let side = run.join("prompts/kimi-worker.md.status.json");
+    let copy = wait_for(LIMIT, "kimi to start in its copy", || {
+        sidecar(&side)?.get("child_pid")?;
+        let state = read_json(&team_state_path(&run));
+        let copy = PathBuf::from(state["dispatches"][0]["workspace"]["path"].as_str()?);
+        copy.join(".okstra-workspace.json")
+            .is_file()
+            .then_some(copy)
+    });
+    dispatcher.signal(nix::sys::signal::Signal::SIGKILL);
+    dispatcher.wait(LIMIT);
+    let neighbour = copy.with_file_name("someone-else");
+    fs::create_dir_all(&neighbour).unwrap();
+    fs::write(neighbour.join("keep.txt"), "mine\n").unwrap();
+    let cleanup = |execute: bool| -> Value {
+        let mut args = vec!["cleanup", "--json", "--older-than", "0s"];
+        if execute {
+            args.push("--execute");
+        }
+        let output = world.okstra().args(&args).timeout(LIMIT).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    // While the orphaned wrapper runs, the run is skipped, copy and all.
+    let busy = cleanup(false);
+    assert!(busy["items"].as_array().unwrap().is_empty(), "{busy}");
+    assert!(
+        busy["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("has not ended"),
+        "{busy}"
+    );
+    drop(go);
+    let listed = wait_for(LIMIT, "the orphaned wrapper to end", || {
+        let listed = cleanup(false);
+        (!listed["items"].as_array().unwrap().is_empty()).then_some(listed)
+    });
+    assert!(copy.is_dir(), "a dry run removed the copy: {listed}");
+    let before = UserTree::of(world.root());
+    let removed = cleanup(true);
+    let kinds: Vec<&str> = removed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            assert_eq!(item["outcome"], "removed", "{removed}");
+            item["kind"].as_str().unwrap()
+        })
+        .collect();
+    assert!(
+        kinds.contains(&"copy") && kinds.contains(&"snapshot-ref"),
+        "{removed}"
+    );
+    assert!(!copy.exists());
+    assert!(snapshot_refs(world.root()).is_empty());
+    assert_eq!(
+        fs::read_to_string(neighbour.join("keep.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(UserTree::of(world.root()), before);
+    assert!(
+        run.join("run-manifest.json").is_file(),
+        "the run folder went"
     );
 }
 

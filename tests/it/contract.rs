@@ -70,6 +70,9 @@ impl Bundle {
         let project = Project::in_folder("home-user-src-shop-service")
             .brief("# Checkout is slow\n\nWhy is the cart total slow?\n")
             .key("demo", "shop", "t1");
+        if task_type == "implementation" {
+            crate::support::git_init(project.root());
+        }
         let output = project
             .render_command(
                 &[

@@ -643,6 +643,7 @@ fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
 #[test]
 fn the_executors_one_fix_pass_carries_the_defects_in_its_prompt() {
     let world = Project::new();
+    crate::support::commit_all(world.root());
     world
         .fake_cli("claude", "workers/claude.sh")
         .fake_cli("codex", "workers/codex.sh");

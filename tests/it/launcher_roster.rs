@@ -149,6 +149,7 @@ fn environment_defaults_and_flags_over_environment() {
 #[test]
 fn implementation_rosters_have_one_executor_and_read_only_verifiers() {
     let project = launcher_project();
+    crate::support::git_init(project.root());
     render(
         &project,
         &[

@@ -54,6 +54,7 @@ fn next_phase_chains_task_types_and_explicit_flags_win() {
 #[test]
 fn clarification_and_plan_continuations_link_the_run_they_continue() {
     let project = Project::new();
+    crate::support::git_init(project.root());
     // Nothing to continue yet.
     let assert = launch(
         &project,
@@ -194,6 +195,7 @@ fn continuations_skip_deleted_runs_and_see_runs_copied_in() {
 #[test]
 fn continuations_supply_the_task_type_when_none_is_given() {
     let project = Project::new();
+    crate::support::git_init(project.root());
     fs::write(project.root().join("answers.md"), "use postgres\n").unwrap();
     fs::write(project.root().join("plan.md"), "1. do it\n").unwrap();
     let analysis = project.render(&["--task-type", "error-analysis"]);

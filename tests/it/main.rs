@@ -15,6 +15,7 @@ mod hostile_print;
 mod hostile_run;
 mod hostile_uninstall;
 mod install;
+mod landing;
 mod launcher;
 mod lifecycle;
 mod outputs;

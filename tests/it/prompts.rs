@@ -43,6 +43,9 @@ impl Bundle {
         let project = Project::new()
             .brief("# Checkout is slow\n\nThe cart total takes seconds.\n")
             .key("demo", "shop", "t1");
+        if task_type == "implementation" {
+            crate::support::git_init(project.root());
+        }
         let output = project
             .render_command(
                 &[

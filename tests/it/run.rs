@@ -11,7 +11,9 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state_path};
+use crate::support::{
+    Project, commit_all, copy_dir, okstra, read_json, repo_root, team_state_path,
+};
 
 #[path = "run_fail_fast.rs"]
 mod fail_fast;
@@ -461,6 +463,7 @@ fn run_carries_out_a_run_folder_rendered_headless() {
 #[test]
 fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_once() {
     let world = team_project();
+    commit_all(world.root());
     let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(outcome["valid"], true);
@@ -498,6 +501,7 @@ fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_on
 #[test]
 fn with_fix_cycle_no_the_executor_runs_once() {
     let world = team_project();
+    commit_all(world.root());
     let (outcome, code, stderr) = run_with(
         &world,
         &[IMPLEMENTATION, &["--fix-cycle", "no"]].concat(),

@@ -621,6 +621,8 @@ fn a_run_okstra_run_could_not_finish_is_finished_by_a_host() {
 #[test]
 fn an_implementation_run_without_a_plan_asks_the_user_before_the_executor() {
     let world = team_project();
+    // An implementation run lands its change through git.
+    crate::support::commit_all(world.root());
     let run = world.render(&[
         "--task-type",
         "implementation",

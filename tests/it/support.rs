@@ -454,6 +454,12 @@ pub fn hide_workspaces(text: &str) -> String {
     PREFIX.replace_all(text, "[WORKSPACES]").into_owned()
 }
 
+/// Make `project` an empty git repository (an implementation run is only
+/// rendered in one).
+pub fn git_init(project: &Path) {
+    git(project, &["init", "-q", "-b", "main"]);
+}
+
 /// Make `project` a git repository (ignoring `.okstra/`) with everything
 /// committed on `main`.
 pub fn commit_all(project: &Path) {

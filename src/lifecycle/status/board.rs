@@ -107,6 +107,9 @@ pub struct RunStatus<'a> {
     /// it is terminal.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub all_terminal_by_kind: BTreeMap<String, bool>,
+    /// An implementation run's landing gate, from its records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub landing: Option<crate::land::gate::Standing>,
     /// The run as a whole: its phase, round and outcome.
     pub run: RunLine,
     /// Why the team state could not be read (the board then shows the
@@ -510,6 +513,7 @@ fn board_of<'r>(
         || crate::run::lease::Lease::live_holder(run).is_some();
     let run_line = outcome::run_line(run, state, &events, live, has_report, report);
     RunStatus {
+        landing: crate::land::gate::standing(run, state).ok().flatten(),
         run_id: &run.run_id,
         run_dir: &run.dir,
         task_key: &run.task_key,

@@ -280,6 +280,29 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
             item.reason
         )?;
     }
+    if let Some(landing) = &run.landing {
+        let branch = landing
+            .branch
+            .as_deref()
+            .map_or_else(String::new, |b| format!(" `{b}`"));
+        match landing.state {
+            "landable" => writeln!(
+                text,
+                "  landing: landable{branch}: `okstra land {}` applies it",
+                run.run_dir.display()
+            )?,
+            "landed" => writeln!(text, "  landing: landed{branch}")?,
+            state => {
+                for reason in &landing.reasons {
+                    writeln!(
+                        text,
+                        "  landing: {state}{branch}: {}",
+                        fsread::escape(&reason.line())
+                    )?;
+                }
+            }
+        }
+    }
     for row in &run.dispatches {
         writeln!(text, "{}", dispatch_line(row))?;
     }

@@ -78,6 +78,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         attention: Vec::new(),
         dispatches: Vec::new(),
         all_terminal_by_kind: BTreeMap::new(),
+        landing: None,
         run: RunLine {
             outcome: Outcome::Running,
             active: true,
@@ -144,6 +145,7 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
             reason: None,
         },
         team_state_error: None,
+        landing: None,
     };
     let text = render(std::slice::from_ref(&run), NOW, false, false);
     for line in text.lines() {

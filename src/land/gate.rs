@@ -1,0 +1,282 @@
+//! The verification half of the landing gate, from the run's records alone
+//! (so `okstra status` and the report can show it): the Executor's change
+//! is on its branch, every verifier has ended and one checked exactly that
+//! commit, the defects were classified, a fix pass that changed the code
+//! was checked on its commit, and no confirmed `blocking`/`major` defect
+//! stays open. The working-tree half (ancestry, the files) is `apply`'s.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::catalog::{Role, TaskType};
+use crate::converge::{fix, fix_check, ledger};
+use crate::ending::Ending;
+use crate::run::Run;
+use crate::run::team_state::{ExecutorCommits, TeamState};
+
+/// Why a change may not land, in the gate's stable words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// The Executor's change is not committed, or not every verifier has
+    /// checked it, or its defects are not classified.
+    VerificationIncomplete,
+    /// The fix pass changed the code, and its change was not checked.
+    FixUnverified,
+    /// A confirmed `blocking` or `major` defect is not fixed.
+    DefectsOpen,
+    /// The snapshot's base is no longer an ancestor of the user's `HEAD`.
+    BaseNotAncestor,
+    /// A file changed by the user's new commits does not merge.
+    Conflict,
+    /// A file has uncommitted edits that differ from the snapshot.
+    DirtyOverlap,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::VerificationIncomplete => "verification-incomplete",
+            Reason::FixUnverified => "fix-unverified",
+            Reason::DefectsOpen => "defects-open",
+            Reason::BaseNotAncestor => "base-not-ancestor",
+            Reason::Conflict => "conflict",
+            Reason::DirtyOverlap => "dirty-overlap",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One reason the change may not land, with what it is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blocker {
+    pub reason: Reason,
+    pub detail: String,
+}
+
+impl Blocker {
+    pub fn new(reason: Reason, detail: impl Into<String>) -> Blocker {
+        Blocker {
+            reason,
+            detail: detail.into(),
+        }
+    }
+
+    /// `reason: detail`, the one line the gate prints.
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.reason, self.detail)
+    }
+}
+
+/// What the records say of the Executor's change.
+#[derive(Debug, Clone, Default)]
+pub struct Verification {
+    /// Its commits, once its own work was committed.
+    pub commits: Option<ExecutorCommits>,
+    /// Why it may not land yet (empty: verification allows it).
+    pub blockers: Vec<Blocker>,
+}
+
+/// The verification half of the gate for `run` (an implementation run),
+/// from `state`.
+pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
+    let mut found = Verification::default();
+    if run.task_type != TaskType::Implementation {
+        return Ok(found);
+    }
+    let block = |found: &mut Verification, reason: Reason, detail: String| {
+        found.blockers.push(Blocker::new(reason, detail));
+    };
+    let Some(executor) = run.in_role(Role::Executor).next() else {
+        block(
+            &mut found,
+            Reason::VerificationIncomplete,
+            "this run has no Executor".into(),
+        );
+        return Ok(found);
+    };
+    if let Some(latest) = state.latest(&executor.dispatch_name)
+        && latest.ending.is_none()
+    {
+        block(
+            &mut found,
+            Reason::VerificationIncomplete,
+            format!("`{}` has not finished", latest.dispatch_name),
+        );
+        return Ok(found);
+    }
+    let Some(commits) = crate::dispatch::place::executor_commits(run, state) else {
+        block(
+            &mut found,
+            Reason::VerificationIncomplete,
+            format!(
+                "the Executor `{}` has no committed change",
+                executor.dispatch_name
+            ),
+        );
+        return Ok(found);
+    };
+    found.commits = Some(commits.clone());
+
+    // Every verifier has ended; at least one checked the Executor's commit.
+    let mut checked = 0;
+    for verifier in run.in_role(Role::Verifier) {
+        match state.latest(&verifier.dispatch_name) {
+            None => block(
+                &mut found,
+                Reason::VerificationIncomplete,
+                format!("`{}` has not run", verifier.dispatch_name),
+            ),
+            Some(latest) if latest.ending.is_none() => block(
+                &mut found,
+                Reason::VerificationIncomplete,
+                format!("`{}` has not finished", verifier.dispatch_name),
+            ),
+            Some(latest) => {
+                let on_first = latest.workspace.as_ref().and_then(|w| w.commit.as_deref())
+                    == Some(commits.first.as_str());
+                if latest.ending == Some(Ending::Completed) && on_first {
+                    checked += 1;
+                }
+            }
+        }
+    }
+    if checked == 0 && found.blockers.is_empty() {
+        block(
+            &mut found,
+            Reason::VerificationIncomplete,
+            format!(
+                "no verifier completed a check of the Executor's commit `{}`",
+                short(&commits.first)
+            ),
+        );
+    }
+    if !found.blockers.is_empty() {
+        return Ok(found);
+    }
+
+    // The defects, as classified.
+    let path = run.layout().convergence_ledger();
+    let classified = ledger::read::<ledger::Ledger>(&path, ledger::LEDGER_SCHEMA)?
+        .filter(|l| l.items.iter().all(|i| i.final_class.is_some()));
+    let Some(classified) = classified else {
+        block(
+            &mut found,
+            Reason::VerificationIncomplete,
+            format!(
+                "the verifiers' defects are not classified yet (`okstra converge classify {}`)",
+                run.dir.display()
+            ),
+        );
+        return Ok(found);
+    };
+    let defects: Vec<String> = fix::defects(&classified, classified.enabled)
+        .into_iter()
+        .map(|item| item.item_id.clone())
+        .collect();
+
+    // A fix pass that changed the code, checked on its commit.
+    let mut fixed = BTreeSet::new();
+    if commits.tip != commits.first {
+        let plan = fix_check::read(run)?.filter(|plan| plan.tip == commits.tip);
+        let Some(plan) = plan else {
+            block(
+                &mut found,
+                Reason::FixUnverified,
+                format!(
+                    "the fix pass changed the code (`{}`), and no verifier has checked its change",
+                    short(&commits.tip)
+                ),
+            );
+            return Ok(found);
+        };
+        let outcome = fix_check::outcome(state, &plan);
+        if !outcome.ended {
+            block(
+                &mut found,
+                Reason::FixUnverified,
+                "the verifiers' check of the fix pass has not finished".into(),
+            );
+            return Ok(found);
+        }
+        if outcome.completed.is_empty() {
+            block(
+                &mut found,
+                Reason::FixUnverified,
+                format!(
+                    "no verifier completed the check of the fix pass's commit `{}`",
+                    short(&commits.tip)
+                ),
+            );
+            return Ok(found);
+        }
+        fixed = outcome.fixed;
+    }
+    let open: Vec<&String> = defects.iter().filter(|id| !fixed.contains(*id)).collect();
+    if !open.is_empty() {
+        let ids: Vec<String> = open.iter().map(|id| format!("`{id}`")).collect();
+        block(
+            &mut found,
+            Reason::DefectsOpen,
+            format!(
+                "{} confirmed blocking or major defect{} not fixed: {}",
+                open.len(),
+                if open.len() == 1 { " is" } else { "s are" },
+                ids.join(", ")
+            ),
+        );
+    }
+    Ok(found)
+}
+
+/// Where an implementation run's change stands, from its records: what
+/// `okstra status`, the report and `okstra run` show.
+#[derive(Debug, Clone, Serialize)]
+pub struct Standing {
+    /// `landable` (verification allows it; `okstra land` checks the
+    /// working tree), `blocked`, or `landed`.
+    pub state: &'static str,
+    /// The branch, without `refs/heads/`.
+    pub branch: Option<String>,
+    /// Its tip.
+    pub commit: Option<String>,
+    pub reasons: Vec<Blocker>,
+}
+
+/// The standing of `run` (`None` unless an implementation run).
+pub fn standing(run: &Run, state: &TeamState) -> Result<Option<Standing>> {
+    if run.task_type != TaskType::Implementation {
+        return Ok(None);
+    }
+    let found = verification(run, state)?;
+    let commits = found.commits.as_ref();
+    let landed = state
+        .landing
+        .as_ref()
+        .is_some_and(|l| commits.is_some_and(|c| c.tip == l.commit));
+    Ok(Some(Standing {
+        state: if landed {
+            "landed"
+        } else if found.blockers.is_empty() && commits.is_some() {
+            "landable"
+        } else {
+            "blocked"
+        },
+        branch: commits.map(|c| c.branch.trim_start_matches("refs/heads/").to_owned()),
+        commit: commits.map(|c| c.tip.clone()),
+        reasons: if landed { Vec::new() } else { found.blockers },
+    }))
+}
+
+/// The first 12 hex digits of a commit id.
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}

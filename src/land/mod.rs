@@ -1,0 +1,274 @@
+//! `okstra land <run-dir> [--check]`: the landing gate of an implementation
+//! run, and the landing.
+//!
+//! The Executor's change lives on `refs/heads/okstra/<task key>/<run id>`
+//! (`workspace::branch`). It lands in the user's working tree only when
+//! every check passes: the verification half from the run's records
+//! (`gate`: the change verified on the branch's tip, no confirmed
+//! `blocking`/`major` defect open), then the working-tree half (`apply`:
+//! the snapshot's base still an ancestor of `HEAD`, every file of the
+//! change writable without touching an uncommitted edit). Nothing is
+//! written unless every file can be; then each is replaced atomically, the
+//! team state records `landing`, and the report (when there is one) is
+//! finalized and rendered again so it says so. `--check` only reports.
+//!
+//! Each reason is one line on stdout, `<reason>: <detail>`, with the
+//! reason one of the stable words of [`gate::Reason`]. Exit 0 landed (or
+//! landable, with `--check`), 1 blocked, 2 bad input.
+
+pub mod apply;
+pub mod gate;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::catalog::TaskType;
+use crate::cli::LandArgs;
+use crate::diag;
+use crate::exit::ExitStatus;
+use crate::run::Run;
+use crate::run::events::{self, EventKind};
+use crate::run::lease::Lease;
+use crate::run::team_state::{self, Change, Landing};
+
+use self::gate::{Blocker, Reason, short};
+
+/// How long `okstra land` waits for another driver of the run.
+const LEASE_WAIT: Duration = Duration::from_secs(5);
+/// Version of the `--json` document.
+const LAND_VERSION: u32 = 1;
+
+/// What `okstra land --json` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Outcome {
+    schema_version: u32,
+    run_dir: PathBuf,
+    /// `landed`, `landable` (with `--check`), `blocked`, or
+    /// `already-landed`.
+    state: &'static str,
+    branch: Option<String>,
+    commit: Option<String>,
+    ancestry: Option<&'static str>,
+    mergeable: Option<bool>,
+    reasons: Vec<Blocker>,
+    files: Vec<FileLine>,
+}
+
+/// One file of a landing.
+#[derive(Debug, Clone, Serialize)]
+struct FileLine {
+    path: PathBuf,
+    action: &'static str,
+}
+
+pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
+    let run = Run::open(&args.run_dir)?;
+    if run.task_type != TaskType::Implementation {
+        bail!(
+            "invalid value `{}` for RUN_DIR: `okstra land` lands an implementation run's change, and this is a `{}` run",
+            args.run_dir.display(),
+            run.task_type.as_str()
+        );
+    }
+    // Only a landing writes: a check never waits for a driver.
+    let _lease = if args.check {
+        None
+    } else {
+        Some(Lease::acquire(&run, "okstra land", LEASE_WAIT)?)
+    };
+    let state = run.team_state()?;
+    let verification = gate::verification(&run, &state)?;
+    let mut outcome = Outcome {
+        schema_version: LAND_VERSION,
+        run_dir: run.dir.clone(),
+        state: "blocked",
+        branch: verification
+            .commits
+            .as_ref()
+            .map(|c| c.branch.trim_start_matches("refs/heads/").to_owned()),
+        commit: verification.commits.as_ref().map(|c| c.tip.clone()),
+        ancestry: None,
+        mergeable: None,
+        reasons: verification.blockers.clone(),
+        files: Vec::new(),
+    };
+    let Some(commits) = verification.commits.clone() else {
+        return finish(&outcome, args);
+    };
+    if let Some(landing) = &state.landing
+        && landing.commit == commits.tip
+    {
+        outcome.state = "already-landed";
+        outcome.reasons.clear();
+        outcome.files = landing_files(landing);
+        return finish(&outcome, args);
+    }
+    // The branch must still be what okstra made and the verifiers checked.
+    match crate::workspace::branch::tip(&run.project_root, &commits.branch)? {
+        Some(tip) if tip == commits.tip => {}
+        found => outcome.reasons.push(Blocker::new(
+            Reason::VerificationIncomplete,
+            format!(
+                "the branch `{}` {}, not the commit okstra made and the verifiers checked (`{}`)",
+                commits.branch.trim_start_matches("refs/heads/"),
+                found.map_or_else(
+                    || "is gone".to_owned(),
+                    |tip| format!("now names `{}`", short(&tip))
+                ),
+                short(&commits.tip)
+            ),
+        )),
+    }
+    let plan = apply::check(&run.project_root, &commits)?;
+    outcome.ancestry = Some(plan.ancestry.as_str());
+    outcome.mergeable = Some(plan.mergeable);
+    outcome.reasons.extend(plan.blockers.iter().cloned());
+    outcome.files = plan
+        .files
+        .iter()
+        .map(|f| FileLine {
+            path: f.path.clone(),
+            action: f.action.as_str(),
+        })
+        .collect();
+    if !outcome.reasons.is_empty() {
+        return finish(&outcome, args);
+    }
+    if args.check {
+        outcome.state = "landable";
+        return finish(&outcome, args);
+    }
+    apply::write(&plan)?;
+    let landing = Landing {
+        state: "landed".to_owned(),
+        branch: commits.branch.clone(),
+        commit: commits.tip.clone(),
+        head: plan.head.clone(),
+        landed_at: Some(crate::clock::rfc3339_now()),
+        files: outcome
+            .files
+            .iter()
+            .map(|f| serde_json::json!({ "path": f.path, "action": f.action }))
+            .collect(),
+    };
+    team_state::update(&run, &[Change::Landed(&landing)])?;
+    outcome.state = "landed";
+    let fields = std::collections::BTreeMap::from([
+        ("commit".to_owned(), commits.tip.clone()),
+        ("files".to_owned(), outcome.files.len().to_string()),
+    ]);
+    if let Err(err) = events::append(&run, EventKind::Landed.as_str(), &fields) {
+        diag::warning(format_args!(
+            "cannot record the lead event `landed`: {err:#}"
+        ));
+    }
+    refresh_report(&run);
+    finish(&outcome, args)
+}
+
+/// The files a recorded landing wrote.
+fn landing_files(landing: &Landing) -> Vec<FileLine> {
+    landing
+        .files
+        .iter()
+        .filter_map(|file| {
+            let path = file.get("path")?.as_str()?;
+            let action = match file.get("action")?.as_str()? {
+                "write" => "write",
+                "merge" => "merge",
+                "delete" => "delete",
+                _ => return None,
+            };
+            Some(FileLine {
+                path: PathBuf::from(path),
+                action,
+            })
+        })
+        .collect()
+}
+
+/// Bring the run's report up to date with the landing, when it has a
+/// valid one; a failure is a warning (the change has landed).
+fn refresh_report(run: &Run) {
+    if !run.report_data_path.is_file() {
+        return;
+    }
+    let refreshed = crate::report::finalize(&run.dir).and_then(|_| crate::report::render(&run.dir));
+    match refreshed {
+        Ok(Ok(_)) => {}
+        Ok(Err(problems)) => diag::warning(format_args!(
+            "the report was not rendered again: it does not validate ({})",
+            problems.join("; ")
+        )),
+        Err(err) => diag::warning(format_args!("the report was not rendered again: {err:#}")),
+    }
+}
+
+/// Print the outcome; its exit status.
+fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string(outcome).context("cannot write the outcome")?
+        )?;
+    } else if outcome.reasons.is_empty() {
+        for file in &outcome.files {
+            writeln!(
+                stdout,
+                "{} {}",
+                file.action,
+                crate::fsread::escape(&file.path.to_string_lossy())
+            )?;
+        }
+    } else {
+        for reason in &outcome.reasons {
+            writeln!(stdout, "{}", crate::fsread::escape(&reason.line()))?;
+        }
+    }
+    drop(stdout);
+    let branch = outcome.branch.as_deref().unwrap_or("its branch");
+    match outcome.state {
+        "landed" => diag::progress(format_args!(
+            "landed `{branch}` ({} file{}) into your working tree; review it and commit",
+            outcome.files.len(),
+            if outcome.files.len() == 1 { "" } else { "s" }
+        )),
+        "already-landed" => diag::progress(format_args!("`{branch}` has already landed")),
+        "landable" => {
+            diag::progress(format_args!(
+                "`{branch}` can land: `okstra land {}` applies it",
+                outcome.run_dir.display()
+            ));
+            if outcome.mergeable == Some(true) {
+                diag::note(format_args!(
+                    "the branch holds only the Executor's change on your commit, so merging it is also safe"
+                ));
+            } else {
+                diag::note(format_args!(
+                    "the branch also carries what was uncommitted when the run began: land it, do not merge it"
+                ));
+            }
+        }
+        _ => {
+            diag::error(format_args!(
+                "{} `{branch}`: {} reason{} above",
+                if args.check {
+                    "cannot land"
+                } else {
+                    "nothing landed from"
+                },
+                outcome.reasons.len(),
+                if outcome.reasons.len() == 1 { "" } else { "s" }
+            ));
+            return Ok(ExitStatus::Failure);
+        }
+    }
+    Ok(ExitStatus::Success)
+}

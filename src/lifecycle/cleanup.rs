@@ -1,0 +1,458 @@
+//! `okstra cleanup`: list (or, with `--execute`, remove) what finished or
+//! dead runs left behind. A dry run unless `--execute`.
+//!
+//! Only what a run's team state records, and only where it is provably
+//! okstra's: a copy only when the marker at its root names that run
+//! (`workspace::remove`); a snapshot ref only under `refs/okstra/`; a run
+//! branch only under `refs/heads/okstra/`, only while it still names the
+//! commit okstra put there (`update-ref -d <ref> <commit>`: git compares
+//! and deletes under its lock), and only once it landed or the run is older
+//! than `--older-than`; a log only inside the run folder, reached through
+//! no symlink. Never a user file, ref or branch.
+//!
+//! A run is cleaned up when it finished (its report is rendered, or its
+//! change landed) or did nothing for `--older-than`, nothing of it runs,
+//! and nobody holds its lease; with `--execute` this command takes the
+//! lease for the time it works on the run.
+
+use std::collections::BTreeSet;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::catalog::{Role, Runner};
+use crate::cli::CleanupArgs;
+use crate::clock;
+use crate::diag;
+use crate::exit::ExitStatus;
+use crate::git::Git;
+use crate::run::Run;
+use crate::run::lease::Lease;
+use crate::run::team_state::TeamState;
+use crate::workspace;
+
+/// Version of the `--json` document.
+const CLEANUP_VERSION: u32 = 1;
+/// okstra's namespaces in the user's repository.
+const SNAPSHOT_REFS: &str = "refs/okstra/";
+const RUN_BRANCHES: &str = "refs/heads/okstra/";
+
+/// What one item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Kind {
+    Copy,
+    SnapshotRef,
+    Branch,
+    Log,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Copy => "copy",
+            Kind::SnapshotRef => "snapshot ref",
+            Kind::Branch => "branch",
+            Kind::Log => "log",
+        }
+    }
+}
+
+/// One thing to remove (and maybe removed).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Item {
+    kind: Kind,
+    run_dir: PathBuf,
+    /// A path, or a ref name.
+    target: String,
+    reason: String,
+    /// `planned` in a dry run; what happened with `--execute`.
+    outcome: String,
+    #[serde(skip)]
+    failed: bool,
+    #[serde(skip)]
+    expected: Option<String>,
+    #[serde(skip)]
+    copy_kind: Option<workspace::Kind>,
+}
+
+/// A run left alone, and why.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Skipped {
+    run_dir: PathBuf,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    schema_version: u32,
+    execute: bool,
+    project_root: &'a Path,
+    older_than_seconds: u64,
+    items: &'a [Item],
+    skipped: &'a [Skipped],
+}
+
+pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
+    let root = super::project_root(args.project_root.as_deref())?;
+    let okstra_dir = crate::confine::okstra_dir(&root)?;
+    let older_than = i64::try_from(args.older_than.as_secs()).unwrap_or(i64::MAX);
+    let now = clock::unix_now();
+    let mut items = Vec::new();
+    let mut skipped = Vec::new();
+    for dir in super::run_dirs(&root)? {
+        let Ok(run) = Run::open(&dir) else {
+            continue;
+        };
+        let state = match run.team_state() {
+            Ok(state) => state,
+            Err(err) => {
+                diag::warning(format_args!("{err:#}"));
+                continue;
+            }
+        };
+        if let Some(holder) = Lease::held_by(&run)? {
+            skipped.push(Skipped {
+                run_dir: dir.clone(),
+                reason: format!(
+                    "its lease is held by pid {} (`{}`)",
+                    holder.pid, holder.command
+                ),
+            });
+            continue;
+        }
+        if let Some(why) = still_running(&state) {
+            skipped.push(Skipped {
+                run_dir: dir.clone(),
+                reason: why,
+            });
+            continue;
+        }
+        let idle = now.saturating_sub(last_activity(&run, &state));
+        let finished = finished(&run, &state);
+        let old = idle >= older_than;
+        if !(finished || old) {
+            skipped.push(Skipped {
+                run_dir: dir.clone(),
+                reason: format!(
+                    "it has not finished and was active {} ago (see `--older-than`)",
+                    clock::short_duration(idle)
+                ),
+            });
+            continue;
+        }
+        let why = if finished {
+            "the run finished".to_owned()
+        } else {
+            format!("the run did nothing for {}", clock::short_duration(idle))
+        };
+        let mut found = plan(&run, &state, &why, old);
+        if args.execute {
+            // Held while this run is cleaned: no driver starts meanwhile.
+            match Lease::acquire(&run, "okstra cleanup", std::time::Duration::ZERO) {
+                Ok(lease) => {
+                    for item in &mut found {
+                        remove(item, &run);
+                    }
+                    remove_empty_run_folder(&run);
+                    drop(lease);
+                }
+                Err(err) => {
+                    skipped.push(Skipped {
+                        run_dir: dir.clone(),
+                        reason: format!("{err:#}"),
+                    });
+                    continue;
+                }
+            }
+        }
+        items.extend(found);
+    }
+
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if args.json {
+        let report = Report {
+            schema_version: CLEANUP_VERSION,
+            execute: args.execute,
+            project_root: &root,
+            older_than_seconds: args.older_than.as_secs(),
+            items: &items,
+            skipped: &skipped,
+        };
+        serde_json::to_writer(&mut out, &report).context("cannot write the cleanup report")?;
+        writeln!(out)?;
+    } else {
+        for item in &items {
+            writeln!(
+                out,
+                "{}",
+                crate::fsread::escape(&describe(item, args.execute))
+            )?;
+        }
+        for skip in &skipped {
+            writeln!(
+                out,
+                "{}",
+                crate::fsread::escape(&format!(
+                    "skipped `{}`: {}",
+                    skip.run_dir.display(),
+                    skip.reason
+                ))
+            )?;
+        }
+    }
+    out.flush()?;
+    if items.is_empty() {
+        diag::progress(format_args!(
+            "nothing to clean up under `{}`",
+            okstra_dir.display()
+        ));
+    } else if !args.execute {
+        diag::progress("dry run; pass `--execute` to do the above");
+    }
+    if items.iter().any(|i| i.failed) {
+        return Ok(ExitStatus::Failure);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Why something of the run may still be working, if it may: an attempt
+/// that has not ended, whose dispatcher or wrapper lives or which a host's
+/// session runs.
+fn still_running(state: &TeamState) -> Option<String> {
+    state
+        .latest_attempts()
+        .into_iter()
+        .filter(|r| r.ending.is_none())
+        .find(|r| {
+            r.runner == Some(Runner::NativeSession)
+                || crate::dispatch::liveness(r) != crate::dispatch::select::Live::Nothing
+        })
+        .map(|r| format!("`{}` has not ended", r.dispatch_name))
+}
+
+/// The run finished: its report is rendered, or its change landed.
+fn finished(run: &Run, state: &TeamState) -> bool {
+    state.landing.is_some()
+        || run
+            .layout()
+            .report_dir()
+            .join(crate::run::layout::REPORT_MARKDOWN_NAME)
+            .is_file()
+}
+
+/// When the run last did something (Unix seconds): its team state or its
+/// lead events written, an attempt started or ended.
+fn last_activity(run: &Run, state: &TeamState) -> i64 {
+    let modified = |path: &Path| {
+        path.symlink_metadata()
+            .and_then(|meta| meta.modified())
+            .map(clock::to_unix)
+            .ok()
+    };
+    let records = state.dispatches.iter().filter_map(|r| {
+        r.ended_at
+            .as_deref()
+            .or(r.started_at.as_deref())
+            .and_then(clock::parse_rfc3339)
+    });
+    [
+        modified(&run.team_state_path),
+        modified(&run.lead_events_path),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(records)
+    .max()
+    .unwrap_or(0)
+}
+
+/// What the run left that may go.
+fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
+    let item = |kind: Kind, target: String, reason: String| Item {
+        kind,
+        run_dir: run.dir.clone(),
+        target,
+        reason,
+        outcome: "planned".into(),
+        failed: false,
+        expected: None,
+        copy_kind: None,
+    };
+    let mut items = Vec::new();
+    let mut copies = BTreeSet::new();
+    let mut refs = BTreeSet::new();
+    for record in &state.dispatches {
+        let Some(copy) = &record.workspace else {
+            continue;
+        };
+        if copy.path.symlink_metadata().is_ok() && copies.insert(copy.path.clone()) {
+            let mut found = item(
+                Kind::Copy,
+                copy.path.to_string_lossy().into_owned(),
+                why.to_owned(),
+            );
+            found.copy_kind = workspace::Kind::parse(&copy.kind);
+            items.push(found);
+        }
+        if let Some(reference) = &copy.snapshot_ref
+            && reference.starts_with(SNAPSHOT_REFS)
+        {
+            refs.insert(reference.clone());
+        }
+    }
+    // The run's one snapshot ref is named by its identity alone: the
+    // anchors checker may have taken it for a run with no copy at all.
+    refs.insert(workspace::snapshot_ref(&workspace::RunIdentity::of(run)));
+    let git = Git::at(&run.project_root);
+    for reference in refs {
+        if let Ok(Some(commit)) = git.commit(&reference) {
+            let mut found = item(Kind::SnapshotRef, reference, why.to_owned());
+            found.expected = Some(commit);
+            items.push(found);
+        }
+    }
+    if let Some(executor) = run.in_role(Role::Executor).next()
+        && let Some(name) = state
+            .dispatches
+            .iter()
+            .filter(|r| r.dispatch_name == executor.dispatch_name)
+            .find_map(|r| r.branch.as_ref().map(|b| b.name.clone()))
+        && name.starts_with(RUN_BRANCHES)
+        && let Some(recorded) = state.branch_tip(&executor.dispatch_name)
+    {
+        let landed = state.landing.as_ref().is_some_and(|l| l.commit == recorded);
+        match git.commit(&name) {
+            Ok(Some(tip)) if tip == recorded && (landed || old) => {
+                let mut found = item(
+                    Kind::Branch,
+                    name,
+                    if landed {
+                        "its change landed".to_owned()
+                    } else {
+                        format!("{why}, and its change never landed")
+                    },
+                );
+                found.expected = Some(recorded.to_owned());
+                items.push(found);
+            }
+            // Moved since okstra made it: someone else's now.
+            Ok(Some(_) | None) | Err(_) => {}
+        }
+    }
+    let logs = state
+        .dispatches
+        .iter()
+        .filter_map(|r| r.log_path.clone())
+        .chain([run.layout().dispatch_log()]);
+    let mut seen = BTreeSet::new();
+    for log in logs {
+        let is_file = log.symlink_metadata().is_ok_and(|m| m.is_file());
+        if is_file && crate::confine::is_inside(&log, &run.dir) && seen.insert(log.clone()) {
+            items.push(item(
+                Kind::Log,
+                log.to_string_lossy().into_owned(),
+                why.to_owned(),
+            ));
+        }
+    }
+    items
+}
+
+/// Remove one planned item, each checked again as it goes.
+fn remove(item: &mut Item, run: &Run) {
+    let result: Result<(), String> = match item.kind {
+        Kind::Copy => {
+            let Some(kind) = item.copy_kind else {
+                item.outcome = "skipped: a workspace kind okstra does not know".into();
+                return;
+            };
+            let run_dir = std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone());
+            match workspace::remove(Path::new(&item.target), kind, &run.project_root, &run_dir) {
+                Ok(()) => Ok(()),
+                Err(err @ workspace::Error::Foreign { .. }) => {
+                    item.outcome = format!("skipped: {err}");
+                    return;
+                }
+                Err(err) => Err(format!("{:#}", anyhow::Error::from(err))),
+            }
+        }
+        Kind::SnapshotRef | Kind::Branch => {
+            let expected = item.expected.clone().unwrap_or_default();
+            workspace::branch::delete(&run.project_root, &item.target, &expected)
+                .map_err(|err| err.to_string())
+        }
+        Kind::Log => crate::beneath::unlink(Path::new(&item.target)).or_else(|err| {
+            if err.kind() == io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(err.to_string())
+            }
+        }),
+    };
+    match result {
+        Ok(()) => item.outcome = "removed".into(),
+        Err(why) => {
+            item.outcome = format!("failed: {why}");
+            item.failed = true;
+        }
+    }
+}
+
+/// The run's folder of copies, once nothing is left in it.
+fn remove_empty_run_folder(run: &Run) {
+    let identity = workspace::RunIdentity::of(run);
+    if let Ok(folder) = workspace::run_folder(&identity) {
+        let _ = std::fs::remove_dir(folder);
+    }
+}
+
+/// One text line for an item.
+fn describe(item: &Item, execute: bool) -> String {
+    let verb = if execute { "" } else { "would " };
+    let outcome = if execute {
+        format!(" -> {}", item.outcome)
+    } else {
+        String::new()
+    };
+    let run = item
+        .run_dir
+        .file_name()
+        .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+    format!(
+        "{verb}remove {} `{}` of {run}: {}{outcome}",
+        item.kind.noun(),
+        item.target,
+        item.reason
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describes_what_it_would_do_and_did() {
+        let mut item = Item {
+            kind: Kind::Branch,
+            run_dir: PathBuf::from("/p/.okstra/tasks/a/b/c/implementation-001"),
+            target: "refs/heads/okstra/a/b/c/implementation-001".into(),
+            reason: "its change landed".into(),
+            outcome: "planned".into(),
+            failed: false,
+            expected: None,
+            copy_kind: None,
+        };
+        assert_eq!(
+            describe(&item, false),
+            "would remove branch `refs/heads/okstra/a/b/c/implementation-001` of implementation-001: its change landed"
+        );
+        item.outcome = "removed".into();
+        assert!(describe(&item, true).ends_with("its change landed -> removed"));
+    }
+}
