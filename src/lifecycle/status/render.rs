@@ -167,10 +167,42 @@ fn render_compact(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Resu
             item.reason
         ))?;
     }
+    for line in landing_lines(run) {
+        wrapped(line)?;
+    }
     for row in &run.dispatches {
         wrapped(dispatch_line(row))?;
     }
     Ok(())
+}
+
+/// The `  landing: …` lines of an implementation run's gate: landable (and
+/// the command that lands it), landed, or one line per reason it may not.
+fn landing_lines(run: &RunStatus<'_>) -> Vec<String> {
+    let Some(landing) = &run.landing else {
+        return Vec::new();
+    };
+    let branch = landing
+        .branch
+        .as_deref()
+        .map_or_else(String::new, |b| format!(" `{b}`"));
+    match landing.state {
+        "landable" => vec![format!(
+            "  landing: landable{branch}: `okstra land {}` applies it",
+            run.run_dir.display()
+        )],
+        "landed" => vec![format!("  landing: landed{branch}")],
+        state => landing
+            .reasons
+            .iter()
+            .map(|reason| {
+                format!(
+                    "  landing: {state}{branch}: {}",
+                    fsread::escape(&reason.line())
+                )
+            })
+            .collect(),
+    }
 }
 
 /// `  dispatch: <name> <kind> attempt <n> <state> [usage]: detail`.
@@ -280,28 +312,8 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
             item.reason
         )?;
     }
-    if let Some(landing) = &run.landing {
-        let branch = landing
-            .branch
-            .as_deref()
-            .map_or_else(String::new, |b| format!(" `{b}`"));
-        match landing.state {
-            "landable" => writeln!(
-                text,
-                "  landing: landable{branch}: `okstra land {}` applies it",
-                run.run_dir.display()
-            )?,
-            "landed" => writeln!(text, "  landing: landed{branch}")?,
-            state => {
-                for reason in &landing.reasons {
-                    writeln!(
-                        text,
-                        "  landing: {state}{branch}: {}",
-                        fsread::escape(&reason.line())
-                    )?;
-                }
-            }
-        }
+    for line in landing_lines(run) {
+        writeln!(text, "{line}")?;
     }
     for row in &run.dispatches {
         writeln!(text, "{}", dispatch_line(row))?;
