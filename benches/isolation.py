@@ -27,7 +27,7 @@ Target: copy <= 1 s per worker (median) on 10 000 files / 200 MB, and
 claude's start unaffected by kimi's copy.
 
 Each sample's copies are removed at its end (`okstra cleanup --execute`); a
-burst of deletions slows file creation on this disk for a while (README,
+burst of deletions slows file creation on this disk for a while (docs/benchmarks.md,
 "Benchmarks"), so samples are PAUSE seconds apart (BENCH_PAUSE, default 30).
 
 Usage: python3 benches/isolation.py [path/to/okstra] [samples] [files] [MiB]

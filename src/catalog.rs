@@ -206,7 +206,7 @@ pub const HOST_SESSION_MARKERS: &[&str] = &[
 /// reads, and a codex host's sandbox description. A name ending in `*` is
 /// a prefix. Nothing here is a credential.
 /// Each provider adds its own ([`Provider::env_names`]); the user adds more
-/// with `--pass-env` (README, "What a CLI sees").
+/// with `--pass-env` (docs/engine.md, "What a CLI sees").
 pub const NEUTRAL_ENV: &[&str] = &[
     "PATH",
     "HOME",

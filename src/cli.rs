@@ -118,7 +118,7 @@ pub enum Command {
     ///
     /// Usage: okstra provider-exec <provider> <project-root> <model> <prompt-path>
     /// [worktree-path] [role] [idle-timeout-seconds]. Also installed as
-    /// `okstra-<provider>-exec`. See README for the exit codes and the status sidecar.
+    /// `okstra-<provider>-exec`. See docs/provider-exec.md for the exit codes and the status sidecar.
     #[command(disable_help_flag = true)]
     ProviderExec {
         /// The wrapper's positional arguments.

@@ -1,7 +1,7 @@
 //! Confinement: okstra reads and writes only inside the project's `.okstra/`
 //! folder and, for paths a run records, inside that run's folder.
 //!
-//! Two rules, documented in README "Hostile files":
+//! Two rules, documented in docs/hostile-files.md:
 //! - `.okstra` and the task folders under it (`tasks/<project>/<group>/<task>`)
 //!   must be real folders, not symlinks: a link would carry the whole run,
 //!   or the reaper, outside the project. A symlinked one is refused (exit 2),

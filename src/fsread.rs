@@ -52,8 +52,8 @@ pub enum Kind {
 const MIB: u64 = 1024 * 1024;
 
 impl Kind {
-    /// The most bytes okstra reads of a file of this kind (README "Hostile
-    /// files" lists them).
+    /// The most bytes okstra reads of a file of this kind
+    /// (docs/hostile-files.md lists them).
     pub const fn limit(self) -> u64 {
         match self {
             // A brief is a prompt: far below a model's context window. A

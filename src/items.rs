@@ -11,7 +11,7 @@
 //! and quoted output) and its anchors as written (`anchors::grammar`; okstra
 //! checks them when convergence accepts the result).
 //!
-//! What is kept is capped (README "Hostile files"), so memory follows the
+//! What is kept is capped (docs/hostile-files.md), so memory follows the
 //! caps, not the file: a result of a million one-line items or an item
 //! citing a million things (both fit in the 16 MiB result limit) costs the
 //! caps. An item over a per-item cap is cut and marked `truncated`; items

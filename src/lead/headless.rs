@@ -196,7 +196,7 @@ pub fn drive(
     }
     drop(stdout);
     match &gate {
-        // `--fail-on`: the gate's decision is the exit code (README "The gate").
+        // `--fail-on`: the gate's decision is the exit code (docs/reviews.md, "The gate").
         Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
         None => Ok(exit_of(&outcome)),
     }

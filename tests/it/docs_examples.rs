@@ -168,3 +168,63 @@ fn the_scan_catches_an_example_that_does_not_parse_or_names_a_missing_file() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("--no-such-flag"), "{problems:?}");
 }
+
+/// GitHub's anchor for a heading: lower case, punctuation but `-` and `_`
+/// dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of `text`'s headings (outside code blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fence = !fence;
+        } else if !fence && line.starts_with('#') {
+            found.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_link_in_the_readme_and_docs_reaches_a_file_and_heading_that_exist() {
+    let link = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let mut problems = Vec::new();
+    for doc in documents() {
+        let text = fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(repo_root()).unwrap().display().to_string();
+        for found in link.captures_iter(&text) {
+            let target = &found[1];
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+            let path = if file.is_empty() {
+                doc.clone()
+            } else {
+                doc.parent().unwrap().join(file)
+            };
+            if !path.exists() {
+                problems.push(format!("{name}: `{target}`: no file `{}`", path.display()));
+                continue;
+            }
+            if !fragment.is_empty()
+                && !anchors(&fs::read_to_string(&path).unwrap_or_default())
+                    .iter()
+                    .any(|a| a == fragment)
+            {
+                problems.push(format!("{name}: `{target}`: no heading `#{fragment}`"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
