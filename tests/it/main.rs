@@ -8,6 +8,7 @@ mod converge;
 mod dispatch;
 mod docs_examples;
 mod doctor;
+mod help;
 mod hostile;
 mod hostile_exec;
 mod hostile_memory;
