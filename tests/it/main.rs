@@ -27,5 +27,6 @@ mod report_truth;
 mod run;
 mod slots;
 mod support;
+mod terminal;
 mod usage;
 mod views;
