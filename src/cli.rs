@@ -26,6 +26,7 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueHint};
 
 use crate::catalog::{LeadRuntime, Provider, TaskType};
+use crate::cli_examples as examples;
 
 /// The values of a closed set, offered to shell completion and shown in
 /// help, while any text is accepted here: the value is checked where it is
@@ -69,13 +70,6 @@ impl TypedValueParser for Offered {
 /// of rendered prompts and validated manifests), then starts the lead session
 /// on it. The lead dispatches independent workers from several providers, they
 /// check each other's findings, and one schema-validated report comes out.
-///
-/// Examples:
-///   okstra --render-only --yes --task-type project-analysis \
-///     --project-id demo --task-group review --task-id first-look \
-///     --task-brief brief.md --project-root examples/tiny-service
-///   okstra --task-type error-analysis --project-id shop --task-group bugs \
-///     --task-id checkout-500 --task-brief brief.md
 #[derive(Debug, Parser)]
 #[command(
     name = "okstra",
@@ -83,7 +77,9 @@ impl TypedValueParser for Offered {
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_help = examples::START,
+    after_long_help = examples::TOP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -105,14 +101,7 @@ pub enum Command {
     /// roster. Then the preflight, the plan and its estimate, and the run
     /// headless — the same as `okstra run` — with the live view and a
     /// closing summary. --lead starts the lead host's session instead.
-    ///
-    /// Examples:
-    ///   okstra ask "Why are reservations oversold?"
-    ///   okstra ask --project-root examples/tiny-service --task-brief examples/brief.md
-    ///   echo "Where is stock reserved?" | okstra ask - --yes --json
-    ///   okstra ask --render-only "What does the inventory module do?"
-    ///   okstra ask --lead --task-type implementation-planning "Plan moving reservations to a database"
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::ASK)]
     Ask(Box<AskArgs>),
     /// Run one provider CLI headless under okstra's supervisor.
     ///
@@ -137,11 +126,7 @@ pub enum Command {
     /// convergence ledger); `schema` on a report folder without its run, such
     /// as a CI artifact (the schema and the report's own invariants only).
     /// Exit: 0 valid, 1 invalid, 2 could not check.
-    ///
-    /// Examples:
-    ///   okstra validate .okstra/tasks/shop/review/pr-42/project-analysis-001
-    ///   okstra validate --json artifacts/report/data.json
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::VALIDATE)]
     Validate(ValidateArgs),
     /// Gate on a run's findings: fail on any at or above a severity
     ///
@@ -149,17 +134,13 @@ pub enum Command {
     /// counted finding is at or above --fail-on (each listed on stdout, one
     /// line each); 3 when the run was not cross-verified, is still running or
     /// was stopped by its budget; otherwise 0. 2 for bad input.
-    ///
-    /// Examples:
-    ///   okstra gate .okstra/tasks/shop/review/pr-42/project-analysis-001 --fail-on high
-    ///   okstra gate <run-dir> --fail-on medium --classes full-consensus,partial-consensus
-    ///   okstra gate <run-dir> --fail-on high --new-only
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::GATE)]
     Gate(GateArgs),
     /// Post a run's findings where reviews happen (a GitHub pull request)
     #[command(subcommand)]
     Publish(PublishCommand),
     /// Derive the handoff Markdown and the human HTML from a final report.
+    #[command(after_long_help = examples::REPORT)]
     Report(ReportArgs),
     /// Append one lead event to a run's event log
     ///
@@ -173,13 +154,10 @@ pub enum Command {
     /// A lead records only what okstra cannot find alone: a session id
     /// (`session --field sessionId=<id>`) or the totals its host shows
     /// (`lead-usage`).
-    ///
-    /// Examples:
-    ///   okstra event <run-dir> session --field sessionId=5f0c2a
-    ///   okstra event <run-dir> lead-usage --field inputTokens=1200 --field outputTokens=300
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::EVENT)]
     Event(EventArgs),
     /// Show the state of every worker in a run (or in every run of a project).
+    #[command(after_long_help = examples::STATUS)]
     Status(StatusArgs),
     /// Find and stop worker process groups whose wrapper died.
     Reap(ReapArgs),
@@ -193,11 +171,7 @@ pub enum Command {
     /// verification-incomplete, fix-unverified, defects-open,
     /// base-not-ancestor, conflict, dirty-overlap. Exit 0 landed (or
     /// landable with --check), 1 blocked, 2 bad input.
-    ///
-    /// Examples:
-    ///   okstra land .okstra/tasks/shop/cart/expiry/implementation-001 --check
-    ///   okstra land <run-dir>
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::LAND)]
     Land(LandArgs),
     /// List (or remove) what finished or dead runs left: copies, refs, branches, logs
     ///
@@ -206,11 +180,7 @@ pub enum Command {
     /// made that landed or are older than --older-than, and the logs of the
     /// run folders under .okstra/. A run whose lease is held is never
     /// touched. A dry run unless --execute.
-    ///
-    /// Examples:
-    ///   okstra cleanup
-    ///   okstra cleanup --older-than 0s --execute
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::CLEANUP)]
     Cleanup(CleanupArgs),
     /// Start a run's wrapper workers, recover their results, classify every ending
     ///
@@ -218,12 +188,7 @@ pub enum Command {
     /// attempt in the team state before it starts, runs them concurrently
     /// under provider-exec, writes each Result Path from the CLI's final
     /// message, and spends one shared retry on a retryable ending.
-    ///
-    /// Examples:
-    ///   okstra dispatch .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
-    ///   okstra dispatch <run-dir> --kind reverify-r1 --detach
-    ///   okstra dispatch <run-dir> --workers report-writer --json
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::DISPATCH)]
     Dispatch(DispatchArgs),
     /// Stop a run's live work: its driver and wrappers; the run stays resumable
     ///
@@ -232,20 +197,12 @@ pub enum Command {
     /// more, and records their attempts `cancelled`. `okstra run <run-dir>`
     /// resumes the run afterwards; cancelled attempts run again without
     /// spending their retry.
-    ///
-    /// Examples:
-    ///   okstra cancel .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
-    ///   okstra cancel <run-dir> --workers kimi
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::CANCEL)]
     Cancel(CancelArgs),
     /// Wait until every selected dispatch of a run has ended, then summarise
     ///
     /// Exit 0 when all completed, 1 when any did not (or --timeout passed).
-    ///
-    /// Examples:
-    ///   okstra await <run-dir>
-    ///   okstra await <run-dir> --kind reverify-r1 --timeout 30m --json
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::AWAIT)]
     Await(AwaitArgs),
     /// Put the wrappers on PATH and okstra into Claude Code, Codex or Antigravity
     ///
@@ -253,36 +210,23 @@ pub enum Command {
     /// Everything written is recorded in `$XDG_STATE_HOME/okstra/install.json`
     /// (default `~/.local/state/okstra/install.json`) so `--uninstall` removes
     /// exactly that. Running it twice changes nothing the second time.
-    ///
-    /// Examples:
-    ///   okstra install --claude-code
-    ///   okstra install --bin-dir ~/.local/bin --codex --dry-run
-    ///   okstra install --uninstall
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::INSTALL)]
     Install(InstallArgs),
     /// Check each provider CLI: installed, the right program, credentials, a headless probe
     ///
     /// Exit code: 0 when every provider of the default roster (claude, codex) —
     /// or every provider named with --provider — is ready, 1 otherwise.
-    ///
-    /// Examples:
-    ///   okstra doctor
-    ///   okstra doctor --probe --provider grok
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::DOCTOR)]
     Doctor(DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = examples::COMPLETIONS)]
     Completions(CompletionsArgs),
-    /// Print the man page (roff) on stdout.
-    Man,
+    /// Print a manual page (roff): okstra's own, or one command's
+    #[command(after_long_help = examples::MAN)]
+    Man(ManArgs),
     /// Count tokens and cost: one run's (recorded in its team state), or
     /// every run's since a day, per day and provider
-    ///
-    /// Examples:
-    ///   okstra usage .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
-    ///   okstra usage examples/report --json
-    ///   okstra usage --since 7d
-    ///   okstra usage --since 2026-11-01 --project-root examples/tiny-service
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::USAGE)]
     Usage(UsageArgs),
     /// Carry out a whole run headless: workers, convergence, report.
     ///
@@ -292,10 +236,7 @@ pub enum Command {
     /// dispatches the critic and the report writer, validates (one repair
     /// attempt), and renders the report. Exit 0 with a valid report, 1
     /// without one.
-    ///
-    /// Examples:
-    ///   okstra run .okstra/tasks/shop/bugs/checkout-500/error-analysis-001
-    ///   okstra run --task-type project-analysis --project-id demo --task-group review --task-id first-look --task-brief brief.md --yes
+    #[command(after_long_help = examples::RUN)]
     Run(Box<RunArgs>),
     /// What a host lead does next: okstra advances the run and names the host's tasks
     ///
@@ -307,11 +248,7 @@ pub enum Command {
     /// native sub-agent on a task file, ask the user), `waiting` (okstra's
     /// workers run), `done` (the report) or `failed` (why, and how to resume).
     /// Idempotent: calling it again hands out the same tasks.
-    ///
-    /// Examples:
-    ///   okstra next .okstra/tasks/shop/bugs/checkout-500/error-analysis-001 --json
-    ///   okstra next <run-dir> --wait --timeout 5m --json
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::NEXT)]
     Next(NextArgs),
     /// Hand okstra a native task's answer, or the user's answer to a question
     ///
@@ -320,11 +257,7 @@ pub enum Command {
     /// result block carries that attempt's tag; okstra writes the Result Path
     /// and closes the attempt. Exit 0 completed (or the same answer again), 1
     /// recorded without a result (`empty-output`), 2 refused.
-    ///
-    /// Examples:
-    ///   okstra submit <run-dir> claude-worker - --agent-id a1b2c3
-    ///   okstra submit <run-dir> approval answer.txt
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::SUBMIT)]
     Submit(SubmitArgs),
     /// Run as a host hook (installed by `/okstra` and `okstra install`)
     ///
@@ -338,6 +271,7 @@ pub enum Command {
     #[command(name = "__drive", hide = true)]
     Drive(DriveArgs),
     /// List every item of the run's completed analysers.
+    #[command(after_long_help = examples::ITEMS)]
     Items(ItemsArgs),
     /// Compute the report writer's inputs: the other workers' coverage.
     ///
@@ -350,12 +284,7 @@ pub enum Command {
     #[command(name = "__check-args", hide = true)]
     CheckArgs,
     /// Phase 5.5 convergence: plan a round, record its verdicts, classify
-    ///
-    /// Examples:
-    ///   okstra converge plan .okstra/tasks/p/g/t/project-analysis-001 --round 1
-    ///   okstra converge record .okstra/tasks/p/g/t/project-analysis-001 --round 1
-    ///   okstra converge classify .okstra/tasks/p/g/t/project-analysis-001 --json
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::CONVERGE)]
     Converge(ConvergeArgs),
 }
 
@@ -591,12 +520,7 @@ pub enum PublishCommand {
     /// most 50; the rest, and findings outside the diff, in the summary). The
     /// token comes from GITHUB_TOKEN (or GH_TOKEN). Publishing the same run
     /// again finds its earlier review and posts nothing.
-    ///
-    /// Examples:
-    ///   okstra publish github <run-dir> --repo acme/shop --pr 42
-    ///   okstra publish github <run-dir> --repo acme/shop --pr 42 --dry-run
-    ///   okstra publish github <run-dir> --repo acme/shop --pr 42 --api-url https://ghe.acme.dev/api/v3
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_long_help = examples::PUBLISH_GITHUB)]
     Github(PublishGithubArgs),
 }
 
@@ -978,6 +902,16 @@ pub struct CompletionsArgs {
     /// The shell to print a completion script for.
     #[arg(value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+/// `okstra man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print, as typed (`converge plan`) or as
+    /// its page is named (`converge-plan`, `okstra-converge-plan`).
+    /// [default: okstra's own page]
+    #[arg(value_name = "COMMAND", num_args = 0..)]
+    pub command: Vec<String>,
 }
 
 /// `okstra usage`.

@@ -82,6 +82,85 @@ pub const CANNOT_EXECUTE: u8 = 126;
 /// provider-exec preflight: the provider CLI is not on `PATH` (shell convention).
 pub const NOT_FOUND: u8 = 127;
 
+/// What each code means, as the manual page of `command` (a command path
+/// such as `gate` or `publish github`; empty for okstra's own page) lists
+/// them: `(code, meaning)`, in the order a reader looks them up.
+pub fn manual(command: &str) -> Vec<(String, &'static str)> {
+    match command {
+        "provider-exec" => vec![
+            (
+                "the CLI's own".to_owned(),
+                "the provider CLI exited by itself",
+            ),
+            (format!("{TIMED_OUT}"), "the idle watchdog stopped the CLI"),
+            (
+                format!("{EXEC_USAGE}"),
+                "wrong number of arguments, an unknown provider, or a look-alike CLI okstra cannot drive",
+            ),
+            (
+                format!("{EXEC_PROJECT_ROOT}"),
+                "the project root is missing or not a folder",
+            ),
+            (format!("{EXEC_MODEL}"), "the model is empty"),
+            (
+                format!("{EXEC_PROMPT}"),
+                "the prompt is missing, not a regular file, or unreadable",
+            ),
+            (
+                format!("{EXEC_WORKTREE}"),
+                "a worktree was given that is not a folder",
+            ),
+            (
+                format!("{EXEC_TIMEOUT_ARG}"),
+                "the idle timeout is not a non-negative whole number",
+            ),
+            (
+                format!("{EXEC_OS_ERROR}"),
+                "the wrapper could not set up supervision",
+            ),
+            (
+                format!("{EXEC_CANT_CREATE}"),
+                "the log or the status sidecar could not be created; nothing was started",
+            ),
+            (
+                format!("{CANNOT_EXECUTE}"),
+                "the CLI was found but could not be executed",
+            ),
+            (
+                format!("{NOT_FOUND}"),
+                "the CLI is not on PATH, or vanished before it could start",
+            ),
+            (
+                "128+N".to_owned(),
+                "the CLI was killed by signal N, or okstra received signal N and stopped it",
+            ),
+        ],
+        "hook" => vec![
+            (
+                format!("{SUCCESS}"),
+                "whatever the hook input held: a hook never blocks its host",
+            ),
+            (format!("{USAGE}"), "the command line does not parse"),
+        ],
+        _ => vec![
+            (format!("{SUCCESS}"), "done"),
+            (
+                format!("{FAILURE}"),
+                "the checked thing is wrong (an invalid report, a provider not ready, a dispatch that did not complete); for the gate, findings at or above --fail-on",
+            ),
+            (
+                format!("{USAGE}"),
+                "okstra could not do its job: bad input, a missing file, an I/O failure",
+            ),
+            (
+                format!("{UNRELIABLE}"),
+                "the gate (okstra gate, okstra run --fail-on) has no reliable answer: the report does not validate, or the run was not cross-verified, is still running or was stopped by its budget",
+            ),
+            ("128+N".to_owned(), "stopped by signal N"),
+        ],
+    }
+}
+
 /// The shell convention for "terminated by signal N": 128 + N.
 pub fn from_signal(signal: i32) -> u8 {
     u8::try_from(128 + signal.clamp(1, 127)).unwrap_or(u8::MAX)

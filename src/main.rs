@@ -22,6 +22,7 @@ mod change;
 mod child;
 mod cli;
 mod cli_docs;
+mod cli_examples;
 mod cli_facts;
 mod clock;
 mod closing;
@@ -73,9 +74,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 
-use crate::cli::{Cli, Command, LaunchArgs};
+use crate::cli::{Command, LaunchArgs};
 use crate::exit::ExitStatus;
 
 fn main() -> ExitCode {
@@ -90,7 +90,7 @@ fn main() -> ExitCode {
     if raw_args.get(1).is_some_and(|arg| arg == "provider-exec") {
         return provider_exec::main(None, raw_args.into_iter().skip(2).collect());
     }
-    let cli = match Cli::try_parse_from(raw_args) {
+    let cli = match cli_docs::parse(raw_args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
@@ -112,7 +112,7 @@ fn main() -> ExitCode {
         Some(Command::Install(args)) => install::install_command(&args),
         Some(Command::Doctor(args)) => doctor::doctor_command(&args),
         Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
-        Some(Command::Man) => cli_docs::man_command(),
+        Some(Command::Man(args)) => cli_docs::man_command(&args),
         Some(Command::Usage(args)) => usage::usage_command(&args),
         Some(Command::Next(args)) => lead::next_command(&args),
         Some(Command::Submit(args)) => dispatch::submit_command(&args),

@@ -629,14 +629,18 @@ static CLI_FLAGS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
     };
     let top = help(&[]);
     let mut texts = vec![top.clone()];
-    let commands = top
-        .split("Commands:")
-        .nth(1)
-        .unwrap_or_default()
-        .split("\n\n")
-        .next()
-        .unwrap_or_default()
-        .lines()
+    // The top level lists its commands in two groups.
+    let commands = ["Start here:", "For leads and scripts:"]
+        .into_iter()
+        .flat_map(|heading| {
+            top.split(heading)
+                .nth(1)
+                .unwrap_or_default()
+                .split("\n\n")
+                .next()
+                .unwrap_or_default()
+                .lines()
+        })
         .filter_map(|line| line.strip_prefix("  ")?.split_whitespace().next());
     for command in commands {
         let text = help(&[command]);

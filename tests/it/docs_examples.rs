@@ -90,7 +90,7 @@ fn okstra_part(line: &str) -> Option<String> {
 }
 
 /// The repository paths `line` names that do not exist.
-fn missing_paths(line: &str) -> Vec<String> {
+pub fn missing_paths(line: &str) -> Vec<String> {
     const ROOTS: [&str; 7] = [
         "examples/",
         "tests/",

@@ -28,7 +28,9 @@ fn version_and_help_explain_flags_and_defaults() {
     }
     // The examples keep their lines: each continuation ends its own line.
     assert!(
-        text.contains("Examples:\n  okstra --render-only --yes --task-type project-analysis \\\n"),
+        text.contains(
+            "  okstra --render-only --yes --task-type project-analysis \\\n    --project-id demo"
+        ),
         "examples are garbled:\n{text}"
     );
     for command in ["dispatch", "install", "doctor", "converge"] {
