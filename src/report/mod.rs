@@ -32,6 +32,7 @@
 
 pub mod anchor;
 mod checks;
+mod facts;
 pub mod findings;
 mod floor;
 mod html;

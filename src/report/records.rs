@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use crate::converge::FinalClass;
 
+use super::facts::RunFacts;
+use super::rules::LedgerClasses;
 use super::rules::{Problem, rows};
-use super::validate::{LedgerClasses, RunFacts};
 
 /// The fields of a coverage entry okstra computes from the attempt records
 /// and a writer could misstate; `provider` and `itemsReported` have checks

@@ -7,20 +7,20 @@
 //! indexed once, on its own thread, while data.json is parsed and checked.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread::{self, JoinHandle};
 
 use serde_json::Value;
 
-use crate::catalog::Role;
 use crate::converge::FinalClass;
 use crate::fsread;
 use crate::items;
 use crate::severity::{self};
 
+pub use super::facts::{Records, Rostered, RunFacts};
 use super::reliability::Reliability;
 pub use super::rules::{Indexed, LedgerClasses, Problem, rows};
-use super::verification::{self, Verification};
+use super::verification;
 
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
@@ -44,69 +44,6 @@ pub fn sort(problems: &mut [Problem]) {
             problem.message.clone(),
         )
     });
-}
-
-/// One rostered worker as the run manifest records it.
-#[derive(Debug, Clone)]
-pub struct Rostered {
-    pub worker_id: String,
-    pub role: String,
-    pub provider: String,
-    /// The worker's result file, already re-rooted under the run folder.
-    pub result_path: PathBuf,
-}
-
-/// What the run manifest tells the cross-file checks.
-#[derive(Debug, Clone)]
-pub struct RunFacts {
-    pub run_dir: PathBuf,
-    pub roster: Vec<Rostered>,
-    pub task_type: Option<String>,
-    pub schema_version: Option<String>,
-    pub run_id: Option<String>,
-    pub task_key: Option<String>,
-    /// The convergence ledger, when the run has one (`Err` when it cannot
-    /// be read).
-    pub ledger: Option<Result<LedgerClasses, String>>,
-    /// The `reliability` block the run's records give (`Err` when they
-    /// cannot be read); `None` when the report carries no block to check.
-    pub reliability: Option<Result<Reliability, String>>,
-    /// The `verification` block the run's records give (`Ok(None)` without
-    /// a ledger); `None` when the report carries no block to check.
-    pub verification: Option<Result<Option<Verification>, String>>,
-    /// The coverage and usage the run's records give (`Err` when they cannot
-    /// be read); `None` for a report older than 2.1, whose writer authored
-    /// both, which skips the checks that need them.
-    pub records: Option<Result<Records, String>>,
-}
-
-/// What okstra computes from a run's team state for the report: the
-/// `workerCoverage` and `usageSummary` it writes after the report writer
-/// ends.
-#[derive(Debug, Clone)]
-pub struct Records {
-    pub coverage: Vec<crate::coverage::Entry>,
-    pub usage: crate::usage::Summary,
-}
-
-impl RunFacts {
-    /// The workers whose results the report cites: everyone but the report
-    /// writer, which authors the report rather than contributing to it.
-    fn contributors(&self) -> impl Iterator<Item = &Rostered> {
-        self.roster
-            .iter()
-            .filter(|w| w.role != Role::ReportWriter.as_str())
-    }
-
-    /// The workers that need a coverage entry: from 2.1 on (okstra writes
-    /// the block) every one, the report writer included; before, the
-    /// contributors.
-    fn covered(&self) -> impl Iterator<Item = &Rostered> {
-        let all = self.records.is_some();
-        self.roster
-            .iter()
-            .filter(move |w| all || w.role != Role::ReportWriter.as_str())
-    }
 }
 
 /// The three synthesised row tables: key in data.json and id prefix.
