@@ -13,7 +13,6 @@
 //! finished or dead runs left (copies, okstra's refs and branches, logs).
 
 mod cleanup;
-mod dispatch_rows;
 mod event;
 #[cfg(test)]
 mod proptests;

@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::classify::{
     Anomaly, Attempt, Evidence, State, Verdict, classify, classify_attempt, parse_heartbeat,
 };
+use super::dispatch_rows::{DispatchRow, dispatch_rows};
 use super::files::RunFiles;
 use super::outcome::{self, RunLine};
 use super::{DISPATCH_EVENT, NOT_STARTED_SECS, TAIL_BYTES_MIN, TAIL_BYTES_PER_LINE};
@@ -24,7 +25,6 @@ use crate::catalog::Runner;
 use crate::clock;
 use crate::dispatch::select::Live;
 use crate::fsread;
-use crate::lifecycle::dispatch_rows::{DispatchRow, dispatch_rows};
 use crate::lifecycle::{Run, par_map};
 use crate::process_group as process;
 use crate::provider_exec::sidecar;

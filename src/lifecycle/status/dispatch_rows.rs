@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use super::classify::Verdict;
 use crate::catalog::{DispatchKind, Runner};
-use crate::lifecycle::status::Verdict;
 use crate::run::team_state::DispatchRecord;
 
 /// One dispatch record's row: every attempt okstra dispatch made, initial,

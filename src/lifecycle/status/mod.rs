@@ -26,6 +26,7 @@
 
 mod board;
 mod classify;
+mod dispatch_rows;
 mod files;
 mod outcome;
 mod render;
@@ -63,9 +64,9 @@ const STATUS_VERSION: u32 = 1;
 pub(in crate::lifecycle) use self::board::dispatch_times;
 use self::board::{RunStatus, boards};
 pub use self::board::{verdict_of_attempt, verdict_of_worker};
+pub use self::classify::State;
 #[cfg(test)]
 pub(in crate::lifecycle) use self::classify::parse_heartbeat;
-pub use self::classify::{State, Verdict};
 use self::render::render;
 
 /// The `--json` document.

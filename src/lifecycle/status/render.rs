@@ -206,7 +206,7 @@ fn landing_lines(run: &RunStatus<'_>) -> Vec<String> {
 }
 
 /// `  dispatch: <name> <kind> attempt <n> <state> [usage]: detail`.
-fn dispatch_line(row: &crate::lifecycle::dispatch_rows::DispatchRow) -> String {
+fn dispatch_line(row: &super::dispatch_rows::DispatchRow) -> String {
     let usage = row
         .usage
         .as_ref()
