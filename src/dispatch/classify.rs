@@ -16,7 +16,7 @@ use crate::ending::Ending;
 use crate::exit;
 use crate::provider_exec::status::Reason;
 
-use super::limit;
+use super::limit::{self, contains_word};
 use super::recover::{Cuts, Transcript};
 
 /// A `crash` this quick with no output is worth the one retry: a CLI that
@@ -239,19 +239,6 @@ fn find(lines: &[&str], needles: &[&str]) -> Option<String> {
             .iter()
             .any(|needle| contains_word(&lower, needle))
             .then(|| one_line(line))
-    })
-}
-
-/// `needle` in `haystack`; a numeric needle (`401`) must stand alone.
-pub(super) fn contains_word(haystack: &str, needle: &str) -> bool {
-    if !needle.bytes().all(|b| b.is_ascii_digit()) {
-        return haystack.contains(needle);
-    }
-    haystack.match_indices(needle).any(|(at, _)| {
-        let before = haystack[..at].chars().next_back();
-        let after = haystack[at + needle.len()..].chars().next();
-        !before.is_some_and(|c| c.is_ascii_alphanumeric())
-            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
     })
 }
 

@@ -39,8 +39,6 @@ use regex::Regex;
 
 use crate::ending::Ending;
 
-use super::classify::contains_word;
-
 /// A retry-after longer than this is a spent quota, not a brief refusal:
 /// no run should sit that long on one worker.
 pub const QUOTA_AFTER: Duration = Duration::from_hours(1);
@@ -339,6 +337,19 @@ fn jitter(hint: Duration, random: u64) -> Duration {
     let span = (hint / 10).max(Duration::from_secs(1));
     let span_ms = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
     Duration::from_millis(random % span_ms.max(1))
+}
+
+/// `needle` in `haystack`; a numeric needle (`401`) must stand alone.
+pub(super) fn contains_word(haystack: &str, needle: &str) -> bool {
+    if !needle.bytes().all(|b| b.is_ascii_digit()) {
+        return haystack.contains(needle);
+    }
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let after = haystack[at + needle.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric())
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+    })
 }
 
 #[cfg(test)]
