@@ -13,19 +13,7 @@ use crate::catalog::Provider;
 use crate::cli_facts::Program;
 use crate::ending::Ending;
 
-/// `text` quoted for a POSIX shell when it needs it, so a command okstra
-/// prints pastes as it is.
-pub fn shell_word(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@,".contains(&b))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
+use crate::shell::word as shell_word;
 
 /// How `provider`'s CLI is installed.
 pub fn install(provider: Provider) -> &'static str {
@@ -133,16 +121,6 @@ pub fn drop_from_roster(provider: Provider, workers: &[String]) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn commands_paste_into_a_shell() {
-        assert_eq!(
-            shell_word("/p/.okstra/tasks/a/b/c/x-001"),
-            "/p/.okstra/tasks/a/b/c/x-001"
-        );
-        assert_eq!(shell_word("/my runs/it's"), r"'/my runs/it'\''s'");
-        assert_eq!(shell_word(""), "''");
-    }
 
     #[test]
     fn every_failing_ending_has_advice_and_completed_none() {

@@ -127,7 +127,7 @@ fn cost(run: &Run) -> String {
             "{}${:.2}, {} tokens",
             if totals.cost_partial { "at least " } else { "" },
             totals.cost_usd,
-            crate::estimate::human(totals.tokens)
+            crate::table::human(totals.tokens)
         )
     };
     if let Some(estimate) = crate::estimate::read(run) {

@@ -15,109 +15,17 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::preflight;
 use crate::run::Run;
+use crate::usage::ESTIMATE_VERSION;
+pub use crate::usage::{Basis, Estimate, Range, read_estimate as read};
 use crate::usage::{ModelKey, Prices, Tokens};
 
-/// Version of `state/estimate.json`.
-const ESTIMATE_VERSION: u32 = 1;
 /// Bytes of prompt per token: the usual rule of thumb for English and code.
 const BYTES_PER_TOKEN: u64 = 4;
 /// Earlier runs read at most: the newest ones say the most.
 const MAX_EARLIER_RUNS: usize = 50;
-
-/// Low and high ends of an estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Range<T> {
-    pub low: T,
-    pub high: T,
-}
-
-/// What the estimate rests on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Basis {
-    /// This project's earlier runs (and the floor).
-    EarlierRuns,
-    /// The rendered prompts only: no earlier run to go by.
-    Prompts,
-}
-
-/// The estimate of one run, as `state/estimate.json` keeps it and the
-/// report's `usageSummary.estimate` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Estimate {
-    pub schema_version: u32,
-    pub tokens: Range<u64>,
-    /// `None` when a model is missing from the price table.
-    pub cost_usd: Option<Range<f64>>,
-    pub basis: Basis,
-    /// How many earlier runs of the project it was made from.
-    pub earlier_runs: usize,
-    /// The rendered prompts' tokens: the least the run can take.
-    pub floor_tokens: u64,
-    pub prices_as_of: String,
-}
-
-impl Estimate {
-    /// `42k–180k tokens, $0.40–$2.10` (or `at least 12k tokens …`).
-    pub fn line(&self) -> String {
-        let cost = |range: &Range<f64>| {
-            if (range.high - range.low).abs() < 0.005 {
-                format!("${:.2}", range.low)
-            } else {
-                format!("${:.2}–${:.2}", range.low, range.high)
-            }
-        };
-        match self.basis {
-            Basis::Prompts => format!(
-                "at least {} tokens{} (the rendered prompts alone; no earlier run of this project to go by)",
-                human(self.tokens.low),
-                self.cost_usd.as_ref().map_or_else(
-                    || ", cost unknown (a model is not in the price table)".to_owned(),
-                    |c| format!(", at least {}", cost(c))
-                )
-            ),
-            Basis::EarlierRuns => format!(
-                "{}–{} tokens{} (from {} earlier run{} of this project; the prompts alone are {})",
-                human(self.tokens.low),
-                human(self.tokens.high),
-                self.cost_usd
-                    .as_ref()
-                    .map_or_else(|| ", cost unknown".to_owned(), |c| format!(", {}", cost(c))),
-                self.earlier_runs,
-                if self.earlier_runs == 1 { "" } else { "s" },
-                human(self.floor_tokens),
-            ),
-        }
-    }
-}
-
-impl Estimate {
-    /// The range alone: `30.0k–120.0k tokens, $0.30–$1.50`, or `at least
-    /// 12.0k tokens` when the floor is all there is.
-    pub fn short(&self) -> String {
-        let cost = self.cost_usd.as_ref().map_or_else(String::new, |c| {
-            if (c.high - c.low).abs() < 0.005 {
-                format!(", ${:.2}", c.low)
-            } else {
-                format!(", ${:.2}–${:.2}", c.low, c.high)
-            }
-        });
-        match self.basis {
-            Basis::Prompts => format!("at least {} tokens{cost}", human(self.tokens.low)),
-            Basis::EarlierRuns => format!(
-                "{}–{} tokens{cost}",
-                human(self.tokens.low),
-                human(self.tokens.high)
-            ),
-        }
-    }
-}
 
 /// One earlier run's spend per rostered worker.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -272,15 +180,6 @@ pub fn per_worker(team_state: &Value, workers: usize) -> Option<PerWorker> {
     })
 }
 
-/// The run's kept estimate, if it has one.
-pub fn read(run: &Run) -> Option<Estimate> {
-    let path = run.layout().estimate();
-    let bytes = crate::fsread::read_no_follow(&path, crate::fsread::Kind::Manifest).ok()?;
-    serde_json::from_slice::<Estimate>(&bytes)
-        .ok()
-        .filter(|e| e.schema_version == ESTIMATE_VERSION)
-}
-
 /// The run's estimate: the kept one, else made now and kept.
 pub fn ensure(run: &Run, prices: &Prices) -> Result<Estimate> {
     if let Some(kept) = read(run) {
@@ -293,56 +192,6 @@ pub fn ensure(run: &Run, prices: &Prices) -> Result<Estimate> {
     crate::durable::write_atomic(&path, &bytes)
         .with_context(|| format!("cannot write `{}`", path.display()))?;
     Ok(made)
-}
-
-/// The plan's lines: a header, one line per worker, the estimate.
-pub fn plan_lines(run: &Run, checked: &preflight::Report, estimate: &Estimate) -> Vec<String> {
-    let mut lines = vec![format!(
-        "plan: {} run `{}` of `{}`, {} worker{}",
-        run.task_type,
-        run.run_id,
-        run.task_key,
-        run.assignments.len(),
-        if run.assignments.len() == 1 { "" } else { "s" }
-    )];
-    let width = run
-        .assignments
-        .iter()
-        .map(|a| a.dispatch_name.chars().count())
-        .max()
-        .unwrap_or(0);
-    for assignment in &run.assignments {
-        let check = checked.of(assignment.provider);
-        let account = check.map_or_else(
-            || "the host's session".to_owned(),
-            preflight::Check::account,
-        );
-        let cli = check
-            .and_then(preflight::Check::cli)
-            .map_or_else(String::new, |cli| format!(" ({cli})"));
-        lines.push(format!(
-            "  {:<width$}  {} {} via {}{cli}; account: {account}",
-            assignment.dispatch_name,
-            assignment.provider,
-            assignment.model_execution_value,
-            assignment.runner,
-        ));
-    }
-    lines.push(format!("estimate: {}", estimate.line()));
-    lines
-}
-
-/// `1234` → `1.2k`, `2500000` → `2.5M`.
-pub fn human(count: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "one decimal of a display value")]
-    let value = count as f64;
-    if count >= 1_000_000 {
-        format!("{:.1}M", value / 1e6)
-    } else if count >= 1_000 {
-        format!("{:.1}k", value / 1e3)
-    } else {
-        count.to_string()
-    }
 }
 
 #[cfg(test)]

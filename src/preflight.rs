@@ -276,6 +276,44 @@ fn leave_out(provider: Provider, assignments: &[Assignment]) -> Option<String> {
     (!flags.is_empty()).then(|| flags.join(" "))
 }
 
+/// The plan's lines: a header, one line per worker, the estimate.
+pub fn plan_lines(
+    run: &crate::run::Run,
+    checked: &Report,
+    estimate: &crate::estimate::Estimate,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "plan: {} run `{}` of `{}`, {} worker{}",
+        run.task_type,
+        run.run_id,
+        run.task_key,
+        run.assignments.len(),
+        if run.assignments.len() == 1 { "" } else { "s" }
+    )];
+    let width = run
+        .assignments
+        .iter()
+        .map(|a| a.dispatch_name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for assignment in &run.assignments {
+        let check = checked.of(assignment.provider);
+        let account = check.map_or_else(|| "the host's session".to_owned(), Check::account);
+        let cli = check
+            .and_then(Check::cli)
+            .map_or_else(String::new, |cli| format!(" ({cli})"));
+        lines.push(format!(
+            "  {:<width$}  {} {} via {}{cli}; account: {account}",
+            assignment.dispatch_name,
+            assignment.provider,
+            assignment.model_execution_value,
+            assignment.runner,
+        ));
+    }
+    lines.push(format!("estimate: {}", estimate.line()));
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

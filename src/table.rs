@@ -146,6 +146,19 @@ pub fn render(
     text
 }
 
+/// `1234` → `1.2k`, `2500000` → `2.5M`.
+pub fn human(count: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "one decimal of a display value")]
+    let value = count as f64;
+    if count >= 1_000_000 {
+        format!("{:.1}M", value / 1e6)
+    } else if count >= 1_000 {
+        format!("{:.1}k", value / 1e3)
+    } else {
+        count.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -236,7 +236,7 @@ impl Lead {
     /// on a terminal without `yes` ask whether to start.
     fn confirm_plan(&self, checked: &crate::preflight::Report, yes: bool) -> Result<bool> {
         let estimate = crate::estimate::ensure(&self.run, &self.options()?.prices)?;
-        for line in crate::estimate::plan_lines(&self.run, checked, &estimate) {
+        for line in crate::preflight::plan_lines(&self.run, checked, &estimate) {
             diag::progress(line);
         }
         if yes || !crate::ask::is_interactive() {

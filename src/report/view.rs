@@ -396,8 +396,8 @@ fn estimate_line(summary: &super::model::UsageSummary) -> Option<String> {
             .map(|n| n.unwrap_or(0))
             .sum::<u64>();
             match t.cost_usd {
-                Some(cost) => format!("{} tokens, ${cost:.2}", crate::estimate::human(tokens)),
-                None => format!("{} tokens", crate::estimate::human(tokens)),
+                Some(cost) => format!("{} tokens, ${cost:.2}", crate::table::human(tokens)),
+                None => format!("{} tokens", crate::table::human(tokens)),
             }
         },
     );

@@ -231,7 +231,7 @@ impl Line {
             estimate: summary
                 .estimate
                 .as_ref()
-                .map(crate::estimate::Estimate::short),
+                .map(super::estimated::Estimate::short),
             prices_as_of: Some(summary.prices_as_of.clone()),
         }
     }
@@ -288,7 +288,7 @@ impl Line {
             lines,
             estimate: summary
                 .get("estimate")
-                .and_then(|e| serde_json::from_value::<crate::estimate::Estimate>(e.clone()).ok())
+                .and_then(|e| serde_json::from_value::<super::estimated::Estimate>(e.clone()).ok())
                 .map(|e| e.short()),
             prices_as_of: summary
                 .get("pricesAsOf")
@@ -315,7 +315,7 @@ fn compact(table: &Compact) -> String {
         Column::number("OUTPUT"),
         Column::number("COST"),
     ];
-    let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), crate::estimate::human);
+    let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), crate::table::human);
     let rows: Vec<Vec<String>> = table
         .lines
         .iter()

@@ -73,7 +73,7 @@ pub struct Summary {
     /// What the run was estimated to take before it started
     /// (`state/estimate.json`), to show beside what it took.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimate: Option<crate::estimate::Estimate>,
+    pub estimate: Option<super::estimated::Estimate>,
 }
 
 /// One attempt's usage, and where it goes in the team state.
@@ -669,7 +669,7 @@ fn summarise(
             source,
             prices_as_of,
             warnings,
-            estimate: crate::estimate::read(run),
+            estimate: super::estimated::read_estimate(run),
         },
     }
 }

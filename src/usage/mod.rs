@@ -37,6 +37,7 @@
 mod across;
 mod budget;
 mod command;
+mod estimated;
 mod follow;
 mod ids;
 mod kimi;
@@ -60,6 +61,7 @@ use serde::{Deserialize, Serialize};
 )]
 pub use budget::{Budget, Totals, recorded_totals};
 pub use command::{record as record_usage, usage_command};
+pub use estimated::{Basis, ESTIMATE_VERSION, Estimate, Range, read_estimate};
 pub use follow::Follow;
 pub use ids::is_valid_id;
 pub use ledger::Summary;

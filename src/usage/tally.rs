@@ -66,15 +66,24 @@ impl Record {
         let Some(input) = self.input_tokens else {
             return "unavailable".to_owned();
         };
-        let mut text = format!("in {}", human(input));
+        let mut text = format!("in {}", crate::table::human(input));
         let (read, write) = (
             self.cache_read_tokens.unwrap_or(0),
             self.cache_write_tokens.unwrap_or(0),
         );
         if read > 0 || write > 0 {
-            let _ = write!(text, " · cache r {} w {}", human(read), human(write));
+            let _ = write!(
+                text,
+                " · cache r {} w {}",
+                crate::table::human(read),
+                crate::table::human(write)
+            );
         }
-        let _ = write!(text, " · out {}", human(self.output_tokens.unwrap_or(0)));
+        let _ = write!(
+            text,
+            " · out {}",
+            crate::table::human(self.output_tokens.unwrap_or(0))
+        );
         match self.cost_usd {
             Some(cost) if self.cost_partial => {
                 let _ = write!(text, " · ≥${cost:.4}");
@@ -115,19 +124,6 @@ impl Record {
         tally.cost_partial = self.cost_partial;
         tally.cost_sources = self.cost_source.into_iter().collect();
         tally
-    }
-}
-
-/// `1234` → `1.2k`, `2500000` → `2.5M`.
-fn human(count: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "one decimal of a display value")]
-    let value = count as f64;
-    if count >= 1_000_000 {
-        format!("{:.1}M", value / 1e6)
-    } else if count >= 1_000 {
-        format!("{:.1}k", value / 1e3)
-    } else {
-        count.to_string()
     }
 }
 
