@@ -22,6 +22,9 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The preflight wants each provider's key variable set; the fakes take any value.
+FAKE_KEYS = {"ANTHROPIC_API_KEY": "fake", "OPENAI_API_KEY": "fake",
+             "GEMINI_API_KEY": "fake", "KIMI_MODEL_API_KEY": "fake"}
 BINARY = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/okstra")
 SAMPLES = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 SLEEP = 1.0
@@ -32,7 +35,7 @@ def main():
     root = tempfile.mkdtemp(prefix="okstra-bench-run-")
     shutil.copytree(os.path.join(REPO, "examples/tiny-service"), os.path.join(root, "project"))
     shutil.copy(os.path.join(REPO, "examples/brief.md"), os.path.join(root, "brief.md"))
-    env = dict(os.environ, PATH=f"{REPO}/tests/fixtures/team:/usr/bin:/bin", FAKE_SLEEP=str(SLEEP))
+    env = dict(os.environ, PATH=f"{REPO}/tests/fixtures/team:/usr/bin:/bin", **FAKE_KEYS, FAKE_SLEEP=str(SLEEP))
     walls = []
     for index in range(SAMPLES):
         start = time.perf_counter()

@@ -21,6 +21,9 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The preflight wants each provider's key variable set; the fakes take any value.
+FAKE_KEYS = {"ANTHROPIC_API_KEY": "fake", "OPENAI_API_KEY": "fake",
+             "GEMINI_API_KEY": "fake", "KIMI_MODEL_API_KEY": "fake"}
 BINARY = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/okstra")
 SAMPLES = int(sys.argv[2]) if len(sys.argv) > 2 else 21
 RECORDS = 200
@@ -85,7 +88,7 @@ def main():
     root = tempfile.mkdtemp(prefix="okstra-bench-status-")
     shutil.copytree(os.path.join(REPO, "examples/tiny-service"), os.path.join(root, "project"))
     shutil.copy(os.path.join(REPO, "examples/brief.md"), os.path.join(root, "brief.md"))
-    env = dict(os.environ, PATH=f"{REPO}/tests/fixtures/team:/usr/bin:/bin")
+    env = dict(os.environ, PATH=f"{REPO}/tests/fixtures/team:/usr/bin:/bin", **FAKE_KEYS)
     out = subprocess.run(
         [BINARY, "run", "--yes", "--json", "--task-type", "project-analysis", "--project-id", "bench",
          "--task-group", "g", "--task-id", "status", "--task-brief", "brief.md",
