@@ -44,6 +44,9 @@ struct Host<'a> {
     via: Via,
     /// Environment for the sub-agents it plays.
     env: Vec<(&'static str, String)>,
+    /// Play each task where its prompt's `**Project root:**` says (a
+    /// sub-agent that obeys its prompt), not in the project.
+    in_prompts_root: bool,
 }
 
 impl<'a> Host<'a> {
@@ -54,6 +57,7 @@ impl<'a> Host<'a> {
             binary,
             via,
             env: Vec::new(),
+            in_prompts_root: false,
         }
     }
 
@@ -83,8 +87,12 @@ impl<'a> Host<'a> {
     /// The final message the host's sub-agent gives on `task` (bounded in
     /// time, like every command here).
     fn play(&self, task: &Value) -> String {
-        let prompt = fs::File::open(task["promptPath"].as_str().unwrap()).unwrap();
+        let prompt_path = task["promptPath"].as_str().unwrap();
+        let prompt = fs::File::open(prompt_path).unwrap();
         let mut cmd = self.world.command(self.world.path("bin").join(self.binary));
+        if self.in_prompts_root {
+            cmd.current_dir(prompts_root(prompt_path));
+        }
         cmd.stdin(prompt)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -158,6 +166,28 @@ impl<'a> Host<'a> {
         }
         panic!("the run did not end after 60 answers");
     }
+}
+
+/// The project root the worker prompt behind the task file at `path`
+/// names (its `**Project root:**` line).
+fn prompts_root(path: &str) -> PathBuf {
+    let task = fs::read_to_string(path).unwrap();
+    let prompt = task
+        .lines()
+        .find_map(|line| {
+            line.split('`').nth(1).filter(|p| {
+                Path::new(p)
+                    .extension()
+                    .is_some_and(|ext| ext.eq_ignore_ascii_case("md"))
+            })
+        })
+        .map_or_else(|| path.to_owned(), str::to_owned);
+    let text = fs::read_to_string(&prompt).unwrap_or(task);
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("**Project root:**"))
+        .unwrap_or_else(|| panic!("no project root in {prompt}"));
+    PathBuf::from(line.split('`').nth(1).unwrap())
 }
 
 /// `line` (a command line okstra printed) run by `sh`, `stdin` fed; its
@@ -810,4 +840,63 @@ fn a_batch_stopped_early_is_told_once_and_paid_for_again_only_when_resumed() {
     // one's fresh attempt of the resume.
     assert_eq!(attempts(&run, "codex-worker").len(), 2);
     assert_eq!(attempts(&run, "claude-worker").len(), 2);
+}
+
+/// A host-led implementation run: the user approves, the host's own
+/// Executor (a native sub-agent working where its prompt says) makes its
+/// change and its fix pass, the verifiers check both, and the change
+/// reaches the user's tree only through `okstra land`: okstra committed it
+/// on the run's branch.
+#[test]
+fn a_host_led_executors_change_is_on_the_runs_branch_and_lands_only_through_land() {
+    let world = team_project();
+    crate::support::commit_all(world.root());
+    let run = world.render(&[
+        "--task-type",
+        "implementation",
+        "--lead-runtime",
+        "claude-code",
+        "--executor",
+        "claude",
+        "--workers",
+        "codex,kimi,report-writer",
+    ]);
+    let mut host = Host::new(&world, run.clone(), "claude", Via::Submit);
+    // Its change, and a fix pass that fixes what the verifiers confirm.
+    host.env.push(("FAKE_EDIT", "1".to_owned()));
+    host.env.push(("FAKE_FIX_EDIT", "1".to_owned()));
+    host.in_prompts_root = true;
+    let (answer, _) = host.next(&[]);
+    let approval = &answer["tasks"][0];
+    assert_eq!(approval["kind"], "ask-user", "{answer}");
+    assert_eq!(
+        run_line(&world, approval["submit"].as_str().unwrap(), b"yes\n"),
+        0
+    );
+    let (answer, code) = host.drive();
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
+    let source = world.root().join("src/inventory.py");
+    let mark = "# okstra-fake-change";
+    assert!(!fs::read_to_string(&source).unwrap().contains(mark));
+    let branch = "refs/heads/okstra/demo/review/reservations/implementation-001";
+    let shown = Command::new("git")
+        .current_dir(world.root())
+        .args(["show", &format!("{branch}:src/inventory.py")])
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{shown:?}");
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(mark));
+    world
+        .okstra()
+        .args(["land", "--check"])
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(!fs::read_to_string(&source).unwrap().contains(mark));
+    world.okstra().arg("land").arg(&run).assert().success();
+    assert!(fs::read_to_string(&source).unwrap().contains(mark));
 }
