@@ -16,10 +16,10 @@
 //! lease for the time it works on the run.
 
 use std::collections::BTreeSet;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::catalog::{Role, Runner};
@@ -174,47 +174,30 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
         items.extend(found);
     }
 
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if args.json {
-        let report = Report {
-            schema_version: CLEANUP_VERSION,
-            execute: args.execute,
-            project_root: &root,
-            older_than_seconds: args.older_than.as_secs(),
-            items: &items,
-            skipped: &skipped,
-        };
-        serde_json::to_writer(&mut out, &report).context("cannot write the cleanup report")?;
-        writeln!(out)?;
-    } else {
-        for item in &items {
-            writeln!(
-                out,
-                "{}",
-                crate::fsread::escape(&describe(item, args.execute))
-            )?;
-        }
-        for skip in &skipped {
-            writeln!(
-                out,
-                "{}",
-                crate::fsread::escape(&format!(
-                    "skipped `{}`: {}",
-                    skip.run_dir.display(),
-                    skip.reason
-                ))
-            )?;
-        }
-    }
-    out.flush()?;
-    if items.is_empty() {
-        diag::progress(format_args!(
-            "nothing to clean up under `{}`",
-            okstra_dir.display()
-        ));
-    } else if !args.execute {
-        diag::progress("dry run; pass `--execute` to do the above");
-    }
+    let report = Report {
+        schema_version: CLEANUP_VERSION,
+        execute: args.execute,
+        project_root: &root,
+        older_than_seconds: args.older_than.as_secs(),
+        items: &items,
+        skipped: &skipped,
+    };
+    let lines: Vec<String> = items
+        .iter()
+        .map(|item| describe(item, args.execute))
+        .collect();
+    let notes: Vec<String> = skipped
+        .iter()
+        .map(|skip| format!("skipped `{}`: {}", skip.run_dir.display(), skip.reason))
+        .collect();
+    super::print_plan(
+        args.json.then_some(&report),
+        &lines,
+        &notes,
+        args.execute,
+        "clean up",
+        &okstra_dir,
+    )?;
     if items.iter().any(|i| i.failed) {
         return Ok(ExitStatus::Failure);
     }

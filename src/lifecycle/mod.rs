@@ -100,3 +100,43 @@ pub fn project_root(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
     Ok(root)
 }
+
+/// What `reap` and `cleanup` print once they have planned (and, with
+/// `--execute`, done) their work: the JSON report, or one escaped line per
+/// thing (`lines`) and per note (`notes`: what it left alone and why);
+/// then on stderr that there was nothing to do (`verb`: what the command
+/// does) or, on a dry run, how to do it.
+fn print_plan(
+    json: Option<&impl serde::Serialize>,
+    lines: &[String],
+    notes: &[String],
+    execute: bool,
+    verb: &str,
+    okstra_dir: &Path,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match json {
+        Some(report) => {
+            serde_json::to_writer(&mut out, report)
+                .with_context(|| format!("cannot write the {verb} report"))?;
+            writeln!(out)?;
+        }
+        None => {
+            for line in lines.iter().chain(notes) {
+                writeln!(out, "{}", crate::fsread::escape(line))?;
+            }
+        }
+    }
+    out.flush()?;
+    if lines.is_empty() {
+        crate::diag::progress(format_args!(
+            "nothing to {verb} under `{}`",
+            okstra_dir.display()
+        ));
+    } else if !execute {
+        crate::diag::progress("dry run; pass `--execute` to do the above");
+    }
+    Ok(())
+}

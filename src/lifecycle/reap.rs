@@ -30,10 +30,9 @@
 //! (`workspace::remove`); a path from a record is never trusted alone.
 
 use std::fs;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::ReapArgs;
@@ -189,42 +188,26 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         }
     }
 
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if args.json {
-        let report = Report {
-            schema_version: REAP_VERSION,
-            execute: args.execute,
-            project_root: &root,
-            actions: &actions,
-            copies: &copies,
-        };
-        serde_json::to_writer(&mut out, &report).context("cannot write the reap report")?;
-        writeln!(out)?;
-    } else {
-        for action in &actions {
-            writeln!(
-                out,
-                "{}",
-                crate::fsread::escape(&describe(action, args.execute))
-            )?;
-        }
-        for copy in &copies {
-            writeln!(
-                out,
-                "{}",
-                crate::fsread::escape(&describe_copy(copy, args.execute))
-            )?;
-        }
-    }
-    out.flush()?;
-    if actions.is_empty() && copies.is_empty() && !args.json {
-        diag::progress(format_args!(
-            "nothing to reap under `{}`",
-            okstra_dir.display()
-        ));
-    } else if !(args.execute || actions.is_empty() && copies.is_empty()) {
-        diag::progress("dry run; pass `--execute` to do the above");
-    }
+    let report = Report {
+        schema_version: REAP_VERSION,
+        execute: args.execute,
+        project_root: &root,
+        actions: &actions,
+        copies: &copies,
+    };
+    let lines: Vec<String> = actions
+        .iter()
+        .map(|action| describe(action, args.execute))
+        .chain(copies.iter().map(|copy| describe_copy(copy, args.execute)))
+        .collect();
+    super::print_plan(
+        args.json.then_some(&report),
+        &lines,
+        &[],
+        args.execute,
+        "reap",
+        &okstra_dir,
+    )?;
     if actions.iter().any(|a| a.failed) || copies.iter().any(|c| c.failed) {
         return Ok(ExitStatus::Failure);
     }
