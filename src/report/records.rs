@@ -201,8 +201,9 @@ fn escape_pointer(key: &str) -> String {
 /// Every claim of the convergence ledger is in the report, in its class:
 /// a `full-` or `partial-consensus` claim in a `consensus` row (a
 /// `differences` row when the run was not cross-verified), a
-/// `worker-unique` one in a `differences` row, and no `worker-unique` or
-/// unclassified claim in `consensus`. (`contested` claims have their own rule in
+/// `worker-unique` one in a `differences` row, and no `worker-unique`,
+/// unclassified or never-reviewed item (one the ledger does not hold) in
+/// `consensus`. (`contested` claims have their own rule in
 /// `validate::convergence`; an `unverifiable` one okstra lists apart.)
 pub(super) fn ledger_complete(report: &Value, ledger: &LedgerClasses, problems: &mut Vec<Problem>) {
     let cited = |table: &'static str| -> HashSet<&str> {
@@ -262,6 +263,9 @@ pub(super) fn ledger_complete(report: &Value, ledger: &LedgerClasses, problems: 
             let why = match ledger.classes.get(item) {
                 Some(Some(FinalClass::WorkerUnique)) => "is `worker-unique`",
                 Some(None) => "has no final class (convergence never settled it)",
+                // A description, or an item convergence never saw: nobody
+                // was asked to check it.
+                None => "is not a claim of the ledger (no reviewer was asked about it)",
                 _ => continue,
             };
             problems.push(Problem::new(
@@ -322,16 +326,20 @@ mod tests {
         assert_eq!(lines(&problems), Vec::<String>::new());
 
         // Dropped: the partial-consensus claim; promoted: the worker-unique
-        // and the unclassified claims.
+        // and the unclassified claims, and a description nobody reviewed.
         let tampered = json!({
             "reliability": {"crossVerified": true},
-            "consensus": [{"sourceItems": ["a:F-1", "a:F-2", "a:F-3"]}],
+            "consensus": [{"sourceItems": ["a:F-1", "a:F-2", "a:F-3", "a:D-1"]}],
             "differences": [{"sourceItems": ["a:F-2", "b:F-2"]}],
         });
         let mut problems = Vec::new();
         ledger_complete(&tampered, &ledger, &mut problems);
         let found = lines(&problems);
-        assert_eq!(found.len(), 3, "{found:#?}");
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(
+            found[3].starts_with("/consensus/0/sourceItems/3 `a:D-1` is not a claim of the ledger"),
+            "{found:#?}"
+        );
         assert!(found[0].starts_with(
             "/consensus `b:F-1` is `partial-consensus` in `state/convergence-ledger.json` but \
              no `consensus` row cites it"

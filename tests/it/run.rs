@@ -650,4 +650,35 @@ fn only_findings_go_to_review_and_the_same_defect_is_shown_once() {
     };
     assert_eq!(class("claude:F-006"), "contested");
     assert_eq!(class("claude:F-001"), "full-consensus");
+
+    // A description nobody was asked to check, promoted into a consensus
+    // row of the report: rejected against the records.
+    let items = world
+        .okstra()
+        .args(["items", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let items: Value = serde_json::from_slice(&items.stdout).unwrap();
+    let description = items["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["claim"] == false && i["owner"] == "claude")
+        .expect("a whole result has descriptions")["itemId"]
+        .clone();
+    let data_path = run.join("report/data.json");
+    let mut report = read_json(&data_path);
+    let row = &mut report["consensus"][0]["sourceItems"];
+    let position = row.as_array().unwrap().len();
+    row.as_array_mut().unwrap().push(description.clone());
+    fs::write(&data_path, serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+    let output = world.okstra().arg("validate").arg(&run).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let wanted = format!(
+        "/consensus/0/sourceItems/{position}: [convergence] `{}` is not a claim of the ledger",
+        description.as_str().unwrap()
+    );
+    assert!(stdout.contains(&wanted), "{wanted}\n{stdout}");
 }
