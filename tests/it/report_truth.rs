@@ -323,3 +323,63 @@ fn the_example_report_validates_at_both_levels() {
         checked.stderr
     );
 }
+
+/// Every file below `root`, with its bytes.
+fn tree(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = fs::read(&path).unwrap();
+                files.insert(path.strip_prefix(root).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// The bundled example ships the snapshot its anchors were checked against
+/// and the stored check: `okstra items` on it (an example of its help)
+/// agrees with the report that the cited lines hold, and writes nothing —
+/// no snapshot taken of whatever surrounds the example, no ref made in the
+/// repository it was cloned into.
+#[test]
+fn the_example_run_answers_items_from_what_it_ships_and_writes_nothing() {
+    let away = tempfile::tempdir().unwrap();
+    let example = away.path().join("report");
+    copy_dir(&repo_root().join("examples/report"), &example);
+    let before = tree(&example);
+    let output = okstra()
+        .args(["items", "--json"])
+        .arg(&example)
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let status = |id: &str| {
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["itemId"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {listed}"))["anchorStatus"]
+            .clone()
+    };
+    for id in ["claude:F-001", "claude:F-002", "claude:F-003"] {
+        assert_eq!(status(id), "verified", "{id}");
+    }
+    assert_eq!(
+        tree(&example),
+        before,
+        "okstra items wrote into the example"
+    );
+}
