@@ -98,7 +98,8 @@ def main():
         for w in WORKERS
     ] + [{"workerId": "report-writer", "role": "report-writer", "provider": "claude",
           "dispatchName": "report-writer", "resultPath": str(out / "report" / "data.json")}]
-    manifest = {"schemaVersion": 1, "runDir": str(out), "taskType": "project-analysis",
+    manifest = {"schemaVersion": 1, "runId": "project-analysis-001", "taskKey": "bench/report/large",
+                "runDir": str(out), "taskType": "project-analysis",
                 "assignments": assignments,
                 "finalReport": {"dataPath": str(out / "report" / "data.json"), "schemaVersion": "2.0"}}
     (out / "run-manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
