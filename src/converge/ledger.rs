@@ -413,24 +413,25 @@ pub fn write<T: Serialize>(path: &Path, schema_name: &str, value: &T) -> Result<
     })
 }
 
-/// Schema-check a ledger or plan meant for `path` and serialize it (compact:
-/// a ledger of a thousand items is read by programs, and pretty-printing it
-/// doubled its size and the time to write it).
+/// Serialize a ledger or plan meant for `path` (compact: a ledger of a
+/// thousand items is read by programs, and pretty-printing it doubled its
+/// size and the time to write it). Debug builds (the tests) check it
+/// against its schema first; a release build skips what its reader checks
+/// again, which was a third of a large ledger's round trip.
 pub fn to_bytes<T: Serialize>(path: &Path, schema_name: &str, value: &T) -> Result<Vec<u8>, Error> {
-    let value = serde_json::to_value(value).map_err(|source| Error::Json {
+    let json = |source| Error::Json {
         path: path.to_path_buf(),
         source,
-    })?;
-    schema::check(
-        schema_name,
-        &value,
-        &format!("the ledger or plan for `{}`", path.display()),
-    )?;
-    let mut bytes = serde_json::to_vec(&value).map_err(|source| Error::Json {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    discard(value);
+    };
+    if cfg!(debug_assertions) {
+        let value = serde_json::to_value(value).map_err(json)?;
+        schema::check(
+            schema_name,
+            &value,
+            &format!("the ledger or plan for `{}`", path.display()),
+        )?;
+    }
+    let mut bytes = serde_json::to_vec(value).map_err(json)?;
     bytes.push(b'\n');
     Ok(bytes)
 }
