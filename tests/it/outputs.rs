@@ -196,12 +196,14 @@ fn sarif_of_the_example_report_is_valid_relative_and_anchored() {
             ("C-001".into(), Some("src/payments/client.rs:88-88".into())),
             ("C-002".into(), Some("src/payments/client.rs:94-94".into())),
             ("C-003".into(), Some("config/payments.toml:12-12".into())),
-            ("D-001".into(), None),
+            // codex's part of it cites the config line.
+            ("D-001".into(), Some("config/payments.toml:12-12".into())),
         ]
     );
     let critical = &results(&log)[1];
     assert_eq!(critical["level"], "error");
-    assert_eq!(critical["ruleId"], "okstra/finding");
+    // An error analysis's root-cause section.
+    assert_eq!(critical["ruleId"], "okstra/root-cause");
     assert_eq!(critical["properties"]["convergence"], "full-consensus");
     assert_eq!(critical["properties"]["severity"], "critical");
     assert_eq!(
@@ -214,9 +216,9 @@ fn sarif_of_the_example_report_is_valid_relative_and_anchored() {
     );
     let contested = &results(&log)[3];
     assert_eq!(contested["properties"]["convergence"], "contested");
-    assert_eq!(contested["properties"]["anchored"], false);
+    assert_eq!(contested["properties"]["anchored"], true);
     assert!(
-        contested["message"]["text"]
+        !contested["message"]["text"]
             .as_str()
             .unwrap()
             .contains("(unanchored:")
