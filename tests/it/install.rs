@@ -2,45 +2,15 @@
 //! `okstra man`: the real binary installing into a temporary HOME (set for
 //! the child only), checked file by file and byte for byte.
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::support::{okstra, okstra_path};
-
-/// What a folder holds: file bytes, link targets and (empty) folders.
-#[derive(Debug, PartialEq, Eq)]
-enum Node {
-    File(Vec<u8>),
-    Link(PathBuf),
-    Dir,
-}
-
-fn tree(root: &Path) -> BTreeMap<PathBuf, Node> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Node>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let relative = path.strip_prefix(root).unwrap().to_owned();
-            let meta = fs::symlink_metadata(&path).unwrap();
-            if meta.file_type().is_symlink() {
-                out.insert(relative, Node::Link(fs::read_link(&path).unwrap()));
-            } else if meta.is_dir() {
-                out.insert(relative, Node::Dir);
-                walk(root, &path, out);
-            } else {
-                out.insert(relative, Node::File(fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
+use crate::support::{okstra, okstra_path, tree};
 
 /// A temporary HOME and a separate bin folder.
 struct World {

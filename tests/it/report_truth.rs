@@ -14,7 +14,7 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use crate::run::{run, run_dir, team_project};
-use crate::support::{copy_dir, okstra, read_json, repo_root};
+use crate::support::{copy_dir, okstra, read_json, repo_root, tree};
 
 const LIMIT: Duration = Duration::from_mins(2);
 
@@ -322,24 +322,6 @@ fn the_example_report_validates_at_both_levels() {
         "{}",
         checked.stderr
     );
-}
-
-/// Every file below `root`, with its bytes.
-fn tree(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
-    let mut files = std::collections::BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = fs::read(&path).unwrap();
-                files.insert(path.strip_prefix(root).unwrap().to_path_buf(), bytes);
-            }
-        }
-    }
-    files
 }
 
 /// The bundled example ships the snapshot its anchors were checked against

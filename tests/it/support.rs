@@ -11,6 +11,7 @@
 //! project.okstra().args(["dispatch"]).arg(&run).assert().success();
 //! ```
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -500,4 +501,34 @@ pub fn team_state_path(run: &Path) -> PathBuf {
                 .is_some_and(|name| name.to_string_lossy().starts_with("team-state-"))
         })
         .expect("a rendered run has a team state")
+}
+
+/// What a folder holds: file bytes, link targets and (empty) folders, to
+/// compare a folder before and after a command byte for byte.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Node {
+    File(Vec<u8>),
+    Link(PathBuf),
+    Dir,
+}
+
+pub fn tree(root: &Path) -> BTreeMap<PathBuf, Node> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Node>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path.strip_prefix(root).unwrap().to_owned();
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if meta.file_type().is_symlink() {
+                out.insert(relative, Node::Link(fs::read_link(&path).unwrap()));
+            } else if meta.is_dir() {
+                out.insert(relative, Node::Dir);
+                walk(root, &path, out);
+            } else {
+                out.insert(relative, Node::File(fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
 }
