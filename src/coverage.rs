@@ -243,7 +243,7 @@ pub fn write_inputs(manifest: &Run) -> Result<ReportInputs> {
             .collect(),
         convergence_ledger: ledger.is_file().then_some(ledger),
         reliability: reliability::compute(&manifest.dir)?,
-        verification: crate::report::verification::compute(&manifest.dir)?,
+        verification: crate::report::verification::compute(&manifest.dir, None)?,
     };
     let path = RunLayout::of(&manifest.dir).report_inputs();
     let mut bytes = serde_json::to_vec_pretty(&inputs)?;

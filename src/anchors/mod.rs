@@ -27,7 +27,7 @@ mod store;
 use serde::{Deserialize, Serialize};
 
 pub use self::grammar::{Anchor, parse};
-pub use self::store::{ItemToCheck, ResultToCheck, check_results, check_texts};
+pub use self::store::{ItemToCheck, ResultToCheck, check_anchors, check_results, check_texts};
 
 /// How an anchor, or an item's anchors together, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -143,7 +143,12 @@ pub fn check_results(run: &Run, results: &[ResultToCheck<'_>]) -> Result<Vec<Vec
 /// against the run's snapshot. Not stored here: the caller keeps them with
 /// the verdicts they belong to.
 pub fn check_texts(run: &Run, texts: &[&str]) -> Result<Vec<Anchoring>> {
-    let parsed: Vec<Vec<Anchor>> = texts.iter().map(|text| grammar::parse(text)).collect();
+    check_anchors(run, texts.iter().map(|text| grammar::parse(text)).collect())
+}
+
+/// Each list of anchors, checked against the run's snapshot (taken now if
+/// the run has none).
+pub fn check_anchors(run: &Run, parsed: Vec<Vec<Anchor>>) -> Result<Vec<Anchoring>> {
     if parsed.iter().all(Vec::is_empty) {
         return Ok(parsed
             .into_iter()

@@ -384,12 +384,13 @@ pub struct Blocks {
 
 impl Blocks {
     /// Compute every block from the records of the run in `run_dir` as they
-    /// are now (nothing is read but the records).
-    pub fn compute(run_dir: &Path) -> Result<Blocks> {
+    /// are now, and from `report`'s evidence rows (checked against the
+    /// run's snapshot).
+    pub fn compute(run_dir: &Path, report: &Value) -> Result<Blocks> {
         let (coverage, usage) = coverage_and_usage(run_dir)?;
         Ok(Blocks {
             reliability: reliability::compute(run_dir)?,
-            verification: verification::compute(run_dir)?,
+            verification: verification::compute(run_dir, Some(report))?,
             coverage,
             usage,
             landing: landing_block(run_dir)?,
@@ -500,13 +501,16 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
         Some("2.0") if is_at_least(expected, RELIABILITY_SINCE) => RELIABILITY_SINCE.to_owned(),
         _ => return Ok(None),
     };
-    let Some(report) = value.as_object_mut() else {
+    if !value.is_object() {
         return Ok(None);
-    };
+    }
     if refresh {
         crate::usage::record_usage(run_dir)?;
     }
-    let blocks = Blocks::compute(run_dir)?;
+    let blocks = Blocks::compute(run_dir, &value)?;
+    let Some(report) = value.as_object_mut() else {
+        return Ok(None);
+    };
     let entries = blocks.entries()?;
     let unchanged = entries
         .iter()
@@ -651,8 +655,10 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         if let Some(run) = loaded.run.as_mut()
             && loaded.value.get("verification").is_some()
         {
-            run.verification =
-                Some(verification::compute(&run.run_dir).map_err(|err| format!("{err:#}")));
+            run.verification = Some(
+                verification::compute(&run.run_dir, Some(&loaded.value))
+                    .map_err(|err| format!("{err:#}")),
+            );
         }
         let indexes = loaded
             .pending
@@ -907,6 +913,7 @@ mod tests {
             "EstimateRange",
             "Landing",
             "Verification",
+            "CheckedEvidence",
             "VerifiedItem",
             "Review",
             "AnchorStatus",

@@ -37,6 +37,23 @@ pub struct Verification {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
     pub items: Vec<VerifiedItem>,
+    /// Each `primaryEvidence` row's location and excerpt as okstra checked
+    /// them, in the rows' order; empty before the report writer wrote any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<CheckedEvidence>,
+}
+
+/// One `primaryEvidence` row of the report, checked: the writer quotes the
+/// code, okstra says whether the snapshot holds it there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckedEvidence {
+    pub id: String,
+    /// `none` for a location that names no line of the project (a log, a
+    /// reproduction).
+    pub anchor_status: anchors::Status,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Checked>,
 }
 
 /// One claim: who found it, its anchors, who reviewed it and how.
@@ -84,8 +101,9 @@ pub struct Review {
 }
 
 /// The block for the run in `run_dir`; `None` when it has no convergence
-/// ledger.
-pub fn compute(run_dir: &Path) -> Result<Option<Verification>> {
+/// ledger. With `report` (its data.json, once the writer wrote it), its
+/// `primaryEvidence` rows are checked too.
+pub fn compute(run_dir: &Path, report: Option<&Value>) -> Result<Option<Verification>> {
     let compute = || -> Result<Option<Verification>> {
         let info = RunInfo::load(run_dir)?;
         let path = RunLayout::of(info.dir()).convergence_ledger();
@@ -94,7 +112,11 @@ pub fn compute(run_dir: &Path) -> Result<Option<Verification>> {
         else {
             return Ok(None);
         };
-        Ok(Some(of(&info, &ledger)))
+        let mut block = of(&info, &ledger);
+        if let Some(report) = report {
+            block.evidence = evidence(&info, report)?;
+        }
+        Ok(Some(block))
     };
     compute().with_context(|| {
         format!(
@@ -130,7 +152,52 @@ pub fn of(info: &RunInfo, ledger: &Ledger) -> Verification {
             .iter()
             .map(|item| verified(item, &context, &roster))
             .collect(),
+        evidence: Vec::new(),
     }
+}
+
+/// Each `primaryEvidence` row of `report` with an id, its location's
+/// anchors checked against the run's snapshot. The row's excerpt belongs to
+/// its location when that names one place; a location that names several
+/// keeps the excerpts written beside each.
+fn evidence(info: &RunInfo, report: &Value) -> Result<Vec<CheckedEvidence>> {
+    let rows: Vec<(&str, Vec<anchors::grammar::Anchor>)> = report
+        .get("primaryEvidence")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|row| {
+            let id = row.get("id").and_then(Value::as_str)?;
+            let location = row.get("location").and_then(Value::as_str).unwrap_or("");
+            let mut parsed = anchors::grammar::parse(location);
+            if let ([only], Some(excerpt)) = (
+                parsed.as_mut_slice(),
+                row.get("excerpt").and_then(Value::as_str),
+            ) && only.excerpt.is_none()
+                && !excerpt.trim().is_empty()
+            {
+                only.excerpt = Some(crate::fsread::clip(
+                    excerpt.trim(),
+                    anchors::grammar::MAX_PART_BYTES,
+                ));
+            }
+            Some((id, parsed))
+        })
+        .collect();
+    let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
+    let checked = anchors::check_anchors(
+        &info.run,
+        rows.into_iter().map(|(_, parsed)| parsed).collect(),
+    )?;
+    Ok(ids
+        .into_iter()
+        .zip(checked)
+        .map(|(id, anchoring)| CheckedEvidence {
+            id: id.to_owned(),
+            anchor_status: anchoring.anchor_status,
+            anchors: anchoring.anchors,
+        })
+        .collect())
 }
 
 fn verified(item: &LedgerItem, context: &classify::Context<'_>, roster: &[&str]) -> VerifiedItem {
@@ -308,6 +375,15 @@ fn against_records(block: &Value, expected: &Verification, problems: &mut Vec<Pr
                     .and_then(Value::as_str)
                     .map_or_else(|| "none recorded".to_owned(), |s| format!("`{s}`"))
             ),
+        ));
+    }
+    if block.get("evidence") != wanted.get("evidence") {
+        problems.push(Problem::new(
+            "verification",
+            "/verification/evidence",
+            "`verification.evidence` is not what okstra finds at the `primaryEvidence` rows' \
+             locations in the run's snapshot; okstra writes this block, never edit it"
+                .to_owned(),
         ));
     }
     let found = block.get("items").and_then(Value::as_array);

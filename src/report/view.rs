@@ -35,6 +35,9 @@ pub struct View<'a> {
     pub consensus: Vec<Consensus<'a>>,
     pub differences: Vec<Difference<'a>>,
     pub evidence: Vec<Evidence<'a>>,
+    /// Whether okstra checked the evidence rows against the run's snapshot
+    /// (`verification.evidence`): the tables then say what it found.
+    pub evidence_checked: bool,
     pub coverage: Workers<'a>,
     pub usage: Usage<'a>,
     /// Who found and who verified each cited claim, when the report has a
@@ -210,6 +213,11 @@ pub struct Evidence<'a> {
     pub location: &'a str,
     pub excerpt: Option<&'a str>,
     pub sources: &'a [String],
+    /// What okstra found at the location (`verified`, `moved`,
+    /// `unanchored`, `none`), when it checked the row.
+    pub checked: Option<&'static str>,
+    /// Where a moved excerpt was found, or why the location did not resolve.
+    pub check_detail: Option<String>,
 }
 
 /// Worker coverage: the table, then every note, then every failure.
@@ -372,7 +380,15 @@ impl<'a> View<'a> {
                 .iter()
                 .map(|row| Difference::new(report, row))
                 .collect(),
-            evidence: report.primary_evidence.iter().map(Evidence::new).collect(),
+            evidence: report
+                .primary_evidence
+                .iter()
+                .map(|row| Evidence::new(report, row))
+                .collect(),
+            evidence_checked: report
+                .verification
+                .as_ref()
+                .is_some_and(|block| !block.evidence.is_empty()),
             coverage: Workers::new(&report.worker_coverage),
             usage: Usage::new(report),
             checks: Checks::new(report),
@@ -473,13 +489,28 @@ impl<'a> Difference<'a> {
 }
 
 impl<'a> Evidence<'a> {
-    fn new(row: &'a EvidenceRow) -> Self {
+    fn new(report: &'a Report, row: &'a EvidenceRow) -> Self {
+        let checked = report
+            .verification
+            .as_ref()
+            .and_then(|block| block.evidence.iter().find(|e| e.id == row.id));
+        let check_detail = checked.and_then(|e| {
+            let moved = e.anchors.iter().find_map(|a| {
+                a.found_at
+                    .as_ref()
+                    .map(|at| format!("found at `{}:{at}`", a.path))
+            });
+            let failed = e.anchors.iter().find_map(|a| a.reason.clone());
+            moved.or(failed)
+        });
         Evidence {
             id: &row.id,
             claim: &row.claim,
             location: &row.location,
             excerpt: row.excerpt.as_deref(),
             sources: &row.source_items,
+            checked: checked.map(|e| e.anchor_status.as_str()),
+            check_detail,
         }
     }
 }

@@ -142,3 +142,76 @@ fn a_report_without_the_block_renders_as_before() {
     let value: Value = read_json(&fixture("v2-valid/report/data.json"));
     assert!(value.get("verification").is_none());
 }
+
+/// The report writer quotes the code in `primaryEvidence`; okstra checks
+/// each row's location and excerpt against the run's snapshot, writes what
+/// it found into `verification.evidence`, and both views say it. A quote
+/// the code does not hold is shown as not found, and a hand edit of the
+/// finding fails validation.
+#[test]
+fn evidence_rows_are_checked_against_the_snapshot_and_the_views_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("v2.1-valid"), dir.path());
+    let path = dir.path().join("report/data.json");
+    let mut data = read_json(&path);
+    assert_eq!(
+        data["verification"]["evidence"][0]["anchorStatus"],
+        "verified"
+    );
+    // The writer misquotes line 88.
+    data["primaryEvidence"][0]["excerpt"] = "loop { retry(); }".into();
+    fs::write(&path, serde_json::to_string_pretty(&data).unwrap()).unwrap();
+    let out = validate(dir.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "/verification/evidence: [verification] `verification.evidence` is not what okstra \
+             finds at the `primaryEvidence` rows' locations in the run's snapshot"
+        ),
+        "{}",
+        out.stdout
+    );
+
+    // `okstra report` writes what okstra found, and shows it.
+    let (views, out) = render(dir.path());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let evidence = read_json(&path)["verification"]["evidence"].clone();
+    let statuses: Vec<(&str, &str)> = evidence
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap(),
+                e["anchorStatus"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("E-001", "unanchored"),
+            ("E-002", "none"),
+            ("E-003", "none")
+        ]
+    );
+    assert_eq!(validate(dir.path()).code, 0);
+    let markdown = fs::read_to_string(views.path().join("final-report.md")).unwrap();
+    assert!(
+        markdown.contains(
+            "| `src/payments/client.rs:88` | `loop { retry(); }` | not found: the excerpt is not \
+             in `src/payments/client.rs` |"
+        ),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| `lb access log, 12th 14:02-14:09` | - | no line of the project |"),
+        "{markdown}"
+    );
+    let html = fs::read_to_string(views.path().join("final-report.html")).unwrap();
+    assert!(
+        html.contains("<th>Checked by okstra</th>")
+            && html.contains(r#"<span class="badge unanchored">unanchored</span>"#),
+        "{html}"
+    );
+}
