@@ -102,7 +102,8 @@ pub struct Review {
 
 /// The block for the run in `run_dir`; `None` when it has no convergence
 /// ledger. With `report` (its data.json, once the writer wrote it), its
-/// `primaryEvidence` rows are checked too.
+/// `primaryEvidence` rows are checked too, against the snapshot the run
+/// recorded (none recorded: nothing to check them against).
 pub fn compute(run_dir: &Path, report: Option<&Value>) -> Result<Option<Verification>> {
     let compute = || -> Result<Option<Verification>> {
         let info = RunInfo::load(run_dir)?;
@@ -113,7 +114,11 @@ pub fn compute(run_dir: &Path, report: Option<&Value>) -> Result<Option<Verifica
             return Ok(None);
         };
         let mut block = of(&info, &ledger);
-        if let Some(report) = report {
+        // Against the run's recorded snapshot only: checking evidence never
+        // takes one (`okstra validate` writes nothing into a run).
+        if let Some(report) = report
+            && block.snapshot.is_some()
+        {
             block.evidence = evidence(&info, report)?;
         }
         Ok(Some(block))

@@ -215,3 +215,24 @@ fn evidence_rows_are_checked_against_the_snapshot_and_the_views_say_so() {
         "{html}"
     );
 }
+
+/// `okstra validate` only reads: on a run whose snapshot record is gone it
+/// says the block no longer matches, and takes no snapshot to check the
+/// evidence against.
+#[test]
+fn validate_takes_no_snapshot_of_a_run_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("v2.1-valid"), dir.path());
+    fs::remove_file(dir.path().join("state/snapshot.json")).unwrap();
+    fs::remove_dir_all(dir.path().join("snapshot")).unwrap();
+    let before = crate::support::tree(dir.path());
+    let out = validate(dir.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("/verification/snapshot: [verification]"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(crate::support::tree(dir.path()), before);
+}
