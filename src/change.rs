@@ -6,13 +6,12 @@
 //!
 //! Both are recorded in the run manifest at render time (`source`,
 //! `change`), so the gate, SARIF and the pull-request review judge the run
-//! by the tree it saw, not by whatever is checked out later. git is run
-//! with no terminal and no pager, its output read up to a cap.
+//! by the tree it saw, not by whatever is checked out later. git runs
+//! through [`crate::git::Git`] (no hook, fsmonitor or filter of anybody's,
+//! no terminal), its output read up to a cap.
 
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -111,7 +110,11 @@ pub fn file_at(project_root: &Path, commit: &str, path: &str) -> Option<String> 
     if !commit.bytes().all(|b| b.is_ascii_hexdigit()) || path.starts_with('-') {
         return None;
     }
-    git(project_root, &["show", &format!("{commit}:{path}")]).ok()
+    git(
+        project_root,
+        &["cat-file", "blob", &format!("{commit}:{path}")],
+    )
+    .ok()
 }
 
 /// Resolve `spec` (`BASE...HEAD`, or `BASE` for `BASE...HEAD`) in
@@ -287,43 +290,18 @@ fn new_range(header: &str) -> Option<[u32; 2]> {
     Some([start, start + count - 1])
 }
 
-/// Run git in `root` and return its stdout (at most [`MAX_DIFF_BYTES`]);
-/// an error carries the first line git printed on stderr.
+/// Run git in `root` (through [`crate::git::Git`]: no hook, fsmonitor,
+/// filter or external diff of anybody's runs) and return its stdout, at
+/// most [`MAX_DIFF_BYTES`].
 fn git(root: &Path, args: &[&str]) -> Result<String> {
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_PAGER", "cat")
+    let stdout = crate::git::Git::at(root)
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run `git`")?;
-    let mut stdout = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        out.take(MAX_DIFF_BYTES as u64 + 1)
-            .read_to_end(&mut stdout)
-            .context("cannot read git's output")?;
-    }
+        .run(args)
+        .map_err(anyhow::Error::new)?;
     if stdout.len() > MAX_DIFF_BYTES {
-        let _ = child.kill();
-        let _ = child.wait();
-        bail!("git printed more than {MAX_DIFF_BYTES} bytes");
-    }
-    let mut stderr = Vec::new();
-    if let Some(err) = child.stderr.take() {
-        let _ = err.take(64 * 1024).read_to_end(&mut stderr);
-    }
-    let status = child.wait().context("cannot wait for `git`")?;
-    if !status.success() {
-        let message = String::from_utf8_lossy(&stderr);
         bail!(
-            "`git {}` failed: {}",
-            args.first().copied().unwrap_or_default(),
-            message.lines().next().unwrap_or("no message").trim()
+            "`git {}` printed more than {MAX_DIFF_BYTES} bytes",
+            args.first().copied().unwrap_or_default()
         );
     }
     Ok(String::from_utf8_lossy(&stdout).into_owned())

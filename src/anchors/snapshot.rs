@@ -229,8 +229,7 @@ impl GitSnapshot {
             return Ok(blobs);
         }
         let mut child = crate::git::Git::at(&self.repo)
-            .streaming()
-            .args(["cat-file", "--batch"])
+            .streaming(["cat-file", "--batch"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -50,7 +50,24 @@ pub fn onto_branch(run: &Run, record: &mut DispatchRecord) -> Result<(), String>
         .commit
         .clone()
         .ok_or("the Executor's copy does not record the commit it was made from")?;
-    workspace::owned(&copy.path, &run.project_root, &identity.run_dir).map_err(|err| line(&err))?;
+    // Where okstra put the copy, from the run itself: the record's path is
+    // only accepted when it names that place.
+    let location = workspace::locate(
+        &run.project_root,
+        &run.task_key,
+        &run.run_id,
+        &record.worker_id,
+    )
+    .map_err(|err| line(&err))?;
+    if copy.path != location.root {
+        return Err(format!(
+            "the Executor's record names `{}` as its copy, which is not where okstra put it (`{}`)",
+            copy.path.display(),
+            location.root.display()
+        ));
+    }
+    workspace::owned(&location.root, &run.project_root, &identity.run_dir)
+        .map_err(|err| line(&err))?;
     let state = run.team_state().map_err(|err| format!("{err:#}"))?;
     let old = state.branch_tip(&record.dispatch_name).map(str::to_owned);
     let own_work = run
@@ -68,22 +85,17 @@ pub fn onto_branch(run: &Run, record: &mut DispatchRecord) -> Result<(), String>
         record.attempt,
         record.dispatch_name,
     );
-    let commit = workspace::branch::commit(&copy.path, &parent, &message, own_work)
-        .map_err(|err| format!("cannot commit the Executor's change: {}", line(&err)))?;
+    let commit =
+        workspace::branch::commit(&location, &run.project_root, &parent, &message, own_work)
+            .map_err(|err| format!("cannot commit the Executor's change: {}", line(&err)))?;
     if old.as_deref() != Some(commit.as_str()) {
-        workspace::branch::publish(
-            &run.project_root,
-            &copy.path,
-            &name,
-            &commit,
-            old.as_deref(),
-        )
-        .map_err(|err| {
-            format!(
-                "cannot put the Executor's change on `{name}`: {}",
-                line(&err)
-            )
-        })?;
+        workspace::branch::publish(&run.project_root, &location, &name, &commit, old.as_deref())
+            .map_err(|err| {
+                format!(
+                    "cannot put the Executor's change on `{name}`: {}",
+                    line(&err)
+                )
+            })?;
     }
     if let Some(branch) = record.branch.as_mut() {
         branch.parent = Some(parent);

@@ -3,80 +3,143 @@
 //! attempt started from, and fetched into the user's repository as
 //! `refs/heads/okstra/<task key>/<run id>` ([`super::branch_ref`]).
 //!
-//! The commit is made in the copy (its own index, its own object store);
-//! the user's repository receives its objects by `git fetch` from the copy
-//! (no ref, no `FETCH_HEAD`, no tag written), then okstra's branch is set
-//! with a compare-and-swap: only while it names the commit okstra recorded
-//! last (or, the first time, only while it does not exist). A branch of
-//! that name someone else made or moved makes the call fail with git's own
-//! words, and nothing is moved.
+//! The commit is made through okstra's own git directory for the copy
+//! (`git_copy`: its own index and object store, the copy only as the work
+//! tree), never through a `.git` the Executor could have rewritten; a
+//! nested repository the Executor made is left out of the commit. The
+//! user's repository receives the objects by `git fetch` from okstra's git
+//! directory (no ref, no `FETCH_HEAD`, no tag written), then okstra's
+//! branch is set with a compare-and-swap: only while it names the commit
+//! okstra recorded last (or, the first time, only while it does not exist).
+//! A branch of that name someone else made or moved makes the call fail
+//! with git's own words, and nothing is moved.
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use crate::git::{self, Git};
 
 use super::snapshot::as_okstra;
+use super::{Error, Location};
 
-/// The copy's own ref the user's repository fetches from.
+/// The ref in okstra's git directory the user's repository fetches from.
 const COPY_REF: &str = "refs/heads/okstra-change";
+/// git's mode of a gitlink (a nested repository's commit).
+const MODE_GITLINK: &[u8] = b"160000";
 
-/// Commit the working tree of the copy at `root` (tracked and untracked
-/// files that are not ignored, nothing under a `.okstra/` folder) on
-/// `parent` with `message`. A tree equal to `parent`'s gives `parent` back
-/// unless `always` (an Executor's first attempt always gets its commit).
-/// The copy's `HEAD` ends at the commit, so it is clean again.
+/// Commit the working tree of the copy at `copy` (tracked and untracked
+/// files that are not ignored, nothing under a `.okstra/` folder, no
+/// nested repository the Executor made) on `parent` with `message`,
+/// through okstra's own git directory. A tree equal to `parent`'s gives
+/// `parent` back unless `always` (an Executor's first attempt always gets
+/// its commit). okstra's `HEAD` for the copy ends at the commit.
+///
+/// `project` is the user's project: a copy an older okstra made has no git
+/// directory of okstra's beside it, which is then made from `parent`.
 pub fn commit(
-    root: &Path,
+    copy: &Location,
+    project: &Path,
     parent: &str,
     message: &str,
     always: bool,
-) -> Result<String, git::Error> {
-    let git = Git::at(root);
+) -> Result<String, Error> {
+    let failed = |source: git::Error| Error::GitCopy {
+        path: copy.root.clone(),
+        source,
+    };
+    if !super::is_real_dir(&copy.git_dir) {
+        super::git_copy::adopt(copy, project, parent)?;
+    }
+    let git = Git::own(&copy.git_dir, Some(&copy.root));
+    let base = git.run(["ls-tree", "-r", "-z", parent]).map_err(failed)?;
     git.run([
         "add",
         "--all",
         "--",
         ":/",
         ":(top,exclude,glob)**/.okstra/**",
-    ])?;
-    let tree = git.line(["write-tree"])?;
-    let parent_tree = git.line(["rev-parse", &format!("{parent}^{{tree}}")])?;
+    ])
+    .map_err(failed)?;
+    let staged = git.run(["ls-files", "--stage", "-z"]).map_err(failed)?;
+    let nested = new_gitlinks(&base, &staged);
+    if !nested.is_empty() {
+        let mut list = Vec::new();
+        for path in nested {
+            list.extend_from_slice(path);
+            list.push(0);
+        }
+        git.clone()
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .input(list)
+            .run([
+                "rm",
+                "--cached",
+                "--quiet",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ])
+            .map_err(failed)?;
+    }
+    let tree = git.line(["write-tree"]).map_err(failed)?;
+    let parent_tree = git
+        .line(["rev-parse", &format!("{parent}^{{tree}}")])
+        .map_err(failed)?;
     let commit = if tree == parent_tree && !always {
         parent.to_owned()
     } else {
-        as_okstra(&git).line(["commit-tree", &tree, "-p", parent, "-m", message])?
+        as_okstra(&git)
+            .line(["commit-tree", &tree, "-p", parent, "-m", message])
+            .map_err(failed)?
     };
-    git.run(["update-ref", COPY_REF, &commit])?;
-    git.run(["update-ref", "--no-deref", "HEAD", &commit])?;
+    git.run(["update-ref", COPY_REF, &commit]).map_err(failed)?;
+    git.run(["update-ref", "--no-deref", "HEAD", &commit])
+        .map_err(failed)?;
     Ok(commit)
 }
 
-/// Bring `commit` (the copy's [`COPY_REF`]) from the copy at `root` into
-/// the repository of `project` (`git fetch` of the objects, no ref
-/// written), then point `branch` at it only while it still names `old`
+/// The paths of index entries (`ls-files --stage -z`) that are gitlinks
+/// the base tree (`ls-tree -r -z`) does not hold: repositories the Executor
+/// made or cloned inside its copy, whose commits the user's repository does
+/// not have.
+fn new_gitlinks<'a>(base: &[u8], staged: &'a [u8]) -> Vec<&'a [u8]> {
+    let known: std::collections::HashSet<&[u8]> = gitlinks(base).collect();
+    gitlinks(staged)
+        .filter(|path| !known.contains(path))
+        .collect()
+}
+
+/// The paths of the gitlinks in a `-z` listing of `<mode> … \t<path>`.
+fn gitlinks(listing: &[u8]) -> impl Iterator<Item = &[u8]> {
+    listing
+        .split(|b| *b == 0)
+        .filter(|record| record.starts_with(MODE_GITLINK))
+        .filter_map(|record| {
+            let tab = record.iter().position(|b| *b == b'\t')?;
+            Some(&record[tab + 1..])
+        })
+}
+
+/// Bring `commit` ([`COPY_REF`] of okstra's git directory for the copy
+/// `copy`) into the repository of `project` (`git fetch` of the objects, no
+/// ref written), then point `branch` at it only while it still names `old`
 /// (`None`: only while it does not exist) — `update-ref` checks and moves
 /// under git's own lock, so a branch someone else moved or made is left
 /// as it is and the call fails with git's words.
 pub fn publish(
     project: &Path,
-    root: &Path,
+    copy: &Location,
     branch: &str,
     commit: &str,
     old: Option<&str>,
 ) -> Result<(), git::Error> {
     let git = Git::at(project);
     git.run([
-        // No housekeeping of the user's repository on the way.
-        std::ffi::OsStr::new("-c"),
-        "gc.auto=0".as_ref(),
-        "-c".as_ref(),
-        "maintenance.auto=false".as_ref(),
-        "fetch".as_ref(),
+        OsStr::new("fetch"),
         "--quiet".as_ref(),
         "--no-tags".as_ref(),
         "--no-write-fetch-head".as_ref(),
         "--no-recurse-submodules".as_ref(),
-        root.as_os_str(),
+        copy.git_dir.as_os_str(),
         COPY_REF.as_ref(),
     ])?;
     // The null id of the repository's hash length: "must not exist".

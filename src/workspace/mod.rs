@@ -71,6 +71,11 @@ pub const MAX_COPY_FILES: u64 = 20_000;
 pub const MAX_COPY_BYTES: u64 = 512 * 1024 * 1024;
 /// The marker file at a copy's root.
 pub const MARKER: &str = ".okstra-workspace.json";
+/// The folder beside a run's copies holding okstra's own git directory for
+/// each (`<run folder>/.okstra-git/<worker-id>`): out of every copy, and
+/// never a copy itself (a worker id is a slug, which never starts with a
+/// dot).
+const OWN_GIT_DIRS: &str = ".okstra-git";
 /// Version of the marker's format.
 const MARKER_VERSION: u32 = 1;
 /// Hex digits of the project root's SHA-256 in the path: enough to tell
@@ -314,6 +319,9 @@ pub struct Location {
     pub project: PathBuf,
     /// Whether the project lies in a git repository (a `.git` above it).
     pub in_git: bool,
+    /// okstra's own git directory for a git copy, beside the copy: the only
+    /// repository okstra's git uses there (`git_copy`).
+    pub git_dir: PathBuf,
 }
 
 /// Where isolated copies live: `${XDG_STATE_HOME:-$HOME/.local/state}/okstra/workspaces`.
@@ -346,10 +354,11 @@ fn locate_in(
     worker_id: &str,
 ) -> Result<Location, Error> {
     let project = canonical(project_root);
-    let root =
-        run_folder_in(workspaces, &project, task_key, run_id)?.join(slug("worker id", worker_id)?);
+    let run_folder = run_folder_in(workspaces, &project, task_key, run_id)?;
+    let root = run_folder.join(slug("worker id", worker_id)?);
     let prefix = repository_prefix(&project);
     Ok(Location {
+        git_dir: own_git_dir(&root),
         project: match prefix.as_deref() {
             Some(prefix) if !prefix.as_os_str().is_empty() => root.join(prefix),
             _ => root.clone(),
@@ -402,6 +411,24 @@ fn slug<'a>(what: &'static str, value: &'a str) -> Result<&'a str, Error> {
             value: value.to_owned(),
         })
     }
+}
+
+/// okstra's own git directory for the copy at `root`
+/// (`<run folder>/.okstra-git/<worker-id>`).
+fn own_git_dir(root: &Path) -> PathBuf {
+    let parent = root.parent().unwrap_or(root);
+    let name = root.file_name().unwrap_or_default();
+    parent.join(OWN_GIT_DIRS).join(name)
+}
+
+/// Whether `path` is a folder itself, not a symlink to one.
+fn is_real_dir(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|meta| meta.is_dir())
+}
+
+/// Whether `path` is a regular file itself, not a symlink to one.
+fn is_real_file(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|meta| meta.is_file())
 }
 
 /// The project root resolved (symlinks, `..`), or as given when it cannot be.
@@ -775,7 +802,13 @@ pub fn remove(path: &Path, kind: Kind, project_root: &Path, run_dir: &Path) -> R
         return Ok(());
     }
     owned(path, project_root, run_dir)?;
-    std::fs::remove_dir_all(path).map_err(Error::io("remove", path))
+    std::fs::remove_dir_all(path).map_err(Error::io("remove", path))?;
+    if kind == Kind::GitCopy {
+        // okstra's own git directory for it, beside it; unlinked, never
+        // followed, whatever is there.
+        git_copy::remove_entry(&own_git_dir(path))?;
+    }
+    Ok(())
 }
 
 fn millis(since: Instant) -> u64 {

@@ -103,6 +103,19 @@ fn repository(git: &Git, project: &Path) -> Result<Repository, git::Error> {
     }
 }
 
+/// `commit` of the repository at `project` as a copy would borrow it (its
+/// object store and format), whether or not it is a snapshot.
+pub(super) fn borrowed(project: &Path, commit: &str) -> Result<Snapshot, git::Error> {
+    let git = Git::at(project);
+    let repo = repository(&git, project)?;
+    Ok(Snapshot {
+        commit: commit.to_owned(),
+        base: None,
+        objects: repo.objects,
+        object_format: repo.object_format,
+    })
+}
+
 /// Use the snapshot `reference` names, or take one and create it.
 /// `scratch` is a folder of ours for the scratch index.
 fn take(project: &Path, reference: &str, scratch: &Path) -> Result<Snapshot, git::Error> {
