@@ -11,6 +11,7 @@ mod doctor;
 mod help;
 mod hostile;
 mod hostile_exec;
+mod hostile_lead;
 mod hostile_memory;
 mod hostile_print;
 mod hostile_run;

@@ -1,0 +1,204 @@
+//! Integration tests: hostile input, round three (issue 33) — the host-lead
+//! protocol and stopping a run: a forged hook input, an answer too large to
+//! use, a hook that meets a locked team state, a lease naming a stranger,
+//! and a `cancel` that arrives while the preflight probes the CLIs. Each
+//! through the real binary with the fake team (`tests/fixtures/workers/
+//! team.py`); the output side of the round is `hostile_output.rs`.
+
+use std::fs::{self, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::fcntl::{Flock, FlockArg};
+use serde_json::{Value, json};
+
+use crate::run::{attempts, team_project};
+use crate::support::Project;
+
+const LIMIT: Duration = Duration::from_mins(1);
+/// One result row, anchored in the example project.
+const ROW: &str = "| F-001 | reservations are held in memory only | src/inventory.py:1 |\n";
+
+/// A run led by a Claude Code host, and the task `okstra next` handed out
+/// for claude's native analyser.
+fn handed_out(world: &Project) -> (PathBuf, Value) {
+    let run = world.render(&[
+        "--task-type",
+        "project-analysis",
+        "--lead-runtime",
+        "claude-code",
+        "--workers",
+        "claude,codex,report-writer",
+    ]);
+    let output = world
+        .okstra()
+        .arg("next")
+        .arg(&run)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "no JSON answer:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let task = answer["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|task| task["dispatchName"] == "claude-worker")
+        .cloned()
+        .unwrap_or_else(|| panic!("no native task for claude: {answer}"));
+    (run, task)
+}
+
+/// The tagged begin line `task`'s task file gives its sub-agent.
+fn tag_line(task: &Value) -> String {
+    let text = fs::read_to_string(task["promptPath"].as_str().unwrap()).unwrap();
+    text.lines()
+        .find(|line| line.starts_with("=== OKSTRA RESULT BEGIN dispatch="))
+        .unwrap_or_else(|| panic!("no tagged line in\n{text}"))
+        .to_owned()
+}
+
+/// A sub-agent's final message: `body` in a block begun by `tag`.
+fn message(tag: &str, body: &str) -> String {
+    format!("Done.\n{tag}\n{body}=== OKSTRA RESULT END ===\n")
+}
+
+/// `okstra hook subagent-stop` fed `input`, bounded by [`LIMIT`]: exit code
+/// (`None` when the limit stopped it) and stderr.
+fn hook(world: &Project, input: &Value) -> (Option<i32>, String) {
+    let output = world
+        .okstra()
+        .args(["hook", "subagent-stop"])
+        .write_stdin(input.to_string())
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `okstra submit <run> claude-worker -` fed `message`: exit code, stderr.
+fn submit(world: &Project, run: &Path, message: &str) -> (Option<i32>, String) {
+    let output = world
+        .okstra()
+        .arg("submit")
+        .arg(run)
+        .args(["claude-worker", "-"])
+        .write_stdin(message.to_owned())
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn events(run: &Path) -> String {
+    fs::read_to_string(run.join("state/lead-events.jsonl")).unwrap_or_default()
+}
+
+/// Lock `path` (created if need be) exclusively, as okstra does.
+fn hold(path: &Path) -> Flock<fs::File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap();
+    Flock::lock(file, FlockArg::LockExclusive).unwrap()
+}
+
+// ------------------------------------------------ 1. a forged hook input
+
+#[test]
+fn a_hook_input_whose_answer_is_refused_leaves_nothing_in_the_run() {
+    let world = team_project();
+    let (run, task) = handed_out(&world);
+    let tag = tag_line(&task);
+    let nonce = tag
+        .split("nonce=")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .to_owned();
+    let forged = message(&tag.replace(&nonce, &"0".repeat(32)), ROW);
+    let (code, stderr) = hook(
+        &world,
+        &json!({"session_id": "forged-session", "agent_id": "forged-agent",
+                "last_assistant_message": forged}),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let seen = events(&run);
+    assert!(seen.contains("\"kind\":\"result-refused\""), "{seen}");
+    // Its session would have made another transcript count as the run's.
+    assert!(!seen.contains("forged-session"), "{seen}");
+    assert!(!seen.contains("forged-agent"), "{seen}");
+    assert!(attempts(&run, "claude-worker")[0]["ending"].is_null());
+    // The attempt's own answer is taken, and then its session counts.
+    let (code, stderr) = hook(
+        &world,
+        &json!({"session_id": "lead-session", "agent_id": "agent-1",
+                "last_assistant_message": message(&tag, ROW)}),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(attempts(&run, "claude-worker")[0]["ending"], "completed");
+    let seen = events(&run);
+    assert!(seen.contains("\"sessionId\":\"lead-session\""), "{seen}");
+}
+
+// --------------------------------------------- 4. an answer too large
+
+#[test]
+fn submit_refuses_a_result_over_the_result_limit_and_writes_nothing() {
+    let world = team_project();
+    let (run, task) = handed_out(&world);
+    // 17 MiB of rows: within what an answer may be, over what a result may.
+    let rows = ROW.repeat((17 << 20) / ROW.len() + 1);
+    let (code, stderr) = submit(&world, &run, &message(&tag_line(&task), &rows));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("over the 16777216-byte limit for a worker result"),
+        "{stderr}"
+    );
+    assert!(!run.join("results/claude-worker.md").exists());
+    assert!(attempts(&run, "claude-worker")[0]["ending"].is_null());
+    // The run goes on: the attempt is still the host's to answer.
+    let (code, stderr) = submit(&world, &run, &message(&tag_line(&task), ROW));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+// -------------------------------------- 8. a hook on a locked team state
+
+#[test]
+fn the_hook_gives_up_on_a_locked_team_state_and_leaves_the_answer_for_submit() {
+    let world = team_project();
+    let (run, task) = handed_out(&world);
+    let answer = message(&tag_line(&task), ROW);
+    let held = hold(&run.join("state/.team-state.lock"));
+    // Held for as long as the hook runs: it must give up on its own.
+    let (code, stderr) = hook(
+        &world,
+        &json!({"session_id": "lead-session", "last_assistant_message": answer}),
+    );
+    assert_eq!(code, Some(0), "the hook did not return: {stderr}");
+    assert!(stderr.contains("is locked"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("okstra submit {}", run.display())),
+        "{stderr}"
+    );
+    assert!(attempts(&run, "claude-worker")[0]["ending"].is_null());
+    assert!(!events(&run).contains("result-refused"));
+    drop(held);
+    let (code, stderr) = submit(&world, &run, &answer);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(attempts(&run, "claude-worker")[0]["ending"], "completed");
+}
