@@ -6,6 +6,7 @@
 //! team.py`); the output side of the round is `hostile_output.rs`.
 
 use std::fs::{self, OpenOptions};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde_json::{Value, json};
 
 use crate::run::{attempts, team_project};
-use crate::support::Project;
+use crate::support::{Group, Project, unix_now};
 
 const LIMIT: Duration = Duration::from_mins(1);
 /// One result row, anchored in the example project.
@@ -201,4 +202,46 @@ fn the_hook_gives_up_on_a_locked_team_state_and_leaves_the_answer_for_submit() {
     let (code, stderr) = submit(&world, &run, &answer);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(attempts(&run, "claude-worker")[0]["ending"], "completed");
+}
+
+// ---------------------------------------------- 2. a lease naming a stranger
+
+#[test]
+fn cancel_refuses_to_signal_a_lease_holder_that_is_not_the_runs_driver() {
+    let world = team_project();
+    let run = world.render(&[
+        "--headless",
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        "claude,codex,report-writer",
+    ]);
+    let mut stranger = Group::spawn(&["sleep", "300"]);
+    // The lease is held, and its file names a process that just started.
+    let mut lease = hold(&run.join("state/run.lease"));
+    lease.set_len(0).unwrap();
+    lease
+        .write_all(
+            json!({"pid": stranger.pid(), "startedTs": unix_now(), "command": "okstra run"})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap();
+    let output = world
+        .okstra()
+        .arg("cancel")
+        .arg(&run)
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("pid {}", stranger.pid()))
+            && stderr.contains("not okstra driving"),
+        "{stderr}"
+    );
+    assert!(stranger.is_running(), "cancel signalled a stranger");
+    drop(lease);
 }
