@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 use crate::run::{attempts, team_project};
-use crate::support::{Group, Project, unix_now};
+use crate::support::{Group, Project, okstra_path, unix_now, wait_for};
 
 const LIMIT: Duration = Duration::from_mins(1);
 /// One result row, anchored in the example project.
@@ -244,4 +246,68 @@ fn cancel_refuses_to_signal_a_lease_holder_that_is_not_the_runs_driver() {
     );
     assert!(stranger.is_running(), "cancel signalled a stranger");
     drop(lease);
+}
+
+// ------------------------------------------ 9. cancel during the preflight
+
+/// Whether `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Kills `pid` when dropped (a probe an old okstra leaves behind).
+struct Reaped(i32);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.0), Signal::SIGKILL);
+    }
+}
+
+#[test]
+fn a_cancel_during_the_preflight_stops_the_driver_cleanly_and_its_probe() {
+    let world = team_project();
+    let run = world.render(&[
+        "--headless",
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        "claude,codex,report-writer",
+    ]);
+    let mut cmd = world.command(okstra_path());
+    cmd.arg("run")
+        .arg(&run)
+        .arg("--yes")
+        .env("FAKE_HANG_VERSION", "claude");
+    let mut driver = Group::start(cmd);
+    let pid_file = world.path("fake/probe-claude.pid");
+    let probe: i32 = wait_for(LIMIT, "the preflight's probe", || {
+        fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+    });
+    let _reaped = Reaped(probe);
+    let cancel = world
+        .okstra()
+        .arg("cancel")
+        .arg(&run)
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    assert!(
+        cancel.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    let status = driver.wait(LIMIT);
+    // 128 + SIGTERM: it stopped itself, it was not killed by the signal.
+    assert_eq!(status.code(), Some(143), "{status}");
+    wait_for(Duration::from_secs(10), "the probe to be stopped", || {
+        gone(probe).then_some(())
+    });
+    let seen = events(&run);
+    assert!(seen.contains("\"kind\":\"run-interrupted\""), "{seen}");
 }
