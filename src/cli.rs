@@ -183,11 +183,13 @@ pub enum Command {
     Land(LandArgs),
     /// List (or remove) what finished or dead runs left: copies, refs, branches, logs
     ///
-    /// Only what okstra recorded: copies holding okstra's marker, snapshot
-    /// refs under refs/okstra/, run branches still at the commit okstra
-    /// made that landed or are older than --older-than, and the logs of the
-    /// run folders under .okstra/. A run whose lease is held is never
-    /// touched. A dry run unless --execute.
+    /// Only what okstra recorded: copies beneath okstra's workspaces folder
+    /// holding okstra's marker for the run, snapshot refs under
+    /// refs/okstra/, run branches still at the commit okstra made that
+    /// landed or are older than --older-than, the logs of the run folders
+    /// under .okstra/, and the .okstra/.staging-* folders of killed
+    /// renders. A run whose lease is held is never touched. A dry run
+    /// unless --execute.
     #[command(verbatim_doc_comment, after_long_help = examples::CLEANUP)]
     Cleanup(CleanupArgs),
     /// Start a run's wrapper workers, recover their results, classify every ending

@@ -13,6 +13,7 @@ mod hostile;
 mod hostile_exec;
 mod hostile_lead;
 mod hostile_memory;
+mod hostile_output;
 mod hostile_print;
 mod hostile_run;
 mod hostile_uninstall;

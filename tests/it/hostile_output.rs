@@ -1,0 +1,156 @@
+//! Integration tests: hostile input, round three (issue 33) — what okstra
+//! writes and removes: `cleanup` given a workspace path through a symlinked
+//! folder or a copied marker, `land` given a symlink out of the project, a
+//! right-to-left override in a file name and an 80 MiB file, the Markdown
+//! report given workers' HTML, `publish github` given a server message that
+//! quotes the token, and renders killed midway. Each through the real
+//! binary; the host-lead side of the round is `hostile_lead.rs`.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::run::{attempts, team_project};
+use crate::support::{Project, read_json, team_state_path};
+
+const LIMIT: Duration = Duration::from_mins(2);
+
+/// `okstra <args>` in `world`: exit code, stdout, stderr.
+fn okstra_in(world: &Project, args: &[&str]) -> (i32, String, String) {
+    let output = world.okstra().args(args).timeout(LIMIT).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+// ------------------------------------------------------------- 3. cleanup
+
+/// Point the recorded workspace of `run`'s kimi attempt at `path`.
+fn record_workspace(run: &Path, path: &Path) {
+    let file = team_state_path(run);
+    let mut state = read_json(&file);
+    for record in state["dispatches"].as_array_mut().unwrap() {
+        if record["dispatchName"] == "kimi-worker" {
+            record["workspace"]["path"] = json!(path);
+        }
+    }
+    fs::write(&file, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+}
+
+#[test]
+fn cleanup_removes_only_copies_beneath_its_own_folder_reached_through_no_symlink() {
+    let world = team_project();
+    let run = world.render(&[
+        "--headless",
+        "--task-type",
+        "project-analysis",
+        "--workers",
+        "claude,kimi,report-writer",
+    ]);
+    let (code, _, stderr) = okstra_in(
+        &world,
+        &["dispatch", run.to_str().unwrap(), "--workers", "kimi"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let copy = PathBuf::from(
+        attempts(&run, "kimi-worker")[0]["workspace"]["path"]
+            .as_str()
+            .unwrap(),
+    );
+    let marker = copy.join(".okstra-workspace.json");
+    assert!(marker.is_file(), "kimi worked in a copy");
+    let cleanup = || {
+        let (code, stdout, stderr) = okstra_in(
+            &world,
+            &["cleanup", "--json", "--older-than", "0s", "--execute"],
+        );
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<Value>(&stdout).unwrap()
+    };
+    let outcome = |report: &Value, path: &Path| -> String {
+        report["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["target"] == path.to_str().unwrap())
+            .map_or_else(String::new, |item| item["outcome"].to_string())
+    };
+
+    // The user's `src/`, reached through a symlink to the project, with
+    // the copy's marker copied into it.
+    let outside = world.path("outside");
+    fs::create_dir_all(&outside).unwrap();
+    symlink(world.root(), outside.join("projlink")).unwrap();
+    fs::copy(&marker, world.root().join("src/.okstra-workspace.json")).unwrap();
+    let through_link = outside.join("projlink/src");
+    record_workspace(&run, &through_link);
+    let report = cleanup();
+    assert!(
+        outcome(&report, &through_link).contains("skipped"),
+        "{report}"
+    );
+    assert!(
+        world.root().join("src/inventory.py").is_file(),
+        "src/ was removed"
+    );
+
+    // A folder of the user's outside the project holding a copied marker.
+    let victim = outside.join("victim");
+    fs::create_dir_all(&victim).unwrap();
+    fs::write(victim.join("keep.txt"), "the user's\n").unwrap();
+    fs::copy(&marker, victim.join(".okstra-workspace.json")).unwrap();
+    record_workspace(&run, &victim);
+    let report = cleanup();
+    assert!(outcome(&report, &victim).contains("skipped"), "{report}");
+    assert!(
+        victim.join("keep.txt").is_file(),
+        "the user's folder was removed"
+    );
+
+    // The copy okstra made, where okstra made it, goes.
+    record_workspace(&run, &copy);
+    let report = cleanup();
+    assert_eq!(outcome(&report, &copy), "\"removed\"", "{report}");
+    assert!(!copy.exists());
+}
+
+// ------------------------------------------- 10. renders killed midway
+
+#[test]
+fn a_killed_renders_staging_folder_goes_with_the_next_render_or_cleanup() {
+    let world = Project::new().default_flag("--task-type", "project-analysis");
+    world.render(&[]);
+    let okstra_dir = world.okstra_dir();
+    // Left by a render killed a moment ago: fresh, with files in it.
+    let killed = okstra_dir.join(".staging-killed");
+    fs::create_dir_all(killed.join("prompts")).unwrap();
+    fs::write(killed.join("prompts/x.md"), "half\n").unwrap();
+    world.render(&[]);
+    assert!(!killed.exists(), "the next render kept it");
+    // And `okstra cleanup` lists it, then removes it.
+    fs::create_dir_all(killed.join("state")).unwrap();
+    let (code, stdout, stderr) = okstra_in(&world, &["cleanup", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    let staged = |report: &Value| -> Vec<String> {
+        report["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["kind"] == "staging")
+            .map(|item| item["target"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(staged(&listed), [killed.to_str().unwrap()], "{listed}");
+    assert!(killed.exists(), "a dry run removed it");
+    let (code, stdout, stderr) = okstra_in(&world, &["cleanup", "--json", "--execute"]);
+    assert_eq!(code, 0, "{stderr}");
+    let removed: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(staged(&removed), [killed.to_str().unwrap()], "{removed}");
+    assert!(!killed.exists());
+}
