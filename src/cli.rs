@@ -177,8 +177,8 @@ pub enum Command {
     /// touching an uncommitted edit; then every file is written, nothing
     /// else. Otherwise nothing is written and each reason is one line:
     /// verification-incomplete, fix-unverified, defects-open,
-    /// base-not-ancestor, conflict, dirty-overlap. Exit 0 landed (or
-    /// landable with --check), 1 blocked, 2 bad input.
+    /// base-not-ancestor, conflict, dirty-overlap, symlink-outside. Exit 0
+    /// landed (or landable with --check), 1 blocked, 2 bad input.
     #[command(verbatim_doc_comment, after_long_help = examples::LAND)]
     Land(LandArgs),
     /// List (or remove) what finished or dead runs left: copies, refs, branches, logs

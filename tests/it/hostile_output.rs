@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::run::{attempts, team_project};
-use crate::support::{Project, read_json, team_state_path};
+use crate::run::{IMPLEMENTATION, attempts, run_dir, run_with, team_project};
+use crate::support::{Project, commit_all, read_json, team_state_path};
 
 const LIMIT: Duration = Duration::from_mins(2);
 
@@ -117,6 +117,68 @@ fn cleanup_removes_only_copies_beneath_its_own_folder_reached_through_no_symlink
     let report = cleanup();
     assert_eq!(outcome(&report, &copy), "\"removed\"", "{report}");
     assert!(!copy.exists());
+}
+
+// ---------------------------------------------------------------- 5. land
+
+/// An implementation run of the team project in git whose Executor made
+/// `edit` (`FAKE_EDIT`) and fixed what its verifiers found, carried out to
+/// its report.
+fn implemented(edit: &str) -> (Project, PathBuf) {
+    let world = team_project();
+    commit_all(world.root());
+    let (outcome, code, stderr) = run_with(
+        &world,
+        IMPLEMENTATION,
+        &[("FAKE_EDIT", edit), ("FAKE_FIX_EDIT", "1")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    (world, run_dir(&outcome))
+}
+
+#[test]
+fn land_refuses_a_symlink_out_of_the_project_and_prints_no_bidi_control() {
+    let (world, run) = implemented("link");
+    let secret = world.path("outside/secret.txt");
+    fs::create_dir_all(secret.parent().unwrap()).unwrap();
+    fs::write(&secret, "the user's\n").unwrap();
+    let (code, stdout, stderr) = okstra_in(&world, &["land", run.to_str().unwrap(), "--check"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        !stdout.contains('\u{202e}') && !stderr.contains('\u{202e}'),
+        "{stdout}{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("symlink-outside: "))
+        .unwrap_or_else(|| panic!("no symlink-outside line:\n{stdout}"));
+    assert!(line.contains("docs/notes\\u{202e}dm.txt"), "{line}");
+    assert!(line.contains("../../outside/secret.txt"), "{line}");
+    // Nothing lands while it stands.
+    let (code, stdout, stderr) = okstra_in(&world, &["land", run.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        world
+            .root()
+            .join("docs/notes\u{202e}dm.txt")
+            .symlink_metadata()
+            .is_err()
+    );
+}
+
+#[test]
+fn land_streams_an_80_mib_file_into_the_working_tree() {
+    let (world, run) = implemented("big");
+    let (code, stdout, stderr) = okstra_in(&world, &["land", run.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.lines().any(|line| line == "write data/big.bin"),
+        "{stdout}"
+    );
+    let landed = fs::read(world.root().join("data/big.bin")).unwrap();
+    assert_eq!(landed.len(), 80 << 20);
+    let pattern: Vec<u8> = (0..=255).collect();
+    assert!(landed.chunks(256).all(|chunk| chunk == pattern.as_slice()));
 }
 
 // ------------------------------------------- 10. renders killed midway
