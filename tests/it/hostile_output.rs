@@ -14,7 +14,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::run::{IMPLEMENTATION, attempts, run_dir, run_with, team_project};
-use crate::support::{Project, commit_all, read_json, team_state_path};
+use crate::support::{
+    Project, commit_all, copy_dir, okstra, read_json, repo_root, team_state_path,
+};
 
 const LIMIT: Duration = Duration::from_mins(2);
 
@@ -179,6 +181,57 @@ fn land_streams_an_80_mib_file_into_the_working_tree() {
     assert_eq!(landed.len(), 80 << 20);
     let pattern: Vec<u8> = (0..=255).collect();
     assert!(landed.chunks(256).all(|chunk| chunk == pattern.as_slice()));
+}
+
+// ------------------------------------------------- 6. the report's Markdown
+
+#[test]
+fn the_markdown_report_carries_no_raw_html_from_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    copy_dir(&repo_root().join("tests/fixtures/reports/v2-valid"), &run);
+    let data = run.join("report/data.json");
+    let mut value = read_json(&data);
+    let add = |value: &mut Value, pointer: &str, html: &str| {
+        let text = value.pointer(pointer).unwrap().as_str().unwrap().to_owned();
+        *value.pointer_mut(pointer).unwrap() = json!(format!("{text} {html}"));
+    };
+    add(
+        &mut value,
+        "/humanSummary/headline",
+        "<script>alert(1)</script>",
+    );
+    add(
+        &mut value,
+        "/humanSummary/paragraphs/0",
+        "<img src=x onerror=alert(1)>",
+    );
+    add(
+        &mut value,
+        "/consensus/0/finding",
+        "<iframe src=\"https://evil.example\"></iframe>",
+    );
+    fs::write(&data, value.to_string()).unwrap();
+    let output = okstra().arg("report").arg(&run).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let markdown = fs::read_to_string(run.join("report/final-report.md")).unwrap();
+    let lower = markdown.to_ascii_lowercase();
+    for tag in ["<script", "<img", "<iframe", "</script", "</iframe"] {
+        assert!(!lower.contains(tag), "raw {tag} in\n{markdown}");
+    }
+    // The text is still there, shown, not run.
+    assert!(
+        markdown.contains("&lt;script>alert(1)&lt;/script>"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("&lt;img src=x onerror=alert(1)>"),
+        "{markdown}"
+    );
 }
 
 // ------------------------------------------- 10. renders killed midway
