@@ -7,6 +7,8 @@
 //! binary; the host-lead side of the round is `hostile_lead.rs`.
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -232,6 +234,83 @@ fn the_markdown_report_carries_no_raw_html_from_workers() {
         markdown.contains("&lt;img src=x onerror=alert(1)>"),
         "{markdown}"
     );
+}
+
+// ------------------------------------------------------------- 7. publish
+
+const TOKEN: &str = "ghp_tok3nQuotedBackByTheServer";
+
+/// A server on 127.0.0.1 that refuses every request with 422 and a message
+/// quoting the token it was sent, as a careless proxy might.
+fn quoting_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut token = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("authorization:") {
+                    line[line.len() - value.len()..]
+                        .trim()
+                        .clone_into(&mut token);
+                }
+            }
+            let body = json!({"message": format!("Validation Failed: {token} may not do this"),
+                              "errors": [{"message": format!("token {token}")}]})
+            .to_string();
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 422 X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn publish_never_prints_the_token_a_server_quotes_back() {
+    let world = team_project();
+    commit_all(world.root());
+    let (outcome, code, stderr) = run_with(
+        &world,
+        &[
+            "--task-type",
+            "project-analysis",
+            "--workers",
+            "claude,codex,report-writer",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let run = run_dir(&outcome);
+    let port = quoting_server();
+    let output = world
+        .okstra()
+        .args(["publish", "github"])
+        .arg(&run)
+        .args(["--repo", "acme/shop", "--pr", "7", "--api-url"])
+        .arg(format!("http://127.0.0.1:{port}"))
+        .env("GITHUB_TOKEN", TOKEN)
+        .env_remove("GH_TOKEN")
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("answered 422"), "{stderr}");
+    assert!(
+        !stderr.contains(TOKEN) && !stdout.contains(TOKEN),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Validation Failed: Bearer ***"), "{stderr}");
 }
 
 // ------------------------------------------- 10. renders killed midway
