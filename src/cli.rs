@@ -177,17 +177,19 @@ pub enum Command {
     /// touching an uncommitted edit; then every file is written, nothing
     /// else. Otherwise nothing is written and each reason is one line:
     /// verification-incomplete, fix-unverified, defects-open,
-    /// base-not-ancestor, conflict, dirty-overlap. Exit 0 landed (or
-    /// landable with --check), 1 blocked, 2 bad input.
+    /// base-not-ancestor, conflict, dirty-overlap, symlink-outside. Exit 0
+    /// landed (or landable with --check), 1 blocked, 2 bad input.
     #[command(verbatim_doc_comment, after_long_help = examples::LAND)]
     Land(LandArgs),
     /// List (or remove) what finished or dead runs left: copies, refs, branches, logs
     ///
-    /// Only what okstra recorded: copies holding okstra's marker, snapshot
-    /// refs under refs/okstra/, run branches still at the commit okstra
-    /// made that landed or are older than --older-than, and the logs of the
-    /// run folders under .okstra/. A run whose lease is held is never
-    /// touched. A dry run unless --execute.
+    /// Only what okstra recorded: copies beneath okstra's workspaces folder
+    /// holding okstra's marker for the run, snapshot refs under
+    /// refs/okstra/, run branches still at the commit okstra made that
+    /// landed or are older than --older-than, the logs of the run folders
+    /// under .okstra/, and the .okstra/.staging-* folders of killed
+    /// renders. A run whose lease is held is never touched. A dry run
+    /// unless --execute.
     #[command(verbatim_doc_comment, after_long_help = examples::CLEANUP)]
     Cleanup(CleanupArgs),
     /// Start a run's wrapper workers, recover their results, classify every ending

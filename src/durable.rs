@@ -28,11 +28,50 @@ pub fn write_atomic_public(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, bytes, Some(Permissions::from_mode(PUBLIC_MODE)))
 }
 
-/// [`write_atomic`] with the file's mode `mode` (a file of the user's
-/// working tree that `okstra land` writes: git's `100644` or `100755`,
-/// less the umask as git applies it).
+/// [`write_atomic`] with the file's mode `mode` (a file of the user's that
+/// okstra rewrites keeps the mode it had).
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     write_atomic_with(path, bytes, Some(Permissions::from_mode(mode)))
+}
+
+/// A file's new content written beside it, not yet in place: made by
+/// [`stage`], put in place by [`Pending::commit`]; removed when dropped
+/// uncommitted. For a change of several files that must not be half made:
+/// stage them all, then commit them all.
+pub struct Pending {
+    staged: crate::beneath::Staged,
+    path: PathBuf,
+}
+
+/// Stage the new content of `path` with mode `mode`: `fill` writes it into
+/// a temp file in `path`'s folder (streamed, of any size), which is then
+/// fsynced. Nothing is in place until [`Pending::commit`].
+pub fn stage(
+    path: &Path,
+    mode: u32,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<Pending> {
+    let mut staged = crate::beneath::Staged::new(path, Some(mode))?;
+    fill(staged.file())?;
+    staged.file().sync_all()?;
+    Ok(Pending {
+        staged,
+        path: path.to_path_buf(),
+    })
+}
+
+impl Pending {
+    /// Where it goes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rename it over its destination and flush the folder.
+    pub fn commit(self) -> io::Result<()> {
+        let dir = self.staged.commit()?;
+        nix::unistd::fsync(&dir)?;
+        Ok(())
+    }
 }
 
 /// Replace `path` (whatever it is, but a folder) with a symlink to

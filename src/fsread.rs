@@ -487,8 +487,10 @@ pub fn clip(text: &str, max: usize) -> String {
 }
 
 /// `text` with every control character escaped (C0, DEL, C1; newlines and
-/// tabs too), so text from a file prints as one inert line: no terminal
-/// escape sequence, no forged second line. Borrowed when nothing changes.
+/// tabs too) and every bidirectional formatting character ([`is_bidi`]), so
+/// text from a file prints as one inert line: no terminal escape sequence,
+/// no forged second line, no name that reads backwards. Borrowed when
+/// nothing changes.
 pub fn escape(text: &str) -> Cow<'_, str> {
     escape_with(text, false)
 }
@@ -506,8 +508,20 @@ pub fn is_stray_control(c: char) -> bool {
     c.is_control() && !matches!(c, '\n' | '\t')
 }
 
+/// A Unicode bidirectional formatting character: the embeddings and
+/// overrides (U+202A–U+202E), the isolates (U+2066–U+2069) and the marks
+/// (U+200E, U+200F, U+061C). Printed as they are, they reorder what a
+/// terminal shows after them: `evil\u{202e}txt.sh` reads as `evilhs.txt`.
+/// See: <https://trojansource.codes>
+pub fn is_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+    )
+}
+
 fn escape_with(text: &str, keep_lines: bool) -> Cow<'_, str> {
-    let bad = |c: char| c.is_control() && !(keep_lines && c == '\n');
+    let bad = |c: char| (c.is_control() && !(keep_lines && c == '\n')) || is_bidi(c);
     if !text.chars().any(bad) {
         return Cow::Borrowed(text);
     }
@@ -701,5 +715,12 @@ mod tests {
             "a\\e]0;x\\u{7}b\\nerror: forged\\u{0}\\u{9b}"
         );
         assert_eq!(escape_keep_lines("a\nb\u{1b}"), "a\nb\\e");
+        // Bidirectional formatting characters, each of them; other
+        // non-ASCII text stays as it is.
+        assert_eq!(
+            escape("evil\u{202e}hs.txt \u{2066}x\u{2069} \u{200f}\u{61c}"),
+            "evil\\u{202e}hs.txt \\u{2066}x\\u{2069} \\u{200f}\\u{61c}"
+        );
+        assert!(matches!(escape("שלום 日本 ← →"), Cow::Borrowed(_)));
     }
 }

@@ -43,6 +43,7 @@ mod fuzz;
 mod gate;
 mod git;
 mod install;
+mod interrupt;
 mod items;
 mod land;
 mod launch;

@@ -14,6 +14,12 @@
 //! or how to leave it out of the roster; the caller refuses the run before
 //! anything is dispatched (`--no-preflight` skips all of this). The same
 //! findings name, for the plan, which account or key each CLI will use.
+//!
+//! The probes die with the driver: a SIGTERM (`okstra cancel`) or SIGINT
+//! during the preflight stops them and ends it with [`Interrupted`] (the
+//! caller exits 128+N, resumable), and each probe has the kernel's
+//! parent-death signal, so not even a SIGKILL of the driver leaves one
+//! running.
 
 use std::path::{Path, PathBuf};
 
@@ -133,13 +139,30 @@ pub fn check(
     }
 }
 
+/// The preflight was ended by a signal (SIGTERM from `okstra cancel`, or
+/// SIGINT) before it was done; its probes were stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("the preflight was interrupted by {}", .0.as_str())]
+pub struct Interrupted(pub nix::sys::signal::Signal);
+
 /// [`check`], and refuse when a provider fails: one `error:` line per
 /// failing provider (what is wrong, how to fix it, and — for a run still to
 /// be rendered, `flags` — how to leave it out), then an error that ends the
-/// command before anything is dispatched.
+/// command before anything is dispatched. A signal during the checks ends
+/// them with [`Interrupted`].
 pub fn enforce(assignments: &[Assignment], flags: bool) -> anyhow::Result<Report> {
-    let env = |name: &str| std::env::var(name).ok();
-    let report = check(assignments, &env, home().as_deref());
+    let owned = assignments.to_vec();
+    let checked = crate::interrupt::watch(move || {
+        let env = |name: &str| std::env::var(name).ok();
+        check(&owned, &env, home().as_deref())
+    });
+    let report = match checked {
+        Ok(report) => report,
+        Err(signal) => {
+            stop_probes();
+            return Err(Interrupted(signal).into());
+        }
+    };
     if report.is_ready() {
         return Ok(report);
     }
@@ -153,6 +176,17 @@ pub fn enforce(assignments: &[Assignment], flags: bool) -> anyhow::Result<Report
         report.checks.len(),
         if report.checks.len() == 1 { "" } else { "s" }
     )
+}
+
+/// Stop the probes still running: at this point (no worker started yet)
+/// every child of this process is one, each leading a group of its own.
+fn stop_probes() {
+    use crate::process_group as process;
+    for pid in process::children_of_this_process() {
+        if process::proc_info(pid).is_some_and(|info| info.pgrp == pid) {
+            let _ = process::signal(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 /// Credentials only, for the plan of a run started with `--no-preflight`:

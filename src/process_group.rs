@@ -207,7 +207,7 @@ pub fn command_matches(argv: &[String], cmdline: &[String], comm: &str) -> bool 
 }
 
 /// `/proc/<pid>/cmdline` split at NULs, and `/proc/<pid>/comm`.
-fn proc_command(pid: i32) -> Option<(Vec<String>, String)> {
+pub fn proc_command(pid: i32) -> Option<(Vec<String>, String)> {
     use std::io::Read;
     let mut bytes = Vec::new();
     fs::File::open(format!("/proc/{pid}/cmdline"))
@@ -224,6 +224,38 @@ fn proc_command(pid: i32) -> Option<(Vec<String>, String)> {
         .collect();
     let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
     Some((cmdline, comm.trim_end_matches('\n').to_owned()))
+}
+
+/// The working folder of process `pid` (`/proc/<pid>/cwd`), where it can
+/// be read.
+pub fn proc_cwd(pid: i32) -> Option<std::path::PathBuf> {
+    fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
+/// Whether process `pid` runs the same program file as this process
+/// (`/proc/<pid>/exe`), where that can be read.
+pub fn runs_this_program(pid: i32) -> bool {
+    let theirs = fs::read_link(format!("/proc/{pid}/exe"));
+    let ours = std::env::current_exe();
+    matches!((theirs, ours), (Ok(theirs), Ok(ours)) if theirs == ours)
+}
+
+/// Whether process `pid` has the file at `path` open (one of its
+/// descriptors is that file: same device and inode), where its descriptors
+/// can be read (its owner's, or root).
+pub fn holds_open(pid: i32, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(wanted) = fs::metadata(path) else {
+        return false;
+    };
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        // `metadata` follows the descriptor's link to the open file itself.
+        fs::metadata(fd.path())
+            .is_ok_and(|meta| meta.dev() == wanted.dev() && meta.ino() == wanted.ino())
+    })
 }
 
 /// Identify group `pgid` of a sidecar that recorded `started_ts` and the

@@ -74,7 +74,7 @@ pub fn environment() -> Environment<'static> {
 
 /// `name.html.j2` (or `.html`) escapes for HTML; `.md.j2` and everything else
 /// is printed as is, so Markdown never picks up `&amp;`.
-fn auto_escape(name: &str) -> AutoEscape {
+pub fn auto_escape(name: &str) -> AutoEscape {
     let stem = Path::new(name.strip_suffix(".j2").unwrap_or(name));
     if stem.extension().is_some_and(|ext| ext == "html") {
         AutoEscape::Html

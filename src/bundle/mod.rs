@@ -344,10 +344,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
 
     fs::create_dir_all(&okstra_dir)
         .with_context(|| format!("cannot create `{}`", okstra_dir.display()))?;
-    let lock_file = File::open(&okstra_dir)
-        .with_context(|| format!("cannot open `{}` to lock it", okstra_dir.display()))?;
-    let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
-        .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", okstra_dir.display()))?;
+    let _lock = lock_okstra_dir(&okstra_dir)?;
     confine::okstra_dir(&settings.project_root)?;
     confine::check_no_links(&okstra_dir, &task_relative)?;
     remove_stale_staging(&okstra_dir);
@@ -424,33 +421,43 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     })
 }
 
-/// A staging folder older than this was left by a render that was killed
-/// (a render takes well under a second; ten minutes leaves a wide margin
-/// for a slow disk).
-const STALE_STAGING: std::time::Duration = std::time::Duration::from_mins(10);
+/// Take the lock on `okstra_dir` (the `.okstra/` folder itself, `flock`):
+/// a render holds it from before it makes its staging folder until its run
+/// is in place, so whoever holds it sees no render half done.
+pub fn lock_okstra_dir(okstra_dir: &Path) -> Result<Flock<File>> {
+    let lock_file = File::open(okstra_dir)
+        .with_context(|| format!("cannot open `{}` to lock it", okstra_dir.display()))?;
+    Flock::lock(lock_file, FlockArg::LockExclusive)
+        .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", okstra_dir.display()))
+}
 
-/// Remove `.staging-*` folders a killed render left in `okstra_dir`. The
-/// caller holds the `.okstra/` lock, so no live render's folder is older
-/// than [`STALE_STAGING`]. Best effort: a folder that cannot be removed
-/// now is tried again next time.
-fn remove_stale_staging(okstra_dir: &Path) {
+/// The `.staging-*` folders in `okstra_dir`. Under [`lock_okstra_dir`]
+/// every one of them was left by a render that was stopped before it moved
+/// its run into place (a live render holds the lock, and its folder is
+/// gone by the time it lets go). A symlink with such a name is not one.
+pub fn leftover_staging(okstra_dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(okstra_dir) else {
-        return;
+        return Vec::new();
     };
-    let now = std::time::SystemTime::now();
-    for entry in entries.flatten() {
-        let stale = entry.file_name().to_string_lossy().starts_with(".staging-")
-            && entry.file_type().is_ok_and(|kind| kind.is_dir())
-            && entry
-                .metadata()
-                .and_then(|meta| meta.modified())
-                .is_ok_and(|modified| {
-                    now.duration_since(modified)
-                        .is_ok_and(|age| age > STALE_STAGING)
-                });
-        if stale {
-            let _ = fs::remove_dir_all(entry.path());
-        }
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|entry| {
+            entry.file_name().to_string_lossy().starts_with(".staging-")
+                && entry.file_type().is_ok_and(|kind| kind.is_dir())
+        })
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Remove the `.staging-*` folders killed renders left in `okstra_dir`;
+/// the caller holds the `.okstra/` lock. Best effort: a folder that cannot
+/// be removed now is tried again next time (and listed by `okstra
+/// cleanup`).
+fn remove_stale_staging(okstra_dir: &Path) {
+    for folder in leftover_staging(okstra_dir) {
+        let _ = fs::remove_dir_all(folder);
     }
 }
 

@@ -161,7 +161,16 @@ pub fn conclude(
         .and_then(crate::clock::parse_rfc3339);
 
     let mut recovered_from = None;
-    if let Some(blocks) = transcript.blocks() {
+    // A block over the result limit is not written: no reader would take
+    // the file (the attempt then ends without a result, and says why).
+    let (blocks, oversize) = match transcript.blocks() {
+        Some(blocks) => match blocks.too_large() {
+            Some(why) => (None, Some(why)),
+            None => (Some(blocks), None),
+        },
+        None => (None, None),
+    };
+    if let Some(blocks) = blocks {
         crate::durable::write_atomic(&record.result_path, blocks.result.as_bytes())?;
         record.result_sha256 = Some(sha256_hex(blocks.result.as_bytes()));
         if let Some(audit) = &blocks.worker_results {
@@ -189,6 +198,11 @@ pub fn conclude(
         now: crate::clock::unix_now(),
     };
     let (ending, mut detail) = classify::classify(&evidence);
+    if let Some(why) = oversize
+        && ending != Ending::Completed
+    {
+        detail = format!("{detail} ({why})");
+    }
     if ending == Ending::Cancelled
         && let Some(reason) = &ended.reason
     {
@@ -233,7 +247,8 @@ pub fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
     if since.is_some_and(|start| modified + 1 < start) {
         return None;
     }
-    crate::fsread::read_no_follow(path, crate::fsread::Kind::Report).ok()
+    // The result limit, as every reader of a result file has it.
+    crate::fsread::read_no_follow(path, crate::fsread::Kind::Result).ok()
 }
 
 /// The sha256 of the prompt file, when it can be read.

@@ -6,6 +6,9 @@
 //! Wrappers nobody drives any more (their driver was killed) are stopped
 //! here — SIGTERM to the wrapper, which stops its CLI's group; after the
 //! grace, SIGKILL to both groups — and their attempts recorded `cancelled`.
+//! The lease file only names a pid: before it is signalled, the process
+//! table must show okstra driving this run there (`Holder::check_driver`),
+//! else the command refuses (exit 2) and signals nothing.
 //! With `--workers`, only those workers' wrappers are stopped (a live
 //! driver then records them as it sees them end). Nothing is ever
 //! signalled that a record and the process table do not both name.
@@ -13,7 +16,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use nix::sys::signal::Signal;
 use serde::Serialize;
 
@@ -71,6 +74,15 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
         && holder.pid > 0
         && process::wrapper_alive(holder.pid, holder.started_ts)
     {
+        // The lease file names a pid; only the process table says who it is.
+        if let Err(why) = holder.check_driver(&run) {
+            bail!(
+                "the lease of `{}` names pid {} (`{}`), which is not okstra driving this run ({why}); nothing was signalled",
+                run.dir.display(),
+                holder.pid,
+                crate::fsread::escape(&holder.command)
+            );
+        }
         diag::progress(format_args!(
             "stopping pid {} (`{}`), which drives `{}`",
             holder.pid,
@@ -89,7 +101,11 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
                 holder.pid,
                 DRIVER_GRACE.as_secs()
             ));
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(holder.pid), Signal::SIGKILL);
+            // Still the process checked above (its pid not handed on).
+            if process::wrapper_alive(holder.pid, holder.started_ts) {
+                let _ =
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(holder.pid), Signal::SIGKILL);
+            }
         }
     }
     // What is still running without a live driver, or was named.

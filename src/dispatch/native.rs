@@ -13,7 +13,9 @@
 //! attempt that was handed out and has not ended (or the byte-identical
 //! answer again), only a result block whose begin line carries that
 //! attempt's nonce (round 1's answer cannot pass for round 2's), extracted
-//! exactly as a wrapper worker's is (`recover`), written atomically to the
+//! exactly as a wrapper worker's is (`recover`), no larger than the result
+//! limit every reader of a result keeps (`fsread::Kind::Result`: a larger
+//! one is refused, nothing written), written atomically to the
 //! Result and worker-results paths, the attempt closed `completed` (or
 //! `empty-output`, with why) and its provenance kept: `hook` when okstra's
 //! sub-agent-stop hook took the sub-agent's final message, `relayed` when
@@ -22,6 +24,7 @@
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
@@ -42,6 +45,10 @@ use super::select::Planned;
 const BEGIN_PREFIX: &str = "=== OKSTRA RESULT BEGIN";
 /// Lines of a refused or empty answer kept in the record, as a log tail.
 const TAIL_LINES: usize = 40;
+/// How long the hook waits for the team state's lock: a host waits for its
+/// hook before it goes on, and a write in progress takes milliseconds. Past
+/// this the answer is left for `okstra submit` ([`team_state::Busy`]).
+pub const HOOK_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// What a native attempt's begin line says: which run, dispatch and attempt
 /// the block answers, and the attempt's nonce.
@@ -299,7 +306,10 @@ struct Answer {
 }
 
 /// Take `message`, the answer to `dispatch_name`'s handed-out attempt (see
-/// the module documentation). `Err` is a refusal: nothing was written.
+/// the module documentation). `Err` is a refusal: nothing was written. The
+/// hook waits at most [`HOOK_LOCK_WAIT`] for the team state (then `Err` is
+/// a [`team_state::Busy`], not a refusal); `okstra submit` as long as it
+/// takes.
 pub fn accept(
     run: &Run,
     dispatch_name: &str,
@@ -309,7 +319,11 @@ pub fn accept(
 ) -> Result<Accepted> {
     let text = std::str::from_utf8(message)
         .with_context(|| format!("the answer for `{dispatch_name}` is not UTF-8 text"))?;
-    let accepted = team_state::transact(run, |state| {
+    let wait = match provenance {
+        Provenance::Hook => Some(HOOK_LOCK_WAIT),
+        Provenance::Relayed => None,
+    };
+    let accepted = team_state::transact_within(run, wait, |state| {
         let Some(latest) = state.latest(dispatch_name) else {
             bail!(
                 "`{dispatch_name}` has no attempt in this run: `okstra next {}` hands out the native tasks and names them",
@@ -328,6 +342,18 @@ pub fn accept(
             );
         };
         let answer = read_answer(text, latest, nonce)?;
+        let oversize = [
+            ("result", &answer.result),
+            ("worker-results", &answer.worker_results),
+        ]
+        .into_iter()
+        .find_map(|(what, block)| recover::too_large(what, block.as_deref()?));
+        if let Some(why) = oversize {
+            bail!(
+                "the answer to `{dispatch_name}` attempt {} is refused: {why}; nothing was written",
+                latest.attempt
+            );
+        }
         if latest.ending.is_some() {
             if is_same(latest, &answer) {
                 return Ok((

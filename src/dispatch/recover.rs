@@ -124,6 +124,34 @@ pub struct Blocks {
     pub worker_results: Option<String>,
 }
 
+impl Blocks {
+    /// Why these blocks cannot become the worker's files: one is larger
+    /// than every reader of a result takes (`fsread::Kind::Result`). Such
+    /// an answer is refused where it arrives, never written: a result file
+    /// no command can read would stop the run for good.
+    pub fn too_large(&self) -> Option<String> {
+        too_large("result", &self.result).or_else(|| {
+            self.worker_results
+                .as_deref()
+                .and_then(|audit| too_large("worker-results", audit))
+        })
+    }
+}
+
+/// `the <what> block is N bytes, over the L-byte limit for a worker
+/// result`, when `block` is over the result limit.
+pub fn too_large(what: &str, block: &str) -> Option<String> {
+    let kind = fsread::Kind::Result;
+    let len = u64::try_from(block.len()).unwrap_or(u64::MAX);
+    (len > kind.limit()).then(|| {
+        format!(
+            "the {what} block is {len} bytes, over the {}-byte limit for a {}",
+            kind.limit(),
+            kind.noun()
+        )
+    })
+}
+
 /// Read a log (missing or unreadable: an empty transcript). A log that
 /// needed a cut gets one `warning:` line naming it and what was cut.
 pub fn read_log(provider: Provider, log: &Path) -> Transcript {

@@ -20,6 +20,7 @@ use crate::fsread;
 use crate::run::Run;
 use crate::run::ask;
 use crate::run::events::EventKind;
+use crate::run::team_state;
 
 use super::native::{self, Provenance, Tag};
 
@@ -107,15 +108,25 @@ fn read_stdin() -> Result<Vec<u8>> {
 pub fn hook_command(_args: &HookArgs) -> ExitStatus {
     match take_answer() {
         Ok(None) => {}
-        Ok(Some(done)) => diag::progress(done),
+        Ok(Some(Taken::Took(done))) => diag::progress(done),
+        Ok(Some(Taken::Left(why))) => diag::note(format_args!("okstra hook: {why}")),
         Err(err) => diag::warning(format_args!("okstra hook: {err:#}")),
     }
     ExitStatus::Success
 }
 
-/// What the hook input names, and the answer taken (a line saying so), if
-/// it was an okstra task's.
-fn take_answer() -> Result<Option<String>> {
+/// What the hook did with an okstra task's answer.
+enum Taken {
+    /// Took it (a line saying how the attempt ended).
+    Took(String),
+    /// Left it for `okstra submit`: the team state stayed locked (why, and
+    /// the command that takes it).
+    Left(String),
+}
+
+/// What the hook input names, and what became of the answer, if it was an
+/// okstra task's.
+fn take_answer() -> Result<Option<Taken>> {
     let bytes = read_stdin()?;
     let input: Value =
         serde_json::from_slice(&bytes).context("the hook input on stdin is not JSON")?;
@@ -134,9 +145,6 @@ fn take_answer() -> Result<Option<String>> {
     })?;
     let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
     let agent_id = text("agent_id").filter(|id| crate::usage::is_valid_id(id));
-    if let Some(session) = text("session_id") {
-        native::record_session(&run, None, &session);
-    }
     match native::accept(
         &run,
         &tag.dispatch,
@@ -144,12 +152,30 @@ fn take_answer() -> Result<Option<String>> {
         agent_id.as_deref(),
         Provenance::Hook,
     ) {
-        Ok(accepted) => Ok(Some(format!(
-            "took the answer of `{}` attempt {}: {}",
-            accepted.record.dispatch_name,
-            accepted.record.attempt,
-            accepted.record.ending.map_or("open", Ending::as_str)
-        ))),
+        Ok(accepted) => {
+            // Only now is the input known to come from the attempt's own
+            // sub-agent (its nonce matched): its session may count as the
+            // run's. A refused input leaves nothing of itself behind.
+            if let Some(session) = text("session_id") {
+                native::record_session(&run, None, &session);
+            }
+            Ok(Some(Taken::Took(format!(
+                "took the answer of `{}` attempt {}: {}",
+                accepted.record.dispatch_name,
+                accepted.record.attempt,
+                accepted.record.ending.map_or("open", Ending::as_str)
+            ))))
+        }
+        Err(err) if err.downcast_ref::<team_state::Busy>().is_some() => {
+            // Not refused: okstra could not look. The answer stays the
+            // host's to pass on.
+            let submit = native::submit_line(&run, &tag.dispatch);
+            Ok(Some(Taken::Left(format!(
+                "{err:#}; the answer of `{}` attempt {} was not taken: pass the sub-agent's final message on stdin to `{submit}`",
+                crate::fsread::escape(&tag.dispatch),
+                tag.attempt
+            ))))
+        }
         Err(err) => {
             let reason = format!("{err:#}");
             native::append(

@@ -46,7 +46,9 @@ pub fn run_bounded(
     subreaper: Option<&Subreaper>,
 ) -> io::Result<Captured> {
     let mut builder = child::Builder::new(program);
+    // A probe never outlives the okstra that asked (even one SIGKILLed).
     builder
+        .die_with_parent()
         .args(args)
         .env("NO_COLOR", "1")
         .env("DISABLE_AUTOUPDATER", "1")

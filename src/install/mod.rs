@@ -454,8 +454,7 @@ fn merge_settings(
             )
             .to_string();
         if !out.dry_run {
-            durable::write_atomic(&real, after.as_bytes())
-                .with_context(|| format!("cannot write `{}`", real.display()))?;
+            rewrite_settings(&real, after.as_bytes())?;
         }
         out.change(
             &format!("merged okstra's hooks into `{}`", path.display()),
@@ -569,6 +568,18 @@ fn replace_link(path: &Path, target: &Path) -> Result<()> {
 }
 
 /// A file only the user can read (the settings backup may hold keys).
+/// Replace the user's settings file `real` (where a link leads) with
+/// `bytes` atomically, keeping the mode it has: a `0644` file stays
+/// readable to the tools that read it. A new file is private (`0600`).
+fn rewrite_settings(real: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let written = match fs::metadata(real) {
+        Ok(meta) => durable::write_atomic_mode(real, bytes, meta.permissions().mode() & 0o7777),
+        Err(_) => durable::write_atomic(real, bytes),
+    };
+    written.with_context(|| format!("cannot write `{}`", real.display()))
+}
+
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = fs::OpenOptions::new()
         .write(true)

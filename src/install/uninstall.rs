@@ -25,7 +25,7 @@ use super::hosts::{self, HOSTS, Homes};
 use super::json_doc::{self, Json};
 use super::{
     HookRecord, MANIFEST_VERSION, Manifest, Out, Record, State, read_manifest, read_small,
-    remove_file,
+    remove_file, rewrite_settings,
 };
 use crate::diag;
 use crate::digest::sha256_hex;
@@ -511,8 +511,7 @@ fn unmerge_settings(
         if !out.dry_run {
             match &after {
                 None => remove_file(&real)?,
-                Some(bytes) => durable::write_atomic(&real, bytes)
-                    .with_context(|| format!("cannot write `{}`", real.display()))?,
+                Some(bytes) => rewrite_settings(&real, bytes)?,
             }
         }
         out.change(

@@ -13,12 +13,14 @@
 //! - otherwise the file has uncommitted edits that differ from the
 //!   snapshot: `dirty-overlap`.
 //!
-//! Everything is checked and every new content computed before anything
-//! is written ([`check`]); [`write()`] then makes sure no file changed since
-//! the check, and replaces each one atomically (`durable`). The index,
-//! `HEAD` and every ref are left as they are: the user commits the change.
-//! A path beneath a symlink or a file in the working tree, or under `.git`
-//! or `.okstra`, is never written.
+//! Everything is checked before anything is written ([`check`]);
+//! [`write()`] then makes sure no file changed since the check, stages every
+//! file's new content beside it (streamed from git: a file of any size
+//! lands, none is held in memory), and only then replaces each one
+//! atomically (`durable`). The index, `HEAD` and every ref are left as they
+//! are: the user commits the change. A path beneath a symlink or a file in
+//! the working tree, or under `.git` or `.okstra`, is never written, and a
+//! symlink whose target leaves the project never lands (`symlink-outside`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
@@ -91,7 +93,13 @@ impl Action {
 /// A file's content to land.
 #[derive(Debug, Clone)]
 enum Content {
-    File { bytes: Vec<u8>, executable: bool },
+    /// A blob, checked out through the repository's filters when it is
+    /// written: streamed from git into the file, never held in memory, so
+    /// a file of any size lands.
+    File {
+        oid: String,
+        executable: bool,
+    },
     Symlink(Vec<u8>),
     Absent,
 }
@@ -233,6 +241,19 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
         let in_head = head_tree.get(&change.path).cloned();
         let in_index = index.get(&change.path).cloned();
         if now_entry == change.snapshot {
+            let content = content(&git, change.tip.as_ref())?;
+            if let Content::Symlink(target) = &content
+                && let Some(why) = leaves(&change.path, target)
+            {
+                blockers.push(Blocker::new(
+                    Reason::SymlinkOutside,
+                    format!(
+                        "`{shown}` is a symlink to `{}`, {why}",
+                        String::from_utf8_lossy(target)
+                    ),
+                ));
+                continue;
+            }
             files.push(Landed {
                 path: PathBuf::from(OsStr::from_bytes(&change.path)),
                 action: if change.tip.is_some() {
@@ -240,7 +261,7 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
                 } else {
                     Action::Delete
                 },
-                content: content(&git, &change.path, change.tip.as_ref())?,
+                content,
                 stamp,
             });
             continue;
@@ -262,7 +283,7 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
             Some(merged) => files.push(Landed {
                 path: PathBuf::from(OsStr::from_bytes(&change.path)),
                 action: Action::Merge,
-                content: content(&git, &change.path, Some(&merged))?,
+                content: content(&git, Some(&merged))?,
                 stamp,
             }),
             None => blockers.push(Blocker::new(
@@ -296,6 +317,32 @@ pub fn write(plan: &Plan) -> Result<()> {
             );
         }
     }
+    // Every file's new content is staged beside it first (streamed from
+    // git): a blob that cannot be checked out stops the landing before any
+    // file of the user's is replaced.
+    let git = Git::at(&plan.toplevel);
+    let mut staged = Vec::new();
+    for file in &plan.files {
+        if let Content::File { oid, executable } = &file.content {
+            let path = plan.toplevel.join(&file.path);
+            let mode = if *executable {
+                PERMISSIONS_EXECUTABLE
+            } else {
+                PERMISSIONS_FILE
+            };
+            make_parents(&path).with_context(|| format!("cannot land `{}`", path.display()))?;
+            let pending =
+                crate::durable::stage(&path, mode, |out| check_out(&git, &file.path, oid, out))
+                    .with_context(|| format!("cannot land `{}`", path.display()))?;
+            staged.push(pending);
+        }
+    }
+    for pending in staged {
+        let path = pending.path().to_path_buf();
+        pending
+            .commit()
+            .with_context(|| format!("cannot land `{}`", path.display()))?;
+    }
     for file in &plan.files {
         let path = plan.toplevel.join(&file.path);
         let failed = || format!("cannot land `{}`", path.display());
@@ -305,15 +352,7 @@ pub fn write(plan: &Plan) -> Result<()> {
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
                 Err(err) => return Err(err).with_context(failed),
             },
-            Content::File { bytes, executable } => {
-                make_parents(&path).with_context(failed)?;
-                let mode = if *executable {
-                    PERMISSIONS_EXECUTABLE
-                } else {
-                    PERMISSIONS_FILE
-                };
-                crate::durable::write_atomic_mode(&path, bytes, mode).with_context(failed)?;
-            }
+            Content::File { .. } => {}
             Content::Symlink(target) => {
                 make_parents(&path).with_context(failed)?;
                 crate::durable::replace_with_symlink(&path, Path::new(OsStr::from_bytes(target)))
@@ -322,6 +361,79 @@ pub fn write(plan: &Plan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Write blob `oid` as checked out at `path` (relative to the top level:
+/// the repository's filters for that path apply) into `out`, streamed.
+/// Like every git okstra runs: hooks off, no prompt, nothing steering it
+/// to another repository (`Git::streaming`).
+fn check_out(git: &Git, path: &Path, oid: &str, out: &mut fs::File) -> std::io::Result<()> {
+    let mut arg = std::ffi::OsString::from("--path=");
+    arg.push(path.as_os_str());
+    stream(
+        git,
+        &[
+            OsStr::new("cat-file"),
+            OsStr::new("--filters"),
+            &arg,
+            OsStr::new(oid),
+        ],
+        out,
+    )
+}
+
+/// Write blob `oid` as git stores it into `out`, streamed.
+fn blob(git: &Git, oid: &str, out: &mut fs::File) -> std::io::Result<()> {
+    stream(
+        git,
+        &[OsStr::new("cat-file"), OsStr::new("blob"), OsStr::new(oid)],
+        out,
+    )
+}
+
+/// `git args…` with its stdout going straight into `out`; git's words
+/// (bounded) when it fails.
+fn stream(git: &Git, args: &[&OsStr], out: &mut fs::File) -> std::io::Result<()> {
+    let output = git
+        .streaming(args)
+        .stdout(out.try_clone()?)
+        .stderr(std::process::Stdio::piped())
+        .output()?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let shown: Vec<_> = args.iter().map(|arg| arg.to_string_lossy()).collect();
+    Err(std::io::Error::other(format!(
+        "`git {}` failed ({}): {}",
+        shown.join(" "),
+        output.status,
+        crate::fsread::clip(String::from_utf8_lossy(&output.stderr).trim(), 600)
+    )))
+}
+
+/// Why a symlink at `path` (relative to the top level) to `target` leads
+/// out of the project, if it does: an absolute target, or a relative one
+/// that climbs above the top level (read on its text: the link is not
+/// there yet).
+fn leaves(path: &[u8], target: &[u8]) -> Option<&'static str> {
+    let target = Path::new(OsStr::from_bytes(target));
+    if target.is_absolute() {
+        return Some("an absolute path, which okstra does not land");
+    }
+    let mut depth = Path::new(OsStr::from_bytes(path))
+        .parent()
+        .map_or(0, |dir| dir.components().count());
+    for component in target.components() {
+        match component {
+            Component::ParentDir if depth == 0 => {
+                return Some("which is outside the project");
+            }
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    None
 }
 
 fn make_parents(path: &Path) -> std::io::Result<()> {
@@ -552,25 +664,18 @@ fn worktree(git: &Git, toplevel: &Path, changes: &[Change]) -> Result<BTreeMap<V
     Ok(found)
 }
 
-/// The content to land for `entry` at `path` (`None`: the file goes): a
-/// file as checked out, through the repository's filters.
-fn content(git: &Git, path: &[u8], entry: Option<&Entry>) -> Result<Content> {
+/// The content to land for `entry` (`None`: the file goes): a symlink's
+/// target (a short blob), or the blob a file is checked out from when it
+/// is written ([`check_out`]).
+fn content(git: &Git, entry: Option<&Entry>) -> Result<Content> {
     let Some(entry) = entry else {
         return Ok(Content::Absent);
     };
     if entry.mode == MODE_SYMLINK {
         return Ok(Content::Symlink(git.run(["cat-file", "blob", &entry.oid])?));
     }
-    let mut arg = std::ffi::OsString::from("--path=");
-    arg.push(OsStr::from_bytes(path));
-    let bytes = git.run([
-        OsStr::new("cat-file"),
-        OsStr::new("--filters"),
-        &arg,
-        OsStr::new(&entry.oid),
-    ])?;
     Ok(Content::File {
-        bytes,
+        oid: entry.oid.clone(),
         executable: entry.mode == MODE_EXECUTABLE,
     })
 }
@@ -608,14 +713,18 @@ fn merge(
     let mut files = Vec::new();
     for (name, entry) in [("yours", ours), ("snapshot", base), ("okstra", theirs)] {
         let file = scratch.path().join(name);
-        fs::write(&file, git.run(["cat-file", "blob", &entry.oid])?)
+        // As git stores it (no filter), streamed: a file of any size merges.
+        let mut out = fs::File::create(&file)
+            .with_context(|| format!("cannot write `{}`", file.display()))?;
+        blob(git, &entry.oid, &mut out)
             .with_context(|| format!("cannot write `{}`", file.display()))?;
         files.push(file);
     }
     let label = String::from_utf8_lossy(path).into_owned();
+    // Merged in place into the first file (no `--stdout`: the result is
+    // never held in memory).
     let merged = git.run([
         OsStr::new("merge-file"),
-        OsStr::new("--stdout"),
         OsStr::new("-L"),
         OsStr::new(&format!("{label} (yours)")),
         OsStr::new("-L"),
@@ -627,13 +736,15 @@ fn merge(
         files[2].as_os_str(),
     ]);
     match merged {
-        Ok(bytes) => {
+        Ok(_) => {
             // Stored as a blob (as git stores it, no filter), so it is
             // checked out like every other file.
-            let oid =
-                git.clone()
-                    .input(bytes)
-                    .line(["hash-object", "-w", "--no-filters", "--stdin"])?;
+            let oid = git.line([
+                OsStr::new("hash-object"),
+                OsStr::new("-w"),
+                OsStr::new("--no-filters"),
+                files[0].as_os_str(),
+            ])?;
             Ok(Some(Entry { mode, oid }))
         }
         // A positive exit is the number of conflicts.

@@ -34,6 +34,8 @@ pub enum Reason {
     Conflict,
     /// A file has uncommitted edits that differ from the snapshot.
     DirtyOverlap,
+    /// The change adds a symlink whose target leaves the project.
+    SymlinkOutside,
 }
 
 impl Reason {
@@ -45,6 +47,7 @@ impl Reason {
             Reason::BaseNotAncestor => "base-not-ancestor",
             Reason::Conflict => "conflict",
             Reason::DirtyOverlap => "dirty-overlap",
+            Reason::SymlinkOutside => "symlink-outside",
         }
     }
 }

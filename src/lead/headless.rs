@@ -74,7 +74,19 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
     let settings = crate::settings::resolve(&launch, &env, &cwd)?;
-    let (run_dir, checked) = render_checked(&settings, args.no_preflight)?;
+    let (run_dir, checked) = match render_checked(&settings, args.no_preflight) {
+        Ok(rendered) => rendered,
+        Err(err) => {
+            // Stopped before anything was rendered: nothing to resume.
+            if let Some(interrupted) = err.downcast_ref::<crate::preflight::Interrupted>() {
+                diag::note(format_args!(
+                    "{interrupted}; nothing was rendered or started"
+                ));
+                return Ok(ExitStatus::Code(exit::from_signal(interrupted.0 as i32)));
+            }
+            return Err(err);
+        }
+    };
     drive(args, &run_dir, Some(checked))
 }
 
@@ -119,7 +131,25 @@ pub fn drive(
         let checked = match checked {
             Some(checked) => checked,
             None if args.no_preflight => crate::preflight::credentials_only(&lead.run.assignments),
-            None => crate::preflight::enforce(&lead.run.assignments, false)?,
+            None => match crate::preflight::enforce(&lead.run.assignments, false) {
+                Ok(checked) => checked,
+                Err(err) => {
+                    // `okstra cancel` (or Ctrl-C) during the preflight: the
+                    // probes are stopped, the run says so, and it resumes.
+                    if let Some(interrupted) = err.downcast_ref::<crate::preflight::Interrupted>() {
+                        let signal = interrupted.0;
+                        let resume = command_line("run", &lead.run, &lead.engine);
+                        lead.event(
+                            EventKind::RunInterrupted,
+                            &[("signal", signal.as_str()), ("resume", &resume)],
+                        );
+                        lead.lease = None;
+                        diag::note(format_args!("{interrupted}; resume with `{resume}`"));
+                        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+                    }
+                    return Err(err);
+                }
+            },
         };
         if !lead.confirm_plan(&checked, args.launch.yes)? {
             lead.lease = None;

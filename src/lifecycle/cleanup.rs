@@ -8,7 +8,11 @@
 //! commit okstra put there (`update-ref -d <ref> <commit>`: git compares
 //! and deletes under its lock), and only once it landed or the run is older
 //! than `--older-than`; a log only inside the run folder, reached through
-//! no symlink. Never a user file, ref or branch.
+//! no symlink; a `.okstra/.staging-*` folder a killed render left, under
+//! the lock renders hold. Never a user file, ref or branch: a copy's path
+//! must lie beneath okstra's workspaces folder through no symlink, and its
+//! marker name the run and the worker it is named for — a marker copied
+//! into another folder proves nothing (`workspace::owned`).
 //!
 //! A run is cleaned up when it finished (its report is rendered, or its
 //! change landed) or did nothing for `--older-than`, nothing of it runs,
@@ -47,6 +51,8 @@ enum Kind {
     SnapshotRef,
     Branch,
     Log,
+    /// A `.okstra/.staging-*` folder a render killed midway left.
+    Staging,
 }
 
 impl Kind {
@@ -56,6 +62,7 @@ impl Kind {
             Kind::SnapshotRef => "snapshot ref",
             Kind::Branch => "branch",
             Kind::Log => "log",
+            Kind::Staging => "staging folder",
         }
     }
 }
@@ -174,6 +181,10 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
         items.extend(found);
     }
 
+    if okstra_dir.is_dir() {
+        items.extend(staging(&okstra_dir, args.execute)?);
+    }
+
     let report = Report {
         schema_version: CLEANUP_VERSION,
         execute: args.execute,
@@ -202,6 +213,37 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The `.staging-*` folders renders killed midway left in `okstra_dir`
+/// (removed with `execute`), under the lock every render holds while it
+/// stages: none of them is a live render's.
+fn staging(okstra_dir: &Path, execute: bool) -> Result<Vec<Item>> {
+    let _lock = crate::bundle::lock_okstra_dir(okstra_dir)?;
+    let mut items = Vec::new();
+    for folder in crate::bundle::leftover_staging(okstra_dir) {
+        let mut item = Item {
+            kind: Kind::Staging,
+            run_dir: okstra_dir.to_path_buf(),
+            target: folder.to_string_lossy().into_owned(),
+            reason: "a render was stopped before it finished".to_owned(),
+            outcome: "planned".into(),
+            failed: false,
+            expected: None,
+            copy_kind: None,
+        };
+        if execute {
+            match std::fs::remove_dir_all(&folder) {
+                Ok(()) => item.outcome = "removed".into(),
+                Err(err) => {
+                    item.outcome = format!("failed: {err}");
+                    item.failed = true;
+                }
+            }
+        }
+        items.push(item);
+    }
+    Ok(items)
 }
 
 /// Why something of the run may still be working, if it may: an attempt
@@ -269,6 +311,7 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
     };
     let mut items = Vec::new();
     let mut copies = BTreeSet::new();
+    let run_dir = std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone());
     let mut refs = BTreeSet::new();
     for record in &state.dispatches {
         let Some(copy) = &record.workspace else {
@@ -281,6 +324,13 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
                 why.to_owned(),
             );
             found.copy_kind = workspace::Kind::parse(&copy.kind);
+            // A dry run says already what `--execute` would leave alone.
+            if let Some(kind) = found.copy_kind
+                && let Err(err @ workspace::Error::Foreign { .. }) =
+                    workspace::removable(&copy.path, kind, &run.project_root, &run_dir)
+            {
+                found.outcome = format!("skipped: {err}");
+            }
             items.push(found);
         }
         if let Some(reference) = &copy.snapshot_ref
@@ -349,6 +399,9 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
 
 /// Remove one planned item, each checked again as it goes.
 fn remove(item: &mut Item, run: &Run) {
+    if item.outcome != "planned" {
+        return;
+    }
     let result: Result<(), String> = match item.kind {
         Kind::Copy => {
             let Some(kind) = item.copy_kind else {
@@ -370,6 +423,8 @@ fn remove(item: &mut Item, run: &Run) {
             workspace::branch::delete(&run.project_root, &item.target, &expected)
                 .map_err(|err| err.to_string())
         }
+        // Listed and removed by `staging`, under the `.okstra/` lock.
+        Kind::Staging => return,
         Kind::Log => crate::beneath::unlink(Path::new(&item.target)).or_else(|err| {
             if err.kind() == io::ErrorKind::NotFound {
                 Ok(())
@@ -398,7 +453,7 @@ fn remove_empty_run_folder(run: &Run) {
 /// One text line for an item.
 fn describe(item: &Item, execute: bool) -> String {
     let verb = if execute { "" } else { "would " };
-    let outcome = if execute {
+    let outcome = if execute || item.outcome != "planned" {
         format!(" -> {}", item.outcome)
     } else {
         String::new()

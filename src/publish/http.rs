@@ -13,7 +13,11 @@
 //!   own origin and nowhere else: redirects are not followed by ureq; a
 //!   redirect to the same origin is followed here (at most
 //!   [`MAX_REDIRECTS`]), one to another origin is refused;
-//! - answers are read up to [`MAX_BODY_BYTES`]; every request has a deadline.
+//! - answers are read up to [`MAX_BODY_BYTES`]; every request has a deadline;
+//! - the token is never printed or written: every text from the server (or
+//!   from a run) that okstra prints or sends passes [`Client::redact`],
+//!   which writes [`REDACTED`] in its place (a server or proxy may quote a
+//!   request's `Authorization` header back in its message).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -28,6 +32,9 @@ const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
 const MAX_REDIRECTS: u32 = 3;
 /// Deadline of one request, answer included.
 const TIMEOUT: Duration = Duration::from_mins(1);
+/// What stands for the token in any text okstra prints or sends (as CI
+/// logs mask a secret).
+pub const REDACTED: &str = "***";
 
 /// A checked API base: scheme, host and port, and its path prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +128,42 @@ impl Client {
         &self.base
     }
 
+    /// `text` with every occurrence of the token replaced by [`REDACTED`].
+    pub fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match &self.token {
+            Some(token) if !token.is_empty() && text.contains(token.as_str()) => {
+                std::borrow::Cow::Owned(text.replace(token.as_str(), REDACTED))
+            }
+            _ => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
+    /// [`Client::redact`] every string (and key) of `value`.
+    pub fn redact_json(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                if let std::borrow::Cow::Owned(clean) = self.redact(text) {
+                    *text = clean;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
+            Value::Object(map) => {
+                let dirty: Vec<String> = map
+                    .keys()
+                    .filter(|key| matches!(self.redact(key), std::borrow::Cow::Owned(_)))
+                    .cloned()
+                    .collect();
+                for key in dirty {
+                    if let Some(item) = map.remove(&key) {
+                        map.insert(self.redact(&key).into_owned(), item);
+                    }
+                }
+                map.values_mut().for_each(|item| self.redact_json(item));
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
     /// `GET path`.
     pub fn get(&self, path: &str) -> Result<Answer> {
         self.send("GET", path, None)
@@ -201,7 +244,7 @@ impl Client {
             bail!(
                 "`{}` redirected to another host (`{}`); okstra does not send the token there",
                 shown(from),
-                crate::fsread::escape(&crate::fsread::clip(location, 200))
+                crate::fsread::escape(&crate::fsread::clip(&self.redact(location), 200))
             );
         }
         Ok(target)
@@ -246,6 +289,32 @@ mod tests {
     }
 
     #[test]
+    fn the_token_is_redacted_from_text_and_json() {
+        let client = Client::new(
+            Base::parse("https://api.github.com").unwrap(),
+            Some("ghp_secret".into()),
+        );
+        assert_eq!(
+            client.redact("Bearer ghp_secret refused; ghp_secret again"),
+            "Bearer *** refused; *** again"
+        );
+        assert!(matches!(
+            client.redact("nothing here"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let mut body = serde_json::json!({
+            "body": "a finding quoting ghp_secret",
+            "comments": [{"body": "x ghp_secret", "line": 3}],
+            "ghp_secret": true
+        });
+        client.redact_json(&mut body);
+        assert!(!body.to_string().contains("ghp_secret"), "{body}");
+        assert_eq!(body["comments"][0]["body"], "x ***");
+        let anonymous = Client::new(Base::parse("https://api.github.com").unwrap(), None);
+        assert_eq!(anonymous.redact("ghp_secret"), "ghp_secret");
+    }
+
+    #[test]
     fn the_token_follows_no_redirect_to_another_origin() {
         let client = Client::new(
             Base::parse("https://api.github.com").unwrap(),
@@ -269,6 +338,12 @@ mod tests {
             .to_string();
         assert!(err.contains("another host"), "{err}");
         assert!(!err.contains("secret"));
+        // A location quoting the token is shown without it.
+        let err = client
+            .redirect("https://api.github.com/a", "https://evil.example/?t=secret")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("secret") && err.contains("t=***"), "{err}");
         assert!(
             client
                 .redirect("https://api.github.com/a", "http://api.github.com/b")

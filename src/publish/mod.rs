@@ -3,7 +3,8 @@
 //!
 //! What it does, in order, and what it never does:
 //! 1. checks its input (the repository name, the API base, the token from
-//!    `GITHUB_TOKEN` or `GH_TOKEN`: never argv, never printed) and the
+//!    `GITHUB_TOKEN` or `GH_TOKEN`: never argv, never printed or sent in a
+//!    text — a server message or a review that quotes it shows `***`) and the
 //!    run's report (it must validate) and recorded commit;
 //! 2. reads the pull request and refuses, with one line, when its head is
 //!    not the commit the run analysed;
@@ -133,7 +134,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
             "refusing to publish: pull request #{} of `{owner}/{name}` is at `{}` but the run \
              analysed `{}`; run okstra on the pull request's head",
             args.pr,
-            crate::fsread::escape(&crate::fsread::clip(head, 64)),
+            crate::fsread::escape(&crate::fsread::clip(&client.redact(head), 64)),
             source.commit
         ));
         return Ok(ExitStatus::Failure);
@@ -159,8 +160,12 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
             run.run_id, args.pr
         ));
         if let Some(url) = earlier.get("html_url").and_then(Value::as_str) {
-            writeln!(io::stdout().lock(), "{}", crate::fsread::escape(url))
-                .context("cannot write to stdout")?;
+            writeln!(
+                io::stdout().lock(),
+                "{}",
+                crate::fsread::escape(&client.redact(url))
+            )
+            .context("cannot write to stdout")?;
         }
         return Ok(ExitStatus::Success);
     }
@@ -187,7 +192,10 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         .filter(|f| sarif::is_reported(f))
         .collect();
     let summary = summary(&checked.value, &run, &source.commit, marker)?;
-    let body = github::review(&summary, &reported, &diff);
+    let mut body = github::review(&summary, &reported, &diff);
+    // A worker may have quoted the token in a finding: it is neither
+    // printed nor posted.
+    client.redact_json(&mut body);
 
     if args.dry_run {
         let mut stdout = io::stdout().lock();
@@ -214,8 +222,12 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         if inline == 1 { "" } else { "s" }
     ));
     if let Some(url) = posted.get("html_url").and_then(Value::as_str) {
-        writeln!(io::stdout().lock(), "{}", crate::fsread::escape(url))
-            .context("cannot write to stdout")?;
+        writeln!(
+            io::stdout().lock(),
+            "{}",
+            crate::fsread::escape(&client.redact(url))
+        )
+        .context("cannot write to stdout")?;
     }
     Ok(ExitStatus::Success)
 }
@@ -225,7 +237,10 @@ fn expect_ok(client: &Client, what: &str, path: &str, answer: Answer) -> Result<
     if (200..300).contains(&answer.status) {
         return Ok(answer.body);
     }
-    let said = github_message(&answer.body);
+    // Redacted before it is cut to length: no piece of the token shows.
+    let mut body = answer.body;
+    client.redact_json(&mut body);
+    let said = github_message(&body);
     let url = client.base().url(path);
     let hint = match answer.status {
         401 => "the token in `GITHUB_TOKEN`/`GH_TOKEN` was refused (expired or wrong)",

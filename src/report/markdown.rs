@@ -9,12 +9,21 @@
 //! traceable `sourceItems`. The output depends only on the data, so the same
 //! report always renders to the same bytes.
 //!
-//! What model text needs to sit safely in Markdown is here: one line for a
-//! heading or bullet ([`inline`]), a table cell that cannot split its row
-//! ([`cell`]), a code span ([`code_cell`]) and a code fence ([`fence_for`])
-//! that their content cannot close early.
+//! What model text needs to sit safely in Markdown is here: no HTML
+//! ([`escape_html`]: GitHub and most viewers render raw HTML in Markdown, so
+//! a worker's `<script>` or `<img onerror>` would run or show as markup),
+//! one line for a heading or bullet ([`inline`]), a table cell that cannot
+//! split its row ([`cell`]), a code span ([`code_cell`]) and a code fence
+//! ([`fence_for`]) that their content cannot close early.
+//!
+//! The report's Markdown templates escape every printed value with
+//! [`escape_html`] (`render.rs`, the `markdown` auto-escape). What these
+//! filters make is marked safe and printed as made: a cell's own `<br>`, a
+//! code span's and a fence's content (literal there, so left as it is).
 
-use minijinja::Environment;
+use std::borrow::Cow;
+
+use minijinja::{Environment, Value};
 
 /// Register the Markdown filters on the report environment.
 pub fn add_filters(env: &mut Environment<'_>) {
@@ -22,7 +31,35 @@ pub fn add_filters(env: &mut Environment<'_>) {
     env.add_filter("cell", cell);
     env.add_filter("code_cell", code_cell);
     env.add_filter("fence", |lines: Vec<String>| fence_for(&lines));
+    env.add_filter("verbatim", verbatim);
     env.add_filter("trim_end", trim_end);
+}
+
+/// `text` with every `<` that could open HTML (a tag, a closing tag, a
+/// comment, a declaration or an autolink: `<` before a letter, `/`, `!` or
+/// `?`, as the `CommonMark` spec reads it) written `&lt;`, which shows as `<` and
+/// starts nothing. Other text, `a < b` included, stays as it is.
+pub fn escape_html(text: &str) -> Cow<'_, str> {
+    let opens = |next: Option<char>| {
+        next.is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '/' | '!' | '?'))
+    };
+    let mut chars = text.char_indices().peekable();
+    let mut out: Option<String> = None;
+    while let Some((at, c)) = chars.next() {
+        if c == '<' && opens(chars.peek().map(|(_, next)| *next)) {
+            out.get_or_insert_with(|| text[..at].to_owned())
+                .push_str("&lt;");
+        } else if let Some(out) = &mut out {
+            out.push(c);
+        }
+    }
+    out.map_or(Cow::Borrowed(text), Cow::Owned)
+}
+
+/// Text printed as it is, inside a code fence (where nothing is markup and
+/// [`fence_for`] keeps it from closing the fence).
+fn verbatim(text: &str) -> Value {
+    Value::from_safe_string(text.to_owned())
 }
 
 /// Text as a paragraph: trailing blank lines and spaces dropped.
@@ -35,22 +72,32 @@ fn inline(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Text for a table cell: one line, `|` escaped so it cannot split the row.
-fn cell(text: &str) -> String {
+/// Text for a table cell: one line (its lines joined by `<br>`, the one
+/// markup it makes), no HTML of its own, `|` escaped so it cannot split
+/// the row.
+fn cell(text: &str) -> Value {
+    Value::from_safe_string(cell_text(text))
+}
+
+fn cell_text(text: &str) -> String {
     let text = text.trim();
     if text.is_empty() {
         return "-".to_owned();
     }
     text.lines()
-        .map(str::trim)
+        .map(|line| escape_html(line.trim()))
         .collect::<Vec<_>>()
         .join("<br>")
         .replace('|', "\\|")
 }
 
 /// A code span in a table cell, with a delimiter longer than any backtick run
-/// inside it.
-fn code_cell(text: &str) -> String {
+/// inside it (its content is literal: nothing in it is markup).
+fn code_cell(text: &str) -> Value {
+    Value::from_safe_string(code_span(text))
+}
+
+fn code_span(text: &str) -> String {
     let one_line = inline(text).replace('|', "\\|");
     if one_line.is_empty() {
         return "-".to_owned();
@@ -93,14 +140,40 @@ mod tests {
 
     #[test]
     fn cells_cannot_break_a_table_row() {
-        assert_eq!(cell("a | b\nc"), "a \\| b<br>c");
-        assert_eq!(cell("  "), "-");
+        assert_eq!(cell_text("a | b\nc"), "a \\| b<br>c");
+        assert_eq!(cell_text("  "), "-");
+        assert_eq!(cell_text("<b>x</b>\n<br>"), "&lt;b>x&lt;/b><br>&lt;br>");
+    }
+
+    #[test]
+    fn only_what_could_open_html_is_escaped() {
+        for (text, escaped) in [
+            (
+                "<script>alert(1)</script>",
+                "&lt;script>alert(1)&lt;/script>",
+            ),
+            (
+                "<img src=x onerror=alert(1)>",
+                "&lt;img src=x onerror=alert(1)>",
+            ),
+            (
+                "<!-- c --> <?php ?> <![CDATA[x]]>",
+                "&lt;!-- c --> &lt;?php ?> &lt;![CDATA[x]]>",
+            ),
+            ("<https://evil.example>", "&lt;https://evil.example>"),
+            ("Vec<String>", "Vec&lt;String>"),
+            ("a < b, a <= b, 1<2, <", "a < b, a <= b, 1<2, <"),
+            ("é<é ← <", "é<é ← <"),
+        ] {
+            assert_eq!(escape_html(text), escaped, "{text}");
+        }
+        assert!(matches!(escape_html("a < b"), Cow::Borrowed(_)));
     }
 
     #[test]
     fn code_spans_and_fences_outgrow_their_content() {
-        assert_eq!(code_cell("a`b"), "``a`b``");
-        assert_eq!(code_cell("`x`"), "`` `x` ``");
+        assert_eq!(code_span("a`b"), "``a`b``");
+        assert_eq!(code_span("`x`"), "`` `x` ``");
         assert_eq!(fence_for(&["````".to_owned()]), "`````");
         assert_eq!(fence_for(&["plain".to_owned()]), "```");
     }

@@ -3,11 +3,15 @@
 //!
 //! The environment is the shared one (`template::environment`: strict,
 //! embedded, auto-escape by file extension) plus what only the report needs:
-//! the Markdown filters, the HTML `paragraphs` filter, and a formatter that
-//! gives printed text its one escape. In a `.html` template every printed
-//! value that is not markup a macro made goes through [`html::escape`]; in a
-//! `.md` template printed values only lose their stray control characters
-//! (model text may carry NUL or terminal escapes; none reach the file).
+//! the Markdown filters, the HTML `paragraphs` filter, the report's own
+//! Markdown auto-escape, and a formatter that gives printed text its one
+//! escape. In a `.html` template every printed value that is not markup a
+//! macro made goes through [`html::escape`]; in a report `.md` template
+//! every printed value that is not markup a filter or macro made goes
+//! through [`markdown::escape_html`] (a worker's `<script>` must not reach
+//! a Markdown viewer as HTML). Printed values of both lose their stray
+//! control characters (model text may carry NUL or terminal escapes; none
+//! reach the file).
 
 use std::borrow::Cow;
 
@@ -23,6 +27,10 @@ use crate::template;
 const MARKDOWN_V1: &str = "templates/report/final-report-v1.md.j2";
 const MARKDOWN_V2: &str = "templates/report/final-report-v2.md.j2";
 const HTML: &str = "templates/report/final-report.html.j2";
+/// The auto-escape of the report's Markdown templates (minijinja's custom
+/// mode: the formatter below does it, and values a filter or macro made
+/// are marked safe).
+const MARKDOWN_ESCAPE: &str = "markdown";
 
 /// The report's Markdown and HTML, rendered from one view of `report`.
 pub fn render(report: &Report) -> Result<(String, String), template::Error> {
@@ -40,6 +48,13 @@ pub fn render(report: &Report) -> Result<(String, String), template::Error> {
 
 fn environment() -> Environment<'static> {
     let mut env = template::environment();
+    env.set_auto_escape_callback(|name| {
+        if name.starts_with("templates/report/") && name.ends_with(".md.j2") {
+            AutoEscape::Custom(MARKDOWN_ESCAPE.into())
+        } else {
+            template::auto_escape(name)
+        }
+    });
     markdown::add_filters(&mut env);
     env.add_filter("paragraphs", paragraphs);
     // HTML only: model text with its code spans as code, and a path as
@@ -54,13 +69,18 @@ fn environment() -> Environment<'static> {
         let text = value
             .as_str()
             .map_or_else(|| Cow::Owned(value.to_string()), Cow::Borrowed);
+        let plain = |out: &mut minijinja::Output<'_>, text: &str| {
+            text.split(is_stray_control)
+                .try_for_each(|piece| out.write_str(piece))
+        };
         match state.auto_escape() {
             // Markup a macro made: its text was escaped when it was printed.
             AutoEscape::Html if value.is_safe() => out.write_str(&text),
             AutoEscape::Html => out.write_str(&html::escape(&text)),
-            _ => text
-                .split(is_stray_control)
-                .try_for_each(|piece| out.write_str(piece)),
+            AutoEscape::Custom(mode) if *mode == *MARKDOWN_ESCAPE && !value.is_safe() => {
+                plain(out, &markdown::escape_html(&text))
+            }
+            _ => plain(out, &text),
         }
         .map_err(minijinja::Error::from)
     });
@@ -93,11 +113,16 @@ mod tests {
     }
 
     #[test]
-    fn html_templates_escape_and_markdown_templates_do_not() {
+    fn html_and_markdown_templates_each_escape_their_way() {
         let mut env = environment();
         env.add_template(
             "t.html.j2",
             "{% macro m() %}<b>{% endmacro %}{{ text }}|{{ m() }}",
+        )
+        .unwrap();
+        env.add_template(
+            "templates/report/t.md.j2",
+            "{% macro m(x) %}<br>{{ x }}{% endmacro %}{{ text }}|{{ m(text) }}|{{ text|cell }}|{{ text|code_cell }}|{{ text|verbatim }}",
         )
         .unwrap();
         env.add_template("t.md.j2", "{{ text }}").unwrap();
@@ -106,6 +131,13 @@ mod tests {
             template::render(&env, "t.html.j2", context! { text }).unwrap(),
             "&lt;a href=&#39;x&#39;&gt;[1m&lt;/a&gt;|<b>"
         );
+        // The report's Markdown: model text starts no HTML; a macro's and a
+        // cell's own markup stays; code is literal.
+        assert_eq!(
+            template::render(&env, "templates/report/t.md.j2", context! { text }).unwrap(),
+            "&lt;a href='x'>[1m&lt;/a>|<br>&lt;a href='x'>[1m&lt;/a>|&lt;a href='x'>[1m&lt;/a>|`<a href='x'>[1m</a>`|<a href='x'>[1m</a>"
+        );
+        // Another Markdown template (a prompt) is printed as is.
         assert_eq!(
             template::render(&env, "t.md.j2", context! { text }).unwrap(),
             "<a href='x'>[1m</a>"

@@ -40,6 +40,51 @@ pub struct Holder {
     pub command: String,
 }
 
+impl Holder {
+    /// Whether the process this holder names is okstra driving `run`, as
+    /// far as the process table shows — the lease file is only a file, and
+    /// anyone who can write the run folder can name any pid in it: alive
+    /// and started no later than it recorded, running okstra (its program
+    /// is called `okstra`, or is this very binary), and either naming the
+    /// run folder on its command line or holding the run's lease file open.
+    /// `Err` says why not. Linux only: without `/proc` nothing is proved.
+    pub fn check_driver(&self, run: &Run) -> Result<(), String> {
+        use crate::process_group as process;
+        if self.pid <= 0 || !process::wrapper_alive(self.pid, self.started_ts) {
+            return Err("it is not running since it recorded itself".to_owned());
+        }
+        let Some((cmdline, _)) = process::proc_command(self.pid) else {
+            return Err("its command line cannot be read".to_owned());
+        };
+        let is_okstra = cmdline
+            .first()
+            .is_some_and(|program| program.rsplit('/').next() == Some("okstra"))
+            || process::runs_this_program(self.pid);
+        let shown =
+            || crate::fsread::escape(&crate::fsread::clip(&cmdline.join(" "), 200)).into_owned();
+        if !is_okstra {
+            return Err(format!("it runs `{}`", shown()));
+        }
+        let run_dir = std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone());
+        let cwd = process::proc_cwd(self.pid);
+        let names_run = cmdline.iter().skip(1).any(|word| {
+            let word = Path::new(word);
+            let path = match &cwd {
+                Some(cwd) if word.is_relative() => cwd.join(word),
+                _ => word.to_path_buf(),
+            };
+            std::fs::canonicalize(path).is_ok_and(|path| path == run_dir)
+        });
+        if names_run || process::holds_open(self.pid, &Lease::path(run)) {
+            return Ok(());
+        }
+        Err(format!(
+            "it runs `{}`, which neither names this run nor holds its lease",
+            shown()
+        ))
+    }
+}
+
 /// A held lease; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct Lease {

@@ -196,8 +196,12 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
     let project = base.path().join("project");
     let run_dir = project.join(".okstra/tasks/p/g/t/r-001");
     std::fs::create_dir_all(&run_dir).unwrap();
-    let copy = base.path().join("copy");
+    let workspaces = base.path().join("workspaces");
+    let copy = workspaces.join("h/p/g/t/r-001/kimi");
     std::fs::create_dir_all(copy.join("src")).unwrap();
+    let remove = |path: &Path, kind: Kind, project: &Path, run: &Path| {
+        remove_in(&workspaces, path, kind, project, run)
+    };
     let marker = Marker {
         schema_version: MARKER_VERSION,
         project_root: canonical(&project),
@@ -220,10 +224,32 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
         remove(&copy, Kind::FileCopy, &project, &other_run),
         Err(Error::Foreign { .. })
     ));
-    // A symlink to it is never followed.
-    let link = base.path().join("link");
+    // A symlink to it is never followed, nor one on the way to it.
+    let link = workspaces.join("h/p/g/t/r-001/codex");
     std::os::unix::fs::symlink(&copy, &link).unwrap();
     assert!(remove(&link, Kind::FileCopy, &project, &run_dir).is_err());
+    let parent_link = workspaces.join("h/p/g/t/linked");
+    std::os::unix::fs::symlink(copy.parent().unwrap(), &parent_link).unwrap();
+    assert!(matches!(
+        remove(
+            &parent_link.join("kimi"),
+            Kind::FileCopy,
+            &project,
+            &run_dir
+        ),
+        Err(Error::Foreign { .. })
+    ));
+    // The marker copied into a folder of another name, or outside the
+    // workspaces folder, proves nothing.
+    for elsewhere in [workspaces.join("h/p/g/t/r-001/grok"), project.join("src")] {
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::copy(copy.join(MARKER), elsewhere.join(MARKER)).unwrap();
+        assert!(matches!(
+            remove(&elsewhere, Kind::FileCopy, &project, &run_dir),
+            Err(Error::Foreign { .. })
+        ));
+        assert!(elsewhere.is_dir());
+    }
     assert!(copy.is_dir());
     remove(&copy, Kind::FileCopy, &project, &run_dir).unwrap();
     assert!(!copy.exists());

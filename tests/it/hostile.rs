@@ -483,9 +483,16 @@ fn stale_staging_folders_are_removed_by_the_next_render() {
     fs::create_dir_all(&fresh).unwrap();
     let hour_ago = SystemTime::now() - Duration::from_hours(1);
     File::open(&old).unwrap().set_modified(hour_ago).unwrap();
+    // A symlink with such a name is not a staging folder: never followed.
+    let outside = outside(&project);
+    fs::write(outside.join("keep.md"), "the user's\n").unwrap();
+    symlink(&outside, okstra_dir.join(".staging-link")).unwrap();
     project.render(&[]);
     assert!(!old.exists());
-    assert!(fresh.exists(), "a render in progress keeps its folder");
+    // Old or new: under the lock every render holds while it stages, no
+    // staging folder is a live render's (issue 33).
+    assert!(!fresh.exists(), "a killed render's folder was kept");
+    assert!(outside.join("keep.md").is_file());
 }
 
 #[test]

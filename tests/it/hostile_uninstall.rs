@@ -263,3 +263,47 @@ fn a_settings_backup_that_changed_since_install_is_kept_not_restored_or_removed(
     assert_eq!(fs::read_dir(&bin).unwrap().count(), 0);
     assert!(world.record_path().is_file());
 }
+
+/// Issue 33, item 10: install and uninstall through a symlinked settings
+/// file (dotfiles) keep the file's mode as well as its bytes.
+#[test]
+fn install_and_uninstall_through_a_symlinked_settings_file_keep_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::new();
+    let real = world.path("home/dotfiles/claude-settings.json");
+    fs::create_dir_all(real.parent().unwrap()).unwrap();
+    fs::write(&real, USER_SETTINGS).unwrap();
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::create_dir(world.path("home/.claude")).unwrap();
+    symlink(&real, world.path("home/.claude/settings.json")).unwrap();
+    let mode = || fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+    let bin = world.path("bin");
+    let install = world.okstra(&[
+        "install",
+        "--claude-code",
+        "--bin-dir",
+        bin.to_str().unwrap(),
+    ]);
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    assert_ne!(fs::read_to_string(&real).unwrap(), USER_SETTINGS);
+    assert_eq!(mode(), 0o644, "install changed the mode");
+    let out = world.okstra(&["install", "--uninstall"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fs::read_to_string(&real).unwrap(), USER_SETTINGS);
+    assert_eq!(mode(), 0o644, "uninstall left another mode");
+    assert!(
+        fs::symlink_metadata(world.path("home/.claude/settings.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
