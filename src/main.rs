@@ -135,7 +135,8 @@ fn main() -> ExitCode {
 }
 
 /// A command line clap refused: help and version go out as clap prints
-/// them; a usage error is one line (its first), exit 2.
+/// them; a usage error goes out whole, in clap's words, through `diag`
+/// (exit 2).
 fn usage_error(err: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
@@ -146,9 +147,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     ) {
         err.exit();
     }
-    let rendered = err.render().to_string();
-    let line = rendered.lines().next().unwrap_or_default();
-    diag::error(line.strip_prefix("error: ").unwrap_or(line));
+    diag::usage_error(&err.render().to_string());
     ExitStatus::Error.into()
 }
 
