@@ -427,7 +427,7 @@ fn a_failed_render_leaves_nothing_behind() {
 fn the_bundled_example_renders() {
     let project = Project::new();
     let example = project.root().join("tiny-service");
-    copy_tree(&repo_root().join("examples/tiny-service"), &example);
+    crate::support::copy_dir(&repo_root().join("examples/tiny-service"), &example);
     project
         .okstra()
         .args(["--render-only", "--yes", "--task-type", "project-analysis"])
@@ -450,21 +450,6 @@ fn the_bundled_example_renders() {
             .join(".okstra/tasks/example/review/reservations/project-analysis-001/handoff.md")
             .is_file()
     );
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            if entry.file_name() != ".okstra" {
-                copy_tree(&entry.path(), &target);
-            }
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]
