@@ -90,12 +90,13 @@ fn main() -> ExitCode {
     if raw_args.get(1).is_some_and(|arg| arg == "provider-exec") {
         return provider_exec::main(None, raw_args.into_iter().skip(2).collect());
     }
+    let bare = raw_args.len() == 1;
     let cli = match cli_docs::parse(raw_args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
     let outcome = match cli.command {
-        None => launch_command(&cli.launch),
+        None => launch_command(&cli.launch, bare),
         Some(Command::ProviderExec { args }) => return provider_exec::main(None, args),
         Some(Command::Validate(args)) => report::validate_command(&args),
         Some(Command::Report(args)) => report::report_command(&args),
@@ -152,7 +153,14 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 }
 
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).
-fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
+/// `bare` (no argument at all) first says which path that is, and where the
+/// README's path (a question run headless) is.
+fn launch_command(args: &LaunchArgs, bare: bool) -> Result<ExitStatus> {
+    if bare {
+        diag::progress(
+            "no command: the launcher prepares a run and starts a lead session on it (Claude Code unless `--lead-runtime` says otherwise); to run a question headless, as the README does: `okstra ask \"<question>\"`; `okstra -h` lists the commands",
+        );
+    }
     bundle::prepare();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
