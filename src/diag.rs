@@ -17,7 +17,6 @@
 //! | [`note`] | `note: ` | advice the user should act on (host notes, native-session workers) |
 //! | [`progress`] | `okstra: ` | what the launcher did or is doing (rendered, wrote, recorded, nothing to do) |
 //! | [`detail`] | none | one item of a list the next or previous line introduces (report problems) |
-//! | [`event`] | none | the lead's `PROGRESS: kind key=value …` line, shaped as `okstra event` prints it |
 //! | [`Program::error`], [`Program::warning`] | `okstra-provider-exec: error: ` … | the provider-exec wrapper, which names itself as the reference wrapper does |
 //!
 //! Not diagnostics, so not here: stdout (data only), the `okstra dispatch`
@@ -77,13 +76,6 @@ pub fn progress(message: impl Display) {
 /// (`/pointer: [rule] message` under `error: refusing to render …`).
 pub fn detail(message: impl Display) {
     write(&line(None, Level::Bare, &message.to_string()));
-}
-
-/// The lead's event line as `okstra event` prints it (`PROGRESS: kind
-/// key=value …`): the lead prompts tell hosts to show that line as it is, so
-/// it keeps its own shape.
-pub fn event(line_text: impl Display) {
-    write(&line(None, Level::Bare, &line_text.to_string()));
 }
 
 /// Print an error chain once: `error: outer: cause: root`. Each cause is

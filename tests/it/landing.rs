@@ -30,6 +30,12 @@ fn landable(env: &[(&str, &str)]) -> (Project, PathBuf) {
     let env = [&[("FAKE_EDIT", "2"), ("FAKE_FIX_EDIT", "1")], env].concat();
     let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &env);
     assert_eq!(code, 0, "{stderr}");
+    // The fix check is said in words, as every lead event is.
+    assert!(
+        stderr.contains("okstra: fix check: 2 verifier(s) check the Executor's fix of "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
     (world, run_dir(&outcome))
 }
 

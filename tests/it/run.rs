@@ -273,8 +273,14 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
     );
     assert_eq!(lines.len(), 8, "{stdout}");
     assert_eq!(stdout.matches("OKSTRA_PRICES").count(), 1, "{stdout}");
-    // One stream: each ending once, no raw event line for it.
-    assert!(!stderr.contains("PROGRESS: worker-"), "{stderr}");
+    // One stream: each ending once, no raw event line for it; a normal end
+    // said plainly.
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
+    assert!(
+        stderr.contains("okstra: claude-worker completed after "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("recovered"), "{stderr}");
     assert_eq!(
         stderr.matches("kimi-worker ended auth").count(),
         1,
@@ -541,6 +547,16 @@ fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_on
         stderr.contains("okstra: fix pass: 2 defect(s) go back to the Executor"),
         "{stderr}"
     );
+    // The phases are the implementation run's, and every event is said in
+    // words: no raw `PROGRESS:` line.
+    for said in [
+        "okstra: phase 4: the Executor\n",
+        "okstra: phase 5: the verifiers check the Executor's change\n",
+    ] {
+        assert!(stderr.contains(said), "{said}{stderr}");
+    }
+    assert!(!stderr.contains("the analysers"), "{stderr}");
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
     let run = run_dir(&outcome);
     let request = fs::read_to_string(run.join("state/fix-request.md")).unwrap();
     for sent in [
