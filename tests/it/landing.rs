@@ -192,10 +192,15 @@ fn an_executor_change_reaches_the_project_only_through_land() {
         board.contains("landing: landed `okstra/demo/review/reservations/implementation-001`"),
         "{board}"
     );
-    // Landing again lands nothing more.
-    let (code, _, stderr) = land(&world, &run, &[]);
+    // Landing again lands nothing more, and says so: no `write <file>`
+    // line for a file it did not write.
+    let (code, stdout, stderr) = land(&world, &run, &[]);
     assert_eq!(code, 0);
-    assert!(stderr.contains("has already landed"), "{stderr}");
+    assert_eq!(stdout, "", "{stdout}");
+    assert!(
+        stderr.contains("has already landed (2 files then); nothing was written now"),
+        "{stderr}"
+    );
 }
 
 #[test]
