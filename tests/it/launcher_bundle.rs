@@ -503,3 +503,29 @@ fn which_script() -> Result<PathBuf, ()> {
         .find(|path| path.is_file())
         .ok_or(())
 }
+
+/// In a git repository that does not ignore `.okstra/`, a render says how
+/// to keep the runs out of `git status` (and changes nothing); once
+/// ignored, or outside git, it says nothing.
+#[test]
+fn an_untracked_okstra_folder_gets_one_hint() {
+    const HINT: &str =
+        "note: git lists `.okstra/` as untracked: add `.okstra/` to the project's `.gitignore`";
+    let stderr = |project: &Project| {
+        let out = render(project, &[]).success();
+        String::from_utf8(out.get_output().stderr.clone()).unwrap()
+    };
+    let outside = launcher_project();
+    assert!(!stderr(&outside).contains("note: git lists"));
+
+    let project = launcher_project();
+    crate::support::git_init(project.root());
+    let said = stderr(&project);
+    assert_eq!(said.matches(HINT).count(), 1, "{said}");
+    assert!(!project.root().join(".gitignore").exists());
+    assert!(
+        crate::support::git(project.root(), &["status", "--porcelain"]).contains("?? .okstra/")
+    );
+    fs::write(project.root().join(".gitignore"), ".okstra/\n").unwrap();
+    assert!(!stderr(&project).contains("note: git lists"));
+}
