@@ -500,6 +500,20 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
     };
     assert!(copy(&landed).is_dir() && copy(&taken).is_dir());
     assert_eq!(snapshot_refs().lines().count(), 2);
+    // By default a run that just finished keeps its logs (they say what
+    // happened): only a run idle for `--older-than` loses them.
+    let fresh = world
+        .okstra()
+        .arg("cleanup")
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let fresh = String::from_utf8_lossy(&fresh.stdout);
+    assert!(!fresh.contains("would remove log "), "{fresh}");
+    assert!(
+        fresh.contains("kept the logs of 2 finished runs active within `--older-than`"),
+        "{fresh}"
+    );
     let cleanup = |extra: &[&str]| -> Value {
         let output = world
             .okstra()
@@ -579,6 +593,10 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
     assert_eq!(targets(&removed, "copy"), [copy(&taken).to_str().unwrap()]);
     assert!(targets(&removed, "branch").is_empty(), "{removed}");
     assert!(!copy(&taken).exists());
+    // No empty folder is left where the copies were.
+    let copies_folder = copy(&taken).ancestors().nth(5).unwrap().to_path_buf();
+    assert!(!copies_folder.exists(), "{removed}");
+    assert!(!targets(&removed, "folder").is_empty(), "{removed}");
     assert_eq!(snapshot_refs(), "");
     let branches = git(
         &project,
