@@ -329,11 +329,13 @@ pub struct LaunchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Phase profile: requirements-discovery, error-analysis,
+    /// Phase profile: the kind of work, e.g. project-analysis or error-analysis.
+    ///
+    /// One of requirements-discovery, error-analysis,
     /// implementation-planning, project-analysis, feature-analysis,
     /// change-impact-analysis or implementation. Default: the previous run's
     /// workflow.nextRecommendedPhase when resuming a task key.
-    #[arg(long, value_name = "TASK_TYPE", value_parser = Offered::of(TaskType::ALL))]
+    #[arg(long, value_name = "TASK_TYPE", value_parser = Offered::of(TaskType::ALL), hide_possible_values = true)]
     pub task_type: Option<String>,
 
     /// Comma-separated roster. Providers: claude, codex, antigravity, grok,

@@ -60,19 +60,70 @@ const FOR_LEADS_AND_SCRIPTS: &[&str] = &[
 /// okstra's command line: the derived definition, its top-level help
 /// opening with the commands a person types, then the plumbing.
 pub fn command() -> clap::Command {
-    let mut command = Cli::command();
+    let mut command = shorten(Cli::command());
+    for name in ["ask", "run"] {
+        command = command.mut_subcommand(name, shorten);
+    }
     command.build();
-    let template = top_template(&command, help_width());
+    let template = top_template(&command, help_width(), Listing::Full);
     command.help_template(template)
+}
+
+/// How the top-level help lists the commands for leads and scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// One line each with its summary (`--help`).
+    Full,
+    /// Their names on a few lines (`-h`, which a newcomer reads first).
+    Names,
+}
+
+/// The flags `-h` shows for the launcher, `okstra ask` and `okstra run`:
+/// what a first run needs. `--help` shows all of them (some forty).
+const SHORT_HELP_FLAGS: &[&str] = &[
+    "help",
+    "version",
+    "question",
+    "run_dir",
+    "lead",
+    "render_only",
+    "yes",
+    "task_type",
+    "workers",
+    "project_root",
+    "task_brief",
+    "fail_on",
+];
+
+/// `command` with every flag outside [`SHORT_HELP_FLAGS`] left to `--help`
+/// (clap then says `-h` shows less).
+fn shorten(command: clap::Command) -> clap::Command {
+    command.mut_args(|arg| {
+        let keep = SHORT_HELP_FLAGS.contains(&arg.get_id().as_str());
+        arg.hide_short_help(!keep)
+    })
 }
 
 /// Parse `args` (the program name first) against [`command`].
 pub fn parse(
     args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
 ) -> Result<Cli, clap::Error> {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let mut command = command();
+    if is_top_short_help(&command, &args) {
+        let template = top_template(&command, help_width(), Listing::Names);
+        command = command.help_template(template);
+    }
     let matches = command.try_get_matches_from_mut(args)?;
     Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
+}
+
+/// Whether `args` ask for okstra's own short help: `-h`, and no word that
+/// names a subcommand (whose own help is asked for then).
+fn is_top_short_help(command: &clap::Command, args: &[OsString]) -> bool {
+    let words = || args.iter().skip(1).filter_map(|arg| arg.to_str());
+    words().any(|word| word == "-h")
+        && !words().any(|word| word == "--help" || command.find_subcommand(word).is_some())
 }
 
 /// The width clap wraps help at: the terminal's (or `COLUMNS`), at most the
@@ -118,7 +169,7 @@ fn summary(command: &clap::Command) -> String {
 
 /// The top-level help template: clap's default with the subcommands listed
 /// in two groups instead of one, and every flag under `Options:`.
-fn top_template(command: &clap::Command, width: usize) -> String {
+fn top_template(command: &clap::Command, width: usize, listing: Listing) -> String {
     let styles = command.get_styles();
     let header = styles.get_header();
     let literal = styles.get_literal();
@@ -135,6 +186,13 @@ fn top_template(command: &clap::Command, width: usize) -> String {
         ("For leads and scripts", &plumbing),
     ] {
         let _ = write!(text, "\n{header}{heading}:{header:#}\n");
+        if listing == Listing::Names && heading != "Start here" {
+            let names: Vec<&str> = subs.iter().map(|sub| sub.get_name()).collect();
+            for line in wrap(&names.join(", "), width.saturating_sub(2).max(20)) {
+                let _ = writeln!(text, "  {line}");
+            }
+            continue;
+        }
         for sub in subs {
             let name = sub.get_name();
             let indent = 2 + name_width + 2;
@@ -245,7 +303,13 @@ fn find_page(root: &clap::Command, words: &[String]) -> Option<Vec<String>> {
                 Some(path)
             })
     }
-    let joined = words.join("-");
+    // `okstra man 'converge plan'` is one word holding a space: the list
+    // of pages names them that way.
+    let joined = words
+        .iter()
+        .flat_map(|word| word.split_whitespace())
+        .collect::<Vec<_>>()
+        .join("-");
     if joined.is_empty() || joined == "okstra" {
         return Some(Vec::new());
     }
@@ -569,7 +633,7 @@ mod tests {
         // Without the styles' escapes, as a pipe shows it.
         let template = regex::Regex::new("\x1b\\[[0-9;]*m")
             .unwrap()
-            .replace_all(&top_template(&command, 60), "")
+            .replace_all(&top_template(&command, 60, Listing::Full), "")
             .into_owned();
         let people = template.find("Start here:").unwrap();
         let plumbing = template.find("For leads and scripts:").unwrap();

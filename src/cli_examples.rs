@@ -63,6 +63,7 @@ pub const STATUS: &str = "\
 Examples:
   okstra status examples/report
   okstra status --project-root examples/tiny-service --active
+  okstra status --all
   okstra status <run-dir> --watch --interval 2s --timeout 30m";
 
 pub const CANCEL: &str = "\

@@ -67,7 +67,11 @@ pub fn summary(facts: &Facts<'_>) -> String {
             .collect();
         let _ = writeln!(text, "  findings: {}", counts.join(", "));
     }
-    let _ = writeln!(text, "  cost: {}", cost(run));
+    let (spent, price_hint) = cost(run);
+    let _ = writeln!(text, "  cost: {spent}");
+    if let Some(hint) = price_hint {
+        let _ = writeln!(text, "    hint: {hint}");
+    }
     if let Some((markdown, html)) = facts.paths {
         let _ = writeln!(text, "  report: {}", markdown.display());
         let _ = writeln!(text, "          {}", html.display());
@@ -114,24 +118,30 @@ pub fn failed(run: &Run) -> Vec<Failed> {
         .collect()
 }
 
-/// `$0.42 (estimated $0.30–$1.50), 85.2k tokens`, from the recorded usage.
-fn cost(run: &Run) -> String {
+/// The cost line's text, `$0.42, 85.2k tokens (estimated …)` (or
+/// `≥ $0.42 + unpriced`, `unpriced`), from the recorded usage; and the hint
+/// for the models that have no price, when some have none.
+fn cost(run: &Run) -> (String, Option<String>) {
     let Ok(state) = crate::run::team_state::read_raw(run) else {
-        return "not recorded".to_owned();
+        return ("not recorded".to_owned(), None);
     };
     let totals = crate::usage::recorded_totals(&state);
     let mut text = if totals.tokens == 0 && totals.cost_usd == 0.0 {
         "none recorded".to_owned()
     } else {
         format!(
-            "{}${:.2}, {} tokens",
-            if totals.cost_partial { "at least " } else { "" },
-            totals.cost_usd,
+            "{}, {} tokens",
+            totals.cost(),
             crate::table::human(totals.tokens)
         )
     };
     if let Some(estimate) = crate::estimate::read(run) {
         let _ = write!(text, " (estimated {})", estimate.short());
     }
-    text
+    let env = |name: &str| std::env::var(name).ok();
+    let hint = crate::usage::Prices::load(&env).ok().and_then(|prices| {
+        let models = crate::usage::unpriced_models(&crate::usage::recorded_parts(&state), &prices);
+        (!models.is_empty()).then(|| crate::usage::price_hint(&models, &prices.as_of))
+    });
+    (text, hint)
 }

@@ -12,11 +12,11 @@
 //! |---|---|---|
 //! | [`error`] | `error: ` | why a command failed; the run's outcome when it exits non-zero |
 //! | [`error_chain`] | `error: ` | an `anyhow` error at the top (`main`), causes joined by `: ` |
+//! | [`usage_error`] | `error: ` | a command line clap refused, whole: clap's message, its tip, the usage line |
 //! | [`warning`] | `warning: ` | something skipped or not recorded; the command still goes on |
 //! | [`note`] | `note: ` | advice the user should act on (host notes, native-session workers) |
 //! | [`progress`] | `okstra: ` | what the launcher did or is doing (rendered, wrote, recorded, nothing to do) |
 //! | [`detail`] | none | one item of a list the next or previous line introduces (report problems) |
-//! | [`event`] | none | the lead's `PROGRESS: kind key=value …` line, shaped as `okstra event` prints it |
 //! | [`Program::error`], [`Program::warning`] | `okstra-provider-exec: error: ` … | the provider-exec wrapper, which names itself as the reference wrapper does |
 //!
 //! Not diagnostics, so not here: stdout (data only), the `okstra dispatch`
@@ -78,19 +78,35 @@ pub fn detail(message: impl Display) {
     write(&line(None, Level::Bare, &message.to_string()));
 }
 
-/// The lead's event line as `okstra event` prints it (`PROGRESS: kind
-/// key=value …`): the lead prompts tell hosts to show that line as it is, so
-/// it keeps its own shape.
-pub fn event(line_text: impl Display) {
-    write(&line(None, Level::Bare, &line_text.to_string()));
-}
-
 /// Print an error chain once: `error: outer: cause: root`. Each cause is
 /// escaped, so the message stays one line; only the errors that list several
 /// items one a line (schema violations, template excerpts) keep their line
 /// breaks.
 pub fn error_chain(err: &anyhow::Error) {
     write(&chain_line(err));
+}
+
+/// A command line clap refused, in clap's own words and whole: the
+/// `error: …` line, then every line clap adds (a tip naming the similar
+/// flag or subcommand, the accepted values, the usage line, where to read
+/// on). The block is one write; each of its lines is escaped, so an argument
+/// echoed back cannot reach the terminal as a control sequence.
+pub fn usage_error(rendered: &str) {
+    write(&usage_block(rendered));
+}
+
+fn usage_block(rendered: &str) -> String {
+    let mut lines = rendered.trim_end().lines();
+    let first = lines.next().unwrap_or_default();
+    let mut out = line(
+        None,
+        Level::Error,
+        first.strip_prefix(Level::Error.prefix()).unwrap_or(first),
+    );
+    for rest in lines {
+        out.push_str(&line(None, Level::Bare, rest.trim_end()));
+    }
+    out
 }
 
 /// Report a panic as one `error:` line, never a backtrace: a panic is our
@@ -216,6 +232,21 @@ mod tests {
         );
         assert_eq!(text.matches('\n').count(), 1);
         assert!(!text.trim_end_matches('\n').chars().any(char::is_control));
+    }
+
+    #[test]
+    fn a_usage_error_keeps_every_line_clap_wrote_each_escaped() {
+        let rendered = "error: unexpected argument '--formt\u{1b}[2J' found\n\n  \
+                        tip: a similar argument exists: '--format'\n\n\
+                        Usage: okstra status --format <FORMAT>\n\n\
+                        For more information, try '--help'.\n";
+        assert_eq!(
+            usage_block(rendered),
+            "error: unexpected argument '--formt\\e[2J' found\n\n  \
+             tip: a similar argument exists: '--format'\n\n\
+             Usage: okstra status --format <FORMAT>\n\n\
+             For more information, try '--help'.\n"
+        );
     }
 
     #[test]

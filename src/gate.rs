@@ -83,6 +83,17 @@ pub struct Decision {
     pub cross_verified: Option<bool>,
     /// Why the outcome is what it is, one line.
     pub reason: String,
+    /// With `--baseline`: the findings that would have counted but the
+    /// baseline already lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_excluded: Option<usize>,
+}
+
+impl Decision {
+    fn excluding(mut self, excluded: Option<usize>) -> Decision {
+        self.baseline_excluded = excluded;
+        self
+    }
 }
 
 /// One finding that fails the gate.
@@ -132,14 +143,22 @@ impl Rules {
 
     /// Whether `finding` counts against the threshold.
     fn counts(&self, finding: &Finding) -> bool {
+        self.counts_but_for_the_baseline(finding) && !self.in_baseline(finding)
+    }
+
+    /// Whether `finding` would count, were it not for `--baseline`.
+    fn counts_but_for_the_baseline(&self, finding: &Finding) -> bool {
         self.classes.contains(&finding.class)
             && (finding.class != FinalClass::WorkerUnique || finding.is_anchored())
             && finding.rank() >= self.fail_on
             && !(self.new_only && finding.pre_existing == Some(true))
-            && !self
-                .baseline
-                .as_ref()
-                .is_some_and(|known| known.contains(&finding.fingerprint))
+    }
+
+    /// Whether the baseline lists `finding` (by its fingerprint).
+    fn in_baseline(&self, finding: &Finding) -> bool {
+        self.baseline
+            .as_ref()
+            .is_some_and(|known| known.contains(&finding.fingerprint))
     }
 }
 
@@ -185,6 +204,13 @@ fn show(decision: &Decision, listing: Listing) -> Result<()> {
         }
     }
     drop(stdout);
+    if let Some(excluded) = decision.baseline_excluded {
+        diag::progress(format_args!(
+            "the baseline left out {excluded} finding{} at or above `{}` that it already lists",
+            if excluded == 1 { "" } else { "s" },
+            decision.fail_on
+        ));
+    }
     match decision.outcome {
         Outcome::Passed => diag::progress(format_args!("gate passed: {}", decision.reason)),
         _ => diag::error(format_args!("gate failed: {}", decision.reason)),
@@ -204,6 +230,7 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
         counted,
         cross_verified,
         reason,
+        baseline_excluded: None,
     };
     if !target.exists() {
         bail!(
@@ -275,6 +302,13 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
     let found = findings::collect(&checked.value, checked.run_dir.as_deref())?;
     let verification = findings::verification(&checked.value);
     let counted = counted(&found, rules);
+    let excluded = rules.baseline.as_ref().map(|_| {
+        found
+            .list
+            .iter()
+            .filter(|f| rules.counts_but_for_the_baseline(f) && rules.in_baseline(f))
+            .count()
+    });
     if !counted.is_empty() {
         let reason = format!(
             "{} finding{} at or above `{}` ({})",
@@ -293,7 +327,8 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
             counted,
             Some(verification.cross_verified),
             reason,
-        ));
+        )
+        .excluding(excluded));
     }
     if !verification.cross_verified {
         return Ok(decision(
@@ -306,7 +341,8 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
                 rules.fail_on,
                 one_line(&verification.detail)
             ),
-        ));
+        )
+        .excluding(excluded));
     }
     if let Some(why) = unfinished(found.run.as_ref(), &checked.value)? {
         return Ok(decision(
@@ -317,7 +353,8 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
                 "no counted finding at or above `{}`, but {why}",
                 rules.fail_on
             ),
-        ));
+        )
+        .excluding(excluded));
     }
     Ok(decision(
         Outcome::Passed,
@@ -328,7 +365,8 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
             rules.fail_on,
             one_line(&verification.detail)
         ),
-    ))
+    )
+    .excluding(excluded))
 }
 
 fn one_line(text: &str) -> String {

@@ -91,12 +91,13 @@ fn main() -> ExitCode {
     if raw_args.get(1).is_some_and(|arg| arg == "provider-exec") {
         return provider_exec::main(None, raw_args.into_iter().skip(2).collect());
     }
+    let bare = raw_args.len() == 1;
     let cli = match cli_docs::parse(raw_args) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
     let outcome = match cli.command {
-        None => launch_command(&cli.launch),
+        None => launch_command(&cli.launch, bare),
         Some(Command::ProviderExec { args }) => return provider_exec::main(None, args),
         Some(Command::Validate(args)) => report::validate_command(&args),
         Some(Command::Report(args)) => report::report_command(&args),
@@ -136,7 +137,8 @@ fn main() -> ExitCode {
 }
 
 /// A command line clap refused: help and version go out as clap prints
-/// them; a usage error is one line (its first), exit 2.
+/// them; a usage error goes out whole, in clap's words, through `diag`
+/// (exit 2).
 fn usage_error(err: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
@@ -147,14 +149,19 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     ) {
         err.exit();
     }
-    let rendered = err.render().to_string();
-    let line = rendered.lines().next().unwrap_or_default();
-    diag::error(line.strip_prefix("error: ").unwrap_or(line));
+    diag::usage_error(&err.render().to_string());
     ExitStatus::Error.into()
 }
 
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).
-fn launch_command(args: &LaunchArgs) -> Result<ExitStatus> {
+/// `bare` (no argument at all) first says which path that is, and where the
+/// README's path (a question run headless) is.
+fn launch_command(args: &LaunchArgs, bare: bool) -> Result<ExitStatus> {
+    if bare {
+        diag::progress(
+            "no command: the launcher prepares a run and starts a lead session on it (Claude Code unless `--lead-runtime` says otherwise); to run a question headless, as the README does: `okstra ask \"<question>\"`; `okstra -h` lists the commands",
+        );
+    }
     bundle::prepare();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();

@@ -293,6 +293,29 @@ pub fn prepare() {
     schema::prepare(RENDER_SCHEMAS);
 }
 
+/// A note when git lists the project's `.okstra/` as untracked (neither
+/// committed nor ignored): the runs are okstra's records, not the project's
+/// code, and `git status` would show them for ever. Nothing is changed;
+/// outside git, or when git cannot say, nothing is said.
+fn note_if_listed_by_git(project_root: &Path) {
+    if !crate::workspace::in_git(project_root) {
+        return;
+    }
+    let listed = crate::git::Git::at(project_root).lines([
+        "ls-files",
+        "--others",
+        "--exclude-standard",
+        "--directory",
+        "--",
+        ".okstra",
+    ]);
+    if listed.is_ok_and(|lines| !lines.is_empty()) {
+        diag::note(
+            "git lists `.okstra/` as untracked: add `.okstra/` to the project's `.gitignore` (or to `.git/info/exclude`, for you alone) to keep okstra's runs out of `git status`",
+        );
+    }
+}
+
 /// Render, validate and atomically place a new run. Returns its paths.
 pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     // The Executor's change reaches the project only through `okstra land`,
@@ -404,6 +427,7 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     for warning in &cli_facts.warnings {
         diag::warning(warning);
     }
+    note_if_listed_by_git(&settings.project_root);
     crate::runs_index::record(
         &run_dir,
         &settings.project_root,

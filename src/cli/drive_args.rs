@@ -44,6 +44,11 @@ pub struct StatusArgs {
     #[arg(long)]
     pub wide: bool,
 
+    /// Over a project: every run's whole board (its workers, attention,
+    /// attempts) instead of one line per run.
+    #[arg(long)]
+    pub all: bool,
+
     /// Redraw until every worker is terminal (one run) or no run is still
     /// going (a project).
     #[arg(long)]

@@ -134,7 +134,7 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
         return (Ending::Cancelled, "stopped by okstra on request".into());
     }
     if evidence.has_result {
-        return (Ending::Completed, "result recovered".into());
+        return (Ending::Completed, "result saved".into());
     }
     let code = evidence.exit_code;
     if !evidence.sidecar {

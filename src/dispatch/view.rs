@@ -93,10 +93,18 @@ impl View {
             .and_then(|usage| usage.get("costUsd"))
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(0.0);
-        self.line(&format!(
-            "{} ended {} after {}s: {}",
-            record.dispatch_name, outcome.ending, outcome.seconds, outcome.detail
-        ));
+        // A normal end is said plainly; any other with its reason.
+        if outcome.ending == crate::ending::Ending::Completed {
+            self.line(&format!(
+                "{} completed after {}s",
+                record.dispatch_name, outcome.seconds
+            ));
+        } else {
+            self.line(&format!(
+                "{} ended {} after {}s: {}",
+                record.dispatch_name, outcome.ending, outcome.seconds, outcome.detail
+            ));
+        }
     }
 
     pub fn note(&mut self, text: &str) {

@@ -419,6 +419,15 @@ fn table(findings: &[Finding], required: &[Provider]) -> String {
     for row in &rows {
         line(&row.each_ref().map(String::as_str));
     }
+    // The two words for "not ready" say whether the exit code counts it.
+    if findings.iter().any(|f| !f.ready) {
+        let needed: Vec<&str> = required.iter().map(|p| p.as_str()).collect();
+        let _ = writeln!(
+            text,
+            "READY: `NO` not ready and checked for the exit code ({}); `no` not ready, not needed unless your roster names it",
+            needed.join(", ")
+        );
+    }
     for finding in findings {
         for note in &finding.notes {
             let _ = writeln!(text, "{}: {}", finding.provider, fsread::escape(note));

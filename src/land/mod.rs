@@ -218,7 +218,9 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
             "{}",
             serde_json::to_string(outcome).context("cannot write the outcome")?
         )?;
-    } else if outcome.reasons.is_empty() {
+    } else if outcome.reasons.is_empty() && outcome.state != "already-landed" {
+        // What this command writes (or, with --check, would write); a
+        // landing done before writes nothing now, so it lists nothing.
         for file in &outcome.files {
             writeln!(
                 stdout,
@@ -240,7 +242,11 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
             outcome.files.len(),
             if outcome.files.len() == 1 { "" } else { "s" }
         )),
-        "already-landed" => diag::progress(format_args!("`{branch}` has already landed")),
+        "already-landed" => diag::progress(format_args!(
+            "`{branch}` has already landed ({} file{} then); nothing was written now",
+            outcome.files.len(),
+            if outcome.files.len() == 1 { "" } else { "s" }
+        )),
         "landable" => {
             diag::progress(format_args!(
                 "`{branch}` can land: `okstra land {}` applies it",

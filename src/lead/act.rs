@@ -37,7 +37,10 @@ impl Lead {
             Kind::Critic => "phase 5.6 (critic)".to_owned(),
             _ => format!(
                 "phase {}",
-                super::phase_words(super::phase_of(&self.run, kind, workers))
+                super::phase_words(
+                    self.run.task_type,
+                    super::phase_of(&self.run, kind, workers)
+                )
             ),
         };
         self.run_batch(candidates, resume, quorum, phase)

@@ -154,11 +154,8 @@ impl Lead {
         }
         // One stream: what the live view already says (a worker started or
         // ended) is not said again; the rest in words.
-        match progress_words(kind, &fields) {
-            Some(words) => diag::progress(words),
-            None if silent(kind) => {}
-            // The kinds with no words of their own: the line `okstra event` prints.
-            None => diag::event(events::progress_line(kind.as_str(), &fields)),
+        if let Some(words) = progress_words(self.run.task_type, kind, &fields) {
+            diag::progress(words);
         }
     }
 
@@ -449,22 +446,37 @@ fn phase_of(run: &Run, kind: Kind, workers: &[String]) -> &'static str {
     }
 }
 
-/// Events the live view says already (a worker's ending) or the closing
-/// summary will (the run's).
-fn silent(kind: EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::WorkerComplete | EventKind::WorkerTerminal | EventKind::RunComplete
-    )
-}
-
-/// A lead event in words for stderr, for the kinds that have words.
-fn progress_words(kind: EventKind, fields: &BTreeMap<String, String>) -> Option<String> {
+/// A lead event in words for stderr; `None` for the kinds something else
+/// says already: the live view (a worker's ending), the closing summary
+/// (the run's), the error or the note on how to resume (a failed or
+/// interrupted run). Every kind is decided here, so no raw `PROGRESS:`
+/// line reaches the terminal.
+fn progress_words(
+    task_type: TaskType,
+    kind: EventKind,
+    fields: &BTreeMap<String, String>,
+) -> Option<String> {
     let field = |name: &str| fields.get(name).map_or("?", String::as_str);
     Some(match kind {
+        EventKind::WorkerComplete
+        | EventKind::WorkerTerminal
+        | EventKind::RunComplete
+        | EventKind::RunInterrupted
+        | EventKind::RunFailed => return None,
         EventKind::RunStart => format!("run started: {} workers", field("workers")),
         EventKind::RunResume => format!("run resumed: {} workers", field("workers")),
-        EventKind::PhaseStart => format!("phase {}", phase_words(field("phase"))),
+        EventKind::PhaseStart => format!("phase {}", phase_words(task_type, field("phase"))),
+        EventKind::ConvergenceSkipped => format!(
+            "no convergence round {}: {}",
+            field("round"),
+            match field("reason") {
+                "single-worker" => "one worker alone has nobody to check it",
+                "quorum" => "fewer than two workers can review",
+                "no-open-items" => "no finding is still open",
+                "max-rounds" => "the last round was run",
+                other => other,
+            }
+        ),
         EventKind::RoundComplete => format!(
             "convergence round {} recorded: {} item(s) still open",
             field("round"),
@@ -475,6 +487,13 @@ fn progress_words(kind: EventKind, fields: &BTreeMap<String, String>) -> Option<
             field("defects")
         ),
         EventKind::FixPassSkipped => format!("no fix pass: {}", field("reason")),
+        EventKind::FixCheck => format!(
+            "fix check: {} verifier(s) check the Executor's fix of {} defect(s)",
+            field("verifiers"),
+            field("defects")
+        ),
+        EventKind::Landed => "the change was landed in the working tree".to_owned(),
+        EventKind::UsageCollected => format!("usage counted ({})", field("sources")),
         EventKind::ReportRepair => format!(
             "the report failed validation ({} problem(s)): the writer gets one repair",
             field("problems")
@@ -482,16 +501,27 @@ fn progress_words(kind: EventKind, fields: &BTreeMap<String, String>) -> Option<
         EventKind::ReportValidated => {
             format!("the report is valid (attempt {})", field("attempts"))
         }
-        EventKind::UsageCollected => format!("usage counted ({})", field("sources")),
-        _ => return None,
+        EventKind::RunCancelled => "the run was cancelled".to_owned(),
+        EventKind::BudgetStop => format!("budget reached: {}", field("reason")),
+        EventKind::WorkerHeld => format!("{} held: {}", field("name"), field("reason")),
+        EventKind::Session => format!("lead session `{}` recorded", field("sessionId")),
+        EventKind::ResultRefused => format!(
+            "{} attempt {}: its answer was refused",
+            field("name"),
+            field("attempt")
+        ),
+        EventKind::AskUser => "a question for the user".to_owned(),
+        EventKind::UserAnswer => "the user answered".to_owned(),
     })
 }
 
-/// `4` → `4: the analysers`.
-fn phase_words(phase: &str) -> String {
+/// `4` → `4: the analysers` (`4: the Executor` in an implementation run).
+fn phase_words(task_type: TaskType, phase: &str) -> String {
+    let implementation = task_type == TaskType::Implementation;
     let what = match phase {
+        "4" if implementation => "the Executor",
         "4" => "the analysers",
-        "5" => "the Executor, then the verifiers",
+        "5" => "the verifiers check the Executor's change",
         "5.5" => "convergence: the workers check each other's findings",
         "5.6" => "the critic",
         "6" => "the report",

@@ -8,11 +8,14 @@
 //! commit okstra put there (`update-ref -d <ref> <commit>`: git compares
 //! and deletes under its lock), and only once it landed or the run is older
 //! than `--older-than`; a log only inside the run folder, reached through
-//! no symlink; a `.okstra/.staging-*` folder a killed render left, under
-//! the lock renders hold. Never a user file, ref or branch: a copy's path
-//! must lie beneath okstra's workspaces folder through no symlink, and its
-//! marker name the run and the worker it is named for — a marker copied
-//! into another folder proves nothing (`workspace::owned`).
+//! no symlink, and only once the run did nothing for `--older-than` (a run
+//! that just finished keeps the record of what happened); a
+//! `.okstra/.staging-*` folder a killed render left, under the lock renders
+//! hold; an empty folder only in this project's own folder of copies, never
+//! one a run that is still going may use. Never a user file, ref or branch:
+//! a copy's path must lie beneath okstra's workspaces folder through no
+//! symlink, and its marker name the run and the worker it is named for — a
+//! marker copied into another folder proves nothing (`workspace::owned`).
 //!
 //! A run is cleaned up when it finished (its report is rendered, or its
 //! change landed) or did nothing for `--older-than`, nothing of it runs,
@@ -53,6 +56,8 @@ enum Kind {
     Log,
     /// A `.okstra/.staging-*` folder a render killed midway left.
     Staging,
+    /// An empty folder in the project's folder of copies.
+    Folder,
 }
 
 impl Kind {
@@ -63,6 +68,7 @@ impl Kind {
             Kind::Branch => "branch",
             Kind::Log => "log",
             Kind::Staging => "staging folder",
+            Kind::Folder => "empty folder",
         }
     }
 }
@@ -112,10 +118,24 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
     let now = clock::unix_now();
     let mut items = Vec::new();
     let mut skipped = Vec::new();
+    // The project's folder of copies, and the run folders in it that a run
+    // left alone may still use.
+    let mut copies_folder = None;
+    let mut in_use = Vec::new();
+    // Finished runs whose logs stay until they are `--older-than`.
+    let mut logs_kept = 0;
     for dir in super::run_dirs(&root)? {
         let Ok(run) = Run::open(&dir) else {
             continue;
         };
+        let run_folder = workspace::run_folder(&workspace::RunIdentity::of(&run)).ok();
+        if copies_folder.is_none() {
+            copies_folder = run_folder
+                .as_deref()
+                .and_then(|folder| folder.ancestors().nth(4))
+                .map(Path::to_path_buf);
+        }
+        in_use.extend(run_folder);
         let state = match run.team_state() {
             Ok(state) => state,
             Err(err) => {
@@ -159,14 +179,18 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
             format!("the run did nothing for {}", clock::short_duration(idle))
         };
         let mut found = plan(&run, &state, &why, old);
+        if !old && has_logs(&run, &state) {
+            logs_kept += 1;
+        }
         if args.execute {
             // Held while this run is cleaned: no driver starts meanwhile.
             match Lease::acquire(&run, "okstra cleanup", std::time::Duration::ZERO) {
                 Ok(lease) => {
+                    // Cleaned: its folder of copies may go once empty.
+                    in_use.pop();
                     for item in &mut found {
                         remove(item, &run);
                     }
-                    remove_empty_run_folder(&run);
                     drop(lease);
                 }
                 Err(err) => {
@@ -177,8 +201,30 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
                     continue;
                 }
             }
+        } else {
+            in_use.pop();
         }
         items.extend(found);
+    }
+    if let Some(folder) = &copies_folder {
+        let mut empty = Vec::new();
+        empty_folders(folder, &in_use, &mut empty);
+        for path in empty {
+            let mut item = Item {
+                kind: Kind::Folder,
+                run_dir: path.clone(),
+                target: path.to_string_lossy().into_owned(),
+                reason: "nothing is left in it".to_owned(),
+                outcome: "planned".into(),
+                failed: false,
+                expected: None,
+                copy_kind: None,
+            };
+            if args.execute {
+                remove_empty(&mut item);
+            }
+            items.push(item);
+        }
     }
 
     if okstra_dir.is_dir() {
@@ -197,10 +243,17 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
         .iter()
         .map(|item| describe(item, args.execute))
         .collect();
-    let notes: Vec<String> = skipped
+    let mut notes: Vec<String> = skipped
         .iter()
         .map(|skip| format!("skipped `{}`: {}", skip.run_dir.display(), skip.reason))
         .collect();
+    if logs_kept > 0 {
+        notes.push(format!(
+            "kept the logs of {logs_kept} finished run{} active within `--older-than` ({}); `--older-than 0s` removes them too",
+            if logs_kept == 1 { "" } else { "s" },
+            humantime::format_duration(args.older_than)
+        ));
+    }
     super::print_plan(
         args.json.then_some(&report),
         &lines,
@@ -378,15 +431,10 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
             Ok(Some(_) | None) | Err(_) => {}
         }
     }
-    let logs = state
-        .dispatches
-        .iter()
-        .filter_map(|r| r.log_path.clone())
-        .chain([run.layout().dispatch_log()]);
-    let mut seen = BTreeSet::new();
-    for log in logs {
-        let is_file = log.symlink_metadata().is_ok_and(|m| m.is_file());
-        if is_file && crate::confine::is_inside(&log, &run.dir) && seen.insert(log.clone()) {
+    // The logs say what happened: a run that just finished keeps them until
+    // it is `--older-than`.
+    if old {
+        for log in logs(run, state) {
             items.push(item(
                 Kind::Log,
                 log.to_string_lossy().into_owned(),
@@ -397,12 +445,87 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
     items
 }
 
+/// The run's attempt logs and its dispatch log that exist as files inside
+/// the run folder, each once.
+fn logs(run: &Run, state: &TeamState) -> Vec<PathBuf> {
+    let mut seen = BTreeSet::new();
+    state
+        .dispatches
+        .iter()
+        .filter_map(|r| r.log_path.clone())
+        .chain([run.layout().dispatch_log()])
+        .filter(|log| {
+            log.symlink_metadata().is_ok_and(|m| m.is_file())
+                && crate::confine::is_inside(log, &run.dir)
+                && seen.insert(log.clone())
+        })
+        .collect()
+}
+
+fn has_logs(run: &Run, state: &TeamState) -> bool {
+    !logs(run, state).is_empty()
+}
+
+/// Levels below the project's folder of copies down to a run's folder:
+/// project id, task group, task id, run id. A run's folder holds its copies,
+/// which this walk never enters.
+const RUN_FOLDER_DEPTH: usize = 4;
+
+/// Every folder of the project's folder of copies `folder` (itself
+/// included) down to the runs' folders that is empty or holds only such
+/// folders, deepest first, as `remove_dir` takes them; never one of
+/// `in_use` (a run left alone may put a copy there), never through a
+/// symlink, never inside a copy. Whether `folder` ends up empty.
+fn empty_folders(folder: &Path, in_use: &[PathBuf], into: &mut Vec<PathBuf>) -> bool {
+    empty_below(folder, RUN_FOLDER_DEPTH, in_use, into)
+}
+
+fn empty_below(folder: &Path, depth: usize, in_use: &[PathBuf], into: &mut Vec<PathBuf>) -> bool {
+    let is_dir = folder.symlink_metadata().is_ok_and(|m| m.is_dir());
+    if !is_dir || in_use.iter().any(|used| used == folder) {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return false;
+    };
+    let mut all_empty = true;
+    for entry in entries {
+        let empty = entry.is_ok_and(|entry| {
+            depth > 0
+                && entry.file_type().is_ok_and(|t| t.is_dir())
+                && empty_below(&entry.path(), depth - 1, in_use, into)
+        });
+        all_empty &= empty;
+    }
+    if all_empty {
+        into.push(folder.to_path_buf());
+    }
+    all_empty
+}
+
+/// Remove one planned empty folder (only while it is empty).
+fn remove_empty(item: &mut Item) {
+    item.outcome = match std::fs::remove_dir(&item.target) {
+        Ok(()) => "removed".into(),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => "removed".into(),
+        // Something came into it meanwhile: it is in use.
+        Err(err) if err.kind() == io::ErrorKind::DirectoryNotEmpty => {
+            "skipped: no longer empty".into()
+        }
+        Err(err) => {
+            item.failed = true;
+            format!("failed: {err}")
+        }
+    };
+}
+
 /// Remove one planned item, each checked again as it goes.
 fn remove(item: &mut Item, run: &Run) {
     if item.outcome != "planned" {
         return;
     }
     let result: Result<(), String> = match item.kind {
+        Kind::Folder => return remove_empty(item),
         Kind::Copy => {
             let Some(kind) = item.copy_kind else {
                 item.outcome = "skipped: a workspace kind okstra does not know".into();
@@ -442,14 +565,6 @@ fn remove(item: &mut Item, run: &Run) {
     }
 }
 
-/// The run's folder of copies, once nothing is left in it.
-fn remove_empty_run_folder(run: &Run) {
-    let identity = workspace::RunIdentity::of(run);
-    if let Ok(folder) = workspace::run_folder(&identity) {
-        let _ = std::fs::remove_dir(folder);
-    }
-}
-
 /// One text line for an item.
 fn describe(item: &Item, execute: bool) -> String {
     let verb = if execute { "" } else { "would " };
@@ -458,6 +573,12 @@ fn describe(item: &Item, execute: bool) -> String {
     } else {
         String::new()
     };
+    if item.kind == Kind::Folder {
+        return format!(
+            "{verb}remove empty folder `{}`: {}{outcome}",
+            item.target, item.reason
+        );
+    }
     let run = item
         .run_dir
         .file_name()

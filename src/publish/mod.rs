@@ -329,14 +329,10 @@ fn summary(report: &Value, run: &Run, commit: &str, marker: String) -> Result<Su
         })
         .collect();
     let totals = crate::usage::recorded_totals(&team_state::read_raw(run)?);
-    let cost = if totals.cost_usd > 0.0 {
-        format!(
-            "{}${:.2}",
-            if totals.cost_partial { "at least " } else { "" },
-            totals.cost_usd
-        )
+    let cost = if totals.tokens == 0 && totals.cost_usd == 0.0 {
+        "not recorded".to_owned()
     } else {
-        "unknown".to_owned()
+        totals.cost().to_string()
     };
     Ok(Summary {
         title: text("/header/title"),

@@ -244,26 +244,20 @@ pub fn tokens(count: Option<u64>) -> String {
     out
 }
 
-/// A cost in US dollars as the report shows it: `$1.23`, or four decimals
-/// below a cent (`$0.0042`) so a cheap run does not read as free.
-pub fn dollars(cost: f64) -> String {
-    if cost > 0.0 && cost < 0.01 {
-        format!("${cost:.4}")
-    } else {
-        format!("${cost:.2}")
-    }
-}
-
-/// What the cost column says for `usage`: its dollars, `unpriced` when it
-/// has tokens but no price (never zero), `n/a` when nothing was read.
+/// What the cost column says for `usage`, in okstra's one wording
+/// (`crate::usage::Cost`): its dollars, `unpriced` when it has tokens but
+/// no price (never zero), `≥ $X + unpriced` when only part is priced;
+/// `n/a` when nothing was read.
 pub fn cost(usage: &TokenUsage) -> String {
     let read = usage.input_tokens.is_some() || usage.output_tokens.is_some();
-    match usage.cost_usd {
-        Some(cost) if usage.cost_partial == Some(true) => format!("{} + unpriced", dollars(cost)),
-        Some(cost) => dollars(cost),
-        None if usage.source.as_deref() == Some("unavailable") || !read => "n/a".to_owned(),
-        None => "unpriced".to_owned(),
+    if usage.cost_usd.is_none() && (usage.source.as_deref() == Some("unavailable") || !read) {
+        return "n/a".to_owned();
     }
+    crate::usage::Cost::new(
+        usage.cost_usd,
+        usage.cost_partial == Some(true) || usage.cost_usd.is_none(),
+    )
+    .to_string()
 }
 
 /// `planSteps` → `Plan steps`: a field name as a heading.
@@ -312,7 +306,7 @@ mod tests {
         assert_eq!(cost(&usage(None, None, Some(5))), "unpriced");
         assert_eq!(
             cost(&usage(Some(0.5), Some(true), Some(5))),
-            "$0.50 + unpriced"
+            "≥ $0.50 + unpriced"
         );
         assert_eq!(cost(&usage(None, None, None)), "n/a");
     }

@@ -411,10 +411,7 @@ fn estimate_line(summary: &super::model::UsageSummary) -> Option<String> {
             .iter()
             .map(|n| n.unwrap_or(0))
             .sum::<u64>();
-            match t.cost_usd {
-                Some(cost) => format!("{} tokens, ${cost:.2}", crate::table::human(tokens)),
-                None => format!("{} tokens", crate::table::human(tokens)),
-            }
+            format!("{} tokens, {}", crate::table::human(tokens), cost(t))
         },
     );
     Some(format!("estimated {}; took {took}", estimate.line()))

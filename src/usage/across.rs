@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Record;
+use super::cost::Cost;
 use crate::cli::UsageArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
@@ -256,11 +257,7 @@ fn table(daily: &Daily, totals: &Sum, since: &str, runs: usize) -> String {
             crate::table::human(sum.cache_read_tokens),
             crate::table::human(sum.cache_write_tokens),
             crate::table::human(sum.output_tokens),
-            format!(
-                "{}${:.2}",
-                if sum.cost_partial { "≥" } else { "" },
-                sum.cost_usd
-            ),
+            Cost::new(Some(sum.cost_usd), sum.cost_partial).to_string(),
         ]
     };
     let mut rows: Vec<Vec<String>> = daily
@@ -271,7 +268,7 @@ fn table(daily: &Daily, totals: &Sum, since: &str, runs: usize) -> String {
     let mut text = render(&columns, &rows, 0, None);
     let _ = writeln!(
         text,
-        "{runs} run{} since {since} (UTC); ≥ marks a cost some usage has none for",
+        "{runs} run{} since {since} (UTC); `unpriced`: tokens with no price (OKSTRA_PRICES gives one)",
         if runs == 1 { "" } else { "s" }
     );
     text

@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use super::Source;
+use super::cost::Cost;
 use super::tally::{Record, Tally, to_micros};
 
 /// Limits given as `--max-cost <usd>` and `--max-tokens <n>`.
@@ -32,6 +33,14 @@ pub struct Totals {
     pub unavailable: usize,
 }
 
+impl Totals {
+    /// The recorded cost as okstra shows it (`$1.20`, `≥ $1.20 + unpriced`,
+    /// `unpriced`).
+    pub fn cost(&self) -> Cost {
+        Cost::new(Some(self.cost_usd), self.cost_partial)
+    }
+}
+
 impl Budget {
     /// `Some(why)` once `totals` reached a limit; `None` while under it.
     pub fn is_spent(&self, totals: &Totals) -> Option<String> {
@@ -46,10 +55,9 @@ impl Budget {
         if let Some(max) = self.max_cost_usd
             && to_micros(totals.cost_usd) >= to_micros(max)
         {
-            let floor = if totals.cost_partial { "at least " } else { "" };
             return Some(format!(
-                "recorded cost {floor}${:.2} reached --max-cost {max:.2}",
-                totals.cost_usd
+                "recorded cost {} reached --max-cost {max:.2}",
+                totals.cost()
             ));
         }
         None
@@ -60,6 +68,29 @@ impl Budget {
 /// `leadUsage`; when no dispatch has usage, every `workers.*.usage` instead
 /// (a run whose lead dispatched by hand).
 pub fn recorded_totals(team_state: &Value) -> Totals {
+    let parts = recorded_parts(team_state);
+    let mut sum = Tally::default();
+    let mut unavailable = 0;
+    // A part no model did (a headless run's lead) spent nothing and is not
+    // a gap in what is known.
+    for record in parts.iter().filter(|r| r.source != Source::NotApplicable) {
+        if record.input_tokens.is_none() {
+            unavailable += 1;
+        }
+        sum.add(&record.to_tally());
+    }
+    let cost = sum.record();
+    Totals {
+        tokens: sum.tokens.map_or(0, |t| t.total()),
+        cost_usd: cost.cost_usd.unwrap_or(0.0),
+        cost_partial: sum.cost_partial || unavailable > 0,
+        unavailable,
+    }
+}
+
+/// The usage records [`recorded_totals`] adds up: every `dispatches[].usage`
+/// (or, when none has one, every `workers.*.usage`) and `leadUsage`.
+pub fn recorded_parts(team_state: &Value) -> Vec<Record> {
     let records = |items: Vec<&Value>| -> Vec<Record> {
         items
             .into_iter()
@@ -82,23 +113,7 @@ pub fn recorded_totals(team_state: &Value) -> Totals {
         parts = records(workers);
     }
     parts.extend(records(team_state.get("leadUsage").into_iter().collect()));
-    let mut sum = Tally::default();
-    let mut unavailable = 0;
-    // A part no model did (a headless run's lead) spent nothing and is not
-    // a gap in what is known.
-    for record in parts.iter().filter(|r| r.source != Source::NotApplicable) {
-        if record.input_tokens.is_none() {
-            unavailable += 1;
-        }
-        sum.add(&record.to_tally());
-    }
-    let cost = sum.record();
-    Totals {
-        tokens: sum.tokens.map_or(0, |t| t.total()),
-        cost_usd: cost.cost_usd.unwrap_or(0.0),
-        cost_partial: sum.cost_partial || unavailable > 0,
-        unavailable,
-    }
+    parts
 }
 
 #[cfg(test)]
@@ -190,7 +205,7 @@ mod tests {
         };
         assert_eq!(
             cost.is_spent(&spent).as_deref(),
-            Some("recorded cost at least $2.00 reached --max-cost 2.00")
+            Some("recorded cost ≥ $2.00 + unpriced reached --max-cost 2.00")
         );
     }
 }

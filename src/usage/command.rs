@@ -17,6 +17,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
+use super::cost::Cost;
 use super::ledger::{self, Computed, RunInfo};
 use super::price::Prices;
 use super::tally::Record;
@@ -320,11 +321,11 @@ fn compact(table: &Compact) -> String {
         .lines
         .iter()
         .map(|line| {
-            let cost = match (line.cost, line.input) {
-                (_, None) => "n/a".to_owned(),
-                (Some(cost), _) if line.cost_partial => format!("≥${cost:.4}"),
-                (Some(cost), _) => format!("${cost:.4}"),
-                (None, Some(_)) => "$?".to_owned(),
+            let cost = match line.input {
+                None => "n/a".to_owned(),
+                Some(_) => {
+                    Cost::new(line.cost, line.cost_partial || line.cost.is_none()).to_string()
+                }
             };
             [
                 line.who.clone(),

@@ -58,7 +58,7 @@ impl Estimate {
                 "at least {} tokens{} (the rendered prompts alone; no earlier run of this project to go by)",
                 human(self.tokens.low),
                 self.cost_usd.as_ref().map_or_else(
-                    || ", cost unknown (a model is not in the price table)".to_owned(),
+                    || ", unpriced".to_owned(),
                     |c| format!(", at least {}", cost(c))
                 )
             ),
@@ -68,7 +68,7 @@ impl Estimate {
                 human(self.tokens.high),
                 self.cost_usd
                     .as_ref()
-                    .map_or_else(|| ", cost unknown".to_owned(), |c| format!(", {}", cost(c))),
+                    .map_or_else(|| ", unpriced".to_owned(), |c| format!(", {}", cost(c))),
                 self.earlier_runs,
                 if self.earlier_runs == 1 { "" } else { "s" },
                 human(self.floor_tokens),

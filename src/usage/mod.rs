@@ -16,7 +16,8 @@
 //! reads kimi-code's session log (its stream has no usage), `price` owns
 //! the dated price table, `tally` adds priced records up and owns the wire
 //! record, `ledger` computes a run's whole ledger from its team state,
-//! `budget` decides when a run's recorded spend reached its budget, `follow`
+//! `budget` decides when a run's recorded spend reached its budget, `cost`
+//! says how a cost reads everywhere (`unpriced`, `≥ $X + unpriced`), `follow`
 //! meters a growing log incrementally, `lines`
 //! reads files line by line in bounded memory, and `command` is
 //! `okstra usage`.
@@ -37,6 +38,7 @@
 mod across;
 mod budget;
 mod command;
+mod cost;
 mod estimated;
 mod follow;
 mod ids;
@@ -59,8 +61,9 @@ use serde::{Deserialize, Serialize};
     unused_imports,
     reason = "API for the dispatch engine and `okstra status`, wired next"
 )]
-pub use budget::{Budget, Totals, recorded_totals};
+pub use budget::{Budget, Totals, recorded_parts, recorded_totals};
 pub use command::{record as record_usage, usage_command};
+pub use cost::{Cost, price_hint, unpriced_models};
 pub use estimated::{Basis, ESTIMATE_VERSION, Estimate, Range, read_estimate};
 pub use follow::Follow;
 pub use ids::is_valid_id;

@@ -61,7 +61,8 @@ pub struct Record {
 }
 
 impl Record {
-    /// One short cell for a table: `in 1.2k · cache r 30k w 2k · out 900 · $0.0123`.
+    /// One short cell for a table: `in 1.2k · cache r 30k w 2k · out 900 · $0.0123`
+    /// (or `· unpriced`, `· ≥ $0.0123 + unpriced`).
     pub fn short(&self) -> String {
         let Some(input) = self.input_tokens else {
             return "unavailable".to_owned();
@@ -84,15 +85,7 @@ impl Record {
             " · out {}",
             crate::table::human(self.output_tokens.unwrap_or(0))
         );
-        match self.cost_usd {
-            Some(cost) if self.cost_partial => {
-                let _ = write!(text, " · ≥${cost:.4}");
-            }
-            Some(cost) => {
-                let _ = write!(text, " · ${cost:.4}");
-            }
-            None => text.push_str(" · $?"),
-        }
+        let _ = write!(text, " · {}", super::cost::Cost::of(self));
         text
     }
 

@@ -920,7 +920,13 @@ fn remove_in(
     if kind == Kind::GitCopy {
         // okstra's own git directory for it, beside it; unlinked, never
         // followed, whatever is there.
-        git_copy::remove_entry(&own_git_dir(path))?;
+        let own = own_git_dir(path);
+        git_copy::remove_entry(&own)?;
+        // The folder of okstra's git directories goes with its last one
+        // (only while it is empty), so an emptied run folder can go too.
+        if let Some(folder) = own.parent() {
+            let _ = std::fs::remove_dir(folder);
+        }
     }
     Ok(())
 }

@@ -209,6 +209,15 @@ fn doctor_fails_when_a_default_provider_is_missing() {
         codex_row.contains("missing") && codex_row.trim_end().ends_with("NO"),
         "{codex_row}"
     );
+    // `NO` and `no` are told apart under the table.
+    let grok_row = table.lines().find(|l| l.starts_with("grok")).unwrap();
+    assert!(grok_row.trim_end().ends_with("no"), "{grok_row}");
+    assert!(
+        table.contains(
+            "\nREADY: `NO` not ready and checked for the exit code (claude, codex); `no` not ready, not needed unless your roster names it\n"
+        ),
+        "{table}"
+    );
     // A non-default provider is judged only when asked for.
     world
         .okstra()

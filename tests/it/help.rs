@@ -112,6 +112,69 @@ fn short_help_shows_how_to_start_a_run() {
     assert!(help.contains("\nFor leads and scripts:\n"), "{help}");
 }
 
+#[test]
+fn short_help_fits_a_screen_and_leaves_the_rest_to_long_help() {
+    for command in [&[][..], &["ask"][..], &["run"][..]] {
+        let short = stdout_of(&[command, &["-h"]].concat());
+        let long = stdout_of(&[command, &["--help"]].concat());
+        let name = command.join(" ");
+        assert!(
+            short.lines().count() <= 60,
+            "`okstra {name} -h` is {} lines:\n{short}",
+            short.lines().count()
+        );
+        // What a first run needs is there; the rest is in --help, which
+        // -h points to.
+        for flag in ["--yes", "--task-type", "--project-root", "--task-brief"] {
+            assert!(short.contains(flag), "`okstra {name} -h` lacks {flag}");
+        }
+        assert!(!short.contains("--critic"), "{short}");
+        assert!(long.contains("--critic"), "{long}");
+        assert!(short.contains("(see more with '--help')"), "{short}");
+    }
+}
+
+#[test]
+fn usage_errors_are_said_whole_in_claps_words() {
+    // (args, what clap adds after its first line)
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["completions"],
+            &["  <SHELL>", "Usage: okstra completions <SHELL>"],
+        ),
+        (
+            &["complet"],
+            &["tip: a similar subcommand exists: 'completions'"],
+        ),
+        (
+            &["completions", "zsch"],
+            &["[possible values: bash, elvish, fish, powershell, zsh]"],
+        ),
+        (
+            &["report", "examples/report", "--format", "sarf"],
+            &["tip: a similar value exists: 'sarif'"],
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = okstra().args(args).output().unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        for line in expected {
+            assert!(
+                stderr.lines().any(|printed| printed.contains(line)),
+                "`okstra {}` lacks {line:?}:\n{stderr}",
+                args.join(" ")
+            );
+        }
+        assert!(
+            stderr.contains("For more information, try '--help'."),
+            "{stderr}"
+        );
+    }
+}
+
 /// The example lines of one help text: each `  okstra …` line with its
 /// continuations joined; a continuation must be indented deeper, so a line
 /// clap re-wrapped shows up as an example that does not parse.
@@ -278,6 +341,8 @@ fn man_names_an_unknown_command_and_the_pages_there_are() {
         "{stderr}"
     );
     assert!(stderr.contains("converge plan"), "{stderr}");
-    // A page is found by its name too.
+    // A page is found by its name too, and as the list above names it (one
+    // word holding a space: `okstra man 'converge plan'`).
     assert_eq!(page(&["okstra-converge-plan"]), page(&["converge", "plan"]));
+    assert_eq!(page(&["converge plan"]), page(&["converge", "plan"]));
 }

@@ -30,6 +30,12 @@ fn landable(env: &[(&str, &str)]) -> (Project, PathBuf) {
     let env = [&[("FAKE_EDIT", "2"), ("FAKE_FIX_EDIT", "1")], env].concat();
     let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &env);
     assert_eq!(code, 0, "{stderr}");
+    // The fix check is said in words, as every lead event is.
+    assert!(
+        stderr.contains("okstra: fix check: 2 verifier(s) check the Executor's fix of "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
     (world, run_dir(&outcome))
 }
 
@@ -186,10 +192,15 @@ fn an_executor_change_reaches_the_project_only_through_land() {
         board.contains("landing: landed `okstra/demo/review/reservations/implementation-001`"),
         "{board}"
     );
-    // Landing again lands nothing more.
-    let (code, _, stderr) = land(&world, &run, &[]);
+    // Landing again lands nothing more, and says so: no `write <file>`
+    // line for a file it did not write.
+    let (code, stdout, stderr) = land(&world, &run, &[]);
     assert_eq!(code, 0);
-    assert!(stderr.contains("has already landed"), "{stderr}");
+    assert_eq!(stdout, "", "{stdout}");
+    assert!(
+        stderr.contains("has already landed (2 files then); nothing was written now"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -489,6 +500,20 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
     };
     assert!(copy(&landed).is_dir() && copy(&taken).is_dir());
     assert_eq!(snapshot_refs().lines().count(), 2);
+    // By default a run that just finished keeps its logs (they say what
+    // happened): only a run idle for `--older-than` loses them.
+    let fresh = world
+        .okstra()
+        .arg("cleanup")
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let fresh = String::from_utf8_lossy(&fresh.stdout);
+    assert!(!fresh.contains("would remove log "), "{fresh}");
+    assert!(
+        fresh.contains("kept the logs of 2 finished runs active within `--older-than`"),
+        "{fresh}"
+    );
     let cleanup = |extra: &[&str]| -> Value {
         let output = world
             .okstra()
@@ -568,6 +593,10 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
     assert_eq!(targets(&removed, "copy"), [copy(&taken).to_str().unwrap()]);
     assert!(targets(&removed, "branch").is_empty(), "{removed}");
     assert!(!copy(&taken).exists());
+    // No empty folder is left where the copies were.
+    let copies_folder = copy(&taken).ancestors().nth(5).unwrap().to_path_buf();
+    assert!(!copies_folder.exists(), "{removed}");
+    assert!(!targets(&removed, "folder").is_empty(), "{removed}");
     assert_eq!(snapshot_refs(), "");
     let branches = git(
         &project,

@@ -427,7 +427,7 @@ fn a_failed_render_leaves_nothing_behind() {
 fn the_bundled_example_renders() {
     let project = Project::new();
     let example = project.root().join("tiny-service");
-    copy_tree(&repo_root().join("examples/tiny-service"), &example);
+    crate::support::copy_dir(&repo_root().join("examples/tiny-service"), &example);
     project
         .okstra()
         .args(["--render-only", "--yes", "--task-type", "project-analysis"])
@@ -450,21 +450,6 @@ fn the_bundled_example_renders() {
             .join(".okstra/tasks/example/review/reservations/project-analysis-001/handoff.md")
             .is_file()
     );
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            if entry.file_name() != ".okstra" {
-                copy_tree(&entry.path(), &target);
-            }
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -517,4 +502,30 @@ fn which_script() -> Result<PathBuf, ()> {
         .map(PathBuf::from)
         .find(|path| path.is_file())
         .ok_or(())
+}
+
+/// In a git repository that does not ignore `.okstra/`, a render says how
+/// to keep the runs out of `git status` (and changes nothing); once
+/// ignored, or outside git, it says nothing.
+#[test]
+fn an_untracked_okstra_folder_gets_one_hint() {
+    const HINT: &str =
+        "note: git lists `.okstra/` as untracked: add `.okstra/` to the project's `.gitignore`";
+    let stderr = |project: &Project| {
+        let out = render(project, &[]).success();
+        String::from_utf8(out.get_output().stderr.clone()).unwrap()
+    };
+    let outside = launcher_project();
+    assert!(!stderr(&outside).contains("note: git lists"));
+
+    let project = launcher_project();
+    crate::support::git_init(project.root());
+    let said = stderr(&project);
+    assert_eq!(said.matches(HINT).count(), 1, "{said}");
+    assert!(!project.root().join(".gitignore").exists());
+    assert!(
+        crate::support::git(project.root(), &["status", "--porcelain"]).contains("?? .okstra/")
+    );
+    fs::write(project.root().join(".gitignore"), ".okstra/\n").unwrap();
+    assert!(!stderr(&project).contains("note: git lists"));
 }

@@ -70,8 +70,18 @@ fn launch_replaces_okstra_with_the_lead_cli_in_the_project_root() {
     }
 }
 
+/// `okstra status` of `project`, all of it (stdout and stderr).
+fn status_of(project: &Project) -> String {
+    let out = project.okstra().args(["status", "--all"]).output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 #[test]
-fn a_missing_lead_cli_is_a_clear_error_and_the_bundle_is_kept() {
+fn a_missing_lead_cli_is_a_clear_error_and_nothing_is_rendered() {
     let project = launcher_project();
     let empty = tempfile::tempdir().unwrap();
     let out = project
@@ -87,21 +97,77 @@ fn a_missing_lead_cli_is_a_clear_error_and_the_bundle_is_kept() {
         .assert()
         .code(2);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    for says in [
+        "`claude`",
+        "nothing was rendered",
+        "okstra ask",
+        "--render-only",
+    ] {
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    }
+    assert!(out.get_output().stdout.is_empty());
+    // No run is left for `okstra status` to take for one in progress.
+    assert!(!project.okstra_dir().join("tasks").exists());
+    assert!(!status_of(&project).contains("running"));
+}
+
+/// A lead CLI on PATH that cannot be started (its interpreter is missing):
+/// the run is rendered, and then records that its lead never started, so
+/// status calls it stopped, never running.
+#[test]
+fn a_lead_that_fails_to_start_leaves_a_stopped_run() {
+    let project = launcher_project();
+    let bin = project.path("lead-bin");
+    fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    fs::write(&claude, "#!/nonexistent/interpreter\n").unwrap();
+    fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = project
+        .okstra()
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .args(["--yes", "--task-type", "project-analysis"])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("error: cannot start `claude`"), "{stderr}");
+    let status = status_of(&project);
     assert!(
-        stderr.contains("`claude`") && stderr.contains("--render-only"),
+        status.contains("run: stopped: failed: cannot start `claude`"),
+        "{status}"
+    );
+    assert!(!status.contains("running"), "{status}");
+}
+
+/// `okstra` with no argument says which path it takes, and the README's.
+#[test]
+fn bare_okstra_says_which_path_it_takes() {
+    let project = launcher_project();
+    let out = okstra()
+        .current_dir(project.root())
+        .write_stdin("")
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let first = stderr.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "okstra: no command: the launcher prepares a run and starts a lead session"
+        ) && first.contains("`okstra ask \"<question>\"`"),
         "{stderr}"
     );
-    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    // No terminal to ask on: the missing argument, nothing rendered.
     assert!(
-        Path::new(stdout.trim()).is_file(),
-        "the kept handoff path is printed"
+        stderr.contains("error: missing required argument"),
+        "{stderr}"
     );
-    assert!(
-        project
-            .run_dir("project-analysis", 1)
-            .join("run-manifest.json")
-            .is_file()
-    );
+    assert!(!project.okstra_dir().join("tasks").exists());
 }
 
 #[test]

@@ -374,3 +374,55 @@ fn project_status_covers_every_run() {
         .assert()
         .code(2);
 }
+
+/// Over a project, `okstra status` is one line per run and a total, counted
+/// in the right number; `--all` draws every run's workers.
+#[test]
+fn project_status_is_one_line_per_run_and_all_draws_every_board() {
+    let project = Project::new();
+    let text = |args: &[&str]| {
+        let out = project
+            .okstra()
+            .arg("status")
+            .args(args)
+            .timeout(LIMIT)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    project.render(&["--task-type", "project-analysis"]);
+    let one = text(&[]);
+    assert!(
+        one.contains("\n1 run, 3 workers: 3 pending; 0 need attention\n"),
+        "{one}"
+    );
+    for _ in 1..10 {
+        project.render(&["--task-type", "project-analysis"]);
+    }
+    let lines = text(&[]);
+    let rows: Vec<&str> = lines
+        .lines()
+        .filter(|line| line.contains("/project-analysis-0"))
+        .collect();
+    assert_eq!(rows.len(), 10, "{lines}");
+    assert!(
+        rows.iter()
+            .all(|row| row.contains("3 pending") && row.contains("running: nothing dispatched yet")),
+        "{lines}"
+    );
+    assert!(lines.starts_with("RUN "), "{lines}");
+    assert!(lines.contains("\n10 runs, 30 workers: "), "{lines}");
+    assert!(lines.contains("okstra status --all"), "{lines}");
+    assert_eq!(lines.lines().count(), 13, "{lines}");
+    // The long form: each run's board, its workers and its run line.
+    let all = text(&["--all"]);
+    assert_eq!(all.matches("\n  run: ").count(), 10, "{all}");
+    assert_eq!(all.matches("  codex-worker ").count(), 10, "{all}");
+    assert!(all.contains("\n10 runs, 30 workers: "), "{all}");
+    // One run's board is whole without `--all`.
+    let run = project.run_dir("project-analysis", 1);
+    let board = text(&[run.to_str().unwrap()]);
+    assert!(board.contains("  codex-worker "), "{board}");
+    assert!(board.contains("3 workers: 3 pending"), "{board}");
+}

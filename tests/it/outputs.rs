@@ -530,8 +530,14 @@ fn the_gate_refuses_bad_input_with_2() {
     ] {
         let out = gate(&example, &args);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
-        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+        // One line, or clap's whole refusal opening with that line.
+        let first = out.stderr.lines().next().unwrap_or_default();
+        assert!(first.contains(says), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.lines().count() == 1 || out.stderr.contains("try '--help'"),
+            "{}",
+            out.stderr
+        );
     }
     let missing = gate(Path::new("/nonexistent/run"), &["--fail-on", "high"]);
     assert_eq!(missing.code, 2);
@@ -558,6 +564,29 @@ fn the_gate_takes_a_baseline_of_fingerprints() {
         ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // It says what it left out, so a pass is not mistaken for no finding.
+    let without = gate(&run, &["--fail-on", "critical"]);
+    assert_eq!(without.code, 1, "{}", without.stderr);
+    let known = without.stdout.lines().count();
+    assert!(known > 0, "{}", without.stdout);
+    let said = format!(
+        "okstra: the baseline left out {known} finding{} at or above `critical` that it already lists\n",
+        if known == 1 { "" } else { "s" }
+    );
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    let json = gate(
+        &run,
+        &[
+            "--fail-on",
+            "critical",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let decision: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(decision["baselineExcluded"], known, "{decision}");
+    assert_eq!(decision["counted"], serde_json::json!([]), "{decision}");
 }
 
 #[test]

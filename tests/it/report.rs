@@ -697,6 +697,114 @@ fn html_renders_in_headless_chromium_on_a_phone_and_a_laptop() {
     }
 }
 
+/// The widths Chromium lays each table out at, `window` pixels wide: per
+/// table (its section's heading), its scroll box's content and visible
+/// widths and its column headers. Measured by a script added to a copy of
+/// the page (the report itself has none).
+fn table_widths(browser: &Path, page: &Path, window: u32) -> Vec<(String, u32, u32, Vec<String>)> {
+    const MEASURE: &str = "<script>\n\
+        const rows = [];\n\
+        for (const box of document.querySelectorAll('.scroll')) {\n\
+          let h = box.previousElementSibling;\n\
+          while (h && h.tagName !== 'H2') h = h.previousElementSibling;\n\
+          const heads = [...box.querySelectorAll('thead th')].map(th => th.textContent);\n\
+          rows.push([h ? h.textContent : '', box.scrollWidth, box.clientWidth, heads.join(',')].join('\\t'));\n\
+        }\n\
+        const out = document.createElement('pre');\n\
+        out.id = 'measured';\n\
+        out.textContent = rows.join('\\n');\n\
+        document.body.appendChild(out);\n\
+        </script>";
+    let html = fs::read_to_string(page).unwrap();
+    let measured = page.with_file_name("measured.html");
+    fs::write(
+        &measured,
+        html.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .unwrap();
+    let dom = run_chromium(
+        browser,
+        &measured,
+        &[
+            format!("--window-size={window},900"),
+            "--dump-dom".to_owned(),
+        ],
+    );
+    let start = dom.find("<pre id=\"measured\">").expect("the script ran") + 20;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    dom[start..end]
+        .lines()
+        .map(|line| {
+            let cells: Vec<&str> = line.split('\t').collect();
+            (
+                cells[0].to_owned(),
+                cells[1].parse().unwrap(),
+                cells[2].parse().unwrap(),
+                cells[3].split(',').map(str::to_owned).collect(),
+            )
+        })
+        .collect()
+}
+
+/// A run of five analysers (the fake team writing whole results, findings
+/// anchored with excerpts): at 1400 pixels the matrix of who verified what
+/// uses the window's width and shows every reviewer's column without a
+/// sideways scroll, while the prose keeps its measure.
+#[test]
+fn the_verification_matrix_of_five_workers_fits_a_1400_pixel_window() {
+    let Some(browser) = chromium() else { return };
+    let world = crate::run::team_project();
+    let output = world
+        .task_command(
+            &["run"],
+            &[
+                "--task-type",
+                "project-analysis",
+                "--workers",
+                "claude,codex,antigravity,grok,kimi,report-writer",
+                "--yes",
+                "--json",
+            ],
+        )
+        .env("FAKE_FULL", "1")
+        .env("XAI_API_KEY", "fake-xai")
+        .timeout(Duration::from_mins(2))
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let page = PathBuf::from(outcome["html"].as_str().unwrap());
+    let tables = table_widths(&browser, &page, 1400);
+    let (_, content, visible, headers) = tables
+        .iter()
+        .find(|(heading, ..)| heading == "Who found and who verified what")
+        .expect("the report has the matrix");
+    assert_eq!(
+        headers[4..],
+        ["claude", "codex", "antigravity", "grok", "kimi"],
+        "{headers:?}"
+    );
+    assert!(
+        content <= visible,
+        "the matrix needs {content} px and shows {visible} px: the last columns hide behind a scroll"
+    );
+    assert!(
+        *visible > 1200,
+        "the matrix is kept to {visible} px of 1400"
+    );
+    // A narrow table keeps to the text's measure.
+    let (_, _, usage, _) = tables
+        .iter()
+        .find(|(heading, ..)| heading == "Token usage")
+        .expect("the report has its usage");
+    assert!(*usage < 1000, "the usage table spreads to {usage} px");
+}
+
 #[test]
 fn markup_in_model_text_stays_inert() {
     const SCRIPT: &str = "<script>alert(1)</script>";

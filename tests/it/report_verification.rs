@@ -91,7 +91,7 @@ fn every_row_says_who_found_it_and_who_verified_it_with_costs_and_a_total() {
         "{markdown}"
     );
     assert!(markdown.contains("| `codex` | codex | 88,012 | 6,102 | 50,000 | unpriced |"));
-    assert!(markdown.contains("| **Total** | | 208,522 | 18,752 | 660,000 | $1.04 + unpriced |"));
+    assert!(markdown.contains("| **Total** | | 208,522 | 18,752 | 660,000 | ≥ $1.04 + unpriced |"));
     let html = fs::read_to_string(out_dir.path().join("final-report.html")).unwrap();
     assert!(html.contains(
         "<td><code>claude</code> <code>codex</code></td><td><span class=\"nowrap\"><code>codex</code> \
@@ -102,7 +102,7 @@ fn every_row_says_who_found_it_and_who_verified_it_with_costs_and_a_total() {
     assert!(html.contains("<code>src/<wbr>payments/<wbr>client.rs:88</code>"));
     assert!(html.contains(
         "<tr class=\"total\"><td>Total</td><td></td><td>208,522</td><td>18,752</td>\
-         <td>660,000</td><td>$1.04 + unpriced</td></tr>"
+         <td>660,000</td><td>≥ $1.04 + unpriced</td></tr>"
     ));
     assert!(html.contains("<td>$0.92</td>") && html.contains("<td>$0.12</td>"));
     check_in_a_browser(&out_dir.path().join("final-report.html"));
@@ -128,7 +128,7 @@ fn check_in_a_browser(page: &Path) {
     ));
     assert!(matrix.contains("<code>loop {</code>"), "{matrix}");
     assert!(dom.contains("<h2>Unverifiable claims</h2>"));
-    assert!(dom.contains("<th>Cost</th>") && dom.contains("$1.04 + unpriced"));
+    assert!(dom.contains("<th>Cost</th>") && dom.contains("≥ $1.04 + unpriced"));
     screenshot_shows_content(&browser, page, 390, 844);
 }
 

@@ -238,32 +238,49 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
         lines[1].starts_with("  findings: ") && lines[1].contains("full-consensus"),
         "{stdout}"
     );
+    // codex's model has no price: its tokens are never worth `$0.00`; the
+    // priced part is a floor, and one hint says how to give a price.
     assert!(
-        lines[2].starts_with("  cost: ") && lines[2].contains("(estimated at least "),
+        lines[2].starts_with("  cost: ≥ $0.0")
+            && lines[2].contains(" + unpriced, ")
+            && lines[2].contains("(estimated at least "),
         "{stdout}"
     );
     assert!(
-        lines[3].starts_with("  report: ") && lines[3].ends_with("report/final-report.md"),
+        lines[3].starts_with("    hint: okstra's price table (")
+            && lines[3]
+                .contains("has no price for `gpt-5.6-sol`; to give one, point `OKSTRA_PRICES` at"),
         "{stdout}"
     );
     assert!(
-        lines[4].trim_start().ends_with("report/final-report.html"),
+        lines[4].starts_with("  report: ") && lines[4].ends_with("report/final-report.md"),
         "{stdout}"
     );
     assert!(
-        lines[5].starts_with(
+        lines[5].trim_start().ends_with("report/final-report.html"),
+        "{stdout}"
+    );
+    assert!(
+        lines[6].starts_with(
             "  kimi-worker (kimi): auth — error: failed to run prompt: No model configured"
         ),
         "{stdout}"
     );
     assert!(
-        lines[6].starts_with("    fix: run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY`")
-            && lines[6].contains(", then resume with `okstra run "),
+        lines[7].starts_with("    fix: run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY`")
+            && lines[7].contains(", then resume with `okstra run "),
         "{stdout}"
     );
-    assert_eq!(lines.len(), 7, "{stdout}");
-    // One stream: each ending once, no raw event line for it.
-    assert!(!stderr.contains("PROGRESS: worker-"), "{stderr}");
+    assert_eq!(lines.len(), 8, "{stdout}");
+    assert_eq!(stdout.matches("OKSTRA_PRICES").count(), 1, "{stdout}");
+    // One stream: each ending once, no raw event line for it; a normal end
+    // said plainly.
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
+    assert!(
+        stderr.contains("okstra: claude-worker completed after "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("recovered"), "{stderr}");
     assert_eq!(
         stderr.matches("kimi-worker ended auth").count(),
         1,
@@ -272,6 +289,65 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
     assert!(
         stderr.contains("okstra: phase 5.5: convergence"),
         "{stderr}"
+    );
+}
+
+/// Every model priced (codex's through `OKSTRA_PRICES`) and every usage
+/// read: the cost is plain dollars, with no floor and no hint; with no
+/// model priced, it reads `unpriced`, never `$0.00`.
+#[test]
+fn a_cost_reads_in_dollars_only_when_every_token_has_a_price() {
+    let cost_lines = |roster: &[&str], prices: &str| {
+        let world = team_project();
+        let file = world.path("prices.json");
+        fs::write(&file, prices).unwrap();
+        let output = world
+            .task_command(
+                &["run"],
+                &[&["--task-type", "project-analysis", "--yes"], roster].concat(),
+            )
+            .env("OKSTRA_PRICES", &file)
+            .timeout(LIMIT)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stdout}");
+        let lines: Vec<String> = stdout
+            .lines()
+            .skip_while(|line| !line.starts_with("  cost: "))
+            .take(2)
+            .map(str::to_owned)
+            .collect();
+        (lines, stdout)
+    };
+    let (priced, stdout) = cost_lines(
+        &["--workers", "claude,codex,report-writer"],
+        r#"{"models": {"gpt-5.6-sol": {"input": 1, "cacheRead": 0.1, "output": 8}}}"#,
+    );
+    assert!(
+        regex::Regex::new(r"^  cost: \$0\.\d{4}, \d+ tokens")
+            .unwrap()
+            .is_match(&priced[0]),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("unpriced") && !stdout.contains("hint:"),
+        "{stdout}"
+    );
+    // Only codex, whose model has no price: `unpriced`, never `$0.00`.
+    let (unpriced, stdout) = cost_lines(
+        &[
+            "--workers",
+            "codex,report-writer",
+            "--report-writer-provider",
+            "codex",
+        ],
+        r#"{"models": {}}"#,
+    );
+    assert!(unpriced[0].starts_with("  cost: unpriced, "), "{stdout}");
+    assert!(
+        unpriced[1].starts_with("    hint: ") && unpriced[1].contains("`gpt-5.6-sol`"),
+        "{stdout}"
     );
 }
 
@@ -471,6 +547,16 @@ fn an_implementation_run_sends_confirmed_serious_defects_back_to_the_executor_on
         stderr.contains("okstra: fix pass: 2 defect(s) go back to the Executor"),
         "{stderr}"
     );
+    // The phases are the implementation run's, and every event is said in
+    // words: no raw `PROGRESS:` line.
+    for said in [
+        "okstra: phase 4: the Executor\n",
+        "okstra: phase 5: the verifiers check the Executor's change\n",
+    ] {
+        assert!(stderr.contains(said), "{said}{stderr}");
+    }
+    assert!(!stderr.contains("the analysers"), "{stderr}");
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
     let run = run_dir(&outcome);
     let request = fs::read_to_string(run.join("state/fix-request.md")).unwrap();
     for sent in [

@@ -136,9 +136,33 @@ fn ctrl_c_during_convergence_then_resume_pays_no_analyser_twice() {
     std::io::Read::read_to_string(driver.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let resume_line = format!("resume with `okstra run {}`", run.display());
     assert!(stderr.contains(&resume_line), "{stderr}");
+    // Said in words, never as a raw event line.
+    assert!(!stderr.contains("PROGRESS:"), "{stderr}");
     for name in REVIEWERS_R1 {
         assert_eq!(attempts(&run, name)[0]["ending"], "cancelled", "{name}");
     }
+    // The analysers' own work completed: their rows say so; the cancelled
+    // reviews are the attempts' lines, and the run's line says it stopped.
+    let board = world.okstra().arg("status").arg(&run).output().unwrap();
+    let board = String::from_utf8_lossy(&board.stdout);
+    for name in ["claude-worker ", "codex-worker ", "antigravity-worker "] {
+        let row = board
+            .lines()
+            .find(|line| line.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{board}"));
+        assert!(
+            row.contains(" completed ") && !row.contains("143"),
+            "{row}\n{board}"
+        );
+    }
+    assert!(
+        board.contains("dispatch: claude-worker-reverify-r1 reverify-r1 attempt 1 cancelled"),
+        "{board}"
+    );
+    assert!(
+        board.contains("run: stopped: interrupted by SIGINT"),
+        "{board}"
+    );
     let before = calls(&world);
     assert_eq!(count_role(&before, "analyser"), 3);
 

@@ -432,13 +432,76 @@ pub fn manifest(run: &Path) -> Value {
     read_json(&run.join("run-manifest.json"))
 }
 
-/// Copy the tree `from` to `to` (regular files and folders).
+/// Copy the tree `from` to `to` (regular files and folders). A tree of this
+/// repository (`examples/…`, `tests/fixtures/…`) is copied as git sees it:
+/// what git ignores is left out, so a run the README's demo or a developer
+/// left in `examples/tiny-service/.okstra/` (or Python's `__pycache__/`)
+/// never reaches a test's project.
 pub fn copy_dir(from: &Path, to: &Path) {
+    match not_ignored(from) {
+        Some(files) => {
+            fs::create_dir_all(to).unwrap();
+            for relative in files {
+                let source = from.join(&relative);
+                // Tracked, but deleted in this checkout: as git status says.
+                if !source.exists() {
+                    continue;
+                }
+                let target = to.join(&relative);
+                fs::create_dir_all(target.parent().unwrap()).unwrap();
+                fs::copy(&source, &target).unwrap();
+            }
+        }
+        None => copy_every_file(from, to),
+    }
+}
+
+/// Every file under `from` that git does not ignore (tracked, or new and not
+/// ignored), relative to `from`; `None` when `from` lies outside this
+/// repository or the repository is no git checkout (a source archive).
+fn not_ignored(from: &Path) -> Option<Vec<PathBuf>> {
+    let root = repo_root().canonicalize().ok()?;
+    let from = from.canonicalize().ok()?;
+    let relative = from.strip_prefix(&root).ok()?;
+    if !root.join(".git").exists() {
+        return None;
+    }
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(&from)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())?;
+    let mut files: Vec<PathBuf> = output
+        .stdout
+        .split(|byte| *byte == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| PathBuf::from(std::str::from_utf8(name).expect("a UTF-8 file name")))
+        .collect();
+    files.sort();
+    files.dedup();
+    assert!(
+        !files.is_empty(),
+        "git lists no file under `{}`",
+        relative.display()
+    );
+    Some(files)
+}
+
+/// Copy every regular file and folder of `from` to `to`.
+fn copy_every_file(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap().flatten() {
         let target = to.join(entry.file_name());
         if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
+            copy_every_file(&entry.path(), &target);
         } else {
             fs::copy(entry.path(), target).unwrap();
         }

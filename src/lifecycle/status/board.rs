@@ -3,7 +3,8 @@
 //! and the run's own line.
 //!
 //! One derivation serves every part. A worker's row is its most recently
-//! recorded attempt (`TeamState::latest_of_worker`), classified by
+//! recorded attempt (`TeamState::latest_of_worker`; a stopped review does
+//! not hide the worker's completed own work, [`row_attempt`]), classified by
 //! [`classify_attempt`] exactly as that attempt's dispatch line is, so the
 //! two never disagree; a worker okstra has no record of is judged from its
 //! files alone ([`classify`]).
@@ -398,6 +399,26 @@ pub fn run_status(run: &Run, now: i64, tail: Option<usize>) -> RunStatus<'_> {
     })
 }
 
+/// The attempt a worker's row shows: its most recently recorded one — but
+/// a review, critique or fix check that was stopped (Ctrl-C, `okstra
+/// cancel`, the budget) does not hide the worker's own work when that
+/// completed: the worker did its part, the run stopped (its line says so,
+/// and the stopped attempt keeps its dispatch line).
+fn row_attempt<'s>(
+    state: &'s TeamState,
+    worker_id: &str,
+    own_dispatch: &str,
+) -> Option<&'s crate::run::team_state::DispatchRecord> {
+    let latest = state.latest_of_worker(worker_id)?;
+    if latest.dispatch_name == own_dispatch || !latest.was_interrupted() {
+        return Some(latest);
+    }
+    match state.latest(own_dispatch) {
+        Some(own) if own.ending == Some(crate::ending::Ending::Completed) => Some(own),
+        _ => Some(latest),
+    }
+}
+
 /// The board of `run` whose team state is `state`; `report` checks its
 /// report when the run's line needs it.
 #[expect(
@@ -415,13 +436,12 @@ fn board_of<'r>(
     report: impl FnOnce() -> outcome::ReportCheck,
 ) -> RunStatus<'r> {
     let records = &state.dispatches;
-    // The attempt each worker's row shows: its most recently recorded one.
     let shown: Vec<Option<usize>> = run
         .assignments
         .iter()
         .map(|a| {
-            let latest = state.latest_of_worker(&a.worker_id)?;
-            records.iter().position(|r| std::ptr::eq(r, latest))
+            let row = row_attempt(state, &a.worker_id, &a.dispatch_name)?;
+            records.iter().position(|r| std::ptr::eq(r, row))
         })
         .collect();
     // Files are read for an attempt not ended (they refine it) and for the

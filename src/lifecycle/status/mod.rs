@@ -11,6 +11,10 @@
 //! rest gathers evidence from disk and draws it. `okstra await` shows an
 //! attempt not ended through the same derivation.
 //!
+//! Over a project the text board is one line per run (its workers' counts
+//! and its outcome) and a total; `--all` draws every run's whole board, as
+//! `okstra status <run-dir>` draws one.
+//!
 //! `--active` keeps the runs still going (outcome `running`). `--watch`
 //! redraws in place on a terminal; otherwise it appends one snapshot per
 //! change. On one run it ends when every worker is terminal or the run has
@@ -67,7 +71,7 @@ pub use self::board::{verdict_of_attempt, verdict_of_worker};
 pub use self::classify::State;
 #[cfg(test)]
 pub(in crate::lifecycle) use self::classify::parse_heartbeat;
-use self::render::render;
+use self::render::{View, render};
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -116,14 +120,20 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
     if args.json {
         write_json(&mut out, &board, now)?;
     } else {
-        write!(
-            out,
-            "{}",
-            render(&board, now, args.run_dir.is_none(), args.wide)
-        )?;
+        write!(out, "{}", render(&board, now, view(args), args.wide))?;
     }
     out.flush()?;
     Ok(ExitStatus::Success)
+}
+
+/// How the text board shows the runs `args` select: one line each over a
+/// project (the long form with `--all`), the whole board for one run.
+fn view(args: &StatusArgs) -> View {
+    match (&args.run_dir, args.all) {
+        (Some(_), _) => View::One,
+        (None, false) => View::Lines,
+        (None, true) => View::Boards,
+    }
 }
 
 pub(super) fn write_json(out: &mut impl Write, board: &[RunStatus<'_>], now: i64) -> Result<()> {
@@ -212,14 +222,14 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
             write!(
                 out,
                 "\x1b[H\x1b[2J{}",
-                render(&board, now, runs.len() > 1, args.wide)
+                render(&board, now, view(args), args.wide)
             )?;
         } else if last.as_ref() != Some(&print) {
             if args.json {
                 write_json(&mut out, &board, now)?;
             } else {
                 writeln!(out, "--- {} ---", clock::rfc3339(now))?;
-                write!(out, "{}", render(&board, now, runs.len() > 1, args.wide))?;
+                write!(out, "{}", render(&board, now, view(args), args.wide))?;
             }
         }
         out.flush()?;

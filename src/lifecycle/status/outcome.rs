@@ -115,6 +115,37 @@ impl RunLine {
     }
 }
 
+impl RunLine {
+    /// The line in brief, for the one-line-per-run board: how it came out
+    /// (verdict, cross-verified) and why; the phase while it runs; no path.
+    pub fn brief(&self) -> String {
+        let mut line = self.outcome.as_str().replace('-', " ");
+        if let Some(verdict) = &self.verdict {
+            line.push_str(", ");
+            line.push_str(verdict);
+        }
+        match self.cross_verified {
+            Some(true) => line.push_str(", cross-verified"),
+            Some(false) => line.push_str(", not cross-verified"),
+            None => {}
+        }
+        if self.outcome == Outcome::Running
+            && let Some(phase) = &self.phase
+        {
+            line.push_str(", phase ");
+            line.push_str(phase);
+            if let Some(round) = self.round {
+                let _ = write!(line, " round {round}");
+            }
+        }
+        if let Some(reason) = &self.reason {
+            line.push_str(": ");
+            line.push_str(reason);
+        }
+        line
+    }
+}
+
 /// One lead event, as far as the board reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {

@@ -18,10 +18,21 @@ use crate::lifecycle::par_map;
 /// The width of the default board: a classic terminal's.
 pub const WIDTH: usize = 80;
 
+/// How the runs of a board are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// One run's whole board (`okstra status <run-dir>`).
+    One,
+    /// One line per run, then the total (`okstra status` over a project).
+    Lines,
+    /// Every run's whole board, then the total (`--all`).
+    Boards,
+}
+
 /// The text board; `wide` keeps every cell whole.
-pub(super) fn render(board: &[RunStatus<'_>], now: i64, summary: bool, wide: bool) -> String {
+pub(super) fn render(board: &[RunStatus<'_>], now: i64, view: View, wide: bool) -> String {
     let mut text = String::new();
-    render_into(&mut text, board, now, summary, wide).expect("writing to a String cannot fail");
+    render_into(&mut text, board, now, view, wide).expect("writing to a String cannot fail");
     // Names and reasons come from files: no terminal escape gets through.
     fsread::escape_keep_lines(&text).into_owned()
 }
@@ -30,9 +41,13 @@ pub(super) fn render_into(
     text: &mut String,
     board: &[RunStatus<'_>],
     now: i64,
-    summary: bool,
+    view: View,
     wide: bool,
 ) -> fmt::Result {
+    if view == View::Lines {
+        render_lines(text, board);
+        return render_total(text, board, true);
+    }
     // Runs are drawn independently, so a large board is drawn in parallel.
     for part in par_map(board, |run| {
         let mut part = String::new();
@@ -44,24 +59,79 @@ pub(super) fn render_into(
     }) {
         text.push_str(&part?);
     }
-    if summary {
-        let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut workers = 0;
-        for run in board {
-            for (state, count) in &run.counts {
-                *totals.entry(state).or_insert(0) += count;
-                workers += count;
-            }
+    if view == View::Boards {
+        render_total(text, board, false)?;
+    }
+    Ok(())
+}
+
+/// `n thing` or `n things`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The total line of a project's board: runs, workers per state, how many
+/// need attention; after the one-line view, where to see more.
+fn render_total(text: &mut String, board: &[RunStatus<'_>], lines: bool) -> fmt::Result {
+    let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut workers = 0;
+    for run in board {
+        for (state, count) in &run.counts {
+            *totals.entry(state).or_insert(0) += count;
+            workers += count;
         }
-        let attention: usize = board.iter().map(|r| r.attention.len()).sum();
+    }
+    let attention: usize = board.iter().map(|r| r.attention.len()).sum();
+    writeln!(
+        text,
+        "{}, {}{}; {attention} need{} attention",
+        count(board.len(), "run", "runs"),
+        count(workers, "worker", "workers"),
+        counts_text(&totals),
+        if attention == 1 { "s" } else { "" }
+    )?;
+    if lines && !board.is_empty() {
         writeln!(
             text,
-            "{} runs, {workers} workers{}; {attention} need attention",
-            board.len(),
-            counts_text(&totals)
+            "`okstra status --all` draws every run's workers; `okstra status <run-dir>` one run's"
         )?;
     }
     Ok(())
+}
+
+/// One line per run: its task key and id, its workers' counts, its line
+/// (outcome, verdict, why).
+fn render_lines(text: &mut String, board: &[RunStatus<'_>]) {
+    use crate::table::{Column, render as table};
+    if board.is_empty() {
+        return;
+    }
+    // Nothing is cut: a line names its run whole and says how it came out
+    // whole (a long reason runs past the terminal's width instead).
+    let columns = [
+        Column::fixed("RUN"),
+        Column::fixed("WORKERS"),
+        Column::fixed("OUTCOME"),
+    ];
+    let rows: Vec<Vec<String>> = board
+        .iter()
+        .map(|run| {
+            let attention = if run.attention.is_empty() {
+                String::new()
+            } else {
+                format!(", {} need attention", run.attention.len())
+            };
+            vec![
+                format!("{}/{}", run.task_key, run.run_id),
+                format!(
+                    "{}{attention}",
+                    counts_text(&run.counts).trim_start_matches(": ")
+                ),
+                run.run.brief(),
+            ]
+        })
+        .collect();
+    text.push_str(&table(&columns, &rows, 0, None));
 }
 
 pub(super) fn counts_text(counts: &BTreeMap<&str, usize>) -> String {
@@ -142,8 +212,8 @@ fn render_compact(text: &mut String, run: &RunStatus<'_>, now: i64) -> fmt::Resu
         text,
         "{}",
         fit(format!(
-            "  {} workers{}",
-            run.workers.len(),
+            "  {}{}",
+            count(run.workers.len(), "worker", "workers"),
             counts_text(&run.counts)
         ))
     )?;
@@ -295,8 +365,8 @@ pub(super) fn render_run(text: &mut String, run: &RunStatus<'_>, now: i64) -> fm
     }
     writeln!(
         text,
-        "  {} workers{}",
-        run.workers.len(),
+        "  {}{}",
+        count(run.workers.len(), "worker", "workers"),
         counts_text(&run.counts)
     )?;
     writeln!(text, "  run: {}", run.run.text())?;

@@ -91,7 +91,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         },
         team_state_error: None,
     };
-    let text = render(std::slice::from_ref(&run), NOW, false, true);
+    let text = render(std::slice::from_ref(&run), NOW, View::One, true);
     let expected = [
         "d/g/t error-analysis-002 (error-analysis)  /p/.okstra/tasks/d/g/t/error-analysis-002",
         "  DISPATCH      PROVIDER  MODEL        RUNNER       STATE    EXIT  ELAPSED  ACTIVITY",
@@ -104,7 +104,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
     assert_eq!(text, expected.join("\n"));
     // Many runs (drawn in parallel) come out in order, then the totals.
     let many: Vec<RunStatus> = (0..300).map(|_| run.clone()).collect();
-    let text = render(&many, NOW, true, true);
+    let text = render(&many, NOW, View::Boards, true);
     assert_eq!(text.matches("error-analysis-002 (").count(), 300);
     assert!(text.starts_with(expected[0]));
     assert!(text.ends_with("300 runs, 600 workers: 300 exited, 300 running; 0 need attention\n"));
@@ -147,7 +147,7 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
         team_state_error: None,
         landing: None,
     };
-    let text = render(std::slice::from_ref(&run), NOW, false, false);
+    let text = render(std::slice::from_ref(&run), NOW, View::One, false);
     for line in text.lines() {
         if line.trim_start().starts_with("in /") {
             assert_eq!(line, format!("  in {long_dir}"));
@@ -169,7 +169,7 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
     assert!(text.contains("idle-killed"), "{text}");
     assert!(!text.contains("RUNNER"), "{text}");
     // `--wide` keeps every cell whole.
-    let wide = render(std::slice::from_ref(&run), NOW, false, true);
+    let wide = render(std::slice::from_ref(&run), NOW, View::One, true);
     assert!(wide.contains("antigravity-worker-reverify-r2") && wide.contains("RUNNER"));
 }
 
