@@ -469,6 +469,47 @@ fn every_verifier_sees_the_executors_change_and_the_project_does_not() {
     }
 }
 
+/// Under Landlock the Executor writes its copy and nothing else: not the
+/// project through its absolute path.
+#[test]
+fn the_executor_cannot_write_the_project_through_its_absolute_path() {
+    let world = team_project();
+    let project = world.root().to_path_buf();
+    commit_all(&project);
+    let before = UserTree::of(&project);
+    let (outcome, code, stderr) = run_with(
+        &world,
+        IMPLEMENTATION,
+        &[
+            ("FAKE_EDIT", "1"),
+            ("FAKE_ESCAPE", "claude"),
+            ("FAKE_FIND_PROJECT", "1"),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(UserTree::of(&project), before, "the user's tree changed");
+    let run = run_dir(&outcome);
+    let copy = attempts(&run, "claude-executor")[0]["workspace"]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tried = escapes(&world, "claude");
+    let root = project.to_str().unwrap();
+    // Its prompt names its copy, where it may write; the project's own
+    // path, found through the copy's repository, the kernel refuses.
+    assert!(
+        tried.contains(&format!("{copy}/escaped-cwd.txt")),
+        "{tried:?}"
+    );
+    assert!(
+        tried.contains(&format!("denied EACCES {root}/escaped.txt")),
+        "{tried:?}"
+    );
+    assert!(!project.join("escaped.txt").exists());
+    let executor = &attempts(&run, "claude-executor")[0];
+    assert_eq!(executor["isolation"], "landlock", "{executor}");
+}
+
 #[test]
 fn a_project_outside_git_gives_such_a_cli_a_file_copy() {
     let world = team_project().copies();
