@@ -32,6 +32,7 @@
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::git::{self, Git};
@@ -56,7 +57,9 @@ pub(super) struct Target<'a> {
 /// readers may start at once, and one may start while another reads: the
 /// copy is brought to `target` only when it is not there already (okstra
 /// recorded what it last made it for a reader, [`VIEW`]), under a lock that
-/// every maker of the copy takes.
+/// every maker of the copy takes. (Readers of one target never overlap
+/// readers of another: the fix check starts only after the fix pass, which
+/// starts only after every verifier and review round has ended.)
 pub(super) fn make(
     location: &Location,
     snapshot: &Snapshot,
@@ -113,10 +116,12 @@ fn lock(location: &Location) -> Result<nix::fcntl::Flock<std::fs::File>, Error> 
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(Error::io("create", parent))?;
     }
+    // Never through a symlink someone left there.
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(&path)
         .map_err(Error::io("open", &path))?;
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
