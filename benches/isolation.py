@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark isolation setup: the copy a CLI with no read-only mode works in.
+"""Benchmark containment setup: Landlock for a reviewer, against the copy a
+CLI with no read-only mode works in where Landlock is missing (and that the
+Executor always works in).
 
 Builds a git repository of FILES files / MIB MiB (random, incompressible
 content, committed, plus one uncommitted change) in a temp folder, then for
@@ -23,8 +25,19 @@ started. It prints, as medians:
 - the floor in the same go: `cp -r` of the working tree (no `.git`), what
   writing that many files costs on this disk at all.
 
-Target: copy <= 1 s per worker (median) on 10 000 files / 200 MB, and
-claude's start unaffected by kimi's copy.
+Then, in the same go, the same run contained by Landlock (no copy at all):
+
+- `kimi start (landlock)`: from the dispatch's start to kimi's CLI starting,
+  confined in the project itself;
+- `containment set-up per reviewer`: what a confined start costs, measured
+  where it is paid: `okstra provider-exec kimi` of a CLI that exits at once,
+  with `OKSTRA_CONFINE=landlock` (scratch folder, state folder, write set,
+  `okstra sandbox-exec`, its ruleset and exec) minus the same without, as
+  medians of EXECS runs each, interleaved.
+
+Targets: containment set-up per reviewer <= 10 ms (median) under Landlock on
+10 000 files / 200 MB; the Executor's one copy as before (the `copy` figure:
+the same code makes it); claude's start unaffected by kimi's copy.
 
 Each sample's copies are removed at its end (`okstra cleanup --execute`); a
 burst of deletions slows file creation on this disk for a while (docs/benchmarks.md,
@@ -48,6 +61,7 @@ SAMPLES = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 FILES = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
 MIB = int(sys.argv[4]) if len(sys.argv) > 4 else 200
 PAUSE = float(os.environ.get("BENCH_PAUSE", "30"))
+EXECS = int(os.environ.get("BENCH_EXECS", "21"))
 
 FAKE = """#!/bin/sh
 # Records when it first started, answers with a result block, exits 0.
@@ -103,6 +117,7 @@ def install_fakes(root):
 
 def sample(project, env, fake_dir, index):
     task = f"s{index}"
+    env = dict(env, OKSTRA_CONTAINMENT="copies")
     rendered = subprocess.run(
         [BINARY, "--render-only", "--yes", "--json", "--task-type", "project-analysis",
          "--project-id", "bench", "--task-group", "iso", "--task-id", task,
@@ -149,6 +164,54 @@ def sample(project, env, fake_dir, index):
     return first + (again["workspace"]["copyMs"] / 1000,)
 
 
+def landlock_sample(project, env, fake_dir, index):
+    """The same run contained by Landlock: kimi's start, and that no copy
+    was made."""
+    rendered = subprocess.run(
+        [BINARY, "--render-only", "--yes", "--json", "--task-type", "project-analysis",
+         "--project-id", "bench", "--task-group", "landlock", "--task-id", f"s{index}",
+         "--task-brief", os.path.join(project, "..", "brief.md"), "--project-root", project,
+         "--workers", "claude,kimi,report-writer", "--lead-runtime", "external"],
+        env=env, check=True, capture_output=True)
+    run_dir = json.loads(rendered.stdout)["runDir"]
+    for name in LINES:
+        path = os.path.join(fake_dir, f"{name}.start")
+        if os.path.exists(path):
+            os.remove(path)
+    started = time.time()
+    subprocess.run([BINARY, "dispatch", "--workers", "claude,kimi", "--pass-env", "FAKE_*", run_dir],
+                   env=env, capture_output=True)
+    state_dir = os.path.join(run_dir, "state")
+    state_file = next(f for f in os.listdir(state_dir) if f.startswith("team-state-"))
+    with open(os.path.join(state_dir, state_file)) as src:
+        state = json.load(src)
+    kimi = next(r for r in state["dispatches"] if r["dispatchName"] == "kimi-worker")
+    if kimi.get("isolation") != "landlock" or kimi.get("workspace"):
+        sys.exit(f"kimi was not contained by Landlock in the project: {json.dumps(kimi)}")
+    with open(os.path.join(fake_dir, "kimi.start")) as src:
+        return float(src.read()) - started
+
+
+def confined_setup(project, env, root):
+    """Median wall time of `okstra provider-exec kimi` of a CLI that exits at
+    once, confined and not, EXECS runs each, interleaved."""
+    prompt = os.path.join(root, "exec", "prompt.md")
+    os.makedirs(os.path.dirname(prompt), exist_ok=True)
+    with open(prompt, "w") as out:
+        out.write("Say hi.\n")
+    times = {False: [], True: []}
+    for _ in range(EXECS):
+        for confine in (False, True):
+            run_env = dict(env)
+            if confine:
+                run_env["OKSTRA_CONFINE"] = "landlock"
+            began = time.perf_counter()
+            subprocess.run([BINARY, "provider-exec", "kimi", project, "m", prompt], env=run_env,
+                           check=True, capture_output=True)
+            times[confine].append(time.perf_counter() - began)
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
 def worktree_baseline(project, root, commit):
     tree = os.path.join(root, "worktree")
     began = time.perf_counter()
@@ -179,27 +242,41 @@ def main():
         fake_dir = os.path.join(root, "fake")
         os.makedirs(fake_dir)
         env = dict(os.environ, PATH=f"{install_fakes(root)}:/usr/bin:/bin", FAKE_DIR=fake_dir,
-                   HOME=os.path.join(root, "home"), XDG_STATE_HOME=os.path.join(root, "state"))
-        results, baseline, floor = [], [], []
+                   HOME=os.path.join(root, "home"), XDG_STATE_HOME=os.path.join(root, "state"),
+                   OKSTRA_WRITABLE=fake_dir)
+        env.pop("OKSTRA_CONTAINMENT", None)
+        results, baseline, floor, landlock, plain, confined = [], [], [], [], [], []
         for index in range(SAMPLES):
             time.sleep(PAUSE)
             result = sample(project, env, fake_dir, index)
             results.append(result)
             baseline.append(worktree_baseline(project, root, result[4]))
             floor.append(copy_floor(project, root))
+            landlock.append(landlock_sample(project, env, fake_dir, index))
+            bare, boxed = confined_setup(project, env, root)
+            plain.append(bare)
+            confined.append(boxed)
             print(f"  sample {index + 1}: snapshot {result[0]:.2f} s, copy {result[1]:.2f} s, "
                   f"reused {result[5]:.2f} s, "
                   f"kimi starts at {result[2]:.2f} s, claude at {result[3]:.2f} s; "
-                  f"worktree add {baseline[-1]:.2f} s, cp -r {floor[-1]:.2f} s", flush=True)
+                  f"worktree add {baseline[-1]:.2f} s, cp -r {floor[-1]:.2f} s; "
+                  f"landlock: kimi starts at {landlock[-1]:.2f} s, set-up "
+                  f"{(boxed - bare) * 1000:.1f} ms ({bare * 1000:.1f} -> {boxed * 1000:.1f} ms)", flush=True)
         median = lambda values: statistics.median(values)
+        setup = median([boxed - bare for bare, boxed in zip(plain, confined)])
+        copy = median([r[1] for r in results])
         print(f"median over {SAMPLES} runs, {FILES} files / {MIB} MiB:")
         print(f"  snapshot (once per run)      {median([r[0] for r in results]):.3f} s")
-        print(f"  copy (per worker)            {median([r[1] for r in results]):.3f} s   target <= 1 s")
+        print(f"  copy (per worker)            {copy:.3f} s   the Executor's one copy (and, without Landlock, each reviewer's)")
         print(f"  copy, reused (next attempt)  {median([r[5] for r in results]):.3f} s   (was: a new copy each time)")
-        print(f"  kimi's CLI starts after      {median([r[2] for r in results]):.3f} s")
+        print(f"  kimi's CLI starts after      {median([r[2] for r in results]):.3f} s   (copies)")
         print(f"  claude's CLI starts after    {median([r[3] for r in results]):.3f} s   (no copy; must not wait for kimi's)")
         print(f"  baseline: git worktree add   {median(baseline):.3f} s")
         print(f"  floor: cp -r of the files    {median(floor):.3f} s")
+        print(f"  landlock: kimi starts after  {median(landlock):.3f} s   (no copy)")
+        print(f"  landlock: set-up per reviewer {setup * 1000:.1f} ms   target <= 10 ms "
+              f"(provider-exec {median(plain) * 1000:.1f} -> {median(confined) * 1000:.1f} ms); "
+              f"{copy / setup if setup > 0 else float('inf'):.0f}x less than a copy")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -422,6 +422,8 @@ enum Readers {
     Commands(&'static [&'static str]),
     /// Both of the above.
     EngineAnd(&'static [&'static str]),
+    /// The launcher's, the engine's and these.
+    LaunchEngineAnd(&'static [&'static str]),
 }
 
 /// An environment variable okstra reads, other than a flag's `env` (those
@@ -478,6 +480,21 @@ const VARIABLES: &[Variable] = &[
     Variable {
         name: "OKSTRA_PASS_ENV",
         meaning: "Variables the CLI also sees (NAME or PREFIX*, comma-separated), beyond the neutral ones and its own provider's.",
+        readers: Readers::Commands(&["provider-exec"]),
+    },
+    Variable {
+        name: "OKSTRA_CONTAINMENT",
+        meaning: "copies: contain a run's CLIs with copies of the project even where Landlock works (auto, or unset: Landlock when the kernel offers ABI 3 or later). Decided when a run is rendered; see docs/workspaces.md.",
+        readers: Readers::LaunchEngineAnd(&["doctor"]),
+    },
+    Variable {
+        name: "OKSTRA_WRITABLE",
+        meaning: "Folders (absolute, colon-separated) every CLI confined by Landlock may also write, such as a tool's cache; one that is, holds or lies in the project is refused.",
+        readers: Readers::EngineAnd(&["provider-exec"]),
+    },
+    Variable {
+        name: "OKSTRA_CONFINE",
+        meaning: "Set to landlock by okstra's dispatcher on each wrapper of a run contained by Landlock: the CLI is started through okstra sandbox-exec, or not at all; not for people.",
         readers: Readers::Commands(&["provider-exec"]),
     },
     Variable {
@@ -550,6 +567,9 @@ fn environment(command: &clap::Command, path: &[String]) -> Vec<(String, String)
             Readers::Engine => engine,
             Readers::Commands(commands) => commands.contains(&joined.as_str()),
             Readers::EngineAnd(commands) => engine || commands.contains(&joined.as_str()),
+            Readers::LaunchEngineAnd(commands) => {
+                launch || engine || commands.contains(&joined.as_str())
+            }
         };
         if reads && !variables.iter().any(|(name, _)| name == variable.name) {
             variables.push((variable.name.to_owned(), variable.meaning.to_owned()));

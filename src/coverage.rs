@@ -199,10 +199,28 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
                 )
             }
             Role::Verifier => format!(
-                "{provider} worked in its own git copy holding the Executor's change on the run's snapshot of the working tree{snapshot}, never in the project itself"
+                "{provider} worked in a git copy holding the Executor's change on the run's snapshot of the working tree{snapshot}, never in the project itself"
             ),
             _ => format!(
                 "{provider} has no read-only mode, so it worked in its own git copy of the run's snapshot of the working tree{snapshot}, never in the project itself"
+            ),
+        }
+    } else if has(Isolation::Landlock) {
+        match assignment.role {
+            Role::Executor => {
+                let branch = mine
+                    .iter()
+                    .find_map(|r| r.branch.as_ref().map(|b| b.name.clone()))
+                    .map_or_else(String::new, |name| format!(" `{name}`"));
+                format!(
+                    "the Executor worked in its own git copy of the run's snapshot of the working tree, confined to it by Landlock (it could not write the project); its change is on the branch{branch} and reaches the project only through `okstra land`"
+                )
+            }
+            Role::Verifier => format!(
+                "{provider} read the Executor's git copy (its change on the run's snapshot of the working tree) under Landlock, which let it write nothing there nor in the project"
+            ),
+            _ => format!(
+                "{provider} read the project itself under Landlock, which let it write only its own state folders and a scratch folder, never the project"
             ),
         }
     } else if has(Isolation::CliSandbox) {

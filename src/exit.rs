@@ -75,6 +75,10 @@ pub const EXEC_OS_ERROR: u8 = 71;
 /// provider-exec: the log or the status sidecar could not be created, so nothing
 /// was started (sysexits `EX_CANTCREAT`).
 pub const EXEC_CANT_CREATE: u8 = 73;
+/// `okstra sandbox-exec` (through provider-exec): the kernel would not
+/// confine the CLI with Landlock as asked, so it was not started
+/// (sysexits `EX_NOPERM`).
+pub const SANDBOX_REFUSED: u8 = 77;
 /// The idle watchdog stopped the child; the same code `timeout(1)` uses.
 pub const TIMED_OUT: u8 = 124;
 /// provider-exec: the CLI was found but could not be executed (shell convention).
@@ -117,6 +121,10 @@ pub fn manual(command: &str) -> Vec<(String, &'static str)> {
             (
                 format!("{EXEC_OS_ERROR}"),
                 "the wrapper could not set up supervision",
+            ),
+            (
+                format!("{SANDBOX_REFUSED}"),
+                "the kernel would not confine the CLI with Landlock as the dispatcher asked, so it was not started",
             ),
             (
                 format!("{EXEC_CANT_CREATE}"),

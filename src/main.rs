@@ -58,6 +58,7 @@ mod resume;
 mod run;
 mod run_log;
 mod runs_index;
+mod sandbox;
 mod schema;
 mod settings;
 mod severity;
@@ -87,6 +88,12 @@ fn main() -> ExitCode {
         .and_then(|arg0| provider_exec::alias(Path::new(arg0)))
     {
         return provider_exec::main(Some(provider), raw_args.into_iter().skip(1).collect());
+    }
+    if raw_args
+        .get(1)
+        .is_some_and(|arg| arg == sandbox::exec::SUBCOMMAND)
+    {
+        return sandbox::exec::main(raw_args.into_iter().skip(2).collect());
     }
     if raw_args.get(1).is_some_and(|arg| arg == "provider-exec") {
         return provider_exec::main(None, raw_args.into_iter().skip(2).collect());

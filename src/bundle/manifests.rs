@@ -60,9 +60,8 @@ pub(super) fn run_manifest(
     context: &RenderContext<'_>,
     roster: &[Assignment],
     prompt_hashes: &BTreeMap<String, String>,
-    provider_clis: &Value,
+    found: &super::Found<'_>,
     created_at: &str,
-    source: Option<&crate::change::Source>,
 ) -> serde_json::Result<Value> {
     let relative = RunLayout::relative();
     let assignments = roster
@@ -114,8 +113,9 @@ pub(super) fn run_manifest(
         },
         continues: context.continuation.previous_run.as_deref(),
         prompt_sha256: prompt_hashes,
-        provider_clis,
-        source,
+        provider_clis: found.provider_clis,
+        containment: found.containment,
+        source: found.source,
         change: settings.change.as_ref(),
     })
 }

@@ -347,16 +347,24 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     let cli_facts = doctor::render_facts(&wrapper_providers);
     // The commit the workers will see, for the gate and the PR review.
     let source = crate::change::source(&settings.project_root);
+    // Landlock, or copies where it is missing: decided once, recorded, and
+    // followed by every prompt, dispatch and resume of the run.
+    let support = crate::sandbox::support().map_err(anyhow::Error::msg)?;
+    let containment = support.containment();
     let render = |sequence: u32| -> Result<(String, Vec<RenderedFile>)> {
         let run_id = format!("{}-{sequence:03}", settings.task_type);
+        let found = Found {
+            provider_clis: &cli_facts.clis,
+            source: source.as_ref(),
+            containment,
+        };
         let files = render_files(
             settings,
             &task_dir.join(&run_id),
             &run_id,
             sequence,
             &created_at,
-            &cli_facts.clis,
-            source.as_ref(),
+            &found,
         )?;
         Ok((run_id, files))
     };
@@ -428,6 +436,11 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
         diag::warning(warning);
     }
     note_if_listed_by_git(&settings.project_root);
+    if let crate::sandbox::Support::Copies { why } = &support
+        && !wrapper_providers.is_empty()
+    {
+        diag::warning(crate::sandbox::fallback_warning(why));
+    }
     crate::runs_index::record(
         &run_dir,
         &settings.project_root,
@@ -493,6 +506,17 @@ fn next_sequence(task_dir: &Path, task_type: TaskType) -> Result<u32> {
         .context("run sequence numbers are exhausted for this task key")
 }
 
+/// What the render found about the machine and the project, recorded in
+/// the run manifest.
+pub(super) struct Found<'a> {
+    /// The wrapper providers' CLIs as `PATH` and the doctor's cache know them.
+    pub provider_clis: &'a Value,
+    /// The commit the project was at.
+    pub source: Option<&'a crate::change::Source>,
+    /// How the run keeps its CLIs from the project.
+    pub containment: crate::sandbox::Containment,
+}
+
 /// Every file of the run, relative to the run folder, rendered and validated.
 fn render_files(
     settings: &Settings,
@@ -500,9 +524,9 @@ fn render_files(
     run_id: &str,
     sequence: u32,
     created_at: &str,
-    provider_clis: &Value,
-    source: Option<&crate::change::Source>,
+    found: &Found<'_>,
 ) -> Result<Vec<RenderedFile>> {
+    let containment = found.containment;
     let roster = assign::roster(settings, run_dir);
     let convergence_enabled = assign::convergence_enabled(&roster);
     let convergence = Convergence {
@@ -658,8 +682,12 @@ fn render_files(
             base.clone(),
         )?;
     }
+    let executor_id = roster
+        .iter()
+        .find(|a| a.role == Role::Executor)
+        .map(|a| a.worker_id.as_str());
     for assignment in &roster {
-        let workspace = worker_workspace(settings, run_id, assignment)?;
+        let workspace = worker_workspace(settings, run_id, assignment, containment, executor_id)?;
         text(
             relative.prompt(&assignment.dispatch_name),
             "templates/worker-prompt.md.j2",
@@ -705,9 +733,8 @@ fn render_files(
         &context,
         &roster,
         &prompt_hashes,
-        provider_clis,
+        found,
         created_at,
-        source,
     )?;
     let team_state = team_state(settings, &context, &roster, created_at);
     for (path, value, schema_name) in [
@@ -731,31 +758,32 @@ fn render_files(
     Ok(files)
 }
 
-/// Where `assignment`'s CLI works when it has no read-only mode: its copy
-/// of the project (nothing is made here; the engine makes it at dispatch).
+/// Where `assignment`'s CLI works when it works in a copy (its own, or the
+/// Executor's: `workspace::copy_owner`); nothing is made here, the engine
+/// makes it at dispatch.
 fn worker_workspace(
     settings: &Settings,
     run_id: &str,
     assignment: &Assignment,
+    containment: crate::sandbox::Containment,
+    executor: Option<&str>,
 ) -> Result<Option<PathBuf>> {
     // A native worker that needs one gets it too: okstra makes it when it
     // records the attempt, before the host starts it.
-    if !crate::workspace::needs_copy(assignment.provider, assignment.role) {
-        return Ok(None);
-    }
-    let location = crate::workspace::locate(
+    crate::workspace::prompt_root(
         &settings.project_root,
         &settings.task_key.joined(),
         run_id,
-        &assignment.worker_id,
+        &assignment.as_worker(),
+        containment,
+        executor,
     )
     .with_context(|| {
         format!(
             "cannot place the isolated copy of `{}`",
             assignment.worker_id
         )
-    })?;
-    Ok(Some(location.project))
+    })
 }
 
 /// Every reverify dispatch of Phase 5.5: one per reviewing worker (analysers,

@@ -123,14 +123,18 @@ pub fn plan(
     for verifier in verifiers {
         let dispatch_name = DispatchKind::FixCheck.dispatch_name(&verifier.dispatch_name);
         let paths = DispatchPaths::new(&run.dir, &dispatch_name);
-        let project_root = crate::workspace::locate(
-            &run.project_root,
-            &run.task_key,
-            &run.run_id,
-            &verifier.worker_id,
-        )
-        .with_context(|| format!("cannot place the copy of `{}`", verifier.worker_id))?
-        .project;
+        // A verifier always works in a copy holding the change: its own, or
+        // (under Landlock) the Executor's.
+        let executor = run
+            .in_role(crate::catalog::Role::Executor)
+            .next()
+            .map(|a| a.worker_id.as_str());
+        let owner = crate::workspace::copy_owner(&verifier.as_worker(), run.containment, executor)
+            .unwrap_or(&verifier.worker_id);
+        let project_root =
+            crate::workspace::locate(&run.project_root, &run.task_key, &run.run_id, owner)
+                .with_context(|| format!("cannot place the copy of `{}`", verifier.worker_id))?
+                .project;
         let context = minijinja::context! {
             task => minijinja::context! { key => task.task_key.clone() },
             assignment => minijinja::context! {

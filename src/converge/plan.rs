@@ -621,30 +621,33 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
     Ok(prompts)
 }
 
-/// The reviewer's own copy of the project when its CLI has no read-only
-/// mode: the same place the bundle named in its initial prompt
-/// (`workspace::locate`), which the engine makes at dispatch.
+/// The copy a reviewer works in, if any (`workspace::copy_owner`): the same
+/// place the bundle named in its initial prompt, which the engine makes at
+/// dispatch.
 fn reviewer_workspace(
     info: &RunInfo,
     task: &crate::run::task::TaskManifest,
     assignment: &super::Assignment,
 ) -> Result<Option<PathBuf>> {
-    if !crate::workspace::needs_copy(assignment.provider, assignment.role) {
-        return Ok(None);
-    }
-    let location = crate::workspace::locate(
+    let executor = info
+        .run
+        .in_role(crate::catalog::Role::Executor)
+        .next()
+        .map(|a| a.worker_id.as_str());
+    crate::workspace::prompt_root(
         &task.project_root,
         &task.task_key,
         &info.run.run_id,
-        &assignment.worker_id,
+        &assignment.as_worker(),
+        info.run.containment,
+        executor,
     )
     .with_context(|| {
         format!(
             "cannot place the isolated copy of `{}`",
             assignment.worker_id
         )
-    })?;
-    Ok(Some(location.project))
+    })
 }
 
 /// `item` as `reviewer` sees it under `label`.

@@ -152,6 +152,16 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
         .all(|f| f.ready);
     // Which host integrations are there (install, plugin), and any twice.
     let integrations = crate::install::integrations(&env);
+    // How a run rendered now keeps its CLIs from the project.
+    let containment = match crate::sandbox::support() {
+        Ok(support) => support.describe(),
+        Err(why) => format!("invalid — {why}"),
+    };
+    let containment_json = match crate::sandbox::support() {
+        Ok(crate::sandbox::Support::Landlock { abi }) => json!({"mode": "landlock", "abi": abi}),
+        Ok(crate::sandbox::Support::Copies { why }) => json!({"mode": "copies", "why": why}),
+        Err(why) => json!({"mode": "invalid", "why": why}),
+    };
     let mut out = io::stdout().lock();
     if args.json {
         let report = json!({
@@ -161,11 +171,13 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
             "cachePath": cache::cache_path(),
             "providers": findings,
             "integrations": integrations,
+            "containment": containment_json,
         });
         serde_json::to_writer(&mut out, &report).context("cannot write the report")?;
         writeln!(out)?;
     } else {
         out.write_all(table(&findings, &required).as_bytes())?;
+        writeln!(out, "containment: {}", fsread::escape(&containment))?;
         for found in &integrations.found {
             writeln!(
                 out,

@@ -334,12 +334,19 @@ impl Lead {
             return;
         };
         let run_dir = crate::workspace::RunIdentity::of(&self.run).run_dir;
-        let mut seen = std::collections::BTreeSet::new();
+        // The Executor's copy stays, whoever else read it (its verifiers do,
+        // under Landlock).
+        let mut seen: std::collections::BTreeSet<&std::path::Path> = state
+            .dispatches
+            .iter()
+            .filter(|record| record.role == Some(crate::catalog::Role::Executor))
+            .filter_map(|record| Some(record.workspace.as_ref()?.path.as_path()))
+            .collect();
         for record in &state.dispatches {
             let Some(copy) = &record.workspace else {
                 continue;
             };
-            if record.role == Some(crate::catalog::Role::Executor) || !seen.insert(&copy.path) {
+            if !seen.insert(&copy.path) {
                 continue;
             }
             let Some(kind) = crate::workspace::Kind::parse(&copy.kind) else {

@@ -24,6 +24,7 @@
 //!   the neutral variables, its own provider's, and the names listed in
 //!   `OKSTRA_PASS_ENV` (`--pass-env`); a bad entry there is refused with 64.
 
+mod contain;
 mod copy;
 mod guardian;
 mod provider;
@@ -114,6 +115,14 @@ pub enum Preflight {
     NotFound(&'static str),
     #[error("invalid `{PASS_ENV}`: {0}")]
     PassEnv(String),
+    #[error("invalid `{name}`: {0}", name = crate::sandbox::WRITABLE_ENV)]
+    Writable(String),
+    #[error(
+        "invalid `{name}`: `{0}`, expected `{value}`",
+        name = crate::sandbox::CONFINE_ENV,
+        value = crate::sandbox::CONFINE_LANDLOCK
+    )]
+    Confine(String),
     #[error("the `{binary}` at `{}` is {found}; okstra drives {expected} (see `okstra doctor`)", .path.display())]
     WrongCli {
         binary: &'static str,
@@ -129,7 +138,9 @@ impl Preflight {
             Preflight::Usage { .. }
             | Preflight::UnknownProvider { .. }
             | Preflight::WrongCli { .. }
-            | Preflight::PassEnv(_) => exit::EXEC_USAGE,
+            | Preflight::PassEnv(_)
+            | Preflight::Writable(_)
+            | Preflight::Confine(_) => exit::EXEC_USAGE,
             Preflight::ProjectRoot(_) => exit::EXEC_PROJECT_ROOT,
             Preflight::Model => exit::EXEC_MODEL,
             Preflight::Prompt { .. } => exit::EXEC_PROMPT,
@@ -157,6 +168,15 @@ pub struct Ready {
     /// The CLI's version from the doctor's cache, or `unknown` (never asked
     /// here: a node CLI takes 0.3–3 s to answer `--version`).
     pub cli_version: String,
+    /// The project root as given.
+    pub project_root: PathBuf,
+    /// The role may write (the Executor): its worktree is writable under
+    /// Landlock.
+    pub may_write: bool,
+    /// The dispatcher asked for Landlock (`sandbox::CONFINE_ENV`).
+    pub confine: bool,
+    /// Folders every confined CLI may also write (`sandbox::WRITABLE_ENV`).
+    pub writable: Vec<PathBuf>,
 }
 
 fn usage(fixed: Option<Provider>) -> String {
@@ -243,6 +263,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
     }
     let given = |index: usize| rest.get(index).filter(|arg| !arg.is_empty());
     let project_root = PathBuf::from(&rest[0]);
+    let project_root_as_given = project_root.clone();
     if rest[0].is_empty() || !project_root.is_dir() {
         return Err(Preflight::ProjectRoot(project_root));
     }
@@ -280,6 +301,17 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         .transpose()
         .map_err(Preflight::PassEnv)?
         .unwrap_or_default();
+    let confine = match std::env::var_os(crate::sandbox::CONFINE_ENV) {
+        None => false,
+        Some(value) if value == crate::sandbox::CONFINE_LANDLOCK => true,
+        Some(value) if value.is_empty() => false,
+        Some(value) => return Err(Preflight::Confine(value.to_string_lossy().into_owned())),
+    };
+    let writable = std::env::var_os(crate::sandbox::WRITABLE_ENV)
+        .map(|raw| crate::sandbox::rules::parse_writable(&raw))
+        .transpose()
+        .map_err(Preflight::Writable)?
+        .unwrap_or_default();
     let program =
         which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
     let cached = cli_facts::lookup(provider, &program);
@@ -294,6 +326,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
     }
     let vibe_kit_grok = provider == Provider::Grok
         && (cached_program == Some(Program::VibeKitGrok) || is_vibe_kit_install(&program));
+    let may_write = role.parse::<Role>().is_ok_and(Role::may_write);
     let invocation = Invocation {
         provider,
         model,
@@ -323,6 +356,10 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         cli_version: cached
             .and_then(|entry| entry.version)
             .unwrap_or_else(|| cli_facts::UNKNOWN_VERSION.to_owned()),
+        project_root: absolute(&project_root_as_given),
+        may_write,
+        confine,
+        writable,
     })
 }
 

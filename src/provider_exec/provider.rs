@@ -208,8 +208,13 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
                 dir,
                 "--no-auto-update".into(),
             ];
+            // Its own Landlock sandbox too: writes only to `~/.grok` and
+            // temp folders (docs.x.ai/build/features/sandbox), nested
+            // inside okstra's.
             if inv.may_write() {
                 args.push("--always-approve".into());
+            } else {
+                args.extend(["--sandbox".into(), "read-only".into()]);
             }
             (args, Stdin::Null)
         }
@@ -239,7 +244,12 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
         env_remove: HOST_SESSION_MARKERS
             .iter()
             .copied()
-            .chain([super::status::ATTEMPT_ENV, PASS_ENV])
+            .chain([
+                super::status::ATTEMPT_ENV,
+                PASS_ENV,
+                crate::sandbox::CONFINE_ENV,
+                crate::sandbox::WRITABLE_ENV,
+            ])
             .collect(),
         env_set,
         stdin,
@@ -463,6 +473,8 @@ mod tests {
                 "--cwd",
                 "/src/wt",
                 "--no-auto-update",
+                "--sandbox",
+                "read-only",
             ])
         );
         assert_eq!(plan.stdin, Stdin::Null);
@@ -543,7 +555,9 @@ mod tests {
                     "CLAUDE_CODE_ENTRYPOINT",
                     "CLAUDE_CODE_SSE_PORT",
                     "OKSTRA_EXEC_ATTEMPT",
-                    "OKSTRA_PASS_ENV"
+                    "OKSTRA_PASS_ENV",
+                    "OKSTRA_CONFINE",
+                    "OKSTRA_WRITABLE"
                 ]
             );
             assert_eq!(plan.cwd, PathBuf::from("/src/wt"));

@@ -198,12 +198,36 @@ async fn supervise(ready: Ready) -> u8 {
         }
     };
 
-    let mut builder = child::Builder::new(&ready.program);
+    let mut environment = plan.environment(std::env::vars_os());
+    // Under Landlock the helper confines itself, then becomes the CLI (same
+    // pid); the scratch folder lives until we return.
+    let contained = if ready.confine {
+        match super::contain::prepare(&ready, &mut environment) {
+            Ok(contained) => contained,
+            Err(error) => {
+                return finish(
+                    &mut status,
+                    exit::EXEC_CANT_CREATE,
+                    Reason::WrapperError,
+                    Some(error),
+                );
+            }
+        }
+    } else {
+        None
+    };
+    let mut builder = if let Some(contained) = &contained {
+        let mut builder = child::Builder::new(&contained.program);
+        builder.args(&contained.args);
+        builder
+    } else {
+        let mut builder = child::Builder::new(&ready.program);
+        builder.arg0(plan.program).args(&plan.args);
+        builder
+    };
     builder
-        .arg0(plan.program)
-        .args(&plan.args)
         .current_dir(&plan.cwd)
-        .environment(plan.environment(std::env::vars_os()))
+        .environment(environment)
         .stdin(setup.child_stdin)
         .stdout(setup.child_stdout_for_stdout)
         .stderr(setup.child_stdout_for_stderr)

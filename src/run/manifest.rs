@@ -20,6 +20,7 @@ use crate::run::Run;
 use crate::run::layout::{RUN_MANIFEST, RunLayout};
 use crate::run::paths::reroot;
 use crate::run::roster::{Assignment, DispatchPaths};
+use crate::sandbox::Containment;
 
 /// Why a run manifest could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +113,8 @@ pub struct NewRunManifest<'a> {
     pub prompt_sha256: &'a BTreeMap<String, String>,
     /// The wrapper providers' CLIs as the render found them.
     pub provider_clis: &'a Value,
+    /// How the run keeps its CLIs from the project.
+    pub containment: Containment,
     /// The commit the project was at (absent outside a git work tree).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<&'a Source>,
@@ -190,6 +193,8 @@ struct Wire {
     source: Option<Source>,
     #[serde(default)]
     change: Option<Change>,
+    #[serde(default)]
+    containment: Option<Containment>,
 }
 
 fn external() -> LeadRuntime {
@@ -295,6 +300,7 @@ pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
         convergence: wire.convergence,
         source: wire.source,
         change: wire.change,
+        containment: wire.containment.unwrap_or(Containment::Copies),
         assignments,
         dir,
     })

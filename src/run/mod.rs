@@ -67,6 +67,9 @@ pub struct Run {
     pub source: Option<crate::change::Source>,
     /// The change the run is scoped to (`--diff`).
     pub change: Option<crate::change::Change>,
+    /// How the run keeps its CLIs from the project (copies for a run of an
+    /// older okstra).
+    pub containment: crate::sandbox::Containment,
 }
 
 impl Run {

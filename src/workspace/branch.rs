@@ -50,6 +50,7 @@ pub fn commit(
     if !super::is_real_dir(&copy.git_dir) {
         super::git_copy::adopt(copy, project, parent)?;
     }
+    super::git_copy::forget_view(copy)?;
     let git = Git::own(&copy.git_dir, Some(&copy.root));
     let base = git.run(["ls-tree", "-r", "-z", parent]).map_err(failed)?;
     git.run([

@@ -32,6 +32,7 @@
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::git::{self, Git};
@@ -50,7 +51,89 @@ pub(super) struct Target<'a> {
 
 /// Make (or reuse) the git copy at `location` of `target`, borrowing the
 /// objects of `snapshot`'s repository.
+///
+/// `shared`: the copy is another worker's, read (never written) by this
+/// one — a verifier reading the Executor's copy under Landlock. Several such
+/// readers may start at once, and one may start while another reads: the
+/// copy is brought to `target` only when it is not there already (okstra
+/// recorded what it last made it for a reader, [`VIEW`]), under a lock that
+/// every maker of the copy takes. (Readers of one target never overlap
+/// readers of another: the fix check starts only after the fix pass, which
+/// starts only after every verifier and review round has ended.)
 pub(super) fn make(
+    location: &Location,
+    snapshot: &Snapshot,
+    target: &Target<'_>,
+    marker: &Marker,
+    project_root: &Path,
+    shared: bool,
+) -> Result<(), Error> {
+    let root = &location.root;
+    let _lock = lock(location)?;
+    let view = view_of(target);
+    let is_ours =
+        || super::is_real_dir(root) && Marker::read(root).is_some_and(|found| found.is_for(marker));
+    if shared && read_view(location).as_deref() == Some(view.as_str()) && is_ours() {
+        return Ok(());
+    }
+    // Whatever happens next, the copy is no longer known to hold a view.
+    forget_view(location)?;
+    make_locked(location, snapshot, target, marker, project_root)?;
+    if shared {
+        write_file(&location.git_dir.join(VIEW), view.as_bytes())
+    } else {
+        Ok(())
+    }
+}
+
+/// The file in okstra's git directory for a copy that says what the copy
+/// holds for its readers (`<files> <head>`); absent when the copy's owner
+/// may have changed it since.
+const VIEW: &str = "okstra-view";
+
+fn view_of(target: &Target<'_>) -> String {
+    format!("{} {}\n", target.files, target.head.unwrap_or(target.files))
+}
+
+fn read_view(location: &Location) -> Option<String> {
+    let path = location.git_dir.join(VIEW);
+    crate::fsread::read_no_follow(&path, crate::fsread::Kind::Manifest)
+        .ok()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Forget what the copy at `location` holds for its readers: its owner is
+/// about to change it (or has: the Executor's commit).
+pub(super) fn forget_view(location: &Location) -> Result<(), Error> {
+    remove_entry(&location.git_dir.join(VIEW))
+}
+
+/// Hold the copy's lock (`<own git dir>.lock`, beside okstra's git
+/// directory for it) until the guard is dropped: one maker at a time,
+/// across processes.
+fn lock(location: &Location) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
+    let path = location.git_dir.with_extension("lock");
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(Error::io("create", parent))?;
+    }
+    // Never through a symlink someone left there.
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(Error::io("open", &path))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
+        Error::Io {
+            action: "lock",
+            path,
+            source: std::io::Error::from(errno),
+        }
+    })
+}
+
+fn make_locked(
     location: &Location,
     snapshot: &Snapshot,
     target: &Target<'_>,

@@ -57,9 +57,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Provider, Role};
+use crate::catalog::{Provider, Role, Runner};
 use crate::git;
 use crate::run::team_state::WorkspaceRecord;
+use crate::sandbox::Containment;
 
 pub use snapshot::Snapshots;
 
@@ -98,6 +99,9 @@ pub enum Isolation {
     None,
     /// A linked git worktree: what okstra did before copies (read only).
     GitWorktree,
+    /// Landlock: the CLI could write nothing but its own state, a scratch
+    /// folder and (the Executor) its copy.
+    Landlock,
 }
 
 impl Isolation {
@@ -108,6 +112,7 @@ impl Isolation {
             Isolation::FileCopy => "file-copy",
             Isolation::None => "none",
             Isolation::GitWorktree => "git-worktree",
+            Isolation::Landlock => "landlock",
         }
     }
 
@@ -119,6 +124,7 @@ impl Isolation {
             Isolation::FileCopy,
             Isolation::None,
             Isolation::GitWorktree,
+            Isolation::Landlock,
         ]
         .into_iter()
         .find(|isolation| isolation.as_str() == text)
@@ -165,7 +171,8 @@ impl fmt::Display for Kind {
     }
 }
 
-/// Whether `provider` in `role` works in a copy rather than in the project:
+/// Whether `provider` in `role` works in a copy of its own when the run is
+/// contained by copies (or runs natively, where okstra confines nothing):
 /// the CLIs with no read-only mode, whatever their role; and, in an
 /// implementation run, the Executor (whose change goes onto a branch and
 /// reaches the project only through `okstra land`) and every verifier
@@ -173,6 +180,53 @@ impl fmt::Display for Kind {
 pub fn needs_copy(provider: Provider, role: Role) -> bool {
     matches!(provider, Provider::Kimi | Provider::Grok)
         || matches!(role, Role::Executor | Role::Verifier)
+}
+
+/// Whose copy a worker works in, if any: the worker id of the copy's owner
+/// (`executor`: the run's Executor's, when it has one).
+///
+/// Under Landlock a wrapper's CLI cannot write the project, so only the
+/// Executor, which must write, gets a copy; every verifier reads the
+/// Executor's copy (the Executor's change is there, and nowhere in the
+/// project); everyone else works in the project itself. Contained by
+/// copies, and for a host's native session (which okstra cannot confine),
+/// each worker that [`needs_copy`] works in a copy of its own.
+pub fn copy_owner<'a>(
+    worker: &Worker<'a>,
+    containment: Containment,
+    executor: Option<&'a str>,
+) -> Option<&'a str> {
+    let landlock = containment == Containment::Landlock && worker.runner == Runner::CliWrapper;
+    match (landlock, worker.role) {
+        (true, Role::Executor) => Some(worker.id),
+        (true, Role::Verifier) => Some(executor.unwrap_or(worker.id)),
+        (true, _) => None,
+        (false, _) => needs_copy(worker.provider, worker.role).then_some(worker.id),
+    }
+}
+
+/// A worker, as far as where it works goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Worker<'a> {
+    pub id: &'a str,
+    pub provider: Provider,
+    pub role: Role,
+    pub runner: Runner,
+}
+
+/// The project root a worker's prompt names: its copy's project folder
+/// when it works in one ([`copy_owner`]), else `None` (the project).
+pub fn prompt_root(
+    project_root: &Path,
+    task_key: &str,
+    run_id: &str,
+    worker: &Worker<'_>,
+    containment: Containment,
+    executor: Option<&str>,
+) -> Result<Option<PathBuf>, Error> {
+    copy_owner(worker, containment, executor)
+        .map(|owner| locate(project_root, task_key, run_id, owner).map(|at| at.project))
+        .transpose()
 }
 
 /// Whether `project` lies in a git repository (a `.git` at or above it),
@@ -558,10 +612,12 @@ pub struct Plan {
     pub checkout: Checkout,
     project_root: PathBuf,
     marker: Marker,
+    /// Another worker's copy, read by this one ([`Plan::shared`]).
+    shared: bool,
 }
 
-/// Decide `worker_id`'s workspace in `run`: a git copy of `checkout`
-/// inside git, a file copy outside.
+/// Decide `worker_id`'s workspace in `run` (the copy `worker_id` owns): a
+/// git copy of `checkout` inside git, a file copy outside.
 pub fn plan(run: &RunIdentity, worker_id: &str, checkout: Checkout) -> Result<Plan, Error> {
     let location = locate(&run.project_root, &run.task_key, &run.run_id, worker_id)?;
     let kind = if location.in_git {
@@ -586,10 +642,18 @@ pub fn plan(run: &RunIdentity, worker_id: &str, checkout: Checkout) -> Result<Pl
         snapshot_ref,
         checkout,
         project_root,
+        shared: false,
     })
 }
 
 impl Plan {
+    /// The same copy, read by another worker (its owner's view brought to
+    /// `checkout` only when it is not there yet).
+    pub fn shared(mut self) -> Plan {
+        self.shared = true;
+        self
+    }
+
     /// What the dispatch record says before the copy is made.
     pub fn record(&self) -> WorkspaceRecord {
         WorkspaceRecord {
@@ -666,6 +730,7 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
                     },
                     &plan.marker,
                     &plan.project_root,
+                    plan.shared,
                 );
                 commits = (Some(files), head);
                 made
@@ -918,9 +983,10 @@ fn remove_in(
     }
     std::fs::remove_dir_all(path).map_err(Error::io("remove", path))?;
     if kind == Kind::GitCopy {
-        // okstra's own git directory for it, beside it; unlinked, never
-        // followed, whatever is there.
+        // okstra's own git directory for it and its lock, beside it;
+        // unlinked, never followed, whatever is there.
         let own = own_git_dir(path);
+        git_copy::remove_entry(&own.with_extension("lock"))?;
         git_copy::remove_entry(&own)?;
         // The folder of okstra's git directories goes with its last one
         // (only while it is empty), so an emptied run folder can go too.

@@ -261,3 +261,51 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
     remove(&copy, Kind::None, &project, &run_dir).unwrap();
     assert!(!copy.exists() && project.is_dir());
 }
+
+#[test]
+fn under_landlock_only_the_executor_has_a_copy_and_verifiers_read_it() {
+    use Containment::{Copies, Landlock};
+    use Provider::{Claude, Codex, Grok, Kimi};
+    use Role::{Analyser, Critic, Executor, Verifier};
+    use Runner::{CliWrapper, NativeSession};
+    // (provider, role, runner, containment) → whose copy, if any.
+    let cases = [
+        (Kimi, Analyser, CliWrapper, Landlock, None),
+        (Grok, Critic, CliWrapper, Landlock, None),
+        (Claude, Analyser, CliWrapper, Landlock, None),
+        (Claude, Executor, CliWrapper, Landlock, Some("me")),
+        (Kimi, Verifier, CliWrapper, Landlock, Some("exec")),
+        (Codex, Verifier, CliWrapper, Landlock, Some("exec")),
+        // A host's session is not confined: a copy of its own, as before.
+        (Claude, Verifier, NativeSession, Landlock, Some("me")),
+        (Claude, Analyser, NativeSession, Landlock, None),
+        // Contained by copies: every CLI with no read-only mode, the
+        // Executor and every verifier in a copy of its own.
+        (Kimi, Analyser, CliWrapper, Copies, Some("me")),
+        (Grok, Critic, CliWrapper, Copies, Some("me")),
+        (Claude, Analyser, CliWrapper, Copies, None),
+        (Claude, Executor, CliWrapper, Copies, Some("me")),
+        (Codex, Verifier, CliWrapper, Copies, Some("me")),
+    ];
+    for (provider, role, runner, containment, owner) in cases {
+        let worker = Worker {
+            id: "me",
+            provider,
+            role,
+            runner,
+        };
+        assert_eq!(
+            copy_owner(&worker, containment, Some("exec")),
+            owner,
+            "{provider} {role} {runner} {containment}"
+        );
+    }
+    // No Executor to read (a run without one): the verifier's own.
+    let verifier = Worker {
+        id: "me",
+        provider: Kimi,
+        role: Verifier,
+        runner: CliWrapper,
+    };
+    assert_eq!(copy_owner(&verifier, Landlock, None), Some("me"));
+}

@@ -1,6 +1,9 @@
 //! Integration tests: containment of the CLIs that have no read-only mode
-//! (kimi, grok). Each works in its own copy of the project — a git copy of
-//! the run's snapshot inside git, a file copy outside — whose path its
+//! (kimi, grok). Where Landlock works (these machines: Linux 6.18, ABI 7)
+//! they read the project itself and can write nothing of it: no copy is
+//! made. Contained by copies (`OKSTRA_CONTAINMENT=copies`, as on a machine
+//! without Landlock) each works in its own copy of the project — a git copy
+//! of the run's snapshot inside git, a file copy outside — whose path its
 //! prompts name as the project root; nothing it does there reaches the
 //! user's files, index or refs; a project too large to copy is refused
 //! unless `--allow-unisolated`; `okstra reap --execute` removes the copy a
@@ -22,7 +25,7 @@ use serde_json::Value;
 
 use crate::run::{IMPLEMENTATION, attempts, run, run_dir, run_with, team_project};
 use crate::support::{
-    Group, Project, commit_all, git, okstra_path, read_json, team_state_path, wait_for,
+    Group, Project, commit_all, git, manifest, okstra_path, read_json, team_state_path, wait_for,
 };
 
 const LIMIT: Duration = Duration::from_mins(2);
@@ -179,13 +182,11 @@ fn snapshot_refs(project: &Path) -> Vec<String> {
     .collect()
 }
 
-#[test]
-fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
-    let world = team_project();
+/// The user's project in the middle of work: committed, with a change not
+/// staged, a staged new file, an untracked file and an ignored one.
+fn mid_work(world: &Project) -> PathBuf {
     let project = world.root().to_path_buf();
     commit_all(&project);
-    // A working tree in the middle of work: a change not staged, a staged
-    // new file, an untracked file, an ignored one.
     fs::write(
         project.join("src/inventory.py"),
         fs::read_to_string(project.join("src/inventory.py")).unwrap() + "# not yet committed\n",
@@ -196,6 +197,13 @@ fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
     fs::write(project.join("draft.md"), "untracked\n").unwrap();
     fs::write(project.join(".gitignore"), ".okstra/\nsecret.env\n").unwrap();
     fs::write(project.join("secret.env"), "TOKEN=ignored\n").unwrap();
+    project
+}
+
+#[test]
+fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
+    let world = team_project();
+    let project = mid_work(&world);
     let before = UserTree::of(&project);
 
     let (outcome, code, stderr) = run(
@@ -206,6 +214,108 @@ fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(UserTree::of(&project), before, "the user's tree changed");
     let run = run_dir(&outcome);
+    assert_eq!(manifest(&run)["containment"], "landlock");
+    assert!(!stderr.contains("containment: copies"), "{stderr}");
+
+    // Each tried to write through its prompt's root (the project), into the
+    // folder it ran in (the project) and to move refs with git: the kernel
+    // refused every one, and nothing reached the project.
+    for binary in ["kimi", "grok"] {
+        let tried = escapes(&world, binary);
+        let root = project.to_str().unwrap();
+        for target in ["escaped.txt", "src/inventory.py", "escaped-cwd.txt"] {
+            let line = format!("denied EACCES {root}/{target}");
+            assert!(
+                tried.contains(&line),
+                "{binary} was not refused {target}: {tried:?}"
+            );
+        }
+        assert!(
+            tried
+                .iter()
+                .any(|line| line == "denied EACCES git update-ref"),
+            "{binary}: {tried:?}"
+        );
+        assert!(tried.contains(&format!("git in {root}")), "{tried:?}");
+        assert!(
+            tried
+                .iter()
+                .all(|line| line.starts_with("denied ") || line.starts_with("git in ")),
+            "{binary} wrote something: {tried:?}"
+        );
+        for name in [
+            format!("{binary}-worker"),
+            format!("{binary}-worker-reverify-r1"),
+        ] {
+            let record = &attempts(&run, &name)[0];
+            assert_eq!(record["isolation"], "landlock", "{record}");
+            assert!(record.get("workspace").is_none(), "{record}");
+            let prompt = fs::read_to_string(run.join(format!("prompts/{name}.md"))).unwrap();
+            assert_eq!(named_root(&prompt), root);
+        }
+    }
+    for binary in ["escaped.txt", "escaped-cwd.txt"] {
+        assert!(!project.join(binary).exists());
+    }
+    // No copy at all: every reviewer read the project itself.
+    assert_eq!(
+        world.copies_of("project-analysis-001"),
+        Vec::<PathBuf>::new()
+    );
+    // codex keeps its own sandbox; claude is under Landlock too.
+    assert_eq!(
+        attempts(&run, "codex-worker")[0]["isolation"],
+        "cli-sandbox"
+    );
+    assert_eq!(attempts(&run, "claude-worker")[0]["isolation"], "landlock");
+    let report = read_json(&run.join("report/data.json"));
+    let note = |worker: &str| -> String {
+        report["workerCoverage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["workerId"] == worker)
+            .unwrap()["notes"][0]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        note("kimi"),
+        "kimi read the project itself under Landlock, which let it write only its own state folders and a scratch folder, never the project"
+    );
+    assert!(
+        note("codex").contains("read-only mode"),
+        "{}",
+        note("codex")
+    );
+}
+
+#[test]
+fn contained_by_copies_such_a_cli_works_in_its_own_copy_and_says_so() {
+    let world = team_project().copies();
+    let project = mid_work(&world);
+    let before = UserTree::of(&project);
+
+    let (outcome, code, stderr) = run(
+        &world,
+        "claude,codex,kimi,grok,report-writer",
+        &[("FAKE_ESCAPE", "kimi,grok")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(UserTree::of(&project), before, "the user's tree changed");
+    let run = run_dir(&outcome);
+    // Said once for the run.
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning: containment: copies"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains("`OKSTRA_CONTAINMENT=copies` asks for them"),
+        "{stderr}"
+    );
+    assert_eq!(manifest(&run)["containment"], "copies");
 
     // Every write went through the prompt's root into the copy, and git ran
     // in the copy; the copies are gone once their attempts ended.
@@ -285,38 +395,124 @@ fn a_cli_with_no_read_only_mode_cannot_touch_the_users_files_index_or_refs() {
     );
 }
 
-/// Every verifier works in a copy holding the Executor's change, which
-/// `git diff` there shows as a change; the project itself does not get the
-/// change (it reaches it only through `okstra land`).
+/// Every verifier sees the Executor's change, which `git diff` where it
+/// runs shows as a change; the project itself does not get the change (it
+/// reaches it only through `okstra land`). Under Landlock the Executor's
+/// copy is the one copy of the run, and every verifier reads it; contained
+/// by copies each verifier has its own.
 #[test]
 fn every_verifier_sees_the_executors_change_and_the_project_does_not() {
+    for copies in [false, true] {
+        let world = if copies {
+            team_project().copies()
+        } else {
+            team_project()
+        };
+        let project = world.root().to_path_buf();
+        commit_all(&project);
+        let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[("FAKE_EDIT", "1")]);
+        assert_eq!(code, 0, "{stderr}");
+        let run = run_dir(&outcome);
+        let executor = &attempts(&run, "claude-executor")[0];
+        let executor_copy = executor["workspace"]["path"].as_str().unwrap();
+        for name in ["codex-verifier", "kimi-verifier"] {
+            let result = fs::read_to_string(run.join(format!("results/{name}.md"))).unwrap();
+            assert!(result.contains("saw-executor-change"), "{result}");
+            assert!(
+                result.contains("git-diff-shows-executor-change"),
+                "{result}"
+            );
+            let record = &attempts(&run, name)[0];
+            assert_eq!(
+                record["workspace"]["commit"], executor["branch"]["commit"],
+                "{record}"
+            );
+            let path = record["workspace"]["path"].as_str().unwrap();
+            if copies {
+                assert_eq!(record["isolation"], "git-copy", "{record}");
+                assert_ne!(path, executor_copy);
+            } else {
+                // codex keeps its own sandbox; kimi is under Landlock.
+                let isolation = if name == "kimi-verifier" {
+                    "landlock"
+                } else {
+                    "git-copy"
+                };
+                assert_eq!(record["isolation"], isolation, "{record}");
+                assert_eq!(path, executor_copy, "{record}");
+            }
+        }
+        // The copies made, as recorded; the Executor's stays once the run
+        // ended (a verifier's own copy does not).
+        let state = read_json(&team_state_path(&run));
+        let made: std::collections::BTreeSet<&str> = state["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|record| record["workspace"]["path"].as_str())
+            .collect();
+        assert_eq!(made.len(), if copies { 3 } else { 1 }, "{made:?}");
+        assert_eq!(
+            world.copies_of("implementation-001"),
+            vec![PathBuf::from(executor_copy)]
+        );
+        assert_eq!(
+            executor["isolation"],
+            if copies { "git-copy" } else { "landlock" }
+        );
+        assert!(
+            !fs::read_to_string(project.join("src/inventory.py"))
+                .unwrap()
+                .contains("okstra-fake-change"),
+            "the Executor's change reached the project without `okstra land`"
+        );
+    }
+}
+
+/// Under Landlock the Executor writes its copy and nothing else: not the
+/// project through its absolute path.
+#[test]
+fn the_executor_cannot_write_the_project_through_its_absolute_path() {
     let world = team_project();
     let project = world.root().to_path_buf();
     commit_all(&project);
-    let (outcome, code, stderr) = run_with(&world, IMPLEMENTATION, &[("FAKE_EDIT", "1")]);
-    assert_eq!(code, 0, "{stderr}");
-    let run = run_dir(&outcome);
-    for name in ["codex-verifier", "kimi-verifier"] {
-        let result = fs::read_to_string(run.join(format!("results/{name}.md"))).unwrap();
-        assert!(result.contains("saw-executor-change"), "{result}");
-        assert!(
-            result.contains("git-diff-shows-executor-change"),
-            "{result}"
-        );
-        let record = &attempts(&run, name)[0];
-        assert_eq!(record["isolation"], "git-copy", "{record}");
-    }
-    assert!(
-        !fs::read_to_string(project.join("src/inventory.py"))
-            .unwrap()
-            .contains("okstra-fake-change"),
-        "the Executor's change reached the project without `okstra land`"
+    let before = UserTree::of(&project);
+    let (outcome, code, stderr) = run_with(
+        &world,
+        IMPLEMENTATION,
+        &[
+            ("FAKE_EDIT", "1"),
+            ("FAKE_ESCAPE", "claude"),
+            ("FAKE_FIND_PROJECT", "1"),
+        ],
     );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(UserTree::of(&project), before, "the user's tree changed");
+    let run = run_dir(&outcome);
+    let copy = attempts(&run, "claude-executor")[0]["workspace"]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tried = escapes(&world, "claude");
+    let root = project.to_str().unwrap();
+    // Its prompt names its copy, where it may write; the project's own
+    // path, found through the copy's repository, the kernel refuses.
+    assert!(
+        tried.contains(&format!("{copy}/escaped-cwd.txt")),
+        "{tried:?}"
+    );
+    assert!(
+        tried.contains(&format!("denied EACCES {root}/escaped.txt")),
+        "{tried:?}"
+    );
+    assert!(!project.join("escaped.txt").exists());
+    let executor = &attempts(&run, "claude-executor")[0];
+    assert_eq!(executor["isolation"], "landlock", "{executor}");
 }
 
 #[test]
 fn a_project_outside_git_gives_such_a_cli_a_file_copy() {
-    let world = team_project();
+    let world = team_project().copies();
     let project = world.root().to_path_buf();
     fs::write(project.join(".gitignore"), "secret.env\n").unwrap();
     fs::write(project.join("secret.env"), "TOKEN=ignored\n").unwrap();
@@ -368,9 +564,10 @@ fn a_project_outside_git_gives_such_a_cli_a_file_copy() {
     assert!(markdown.contains("file copy of the project"), "{markdown}");
 }
 
-/// A project outside git, one kimi analyser on the fake team.
+/// A project outside git, one kimi analyser on the fake team, contained by
+/// copies.
 fn kimi_project(task_id: &str) -> (Project, PathBuf) {
-    let world = Project::new().key("demo", "big", task_id);
+    let world = Project::new().key("demo", "big", task_id).copies();
     world.fake_cli("kimi", "workers/team.py");
     fs::create_dir(world.root().join("src")).unwrap();
     fs::write(world.root().join("src/a.py"), "print('a')\n").unwrap();
@@ -496,7 +693,7 @@ fn sidecar(path: &Path) -> Option<Value> {
 
 #[test]
 fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
-    let world = Project::new().key("demo", "reap", "t");
+    let world = Project::new().key("demo", "reap", "t").copies();
     world.fake_cli("kimi", "providers/waits-for-go.sh");
     fs::write(world.root().join("a.txt"), "tracked\n").unwrap();
     commit_all(world.root());
@@ -627,7 +824,7 @@ fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
 /// file, ref, index entry or `HEAD` of the user's.
 #[test]
 fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
-    let world = Project::new().key("demo", "cleanup", "t");
+    let world = Project::new().key("demo", "cleanup", "t").copies();
     world.fake_cli("kimi", "providers/waits-for-go.sh");
     fs::write(world.root().join("a.txt"), "tracked\n").unwrap();
     commit_all(world.root());

@@ -189,6 +189,37 @@ fn findings_are_cached_per_cli_path_and_mtime() {
     assert_eq!(calls(&world).lines().count(), 3);
 }
 
+/// The doctor says how a run rendered now keeps its CLIs from the project:
+/// Landlock on these machines (Linux 6.18, ABI 7), copies when forced, and
+/// why.
+#[test]
+fn doctor_says_how_runs_are_contained() {
+    let world = doctor_project();
+    let containment = |world: &Project| -> (String, Value) {
+        let table = world.okstra().arg("doctor").output().unwrap();
+        let line = String::from_utf8_lossy(&table.stdout)
+            .lines()
+            .find(|line| line.starts_with("containment: "))
+            .unwrap_or_else(|| panic!("no containment line"))
+            .to_owned();
+        let report = world.okstra().args(["doctor", "--json"]).output().unwrap();
+        let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+        (line, report["containment"].clone())
+    };
+    let (line, json) = containment(&world);
+    let abi = json["abi"].as_u64().unwrap();
+    assert!(abi >= 3, "{json}");
+    assert_eq!(json["mode"], "landlock");
+    assert_eq!(line, format!("containment: landlock (ABI {abi})"));
+    let forced = doctor_project().copies();
+    let (line, json) = containment(&forced);
+    assert_eq!(
+        line,
+        "containment: copies — `OKSTRA_CONTAINMENT=copies` asks for them"
+    );
+    assert_eq!(json["mode"], "copies");
+}
+
 #[test]
 fn doctor_fails_when_a_default_provider_is_missing() {
     let world = doctor_project();

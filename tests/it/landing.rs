@@ -89,10 +89,11 @@ fn an_executor_change_reaches_the_project_only_through_land() {
         "the run changed the user's tree"
     );
 
-    // The Executor worked in its copy, whose path its prompt names, and
-    // okstra put its change on the run's branch.
+    // The Executor worked in its copy (confined to it by Landlock), whose
+    // path its prompt names, and okstra put its change on the run's branch.
     let executor = attempts(&run, "claude-executor");
-    assert_eq!(executor[0]["isolation"], "git-copy", "{executor:?}");
+    assert_eq!(executor[0]["isolation"], "landlock", "{executor:?}");
+    assert_eq!(executor[0]["workspace"]["kind"], "git-copy", "{executor:?}");
     let copy = executor[0]["workspace"]["path"].as_str().unwrap();
     let prompt = fs::read_to_string(run.join("prompts/claude-executor.md")).unwrap();
     assert!(
@@ -110,10 +111,15 @@ fn an_executor_change_reaches_the_project_only_through_land() {
         "{message}"
     );
     // Each verifier checked exactly the Executor's first commit, shown as
-    // the change from the snapshot.
-    for name in ["codex-verifier", "kimi-verifier"] {
+    // the change from the snapshot, reading the Executor's copy (kimi under
+    // Landlock, codex under its own sandbox).
+    for (name, isolation) in [
+        ("codex-verifier", "git-copy"),
+        ("kimi-verifier", "landlock"),
+    ] {
         let record = &attempts(&run, name)[0];
-        assert_eq!(record["isolation"], "git-copy", "{record}");
+        assert_eq!(record["isolation"], isolation, "{record}");
+        assert_eq!(record["workspace"]["path"], copy, "{record}");
         assert_eq!(record["workspace"]["commit"], first.as_str(), "{record}");
         let result = fs::read_to_string(run.join(format!("results/{name}.md"))).unwrap();
         assert!(

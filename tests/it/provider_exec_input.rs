@@ -265,6 +265,8 @@ fn runs_through_a_symlink_named_after_the_provider() {
             "--cwd",
             world.project().to_str().unwrap(),
             "--no-auto-update",
+            "--sandbox",
+            "read-only",
         ]
     );
     assert_eq!(world.status()["wrapper"], "okstra-grok-exec");

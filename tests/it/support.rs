@@ -30,7 +30,9 @@ use tempfile::TempDir;
 pub const WALL_LIMIT: Duration = Duration::from_mins(2);
 
 /// okstra's own variables and host-session markers: never inherited.
-const OKSTRA_ENV: [&str; 8] = [
+const OKSTRA_ENV: [&str; 10] = [
+    "OKSTRA_CONTAINMENT",
+    "OKSTRA_CONFINE",
     "OKSTRA_PROVIDER_SLOTS",
     "OKSTRA_DEFAULT_LEAD_MODEL",
     "OKSTRA_DEFAULT_CLAUDE_MODEL",
@@ -166,6 +168,45 @@ impl Project {
         self
     }
 
+    /// Contain this project's runs with copies, as on a machine without
+    /// Landlock (`OKSTRA_CONTAINMENT=copies` on every command).
+    pub fn copies(mut self) -> Project {
+        self.env.push(("OKSTRA_CONTAINMENT", "copies"));
+        self
+    }
+
+    /// The folders of the copies of run `run_id` of this project, okstra's
+    /// own git folders aside (a project under the default task key
+    /// `demo/g/t` unless [`Project::key`] changed it).
+    pub fn copies_of(&self, run_id: &str) -> Vec<PathBuf> {
+        let default = |flag: &str| {
+            self.defaults
+                .iter()
+                .find(|(name, _)| *name == flag)
+                .map(|(_, value)| value.clone())
+                .expect("a project always has a task key")
+        };
+        let Ok(hashes) = fs::read_dir(self.workspaces()) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for hash in hashes.flatten() {
+            let run = hash
+                .path()
+                .join(default("--project-id"))
+                .join(default("--task-group"))
+                .join(default("--task-id"))
+                .join(run_id);
+            for entry in fs::read_dir(&run).into_iter().flatten().flatten() {
+                if !entry.file_name().to_string_lossy().starts_with('.') {
+                    found.push(entry.path());
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
     /// Pass `flag value` on every render whose extra flags don't name `flag`
     /// (say `--task-type project-analysis`).
     pub fn default_flag(mut self, flag: &'static str, value: &str) -> Project {
@@ -243,7 +284,8 @@ impl Project {
     /// fake CLIs and the system's tools, never the developer's real CLIs),
     /// `FAKE_DIR=fake`, `OKSTRA_PASS_ENV=FAKE_*` (a provider CLI sees only
     /// allowlisted variables; the fakes' `FAKE_*` switches are passed the way
-    /// a user passes `--pass-env`), and stdin empty.
+    /// a user passes `--pass-env`), `OKSTRA_WRITABLE=fake` (a CLI confined by
+    /// Landlock may write there), and stdin empty.
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(&self.root)
@@ -257,6 +299,9 @@ impl Project {
             )
             .env("FAKE_DIR", self.path("fake"))
             .env("OKSTRA_PASS_ENV", "FAKE_*")
+            // The fakes record what they do in `fake/`: a folder the user
+            // lets every confined CLI write, as a real tool's cache would be.
+            .env("OKSTRA_WRITABLE", self.path("fake"))
             .stdin(Stdio::null());
         for name in OKSTRA_ENV.iter().chain(&PROVIDER_ENV) {
             cmd.env_remove(name);

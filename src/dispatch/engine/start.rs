@@ -2,6 +2,9 @@
 //! due, gates open), where each runs (in place, or in its workspace copy made
 //! on a blocking thread), and the wrapper child itself.
 
+use crate::catalog::Role;
+use crate::sandbox::{self, Containment};
+
 use super::{
     Arc, AsyncReadExt, Change, Context, DispatchRecord, Ended, Ending, Engine, Exit, Instant,
     Isolation, JoinSet, MAX_WRAPPER_STDERR, Place, Planned, Prepared, Queued, Result, Running,
@@ -129,26 +132,66 @@ impl Engine {
     }
 
     /// Where `planned` runs, written into `record` (`isolation`, and the
-    /// copy's path and snapshot ref before it exists); `Err` when a CLI
-    /// with no read-only mode cannot even be given a place for a copy.
+    /// copy's path and snapshot ref before it exists); `Err` when it cannot
+    /// be contained: no place for its copy, or (a run contained by
+    /// Landlock) no Landlock on this machine now.
     pub(super) fn place(
         &mut self,
         planned: &Planned,
         record: &mut DispatchRecord,
     ) -> Result<Place, String> {
-        if !workspace::needs_copy(planned.provider, planned.role) {
-            record.isolation = Some(Isolation::CliSandbox.as_str().to_owned());
+        let executor = self
+            .run
+            .in_role(Role::Executor)
+            .next()
+            .map(|a| a.worker_id.clone());
+        let worker = workspace::Worker {
+            id: &planned.worker_id,
+            provider: planned.provider,
+            role: planned.role,
+            runner: planned.runner,
+        };
+        let owner = workspace::copy_owner(&worker, self.run.containment, executor.as_deref())
+            .map(str::to_owned);
+        let confined = self.run.containment == Containment::Landlock
+            && crate::sandbox::rules::confined(planned.provider);
+        if confined && let Err(why) = landlock_here() {
+            if !self.allow_unisolated {
+                return Err(format!(
+                    "the run is contained by Landlock, which this machine does not offer now ({why}); render the run again here"
+                ));
+            }
+            self.view.note(&format!(
+                "{}: not isolated (`--allow-unisolated`): {why}",
+                record.dispatch_name
+            ));
+            record.isolation = Some(Isolation::None.as_str().to_owned());
             return Ok(Place::Project);
         }
+        let Some(owner) = owner else {
+            let isolation = if confined {
+                Isolation::Landlock
+            } else {
+                Isolation::CliSandbox
+            };
+            record.isolation = Some(isolation.as_str().to_owned());
+            return Ok(Place::Project);
+        };
         let state = match team_state::read(&self.run) {
             Ok(state) => state,
             Err(err) => return Err(format!("{err:#}")),
         };
         let checkout = super::super::place::checkout(&self.run, &state, planned);
-        let planned_copy = workspace::plan(&self.identity, &planned.worker_id, checkout)
+        let planned_copy = workspace::plan(&self.identity, &owner, checkout)
             .and_then(|plan| Ok((super::super::place::branch(&self.identity, planned)?, plan)));
         match planned_copy {
             Ok((branch, plan)) => {
+                // A verifier under Landlock reads the Executor's copy.
+                let plan = if owner == planned.worker_id {
+                    plan
+                } else {
+                    plan.shared()
+                };
                 record.branch = branch;
                 if !names(&planned.paths.prompt_path, &plan.location.project) {
                     self.view.note(&format!(
@@ -157,7 +200,12 @@ impl Engine {
                         plan.location.project.display()
                     ));
                 }
-                record.isolation = Some(plan.kind.isolation().as_str().to_owned());
+                let isolation = if confined {
+                    Isolation::Landlock
+                } else {
+                    plan.kind.isolation()
+                };
+                record.isolation = Some(isolation.as_str().to_owned());
                 record.workspace = Some(plan.record());
                 Ok(Place::Copy(Box::new(plan)))
             }
@@ -223,7 +271,14 @@ impl Engine {
         };
         match made {
             Ok(made) => {
-                entry.record.isolation = Some(made.kind.isolation().as_str().to_owned());
+                // Under Landlock the copy is where it works, Landlock what
+                // keeps it there; a copy that became the project itself is
+                // said as such.
+                let confined =
+                    entry.record.isolation.as_deref() == Some(Isolation::Landlock.as_str());
+                if !confined || made.kind == workspace::Kind::None {
+                    entry.record.isolation = Some(made.kind.isolation().as_str().to_owned());
+                }
                 entry.record.workspace = Some(made.record(&plan));
                 team_state::update(&self.run, &[Change::Put(&entry.record)])?;
                 if let Some(why) = &made.fallback {
@@ -298,7 +353,8 @@ impl Engine {
         let Some(entry) = running.get_mut(index).and_then(Option::as_mut) else {
             return Ok(());
         };
-        let (pid, exit) = self.spawn(&entry.planned, index, copy);
+        let confine = entry.record.isolation.as_deref() == Some(Isolation::Landlock.as_str());
+        let (pid, exit) = self.spawn(&entry.planned, index, copy, confine);
         match exit {
             Ok(exit) => {
                 entry.pid = pid;
@@ -330,13 +386,15 @@ impl Engine {
         Ok(())
     }
 
-    /// Start one wrapper; returns its pid and a future of its exit, which
-    /// removes `copy` (off the event loop) once the wrapper has exited.
+    /// Start one wrapper (asking it to confine its CLI with Landlock when
+    /// `confine`); returns its pid and a future of its exit, which removes
+    /// an in-place `copy` (off the event loop) once the wrapper has exited.
     pub(super) fn spawn(
         &self,
         planned: &Planned,
         index: usize,
         copy: Option<workspace::Made>,
+        confine: bool,
     ) -> (
         Option<i32>,
         std::io::Result<impl std::future::Future<Output = Exit> + Send + 'static>,
@@ -360,6 +418,11 @@ impl Engine {
             .env(exec_status::ATTEMPT_ENV, planned.attempt.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if confine {
+            builder.env(sandbox::CONFINE_ENV, sandbox::CONFINE_LANDLOCK);
+        } else {
+            builder.env_remove(sandbox::CONFINE_ENV);
+        }
         if self.pass_env.is_empty() {
             builder.env_remove(provider_exec::PASS_ENV);
         } else {
@@ -411,5 +474,13 @@ impl Engine {
             }
         };
         (pid, Ok(future))
+    }
+}
+
+/// Whether this machine confines CLIs with Landlock now; why not, if not.
+fn landlock_here() -> Result<(), String> {
+    match sandbox::support_once() {
+        Ok(sandbox::Support::Landlock { .. }) => Ok(()),
+        Ok(sandbox::Support::Copies { why }) | Err(why) => Err(why.clone()),
     }
 }
