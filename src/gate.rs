@@ -20,6 +20,7 @@
 //! `--new-only`, the change introduced it (an anchor inside the changed
 //! hunks of a `--diff` run; unanchored findings cannot be placed and count),
 //! and, with `--baseline`, its fingerprint is not in that earlier SARIF log.
+//! A refuted finding never counts, at any threshold.
 
 use std::collections::HashSet;
 use std::io::{self, Write};
@@ -117,6 +118,13 @@ impl Rules {
         };
         classes.sort();
         classes.dedup();
+        if classes.contains(&FinalClass::Refuted) {
+            bail!(
+                "invalid value `refuted` for `--classes`: a refuted finding never counts (its \
+                 owner withdrew it, or reviewers refuted it with evidence); expected \
+                 full-consensus, partial-consensus, contested or worker-unique"
+            );
+        }
         let baseline = rules
             .baseline
             .as_deref()
@@ -130,9 +138,11 @@ impl Rules {
         })
     }
 
-    /// Whether `finding` counts against the threshold.
+    /// Whether `finding` counts against the threshold (a refuted one never
+    /// does, at any threshold).
     fn counts(&self, finding: &Finding) -> bool {
-        self.classes.contains(&finding.class)
+        !finding.is_refuted()
+            && self.classes.contains(&finding.class)
             && (finding.class != FinalClass::WorkerUnique || finding.is_anchored())
             && finding.rank() >= self.fail_on
             && !(self.new_only && finding.pre_existing == Some(true))

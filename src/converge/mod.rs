@@ -4,7 +4,7 @@
 //! A lead (a host session, or `okstra run`) only transports: `plan` decides
 //! which items go to which reviewers and renders their reverify prompts,
 //! `record` reads the reviewers' verdict tables into the ledger, `classify`
-//! applies the rules (`classify.rs`, one pure function) and says why
+//! applies the rules (`derive::classes`, one pure function) and says why
 //! convergence stopped. The public functions [`plan::plan()`],
 //! [`record::record()`] and [`classify()`] are what `okstra run` calls; the
 //! `*_command` functions only print their results.
@@ -12,16 +12,16 @@
 //! Only claims are reviewed (`claims` says which sections of a task type's
 //! result are claims), each with its anchors checked once against the run's
 //! snapshot (`anchors`); claims of different workers at overlapping lines
-//! are presented together (`group`), each still judged on its own.
+//! are presented together (`group`), each still judged on its own, and one
+//! finding only when reviewers say so (`derive::identity`).
 //!
 //! Submodules: `ledger` owns the two state files (ledger, round plan),
-//! `classify` the rules, `plan` the round plan and prompts, `record` the
+//! `plan` the round plan and prompts, `record` the
 //! verdict tables, `claims` the claim sections, `group` the overlaps; `fix`
 //! the implementation fix cycle's request and `fix_check` the verifiers'
 //! check of the fix pass.
 
 pub mod claims;
-pub mod classify;
 pub mod fix;
 pub mod fix_check;
 mod group;
@@ -38,7 +38,7 @@ use serde::Serialize;
 
 use crate::anchors;
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
-use crate::derive::reviewers;
+use crate::derive::{classes, reviewers};
 use crate::diag;
 use crate::exit::ExitStatus;
 use crate::fsread;
@@ -259,30 +259,42 @@ pub fn rewind(run: &Run, round: u32) -> Result<()> {
     Ok(())
 }
 
-/// Recompute every item's class, the open items and the stop reason of a
-/// ledger, in place.
+/// Recompute every claim's finding, class, open state and withdrawal, and
+/// the stop reason of a ledger, in place (`derive::classes`, the one rule).
 pub fn apply_rules(info: &RunInfo, ledger: &mut Ledger) -> Vec<String> {
     let rostered = info.rostered();
     let available = info.available(Some(ledger));
-    let context = classify::Context {
-        analysers: &rostered,
+    let context = classes::Context {
+        reviewers: &rostered,
         available: &available,
-        adversarial: info.settings.adversarial,
         round: ledger.rounds_run,
     };
+    let judged = classes::judge(&ledger.items, &context);
+    let merged: Vec<Vec<String>> = (0..ledger.items.len())
+        .map(|index| {
+            judged
+                .findings
+                .with(index)
+                .iter()
+                .filter(|&&other| other != index)
+                .map(|&other| ledger.items[other].item_id.clone())
+                .collect()
+        })
+        .collect();
     let mut open = Vec::new();
-    for item in &mut ledger.items {
-        let outcome = classify::item(item, &context);
+    for ((index, item), merged_with) in ledger.items.iter_mut().enumerate().zip(merged) {
+        let outcome = judged.outcome(index);
         item.final_class = Some(outcome.class);
         item.open = outcome.open;
-        item.withdrawn = outcome.withdrawn;
+        item.withdrawn = classes::is_withdrawn(item);
+        item.merged_with = merged_with;
         if outcome.open {
             open.push(item.item_id.clone());
         }
     }
     ledger.enabled = info.settings.enabled;
     ledger.adversarial = info.settings.adversarial;
-    ledger.stopped_because = classify::stop(
+    ledger.stopped_because = classes::stop(
         rostered.len(),
         available.len(),
         ledger.rounds_run,

@@ -16,7 +16,6 @@
 //! | [`coverage`] | each rostered worker's coverage (`workerCoverage`) |
 //! | [`usage`] | the run's usage summary (`usageSummary`) |
 //! | [`landing`] | where an implementation run's change stands at the landing gate |
-//! | [`integrity`] | whether the results the report cites are the ones okstra recorded |
 //!
 //! Each rule is a pure function of a few typed facts with a table test
 //! beside it, and a thin adapter from `Records` to those facts. Nothing here
@@ -25,8 +24,13 @@
 //! (an attempt's state, the quorum of a batch, the run's outcome) belong
 //! here too, over the same records.
 
+pub mod classes;
+pub mod counting;
 pub mod coverage;
+pub mod identity;
 pub mod landing;
 pub mod reliability;
 pub mod reviewers;
+pub mod severity;
 pub mod usage;
+pub mod verification;

@@ -261,9 +261,22 @@ impl Lead {
                     .collect()
             })
             .unwrap_or_default();
+        let findings = outcome
+            .valid
+            .then(|| {
+                let bytes =
+                    crate::fsread::read(&self.run.report_data_path, crate::fsread::Kind::Report)
+                        .ok()?;
+                let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+                crate::report::findings::collect(&value, Some(&self.run.dir)).ok()
+            })
+            .flatten()
+            .map(|found| found.list)
+            .unwrap_or_default();
         crate::closing::summary(&crate::closing::Facts {
             run: &self.run,
             verdict: verdict.as_deref(),
+            findings: &findings,
             paths: outcome.markdown.as_deref().zip(outcome.html.as_deref()),
             reason: outcome.reason.as_deref(),
             not_cross_verified: outcome.not_cross_verified.as_deref(),

@@ -4,8 +4,8 @@
 //! [`finalize`], never authored by the writer.
 
 use super::{
-    Context, Path, PathBuf, RELIABILITY_SINCE, Reliability, Result, Value, fsread, is_at_least,
-    read_manifest, strict_json, verification,
+    CURRENT, Context, Path, PathBuf, RELIABILITY_SINCE, Reliability, Result, Value, fsread,
+    is_at_least, read_manifest, strict_json, verification,
 };
 use crate::derive;
 use crate::run::{Parts, Records};
@@ -80,8 +80,9 @@ impl Blocks {
 /// run has a convergence ledger), `workerCoverage` and `usageSummary`. The
 /// run's usage is read again first (every attempt's log or transcript, the
 /// lead's) and recorded in the team state, so the report counts every
-/// attempt that has ended, the report writer's own included. A 2.0 report
-/// of a run written against 2.1 or later becomes 2.1. `None` (nothing
+/// attempt that has ended, the report writer's own included. The report
+/// moves to the current schema with them (a 2.1 report becomes 2.2, as does
+/// a 2.0 report of a run written against 2.1 or later). `None` (nothing
 /// computed or written) for a report whose version has no such blocks (1.0,
 /// or 2.0 of an older run) and for a data.json that is not a JSON object:
 /// validation judges those. The file is only replaced when a block or the
@@ -122,9 +123,11 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
         .with_context(|| format!("report `{}` is not valid JSON", data_path.display()))?;
     drop(bytes);
     let expected = run.schema_version.as_deref().unwrap_or_default();
+    // okstra's blocks are written in the current schema's shape, so the
+    // report moves up to it with them.
     let version = match value.get("schemaVersion").and_then(Value::as_str) {
-        Some(found) if is_at_least(found, RELIABILITY_SINCE) => found.to_owned(),
-        Some("2.0") if is_at_least(expected, RELIABILITY_SINCE) => RELIABILITY_SINCE.to_owned(),
+        Some(found) if is_at_least(found, RELIABILITY_SINCE) => CURRENT.0.to_owned(),
+        Some("2.0") if is_at_least(expected, RELIABILITY_SINCE) => CURRENT.0.to_owned(),
         _ => return Ok(None),
     };
     if !value.is_object() {

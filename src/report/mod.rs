@@ -85,6 +85,7 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("1.0", "final-report-v1.0.schema.json"),
     ("2.0", "final-report-v2.0.schema.json"),
     ("2.1", "final-report-v2.1.schema.json"),
+    ("2.2", "final-report-v2.2.schema.json"),
 ];
 /// The schema new runs are written against: (`schemaVersion`, file).
 pub const CURRENT: (&str, &str) = SCHEMAS[SCHEMAS.len() - 1];
@@ -466,6 +467,10 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         if let Some(run) = loaded.run.as_mut() {
             let records =
                 Records::open(&run.run_dir, Parts::FACTS).map_err(|err| format!("{err:#}"));
+            run.ledger = match &records {
+                Ok(records) => ledger_classes(records).map(Ok),
+                Err(reason) => Some(Err(reason.clone())),
+            };
             if is_at_least(&loaded.schema_version, RELIABILITY_SINCE) {
                 run.records = Some(records.as_ref().map_err(Clone::clone).map(|records| {
                     validate::Computed {
@@ -623,7 +628,7 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         schema_version: run.report_schema_version.clone(),
         run_id: Some(run.run_id.clone()),
         task_key: Some(run.task_key.clone()),
-        ledger: read_ledger(&run.dir),
+        ledger: None,
         reliability: None,
         verification: None,
         records: None,
@@ -631,36 +636,42 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
     Ok((data_path, facts))
 }
 
-/// The convergence ledger's final classes, when the run has a ledger.
-fn read_ledger(run_dir: &Path) -> Option<Result<validate::LedgerClasses, String>> {
-    let path = RunLayout::of(run_dir).convergence_ledger();
-    match converge::ledger::read::<converge::Ledger>(&path, converge::ledger::LEDGER_SCHEMA) {
-        Ok(None) => None,
-        Ok(Some(ledger)) => Some(Ok(validate::LedgerClasses {
-            shown: path
-                .strip_prefix(run_dir)
-                .unwrap_or(&path)
-                .display()
-                .to_string(),
-            failed: ledger
-                .items
-                .iter()
-                .filter(|item| item.final_class == Some(converge::FinalClass::Unverifiable))
-                .map(|item| {
-                    (
-                        item.item_id.clone(),
-                        verification::failed_anchor(&item.anchoring.anchors),
-                    )
-                })
-                .collect(),
-            classes: ledger
-                .items
-                .into_iter()
-                .map(|item| (item.item_id, item.final_class))
-                .collect(),
-        })),
-        Err(err) => Some(Err(format!("{:#}", anyhow::Error::from(err)))),
-    }
+/// The convergence ledger's claims as the rules judge them (their classes,
+/// their findings), when the run has a ledger.
+fn ledger_classes(records: &Records) -> Option<validate::LedgerClasses> {
+    let (ledger, judged) = derive::verification::judged(records)?;
+    let path = records.layout().convergence_ledger();
+    Some(validate::LedgerClasses {
+        shown: path
+            .strip_prefix(&records.run.dir)
+            .unwrap_or(&path)
+            .display()
+            .to_string(),
+        failed: ledger
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| judged.outcome(*index).class == converge::FinalClass::Unverifiable)
+            .map(|(_, item)| {
+                (
+                    item.item_id.clone(),
+                    verification::failed_anchor(&item.anchoring.anchors),
+                )
+            })
+            .collect(),
+        classes: ledger
+            .items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (item.item_id.clone(), Some(judged.outcome(index).class)))
+            .collect(),
+        finding: ledger
+            .items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (item.item_id.clone(), judged.findings.of[index]))
+            .collect(),
+    })
 }
 
 #[cfg(test)]

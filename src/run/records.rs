@@ -109,7 +109,6 @@ pub struct OwnResult {
     /// counts them.
     pub occurrences: usize,
     /// Each item's severity on the one ladder, where it states one.
-    #[expect(dead_code, reason = "read by the severity derivation, next")]
     pub severities: HashMap<String, Severity>,
     /// Why it could not be read, when it exists but could not.
     pub unreadable: Option<String>,
