@@ -270,12 +270,18 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
         for problem in &checked.problems {
             diag::detail(problem);
         }
+        // A result changed after okstra recorded it is named in the reason.
+        let changed = checked
+            .problems
+            .iter()
+            .find_map(|problem| problem.split_once("[records] "))
+            .map_or_else(String::new, |(_, message)| format!(": {message}"));
         return Ok(decision(
             Outcome::Invalid,
             Vec::new(),
             None,
             format!(
-                "`{}` does not validate ({} problem{}; see `okstra validate`)",
+                "`{}` does not validate ({} problem{}; see `okstra validate`){changed}",
                 checked.data_path.display(),
                 checked.problems.len(),
                 if checked.problems.len() == 1 { "" } else { "s" }

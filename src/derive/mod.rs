@@ -16,6 +16,7 @@
 //! | [`coverage`] | each rostered worker's coverage (`workerCoverage`) |
 //! | [`usage`] | the run's usage summary (`usageSummary`) |
 //! | [`landing`] | where an implementation run's change stands at the landing gate |
+//! | [`integrity`] | whether the results the report cites are the ones okstra recorded |
 //!
 //! Each rule is a pure function of a few typed facts with a table test
 //! beside it, and a thin adapter from `Records` to those facts. Nothing here
@@ -28,6 +29,7 @@ pub mod classes;
 pub mod counting;
 pub mod coverage;
 pub mod identity;
+pub mod integrity;
 pub mod landing;
 pub mod reliability;
 pub mod reviewers;

@@ -494,6 +494,10 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
                     Err(reason) => Err(reason.clone()),
                 });
             }
+            // The results the report cites are the ones okstra recorded.
+            if let Ok(records) = &records {
+                problems.extend(integrity(&loaded.value, records));
+            }
         }
         let indexes = loaded
             .pending
@@ -634,6 +638,33 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         records: None,
     };
     Ok((data_path, facts))
+}
+
+/// One problem per result the report cites (its source items' workers; with
+/// a `verification` block, every round's verdicts too) that is not the file
+/// okstra recorded.
+fn integrity(report: &Value, records: &Records) -> Vec<Problem> {
+    let cited: std::collections::BTreeSet<String> = validate::ROW_TABLES
+        .iter()
+        .flat_map(|(table, _)| validate::rows(report, table))
+        .flat_map(|(_, row)| {
+            row.get("sourceItems")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+        })
+        .filter_map(|item| item.split_once(':').map(|(worker, _)| worker.to_owned()))
+        .collect();
+    let reviews = report.get("verification").is_some();
+    derive::integrity::mismatches(records, &cited, reviews)
+        .iter()
+        .map(|mismatch| Problem {
+            rule: "records",
+            pointer: String::new(),
+            message: mismatch.message(&records.run.dir),
+        })
+        .collect()
 }
 
 /// The convergence ledger's claims as the rules judge them (their classes,

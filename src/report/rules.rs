@@ -31,7 +31,7 @@ pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
     /// `header`, `convergence`, `reliability`, `verification`, `usage`,
-    /// `anchors`, `severity`).
+    /// `anchors`, `severity`, `records`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,
