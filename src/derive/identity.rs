@@ -69,6 +69,8 @@ pub fn of(items: &[LedgerItem]) -> Findings {
         }
     }
     let mut sets = Sets((0..items.len()).collect());
+    // Each root's claims, so a join checks only the two groups it joins.
+    let mut groups: Vec<Vec<usize>> = (0..items.len()).map(|i| vec![i]).collect();
     for (a, b) in pairs {
         let apart = |item: &LedgerItem| item.anchoring.fails() || is_withdrawn(item);
         if apart(&items[a]) || apart(&items[b]) || !said_same(items, a, b) {
@@ -78,15 +80,20 @@ pub fn of(items: &[LedgerItem]) -> Findings {
         if root_a == root_b {
             continue;
         }
-        let group = |root: usize, sets: &mut Sets| -> Vec<usize> {
-            (0..items.len()).filter(|&i| sets.find(i) == root).collect()
-        };
-        let (left, right) = (group(root_a, &mut sets), group(root_b, &mut sets));
-        let clash = left
-            .iter()
-            .any(|&x| right.iter().any(|&y| contradict(items, &latest, x, y)));
+        let clash = groups[root_a].iter().any(|&x| {
+            groups[root_b]
+                .iter()
+                .any(|&y| contradict(items, &latest, x, y))
+        });
         if !clash {
             sets.join(root_a, root_b);
+            let (kept, gone) = if sets.find(root_a) == root_a {
+                (root_a, root_b)
+            } else {
+                (root_b, root_a)
+            };
+            let moved = std::mem::take(&mut groups[gone]);
+            groups[kept].extend(moved);
         }
     }
     let mut by_root: BTreeMap<usize, usize> = BTreeMap::new();

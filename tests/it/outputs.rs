@@ -2,7 +2,7 @@
 //! report --format sarif`) checked against the official SARIF 2.1.0 schema
 //! (`tests/fixtures/sarif/`, see its SOURCE.md) and GitHub's limits; the
 //! gate's exit codes on crafted reports; runs scoped to a change (`--diff`)
-//! and `gate --new-only`.
+//! and `gate --new-only`; findings that tell the truth (`truth`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,8 @@ use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state
 
 #[path = "outputs_publish.rs"]
 mod publish;
+#[path = "outputs_truth.rs"]
+mod truth;
 
 const LIMIT: Duration = Duration::from_mins(1);
 
