@@ -36,6 +36,14 @@ runs, okstra, work, baseline = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.a
 run_dir = json.load(open(os.path.join(work, "paths.json")))["runDir"]
 manifest = json.load(open(os.path.join(run_dir, "run-manifest.json")))
 ITEMS = 200
+# The files the claims cite, so their anchors resolve and reviewers' merges
+# and verdicts are judged (a claim whose anchor does not resolve is
+# unverifiable, whatever its verdicts).
+project = os.path.join(work, "project", "src")
+os.makedirs(project, exist_ok=True)
+for n in range(1, ITEMS + 1):
+    with open(os.path.join(project, f"m{n}.rs"), "w") as f:
+        f.write("".join(f"let total_{line} = sum(prices);\n" for line in range(1, n + 1)))
 for a in manifest["assignments"]:
     if a["role"] != "analyser":
         continue
@@ -75,10 +83,11 @@ def answer(plan):
 def measure(binary):
     """Plan, record and classify round 1 with `binary`, from a clean ledger."""
     state = os.path.join(run_dir, "state")
-    for name in ("convergence-ledger.json", "round-plan-r1.json", "anchors.json"):
+    for name in ("convergence-ledger.json", "round-plan-r1.json", "anchors.json", "snapshot.json"):
         path = os.path.join(state, name)
         if os.path.exists(path):
             os.remove(path)
+    shutil.rmtree(os.path.join(run_dir, "snapshot"), ignore_errors=True)
     found = {}
     found["plan"] = timed([binary, "converge", "plan", run_dir, "--round", "1", "--seed", "1"], runs)
     plan = json.load(open(os.path.join(state, "round-plan-r1.json")))
@@ -86,7 +95,11 @@ def measure(binary):
     found["record"] = timed([binary, "converge", "record", run_dir, "--round", "1"], runs)
     found["classify"] = timed([binary, "converge", "classify", run_dir], runs)
     labels = sum(len(r["labels"]) for r in plan["reviewers"])
-    print(f"{binary}: {len(plan['items'])} items, {len(plan['reviewers'])} reviewers, {labels} labels")
+    ledger = json.load(open(os.path.join(state, "convergence-ledger.json")))
+    classes = {}
+    for item in ledger["items"]:
+        classes[item.get("finalClass")] = classes.get(item.get("finalClass"), 0) + 1
+    print(f"{binary}: {len(plan['items'])} items, {len(plan['reviewers'])} reviewers, {labels} labels; classes {classes}")
     for name, (med, lo, hi) in found.items():
         verdict = "met" if med <= 50 else "NOT met"
         print(f"  okstra converge {name:<9} median {med:7.1f} ms wall (min {lo:.1f}, max {hi:.1f}, n={runs})  ≤ 50 ms: {verdict}")

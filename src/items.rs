@@ -387,10 +387,20 @@ fn each_citation(text: &str, mut cite: impl FnMut(EvidenceKind, &str)) {
 /// span with an argument that is not the excerpt of an anchor (`` `cargo
 /// test cart` ``), and quoted output (`"1 failed"`).
 pub fn brings_output(text: &str) -> bool {
-    let excerpts: Vec<String> = anchors::parse(text)
-        .into_iter()
-        .filter_map(|anchor| anchor.excerpt)
-        .collect();
+    // Only text with a `path:line` can hold an excerpt: skip the anchor
+    // parse for the rest (most verdicts).
+    let located = text
+        .as_bytes()
+        .windows(2)
+        .any(|pair| pair[0] == b':' && pair[1].is_ascii_digit());
+    let excerpts: Vec<String> = if located {
+        anchors::parse(text)
+            .into_iter()
+            .filter_map(|anchor| anchor.excerpt)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let (mut command, mut output) = (false, false);
     each_citation(text, |kind, citation| match kind {
         EvidenceKind::Command if !excerpts.iter().any(|e| *e == citation.replace("\\|", "|")) => {

@@ -67,17 +67,16 @@ pub struct RunInfo {
 pub use crate::derive::reviewers::Reviewer as Analyser;
 
 impl RunInfo {
-    /// Open the run in `run_dir` and read its records (the round plans
-    /// too).
-    pub fn load(run_dir: &Path) -> Result<RunInfo> {
-        let run = Run::open(run_dir)?;
-        RunInfo::of(run)
+    /// Open the run in `run_dir` and read its records, without the round
+    /// plans.
+    pub fn load_facts(run_dir: &Path) -> Result<RunInfo> {
+        RunInfo::load_parts(run_dir, Parts::FACTS)
     }
 
-    /// [`RunInfo::load`] without the round plans.
-    pub fn load_facts(run_dir: &Path) -> Result<RunInfo> {
+    /// The run's records read as far as `parts` says (see [`Parts`]).
+    pub fn load_parts(run_dir: &Path, parts: Parts) -> Result<RunInfo> {
         let run = Run::open(run_dir)?;
-        Ok(RunInfo::from_records(Records::load(run, Parts::FACTS)?))
+        Ok(RunInfo::from_records(Records::load(run, parts)?))
     }
 
     /// Convergence's view of an opened run.
@@ -124,6 +123,10 @@ impl RunInfo {
     /// says whether it is a claim, and carries its anchors as okstra checked
     /// them when the result was first accepted (`anchors`).
     pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Found>)>> {
+        anyhow::ensure!(
+            self.records.results.parsed,
+            "the run's results were not read (a bug: its records were loaded without them)"
+        );
         let mut parsed_all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
             let own = self.records.results.own.get(&analyser.assignment.worker_id);
@@ -351,7 +354,10 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
 /// from the ledger's verdicts and the run's roster, and write it back. A run
 /// without a ledger gets one (every item `worker-unique`).
 pub fn classify(run_dir: &Path) -> Result<Classified> {
-    let mut info = RunInfo::load_facts(run_dir)?;
+    // The results are read only for a run without a ledger (its claims).
+    let ledgered = RunLayout::of(run_dir).convergence_ledger().exists();
+    let mut info =
+        RunInfo::load_parts(run_dir, if ledgered { Parts::STATE } else { Parts::FACTS })?;
     let path = RunLayout::of(info.dir()).convergence_ledger();
     let mut ledger = match info.records.ledger.take() {
         Some(ledger) => ledger,

@@ -94,7 +94,7 @@ struct Row {
 /// Record round `round` of the run in `run_dir` from its plan and the
 /// reviewers' Result Paths.
 pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
-    let mut info = RunInfo::load(run_dir)?;
+    let mut info = RunInfo::load_parts(run_dir, crate::run::Parts::ROUNDS)?;
     check_round(&info, round)?;
     let plan_path = RunLayout::of(info.dir()).round_plan(round);
     let Some(plan) = info.records.plans.remove(&round) else {

@@ -105,8 +105,9 @@ fn finding(
     let mut by_reviewer: BTreeMap<&str, Vec<(u32, bool, usize, usize)>> = BTreeMap::new();
     for &member in members {
         let claim = &items[member];
+        let own = counting::claim_spans(claim);
         for (index, entry) in claim.verdicts.iter().enumerate() {
-            let checked = counting::check(entry, claim, &finders, context.reviewers);
+            let checked = counting::check(entry, claim, &own, &finders, context.reviewers);
             let passes = checked.is_ok();
             counted[member][index] = checked;
             if matches!(checked, Err(Uncounted::Owner | Uncounted::Finder)) {

@@ -65,13 +65,14 @@ impl Uncounted {
     }
 }
 
-/// Whether `entry`, a verdict on `claim`, counts (the caller has already
-/// picked each reviewer's latest). `finders` are the owners of every claim
-/// merged with `claim` (its own owner included); `reviewers` the run's
-/// rostered reviewers.
+/// Whether `entry`, a verdict on `claim` (whose own anchors are `own`, see
+/// [`claim_spans`]), counts (the caller has already picked each reviewer's
+/// latest). `finders` are the owners of every claim merged with `claim`
+/// (its own owner included); `reviewers` the run's rostered reviewers.
 pub fn check(
     entry: &VerdictEntry,
     claim: &LedgerItem,
+    own: &[Span],
     finders: &BTreeSet<&str>,
     reviewers: &BTreeSet<String>,
 ) -> Result<(), Uncounted> {
@@ -90,11 +91,11 @@ pub fn check(
     if entry.anchoring.anchor_status == Some(Status::Unanchored) {
         return Err(Uncounted::Unresolved);
     }
-    own_evidence(entry, claim)
+    own_evidence(entry, own)
 }
 
 /// A location: normalised path, first and last line.
-type Span = (String, u32, u32);
+pub type Span = (String, u32, u32);
 
 fn span(path: &str, start: u32, end: u32) -> Span {
     let path = anchors::snapshot::normalise(path).unwrap_or_else(|| path.to_owned());
@@ -113,7 +114,7 @@ fn range(lines: &str) -> Option<(u32, u32)> {
 
 /// The claim's own anchors: as okstra checked them, or for a ledger
 /// written by hand (nothing checked) as its text and evidence cite them.
-fn claim_spans(claim: &LedgerItem) -> Vec<Span> {
+pub fn claim_spans(claim: &LedgerItem) -> Vec<Span> {
     if !claim.anchoring.anchors.is_empty() {
         return claim
             .anchoring
@@ -151,8 +152,9 @@ fn verdict_spans(entry: &VerdictEntry) -> Vec<Span> {
         .collect()
 }
 
-/// Whether `entry` brings evidence of its own for `claim`.
-fn own_evidence(entry: &VerdictEntry, claim: &LedgerItem) -> Result<(), Uncounted> {
+/// Whether `entry` brings evidence of its own for a claim whose own anchors
+/// are `own`.
+fn own_evidence(entry: &VerdictEntry, own: &[Span]) -> Result<(), Uncounted> {
     if items::brings_output(&entry.evidence) {
         return Ok(());
     }
@@ -160,7 +162,6 @@ fn own_evidence(entry: &VerdictEntry, claim: &LedgerItem) -> Result<(), Uncounte
     if cited.is_empty() {
         return Err(Uncounted::NoEvidence);
     }
-    let own = claim_spans(claim);
     let requoted = |(path, first, last): &Span| {
         own.iter()
             .any(|(p, s, e)| p == path && s <= first && last <= e)
@@ -358,7 +359,13 @@ mod tests {
             let mut finders: BTreeSet<&str> = others.iter().copied().collect();
             finders.insert("claude");
             assert_eq!(
-                check(&entry, &the_claim, &finders, &reviewers),
+                check(
+                    &entry,
+                    &the_claim,
+                    &claim_spans(&the_claim),
+                    &finders,
+                    &reviewers
+                ),
                 expected,
                 "{name}"
             );
@@ -374,6 +381,7 @@ mod tests {
             check(
                 &verdict("codex", "src/inv.py:18 yes", None),
                 &hand,
+                &claim_spans(&hand),
                 &finders,
                 &reviewers
             ),

@@ -43,13 +43,34 @@ pub struct Parts {
     /// The round plans (`state/round-plan-r<N>.json`): only convergence
     /// needs them.
     pub plans: bool,
+    /// Each worker's own result read and parsed (its items, severities,
+    /// digest); without it only whether the file has content is known.
+    pub results: bool,
 }
 
 impl Parts {
     /// The state files and the workers' results.
-    pub const FACTS: Parts = Parts { plans: false };
+    pub const FACTS: Parts = Parts {
+        plans: false,
+        results: true,
+    };
     /// Everything, the round plans included.
-    pub const ALL: Parts = Parts { plans: true };
+    pub const ALL: Parts = Parts {
+        plans: true,
+        results: true,
+    };
+    /// The state files alone, and whether each result has content.
+    pub const STATE: Parts = Parts {
+        plans: false,
+        results: false,
+    };
+    /// What recording a round needs: the state files, the round plans, and
+    /// whether each result has content (it reads only the reviewers'
+    /// answers).
+    pub const ROUNDS: Parts = Parts {
+        plans: true,
+        results: false,
+    };
 }
 
 /// A run's records, read once (see the module docs).
@@ -82,8 +103,10 @@ pub struct Records {
 #[derive(Debug, Clone, Default)]
 pub struct Results {
     /// Each rostered worker's own Result Path (its own dispatch's), by
-    /// worker id.
+    /// worker id: parsed when [`Parts::results`] asked for it.
     pub own: BTreeMap<String, OwnResult>,
+    /// Whether `own` holds each result's content (else only `has_content`).
+    pub parsed: bool,
     /// The SHA-256 of every Result Path and worker-results file an attempt
     /// recorded a digest for, as the file is now (`None`: missing, or not a
     /// regular file okstra can read).
@@ -142,7 +165,7 @@ impl Records {
         let fix_check = fix_check::read(&run)?;
         let journal = Journal::read(&run);
         let snapshot = snapshot::record(&run)?;
-        let mut results = Results::read(&run, &state);
+        let mut results = Results::read(&run, &state, parts.results);
         for checker in fix_check.iter().flat_map(|plan| &plan.checkers) {
             if let Ok(text) = items::read_result(&checker.result_path) {
                 results
@@ -175,14 +198,18 @@ impl Records {
 }
 
 impl Results {
-    /// Read each rostered worker's own result, and digest every file an
-    /// attempt recorded a digest for.
-    fn read(run: &Run, state: &TeamState) -> Results {
-        let mut results = Results::default();
+    /// Read each rostered worker's own result (with `parse`, else only
+    /// whether it has content), and digest every file an attempt recorded a
+    /// digest for.
+    fn read(run: &Run, state: &TeamState, parse: bool) -> Results {
+        let mut results = Results {
+            parsed: parse,
+            ..Results::default()
+        };
         for assignment in &run.assignments {
             let path = assignment.paths.result_path.clone();
             // The report writer's Result Path is the report itself.
-            let own = if assignment.role == Role::ReportWriter {
+            let own = if assignment.role == Role::ReportWriter || !parse {
                 OwnResult {
                     has_content: has_content(&path),
                     path,
@@ -242,8 +269,8 @@ impl OwnResult {
             Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
         };
         let occurrences = items::counts(&text).values().map(|n| *n as usize).sum();
-        let severities = severity::of_result(&text);
         let parsed = items::parse(&text);
+        let severities = severity::of_items(&text, &parsed.items);
         OwnResult {
             path,
             has_content,
