@@ -185,3 +185,112 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
     };
     Some(note)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::DispatchKind;
+    use crate::derive::testing;
+    use crate::run::records::OwnResult;
+
+    fn attempt(name: &str, worker: &str, attempt: u32, ending: Option<Ending>) -> DispatchRecord {
+        let run = testing::run("project-analysis", &[]);
+        let mut record = DispatchRecord::queued(
+            name,
+            DispatchKind::Initial,
+            attempt,
+            worker,
+            &crate::run::roster::DispatchPaths::new(&run.dir, name),
+        );
+        record.ending = ending;
+        record.detail = ending.map(|e| format!("ended {e}"));
+        record
+    }
+
+    /// (name, claude's attempts, its result's items) → (status, failure
+    /// reason, items reported)
+    type Row = (
+        &'static str,
+        Vec<DispatchRecord>,
+        usize,
+        (ReportStatus, Option<&'static str>, usize),
+    );
+
+    #[test]
+    fn the_coverage_table() {
+        let rows: Vec<Row> = vec![
+            (
+                "completed, its items counted",
+                vec![attempt(
+                    "claude-worker",
+                    "claude",
+                    1,
+                    Some(Ending::Completed),
+                )],
+                4,
+                (ReportStatus::Completed, None, 4),
+            ),
+            (
+                "the latest attempt decides",
+                vec![
+                    attempt("claude-worker", "claude", 1, Some(Ending::IdleTimeout)),
+                    attempt("claude-worker", "claude", 2, Some(Ending::Completed)),
+                ],
+                2,
+                (ReportStatus::Completed, None, 2),
+            ),
+            (
+                "a review round is not its own work",
+                vec![
+                    attempt("claude-worker", "claude", 1, Some(Ending::Completed)),
+                    attempt("claude-worker-reverify-r1", "claude", 1, Some(Ending::Auth)),
+                ],
+                1,
+                (ReportStatus::Completed, None, 1),
+            ),
+            (
+                "never dispatched",
+                vec![],
+                0,
+                (ReportStatus::Unavailable, Some("unavailable"), 0),
+            ),
+            (
+                "still running, or never ended",
+                vec![attempt("claude-worker", "claude", 1, None)],
+                0,
+                (ReportStatus::Unavailable, Some("unavailable"), 0),
+            ),
+        ];
+        for (name, dispatches, occurrences, expected) in rows {
+            let run = testing::run(
+                "project-analysis",
+                &[
+                    ("claude", "analyser", "claude"),
+                    ("report-writer", "report-writer", "claude"),
+                ],
+            );
+            let mut records = testing::records(run, dispatches);
+            records.results.own.insert(
+                "claude".to_owned(),
+                OwnResult {
+                    occurrences,
+                    ..OwnResult::default()
+                },
+            );
+            let entries = of(&records);
+            assert_eq!(entries.len(), 2, "{name}: every rostered worker");
+            let claude = &entries[0];
+            assert_eq!(
+                (
+                    claude.terminal_status,
+                    claude.failure.as_ref().map(|f| f.reason),
+                    claude.items_reported
+                ),
+                expected,
+                "{name}"
+            );
+            // The report writer reports no items of its own.
+            assert_eq!(entries[1].items_reported, 0, "{name}");
+        }
+    }
+}

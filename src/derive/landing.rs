@@ -290,3 +290,181 @@ pub fn standing(records: &Records) -> Option<Standing> {
 pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::DispatchKind;
+    use crate::converge::ledger::{FinalClass, Ledger, LedgerItem};
+    use crate::derive::testing;
+    use crate::run::team_state::{BranchRecord, DispatchRecord, Landing, WorkspaceRecord};
+
+    const TIP: &str = "c0ffee000000000000000000000000000000c0de";
+
+    fn roster() -> crate::run::Run {
+        testing::run(
+            "implementation",
+            &[
+                ("claude", "executor", "claude"),
+                ("codex", "verifier", "codex"),
+                ("report-writer", "report-writer", "claude"),
+            ],
+        )
+    }
+
+    fn attempt(run: &crate::run::Run, worker: &str, ending: Option<Ending>) -> DispatchRecord {
+        let assignment = run.assignment(worker).unwrap();
+        let mut record = DispatchRecord::queued(
+            &assignment.dispatch_name,
+            DispatchKind::Initial,
+            1,
+            worker,
+            &assignment.paths,
+        );
+        record.ending = ending;
+        record
+    }
+
+    /// The Executor's attempt, committed as `TIP` when `committed`.
+    fn executor(run: &crate::run::Run, ending: Option<Ending>, committed: bool) -> DispatchRecord {
+        let mut record = attempt(run, "claude", ending);
+        record.branch = Some(BranchRecord {
+            name: "refs/heads/okstra/p/g/t/r-001".to_owned(),
+            parent: Some("5a5a".to_owned()),
+            commit: committed.then(|| TIP.to_owned()),
+        });
+        record
+    }
+
+    /// The verifier's attempt, checking the commit `on`.
+    fn verifier(run: &crate::run::Run, on: &str) -> DispatchRecord {
+        let mut record = attempt(run, "codex", Some(Ending::Completed));
+        record.workspace = Some(WorkspaceRecord {
+            path: "/copies/codex".into(),
+            snapshot_ref: None,
+            kind: "git-copy".to_owned(),
+            snapshot_ms: None,
+            copy_ms: None,
+            commit: Some(on.to_owned()),
+            head: None,
+        });
+        record
+    }
+
+    /// A ledger holding one verifier defect of `severity` in `class`.
+    fn ledger(severity: &str, class: FinalClass) -> Ledger {
+        Ledger {
+            enabled: true,
+            items: vec![LedgerItem {
+                item_id: "codex:D-001".to_owned(),
+                owner: "codex".to_owned(),
+                section: Some("3. Defects".to_owned()),
+                text: Some(format!(
+                    "expired holds count | src/inventory.py:1 | {severity}"
+                )),
+                final_class: Some(class),
+                ..LedgerItem::default()
+            }],
+            ..Ledger::default()
+        }
+    }
+
+    /// (name, attempts, ledger, landed, (state, first reason))
+    type Row = (
+        &'static str,
+        Vec<DispatchRecord>,
+        Option<Ledger>,
+        bool,
+        (&'static str, Option<Reason>),
+    );
+
+    #[test]
+    fn the_landing_table() {
+        let run = roster();
+        let done = Some(Ending::Completed);
+        let rows: Vec<Row> = vec![
+            (
+                "the Executor has not finished",
+                vec![executor(&run, None, false)],
+                None,
+                false,
+                ("blocked", Some(Reason::VerificationIncomplete)),
+            ),
+            (
+                "its change was never committed",
+                vec![executor(&run, done, false), verifier(&run, TIP)],
+                None,
+                false,
+                ("blocked", Some(Reason::VerificationIncomplete)),
+            ),
+            (
+                "the verifier checked another commit",
+                vec![executor(&run, done, true), verifier(&run, "0ther")],
+                Some(ledger("minor", FinalClass::FullConsensus)),
+                false,
+                ("blocked", Some(Reason::VerificationIncomplete)),
+            ),
+            (
+                "the defects are not classified",
+                vec![executor(&run, done, true), verifier(&run, TIP)],
+                None,
+                false,
+                ("blocked", Some(Reason::VerificationIncomplete)),
+            ),
+            (
+                "a confirmed major defect stays open",
+                vec![executor(&run, done, true), verifier(&run, TIP)],
+                Some(ledger("major", FinalClass::FullConsensus)),
+                false,
+                ("blocked", Some(Reason::DefectsOpen)),
+            ),
+            (
+                "a refuted major defect blocks nothing",
+                vec![executor(&run, done, true), verifier(&run, TIP)],
+                Some(ledger("major", FinalClass::Refuted)),
+                false,
+                ("landable", None),
+            ),
+            (
+                "verified with nothing to fix",
+                vec![executor(&run, done, true), verifier(&run, TIP)],
+                Some(ledger("minor", FinalClass::FullConsensus)),
+                false,
+                ("landable", None),
+            ),
+            (
+                "landed",
+                vec![executor(&run, done, true), verifier(&run, TIP)],
+                Some(ledger("minor", FinalClass::FullConsensus)),
+                true,
+                ("landed", None),
+            ),
+        ];
+        for (name, dispatches, ledger, landed, expected) in rows {
+            let mut records = testing::records(run.clone(), dispatches);
+            records.ledger = ledger;
+            if landed {
+                records.state.landing = Some(Landing {
+                    state: "landed".to_owned(),
+                    branch: "okstra/p/g/t/r-001".to_owned(),
+                    commit: TIP.to_owned(),
+                    head: None,
+                    landed_at: None,
+                    files: Vec::new(),
+                });
+            }
+            let standing = standing(&records).expect("an implementation run");
+            assert_eq!(
+                (
+                    standing.state,
+                    standing.reasons.first().map(|blocker| blocker.reason)
+                ),
+                expected,
+                "{name}: {:?}",
+                standing.reasons
+            );
+        }
+        let other = testing::records(testing::run("project-analysis", &[]), Vec::new());
+        assert!(standing(&other).is_none(), "nothing to land");
+    }
+}

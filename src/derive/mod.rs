@@ -36,3 +36,64 @@ pub mod reviewers;
 pub mod severity;
 pub mod usage;
 pub mod verification;
+
+/// Records built in memory for the derivations' table tests: a run of the
+/// given roster (`(worker, role, provider)`) and task type, in a folder that
+/// does not exist, and its team state.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use crate::run::team_state::{DispatchRecord, TeamState};
+    use crate::run::{Records, Run};
+
+    /// The run folder every test run names.
+    pub const RUN_DIR: &str = "/nowhere/run";
+
+    /// A run of `roster` for `task_type`.
+    pub fn run(task_type: &str, roster: &[(&str, &str, &str)]) -> Run {
+        let assignments: Vec<serde_json::Value> = roster
+            .iter()
+            .map(|(id, role, provider)| {
+                let name = if *role == "report-writer" {
+                    (*id).to_owned()
+                } else if *role == "executor" {
+                    format!("{id}-executor")
+                } else if *role == "verifier" {
+                    format!("{id}-verifier")
+                } else {
+                    format!("{id}-worker")
+                };
+                json!({"workerId": id, "role": role, "provider": provider,
+                       "dispatchName": name, "modelExecutionValue": "m", "wrapper": null})
+            })
+            .collect();
+        let manifest = json!({
+            "runId": "r-001", "taskKey": "p/g/t", "taskType": task_type,
+            "runDir": RUN_DIR, "leadRuntime": "external",
+            "assignments": assignments,
+        });
+        Run::parse(Path::new(RUN_DIR), manifest.to_string().as_bytes())
+            .expect("the test manifest parses")
+    }
+
+    /// The records of `run` with these attempts and nothing else.
+    pub fn records(run: Run, dispatches: Vec<DispatchRecord>) -> Records {
+        Records {
+            run,
+            state: TeamState {
+                dispatches,
+                ..TeamState::default()
+            },
+            state_value: json!({}),
+            ledger: None,
+            plans: std::collections::BTreeMap::new(),
+            fix_check: None,
+            journal: crate::run::journal::Journal::default(),
+            snapshot: None,
+            results: crate::run::records::Results::default(),
+        }
+    }
+}
