@@ -1,6 +1,8 @@
 //! The one summary `okstra run` and `okstra ask` end with, on stdout: the
-//! verdict, the findings per convergence class, what the run cost (beside
-//! its estimate), the report's paths — and for each worker that did not
+//! verdict, the findings per convergence class and each finding with who
+//! found and who verified it (`report::findings`, the same credits the
+//! report, SARIF and the pull-request review give), what the run cost
+//! (beside its estimate), the report's paths — and for each worker that did not
 //! complete, why and how to fix it (`advice`), with the command that
 //! resumes the run. Built from the run's records only; `--json` prints the
 //! outcome document instead.
@@ -12,6 +14,10 @@ use std::path::Path;
 use crate::catalog::Provider;
 use crate::ending::Ending;
 use crate::run::Run;
+use crate::severity::Severity;
+
+/// Findings listed one per line; the rest are counted.
+const MAX_FINDING_LINES: usize = 20;
 
 /// What the summary says, gathered by the caller.
 pub struct Facts<'a> {
@@ -26,6 +32,8 @@ pub struct Facts<'a> {
     pub not_cross_verified: Option<&'a str>,
     /// Findings per convergence class.
     pub classes: BTreeMap<String, usize>,
+    /// The report's findings, when there is a valid report.
+    pub findings: &'a [crate::report::findings::Finding],
     /// The command that resumes the run.
     pub resume: &'a str,
 }
@@ -66,6 +74,27 @@ pub fn summary(facts: &Facts<'_>) -> String {
             .map(|(class, count)| format!("{count} {class}"))
             .collect();
         let _ = writeln!(text, "  findings: {}", counts.join(", "));
+    }
+    for finding in facts.findings.iter().take(MAX_FINDING_LINES) {
+        let place = finding.anchors.first().map_or_else(
+            || "(unanchored)".to_owned(),
+            crate::report::anchor::Anchor::label,
+        );
+        let _ = writeln!(
+            text,
+            "    {} {} {} {place}: {}",
+            finding.row,
+            finding.severity.map_or("unranked", Severity::as_str),
+            finding.class,
+            crate::fsread::escape(&finding.credits())
+        );
+    }
+    if facts.findings.len() > MAX_FINDING_LINES {
+        let _ = writeln!(
+            text,
+            "    … and {} more in the report",
+            facts.findings.len() - MAX_FINDING_LINES
+        );
     }
     let (spent, price_hint) = cost(run);
     let _ = writeln!(text, "  cost: {spent}");

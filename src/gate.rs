@@ -20,6 +20,7 @@
 //! `--new-only`, the change introduced it (an anchor inside the changed
 //! hunks of a `--diff` run; unanchored findings cannot be placed and count),
 //! and, with `--baseline`, its fingerprint is not in that earlier SARIF log.
+//! A refuted finding never counts, at any threshold.
 
 use std::collections::HashSet;
 use std::io::{self, Write};
@@ -128,6 +129,13 @@ impl Rules {
         };
         classes.sort();
         classes.dedup();
+        if classes.contains(&FinalClass::Refuted) {
+            bail!(
+                "invalid value `refuted` for `--classes`: a refuted finding never counts (its \
+                 owner withdrew it, or reviewers refuted it with evidence); expected \
+                 full-consensus, partial-consensus, contested or worker-unique"
+            );
+        }
         let baseline = rules
             .baseline
             .as_deref()
@@ -141,14 +149,16 @@ impl Rules {
         })
     }
 
-    /// Whether `finding` counts against the threshold.
+    /// Whether `finding` counts against the threshold (a refuted one never
+    /// does, at any threshold).
     fn counts(&self, finding: &Finding) -> bool {
         self.counts_but_for_the_baseline(finding) && !self.in_baseline(finding)
     }
 
     /// Whether `finding` would count, were it not for `--baseline`.
     fn counts_but_for_the_baseline(&self, finding: &Finding) -> bool {
-        self.classes.contains(&finding.class)
+        !finding.is_refuted()
+            && self.classes.contains(&finding.class)
             && (finding.class != FinalClass::WorkerUnique || finding.is_anchored())
             && finding.rank() >= self.fail_on
             && !(self.new_only && finding.pre_existing == Some(true))
@@ -287,12 +297,18 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
         for problem in &checked.problems {
             diag::detail(problem);
         }
+        // A result changed after okstra recorded it is named in the reason.
+        let changed = checked
+            .problems
+            .iter()
+            .find_map(|problem| problem.split_once("[records] "))
+            .map_or_else(String::new, |(_, message)| format!(": {message}"));
         return Ok(decision(
             Outcome::Invalid,
             Vec::new(),
             None,
             format!(
-                "`{}` does not validate ({} problem{}; see `okstra validate`)",
+                "`{}` does not validate ({} problem{}; see `okstra validate`){changed}",
                 checked.data_path.display(),
                 checked.problems.len(),
                 if checked.problems.len() == 1 { "" } else { "s" }

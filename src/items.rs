@@ -383,11 +383,33 @@ fn each_citation(text: &str, mut cite: impl FnMut(EvidenceKind, &str)) {
     }
 }
 
-/// Whether `text` cites anything checkable.
-pub fn is_checkable(text: &str) -> bool {
-    let mut any = false;
-    each_citation(text, |_, _| any = true);
-    any
+/// Whether `text` cites a command together with its output: a backticked
+/// span with an argument that is not the excerpt of an anchor (`` `cargo
+/// test cart` ``), and quoted output (`"1 failed"`).
+pub fn brings_output(text: &str) -> bool {
+    // Only text with a `path:line` can hold an excerpt: skip the anchor
+    // parse for the rest (most verdicts).
+    let located = text
+        .as_bytes()
+        .windows(2)
+        .any(|pair| pair[0] == b':' && pair[1].is_ascii_digit());
+    let excerpts: Vec<String> = if located {
+        anchors::parse(text)
+            .into_iter()
+            .filter_map(|anchor| anchor.excerpt)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (mut command, mut output) = (false, false);
+    each_citation(text, |kind, citation| match kind {
+        EvidenceKind::Command if !excerpts.iter().any(|e| *e == citation.replace("\\|", "|")) => {
+            command = true;
+        }
+        EvidenceKind::Quote => output = true,
+        _ => {}
+    });
+    command && output
 }
 
 /// `src/cart.rs:88`, `Cargo.toml:3-9`, `a/b:12`: an anchor's location
@@ -551,7 +573,7 @@ mod tests {
             "ran `grep -n total src`",
             "it printed \"error: 429 Too Many Requests\"",
         ] {
-            assert!(is_checkable(text), "{text}");
+            assert!(!capped_evidence(text).0.is_empty(), "{text}");
         }
         for text in [
             "",
@@ -561,7 +583,24 @@ mod tests {
             "see https://example.com:443",
             "it said \"ok\"",
         ] {
-            assert!(!is_checkable(text), "{text}");
+            assert!(capped_evidence(text).0.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_command_with_its_output_is_told_from_an_excerpt() {
+        for (text, expected) in [
+            ("`cargo test cart` \"1 failed\"", true),
+            ("ran `grep -n total src` and it printed “12: total”", true),
+            ("`cargo test cart` failed", false),
+            ("it printed \"error: 429\"", false),
+            ("src/cart.rs:88 `total = sum(prices)` \"sums first\"", false),
+            (
+                "src/cart.rs:88 `total = sum(prices)`; `rg sum src` \"88: total\"",
+                true,
+            ),
+        ] {
+            assert_eq!(brings_output(text), expected, "{text}");
         }
     }
 

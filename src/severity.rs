@@ -86,13 +86,22 @@ const COLUMNS: [&str; 2] = ["severity", "impact"];
 
 /// Every item's severity in a worker result's `text`.
 pub fn of_result(text: &str) -> Severities {
-    let mut found = Severities::new();
     // Most results name no severity at all: skip the item parse for them.
+    if !mentions_severity(text) {
+        return Severities::new();
+    }
+    of_items(text, &items::parse(text).items)
+}
+
+/// Every item's severity in a worker result's `text`, whose items `parsed`
+/// are already parsed.
+pub fn of_items(text: &str, parsed: &[items::Item]) -> Severities {
+    let mut found = Severities::new();
     if !mentions_severity(text) {
         return found;
     }
     let lines: Vec<&str> = text.lines().collect();
-    for item in items::parse(text).items {
+    for item in parsed {
         let Some(line) = item.line.checked_sub(1).and_then(|index| lines.get(index)) else {
             continue;
         };
@@ -102,7 +111,7 @@ pub fn of_result(text: &str) -> Severities {
             inline_severity(&item.text)
         };
         if let Some(severity) = severity {
-            found.insert(item.id, severity);
+            found.insert(item.id.clone(), severity);
         }
     }
     found

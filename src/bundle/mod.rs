@@ -774,7 +774,7 @@ fn worker_workspace(
         &settings.project_root,
         &settings.task_key.joined(),
         run_id,
-        &assignment.as_worker(),
+        &crate::workspace::Worker::of(assignment),
         containment,
         executor,
     )

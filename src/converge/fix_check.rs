@@ -129,8 +129,12 @@ pub fn plan(
             .in_role(crate::catalog::Role::Executor)
             .next()
             .map(|a| a.worker_id.as_str());
-        let owner = crate::workspace::copy_owner(&verifier.as_worker(), run.containment, executor)
-            .unwrap_or(&verifier.worker_id);
+        let owner = crate::workspace::copy_owner(
+            &crate::workspace::Worker::of(verifier),
+            run.containment,
+            executor,
+        )
+        .unwrap_or(&verifier.worker_id);
         let project_root =
             crate::workspace::locate(&run.project_root, &run.task_key, &run.run_id, owner)
                 .with_context(|| format!("cannot place the copy of `{}`", verifier.worker_id))?
@@ -287,8 +291,13 @@ fn cells(line: &str) -> Vec<String> {
 }
 
 /// What the fix check of `plan` came to, from each checker's latest
-/// attempt and its result.
-pub fn outcome(state: &TeamState, plan: &Plan) -> Outcome {
+/// attempt and its result's text (`answers`, by Result Path; a result not
+/// there reads as empty).
+pub fn outcome(
+    state: &TeamState,
+    plan: &Plan,
+    answers_by_path: &std::collections::HashMap<PathBuf, String>,
+) -> Outcome {
     let ids: Vec<&str> = plan.defects.iter().map(|d| d.id.as_str()).collect();
     let mut outcome = Outcome {
         ended: true,
@@ -306,8 +315,10 @@ pub fn outcome(state: &TeamState, plan: &Plan) -> Outcome {
                 if latest.workspace.as_ref().and_then(|w| w.commit.as_deref())
                     == Some(plan.tip.as_str()) =>
             {
-                let text = crate::items::read_result(&checker.result_path).unwrap_or_default();
-                answers.push(verdicts(&text, &ids));
+                let text = answers_by_path
+                    .get(&checker.result_path)
+                    .map_or("", String::as_str);
+                answers.push(verdicts(text, &ids));
                 outcome.completed.push(checker.worker_id.clone());
             }
             Some(_) => {}

@@ -5,9 +5,10 @@
 //! `moved` — then at the lines the excerpt was found on) to line ranges of
 //! the same file that share a line. Groups are the connected components of
 //! "overlaps, and the owners differ". A group changes how claims are shown,
-//! never how they are judged: each member still gets its own verdict from
-//! every reviewer who did not report it, and a second worker reporting the
-//! same thing is corroboration, not a review.
+//! never how they are judged or who is credited: each member still gets its
+//! own verdict from every reviewer who did not report it, and two members
+//! are one finding only when reviewers say so (`same claim as Item 3a`,
+//! `derive::identity`).
 
 use std::collections::BTreeMap;
 
@@ -98,14 +99,8 @@ pub fn assign(items: &mut [PlanItem]) -> Vec<Group> {
         let id = format!("G-{}", groups.len() + 1);
         let ids: Vec<String> = indexes.iter().map(|&i| items[i].item_id.clone()).collect();
         for &index in &indexes {
-            let owner = items[index].owner.clone();
             items[index].grouping = Grouping {
                 group: Some(id.clone()),
-                corroborated_by: indexes
-                    .iter()
-                    .filter(|&&other| items[other].owner != owner)
-                    .map(|&other| items[other].item_id.clone())
-                    .collect(),
             };
         }
         groups.push(Group {
@@ -233,10 +228,7 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(
-            items[2].grouping.corroborated_by,
-            vec!["claude:F-1".to_owned(), "kimi:K-1".to_owned()]
-        );
+        assert_eq!(items[2].grouping.group.as_deref(), Some("G-1"));
         for lone in [4, 6, 7] {
             assert_eq!(items[lone].grouping, Grouping::default(), "{lone}");
         }

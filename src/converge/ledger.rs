@@ -89,6 +89,10 @@ closed_set! {
         /// that has none: whatever the verdicts, it is not evidence, and the
         /// report lists it apart.
         Unverifiable => "unverifiable",
+        /// A claim its owner withdrew, or that a quorum of reviewers refuted
+        /// with evidence and nobody verified: never an alert, never ranked,
+        /// listed apart with its refutation.
+        Refuted => "refuted",
     }
 }
 
@@ -182,6 +186,10 @@ pub struct LedgerItem {
     pub withdrawn: bool,
     #[serde(default)]
     pub final_class: Option<FinalClass>,
+    /// The other claims of its finding (`derive::identity`), in ledger
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_with: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,17 +251,14 @@ impl Anchoring {
 }
 
 /// Where a claim was presented: with the claims of other workers whose
-/// anchors overlap its own.
+/// anchors overlap its own. Presentation only: overlapping lines never make
+/// two claims one finding (`derive::identity`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Grouping {
     /// Its group (`G-1`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    /// The other workers' claims in its group: found independently, which
-    /// is corroboration, never a review.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub corroborated_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,8 +286,8 @@ pub struct Plan {
     pub stopped_because: Option<StopReason>,
     pub items: Vec<PlanItem>,
     pub reviewers: Vec<Reviewer>,
-    /// Claims of different workers at overlapping lines, each presented
-    /// once (every member still gets its own verdict).
+    /// Claims of different workers at overlapping lines, presented side by
+    /// side (every member still gets its own verdict).
     #[serde(default)]
     pub groups: Vec<Group>,
     /// Items of descriptive sections, not sent to review (round 1).

@@ -4,7 +4,7 @@
 //! A lead (a host session, or `okstra run`) only transports: `plan` decides
 //! which items go to which reviewers and renders their reverify prompts,
 //! `record` reads the reviewers' verdict tables into the ledger, `classify`
-//! applies the rules (`classify.rs`, one pure function) and says why
+//! applies the rules (`derive::classes`, one pure function) and says why
 //! convergence stopped. The public functions [`plan::plan()`],
 //! [`record::record()`] and [`classify()`] are what `okstra run` calls; the
 //! `*_command` functions only print their results.
@@ -12,16 +12,16 @@
 //! Only claims are reviewed (`claims` says which sections of a task type's
 //! result are claims), each with its anchors checked once against the run's
 //! snapshot (`anchors`); claims of different workers at overlapping lines
-//! are presented together (`group`), each still judged on its own.
+//! are presented together (`group`), each still judged on its own, and one
+//! finding only when reviewers say so (`derive::identity`).
 //!
 //! Submodules: `ledger` owns the two state files (ledger, round plan),
-//! `classify` the rules, `plan` the round plan and prompts, `record` the
+//! `plan` the round plan and prompts, `record` the
 //! verdict tables, `claims` the claim sections, `group` the overlaps; `fix`
 //! the implementation fix cycle's request and `fix_check` the verifiers'
 //! check of the fix pass.
 
 pub mod claims;
-pub mod classify;
 pub mod fix;
 pub mod fix_check;
 mod group;
@@ -30,7 +30,6 @@ pub mod plan;
 pub mod record;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -38,17 +37,16 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::anchors;
-use crate::catalog::DispatchKind;
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
+use crate::derive::{classes, reviewers};
 use crate::diag;
-use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::fsread;
-use crate::items::{self, Item};
-use crate::run::Run;
+use crate::items::Item;
 use crate::run::layout::RunLayout;
 use crate::run::roster::Assignment;
-use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::run::team_state::DispatchRecord;
+use crate::run::{Parts, Records, Run};
 
 pub use self::ledger::{FinalClass, Ledger, StopReason};
 pub use self::plan::PlanOptions;
@@ -56,121 +54,67 @@ pub use self::plan::PlanOptions;
 /// The run's convergence settings (run manifest `convergence`).
 pub use crate::run::manifest::Convergence as Settings;
 
-/// A run as convergence sees it: its roster of analysers, whether each
-/// completed, and the team state's attempt records.
+/// A run as convergence sees it: its records (read once), its roster of
+/// analysers and whether each completed its own work.
 pub struct RunInfo {
-    pub run: Run,
+    pub records: Records,
     pub settings: Settings,
     /// Analysers (or verifiers, in `implementation`), in roster order.
     pub analysers: Vec<Analyser>,
-    state: TeamState,
 }
 
 /// One analyser and how its own work ended.
-pub struct Analyser {
-    pub assignment: Assignment,
-    /// `Err(ending)` when it did not complete its own work.
-    pub completed: Result<(), String>,
-}
+pub use crate::derive::reviewers::Reviewer as Analyser;
 
 impl RunInfo {
-    /// Open the run in `run_dir` and read its team state.
-    pub fn load(run_dir: &Path) -> Result<RunInfo> {
+    /// Open the run in `run_dir` and read its records, without the round
+    /// plans.
+    pub fn load_facts(run_dir: &Path) -> Result<RunInfo> {
+        RunInfo::load_parts(run_dir, Parts::FACTS)
+    }
+
+    /// The run's records read as far as `parts` says (see [`Parts`]).
+    pub fn load_parts(run_dir: &Path, parts: Parts) -> Result<RunInfo> {
         let run = Run::open(run_dir)?;
-        RunInfo::of(run)
+        Ok(RunInfo::from_records(Records::load(run, parts)?))
     }
 
     /// Convergence's view of an opened run.
     pub fn of(run: Run) -> Result<RunInfo> {
-        let state = run.team_state()?;
-        let mut info = RunInfo {
-            settings: run.convergence,
-            analysers: Vec::new(),
-            state,
-            run,
-        };
-        info.analysers = info
-            .run
-            .reviewers()
-            .map(|a| Analyser {
-                completed: info.own_work(a),
-                assignment: a.clone(),
-            })
-            .collect();
-        Ok(info)
+        Ok(RunInfo::from_records(Records::load(run, Parts::ALL)?))
+    }
+
+    /// Convergence's view of a run whose records are read.
+    pub fn from_records(records: Records) -> RunInfo {
+        RunInfo {
+            settings: records.run.convergence,
+            analysers: reviewers::of(&records),
+            records,
+        }
+    }
+
+    pub fn run(&self) -> &Run {
+        &self.records.run
     }
 
     pub fn dir(&self) -> &Path {
-        &self.run.dir
-    }
-
-    /// Whether `assignment` completed its own work: its latest attempt (of
-    /// its own dispatch) did not end other than `completed`, and its Result
-    /// Path is a non-empty file.
-    fn own_work(&self, assignment: &Assignment) -> Result<(), String> {
-        if let Some(ending) = self
-            .state
-            .latest(&assignment.dispatch_name)
-            .and_then(|record| record.ending)
-            && ending != Ending::Completed
-        {
-            return Err(ending.as_str().to_owned());
-        }
-        if has_content(&assignment.paths.result_path) {
-            Ok(())
-        } else {
-            Err(Ending::EmptyOutput.as_str().to_owned())
-        }
+        &self.records.run.dir
     }
 
     /// The latest attempt of dispatch `name`.
     fn latest_attempt(&self, name: &str) -> Option<&DispatchRecord> {
-        self.state.latest(name)
-    }
-
-    /// How a reviewer's reverify attempt ended, when it ended other than
-    /// `completed`: `(round, ending)` of its most recently recorded round.
-    fn reverify_failure(&self, assignment: &Assignment) -> Option<(u32, String)> {
-        let prefix = DispatchKind::reverify_prefix(&assignment.dispatch_name);
-        let record =
-            self.state.dispatches.iter().rev().find(|record| {
-                record.ending.is_some() && record.dispatch_name.starts_with(&prefix)
-            })?;
-        let ending = record.ending?;
-        // Stopped by someone (Ctrl-C, `okstra cancel`): not a failure of
-        // the reviewer, whose round runs again on resume.
-        if ending == Ending::Completed || record.was_interrupted() && ending != Ending::Budget {
-            return None;
-        }
-        let round = record.dispatch_name.strip_prefix(&prefix)?.parse().ok()?;
-        Some((round, ending.as_str().to_owned()))
+        self.records.state.latest(name)
     }
 
     /// Every rostered analyser's worker id.
     pub fn rostered(&self) -> BTreeSet<String> {
-        self.analysers
-            .iter()
-            .map(|a| a.assignment.worker_id.clone())
-            .collect()
+        reviewers::rostered(&self.analysers)
     }
 
     /// Analysers that completed their own work and have not failed since
     /// (per the team state or the ledger's `unavailable`).
     pub fn available(&self, ledger: Option<&Ledger>) -> BTreeSet<String> {
-        self.analysers
-            .iter()
-            .filter(|a| a.completed.is_ok())
-            .filter(|a| self.reverify_failure(&a.assignment).is_none())
-            .filter(|a| {
-                ledger.is_none_or(|ledger| {
-                    !ledger
-                        .unavailable
-                        .iter()
-                        .any(|u| u.worker_id == a.assignment.worker_id)
-                })
-            })
-            .map(|a| a.assignment.worker_id.clone())
-            .collect()
+        reviewers::available(&self.analysers, &self.records.state, ledger)
     }
 
     /// Every completed analyser's items, in roster then file order, within
@@ -179,14 +123,22 @@ impl RunInfo {
     /// says whether it is a claim, and carries its anchors as okstra checked
     /// them when the result was first accepted (`anchors`).
     pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Found>)>> {
+        anyhow::ensure!(
+            self.records.results.parsed,
+            "the run's results were not read (a bug: its records were loaded without them)"
+        );
         let mut parsed_all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
+            let own = self.records.results.own.get(&analyser.assignment.worker_id);
             let path = &analyser.assignment.paths.result_path;
-            let text = items::read_result(path)
-                .with_context(|| format!("cannot read result `{}`", path.display()))?;
-            let sha256 = crate::digest::sha256_hex(text.as_bytes());
-            let parsed = items::parse(&text);
-            drop(text);
+            let Some((sha256, parsed)) =
+                own.and_then(|own| Some((own.sha256.clone()?, own.parsed.clone())))
+            else {
+                let why = own
+                    .and_then(|own| own.unreadable.clone())
+                    .unwrap_or_else(|| "it is not a file okstra can read".to_owned());
+                bail!("cannot read result `{}`: {why}", path.display());
+            };
             for warning in parsed.warnings(&analyser.assignment.worker_id, path) {
                 diag::warning(warning);
             }
@@ -207,10 +159,10 @@ impl RunInfo {
                     .collect(),
             })
             .collect();
-        let checked = anchors::check_results(&self.run, &to_check)
+        let checked = anchors::check_results(&self.records.run, &to_check)
             .context("cannot check the results' anchors")?;
         drop(to_check);
-        let task_type = self.run.task_type;
+        let task_type = self.records.run.task_type;
         Ok(parsed_all
             .into_iter()
             .zip(checked)
@@ -239,11 +191,6 @@ pub struct Found {
     pub anchoring: ledger::Anchoring,
 }
 
-/// Whether `path` is a regular file (not a symlink) with at least one byte.
-fn has_content(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() > 0)
-}
-
 /// What `classify` found.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -262,25 +209,23 @@ pub struct Classified {
 
 /// The ledger's classes as they stand, without recomputing or writing
 /// anything; `None` when the run has no ledger.
-pub fn summary(info: &RunInfo) -> Result<Option<Classified>> {
+pub fn summary(info: &RunInfo) -> Option<Classified> {
     let path = RunLayout::of(info.dir()).convergence_ledger();
-    let Some(ledger) = ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? else {
-        return Ok(None);
-    };
+    let ledger = info.records.ledger.clone()?;
     let open = ledger
         .items
         .iter()
         .filter(|item| item.open)
         .map(|item| item.item_id.clone())
         .collect();
-    Ok(Some(Classified {
+    Some(Classified {
         ledger_path: path,
         rounds_run: ledger.rounds_run,
         stopped_because: ledger.stopped_because,
         classes: class_counts(&ledger),
         open,
         ledger,
-    }))
+    })
 }
 
 /// Take the ledger back to how it was after round `round` (0: no ledger
@@ -317,30 +262,42 @@ pub fn rewind(run: &Run, round: u32) -> Result<()> {
     Ok(())
 }
 
-/// Recompute every item's class, the open items and the stop reason of a
-/// ledger, in place.
+/// Recompute every claim's finding, class, open state and withdrawal, and
+/// the stop reason of a ledger, in place (`derive::classes`, the one rule).
 pub fn apply_rules(info: &RunInfo, ledger: &mut Ledger) -> Vec<String> {
     let rostered = info.rostered();
     let available = info.available(Some(ledger));
-    let context = classify::Context {
-        analysers: &rostered,
+    let context = classes::Context {
+        reviewers: &rostered,
         available: &available,
-        adversarial: info.settings.adversarial,
         round: ledger.rounds_run,
     };
+    let judged = classes::judge(&ledger.items, &context);
+    let merged: Vec<Vec<String>> = (0..ledger.items.len())
+        .map(|index| {
+            judged
+                .findings
+                .with(index)
+                .iter()
+                .filter(|&&other| other != index)
+                .map(|&other| ledger.items[other].item_id.clone())
+                .collect()
+        })
+        .collect();
     let mut open = Vec::new();
-    for item in &mut ledger.items {
-        let outcome = classify::item(item, &context);
+    for ((index, item), merged_with) in ledger.items.iter_mut().enumerate().zip(merged) {
+        let outcome = judged.outcome(index);
         item.final_class = Some(outcome.class);
         item.open = outcome.open;
-        item.withdrawn = outcome.withdrawn;
+        item.withdrawn = classes::is_withdrawn(item);
+        item.merged_with = merged_with;
         if outcome.open {
             open.push(item.item_id.clone());
         }
     }
     ledger.enabled = info.settings.enabled;
     ledger.adversarial = info.settings.adversarial;
-    ledger.stopped_because = classify::stop(
+    ledger.stopped_because = classes::stop(
         rostered.len(),
         available.len(),
         ledger.rounds_run,
@@ -397,9 +354,12 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
 /// from the ledger's verdicts and the run's roster, and write it back. A run
 /// without a ledger gets one (every item `worker-unique`).
 pub fn classify(run_dir: &Path) -> Result<Classified> {
-    let info = RunInfo::load(run_dir)?;
+    // The results are read only for a run without a ledger (its claims).
+    let ledgered = RunLayout::of(run_dir).convergence_ledger().exists();
+    let mut info =
+        RunInfo::load_parts(run_dir, if ledgered { Parts::STATE } else { Parts::FACTS })?;
     let path = RunLayout::of(info.dir()).convergence_ledger();
-    let mut ledger = match ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? {
+    let mut ledger = match info.records.ledger.take() {
         Some(ledger) => ledger,
         None => fresh_ledger(&info)?,
     };
@@ -433,7 +393,7 @@ fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {
 
 /// `okstra items`.
 pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
-    let info = RunInfo::load(&args.run_dir)?;
+    let info = RunInfo::load_facts(&args.run_dir)?;
     let mut listed = Vec::new();
     let mut skipped = Vec::new();
     for analyser in &info.analysers {

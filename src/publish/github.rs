@@ -134,13 +134,21 @@ pub struct Summary {
     pub cost: String,
     pub commit: String,
     pub marker: String,
+    /// Claims the run refuted (withdrawn, or refuted by reviewers with
+    /// evidence): counted in the body, never posted.
+    pub refuted: usize,
 }
 
 /// The review request body: `COMMENT`, pinned to `commit`, with the
 /// summary and at most [`MAX_COMMENTS`] inline comments. `findings` are
-/// the reported ones, in report order.
+/// the reported ones, in report order; a refuted one is never an alert:
+/// the summary only counts it.
 pub fn review(summary: &Summary, findings: &[&Finding], diff: &Commentable) -> Value {
-    let mut ordered: Vec<&Finding> = findings.to_vec();
+    let mut ordered: Vec<&Finding> = findings
+        .iter()
+        .copied()
+        .filter(|f| !f.is_refuted())
+        .collect();
     ordered.sort_by_key(|f| std::cmp::Reverse(f.rank()));
     let mut comments: Vec<Value> = Vec::new();
     let mut outside: Vec<&Finding> = Vec::new();
@@ -200,6 +208,13 @@ fn comment_body(finding: &Finding) -> String {
     if !finding.disagreed_by.is_empty() {
         let _ = write!(body, " · disputed by {}", who(&finding.disagreed_by));
     }
+    if !finding.severity_disputes.is_empty() {
+        let _ = write!(
+            body,
+            " · severity disputed ({})",
+            neutral(&finding.severity_disputes.join(", "))
+        );
+    }
     if let Some(fix) = &finding.suggested_fix {
         let _ = write!(body, "\n\n**Suggested fix:** {}", neutral(fix));
     }
@@ -213,13 +228,12 @@ fn summary_line(finding: &Finding) -> String {
         .first()
         .map_or_else(|| "unanchored".to_owned(), |a| format!("`{}`", a.label()));
     format!(
-        "- **{}** · {} · {} · {place} — {} (found by {}; verified by {})\n",
+        "- **{}** · {} · {} · {place} — {} ({})\n",
         finding.row,
         finding.severity.map_or("unranked", Severity::as_str),
         finding.class,
         neutral(&crate::fsread::clip(&finding.text, MAX_SUMMARY_TEXT)),
-        who(&finding.found_by),
-        who(&finding.agreed_by),
+        finding.credits(),
     )
 }
 
@@ -229,6 +243,7 @@ fn summary_body(
     outside: &[&Finding],
     over_limit: &[&Finding],
 ) -> String {
+    let refuted = summary.refuted;
     let mut body = format!(
         "{}\n## okstra review: {}\n\n",
         summary.marker,
@@ -280,6 +295,17 @@ fn summary_body(
             )
         }
     );
+    if refuted > 0 {
+        let _ = writeln!(
+            body,
+            "\n{refuted} refuted claim{} (withdrawn by {}owner or refuted by reviewers with \
+             evidence) {} not posted; the run's report lists {} with the refutation.",
+            if refuted == 1 { "" } else { "s" },
+            if refuted == 1 { "its " } else { "their " },
+            if refuted == 1 { "is" } else { "are" },
+            if refuted == 1 { "it" } else { "them" }
+        );
+    }
     for (heading, list) in [
         ("Outside the diff", outside),
         ("Beyond the inline-comment limit", over_limit),
@@ -338,7 +364,9 @@ mod tests {
             rule: Rule::Finding,
             class: FinalClass::FullConsensus,
             severity: Some(severity),
+            severity_disputes: Vec::new(),
             text: "see [x](https://evil.example) @octocat <img src=x>".into(),
+            claim: "see x".into(),
             suggested_fix: Some("use `a`".into()),
             source_items: vec!["claude:F-1".into()],
             found_by: vec!["claude".into()],
@@ -397,8 +425,12 @@ mod tests {
             cost: "$0.10".into(),
             commit: "a".repeat(40),
             marker: marker("p/g/t", "r-001"),
+            refuted: 1,
         };
-        let body = review(&summary, &[&inside, &outside], &diff);
+        let mut refuted = finding("D-001", Severity::Critical, anchor("a.py", 3, 3));
+        refuted.class = FinalClass::Refuted;
+        refuted.severity = None;
+        let body = review(&summary, &[&inside, &outside, &refuted], &diff);
         assert_eq!(body["event"], "COMMENT");
         assert_eq!(body["commit_id"], "a".repeat(40));
         let comments = body["comments"].as_array().unwrap();
@@ -417,6 +449,9 @@ mod tests {
             text.contains("2 findings: 1 inline below, 1 outside"),
             "{text}"
         );
+        // The refuted one sits in the diff but is never an alert.
+        assert!(!text.contains("D-001"), "{text}");
+        assert!(text.contains("1 refuted claim"), "{text}");
 
         let many: Vec<Finding> = (0..MAX_COMMENTS + 5)
             .map(|n| finding(&format!("C-{n:03}"), Severity::Low, anchor("a.py", 2, 2)))

@@ -344,6 +344,13 @@ fn summary(report: &Value, run: &Run, commit: &str, marker: String) -> Result<Su
         cost,
         commit: commit.to_owned(),
         marker,
+        refuted: report
+            .pointer("/verification/items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|item| item.get("finalClass").and_then(Value::as_str) == Some("refuted"))
+            .count(),
     })
 }
 

@@ -4,9 +4,11 @@
 //! [`finalize`], never authored by the writer.
 
 use super::{
-    Context, Path, PathBuf, RELIABILITY_SINCE, Reliability, Result, Run, Value, fsread,
-    is_at_least, read_manifest, reliability, strict_json, verification,
+    CURRENT, Context, Path, PathBuf, RELIABILITY_SINCE, Reliability, Result, Value, fsread,
+    is_at_least, read_manifest, strict_json, verification,
 };
+use crate::derive;
+use crate::run::{Parts, Records};
 
 /// okstra's own blocks of a report, computed from its run's records.
 pub struct Blocks {
@@ -14,24 +16,25 @@ pub struct Blocks {
     /// `None` without a convergence ledger.
     pub verification: Option<verification::Verification>,
     /// Every rostered worker, the report writer included.
-    pub coverage: Vec<crate::coverage::Entry>,
+    pub coverage: Vec<derive::coverage::Entry>,
     pub usage: crate::usage::Summary,
     /// The landing gate's standing; `None` for a run with nothing to land.
     pub landing: Option<Value>,
 }
 
 impl Blocks {
-    /// Compute every block from the records of the run in `run_dir` as they
-    /// are now, and from `report`'s evidence rows (checked against the
-    /// run's snapshot).
-    pub fn compute(run_dir: &Path, report: &Value) -> Result<Blocks> {
-        let (coverage, usage) = coverage_and_usage(run_dir)?;
+    /// Every block the run's records give, and `report`'s evidence rows
+    /// checked against the run's snapshot.
+    pub fn compute(records: &Records, report: &Value) -> Result<Blocks> {
         Ok(Blocks {
-            reliability: reliability::compute(run_dir)?,
-            verification: verification::compute(run_dir, Some(report))?,
-            coverage,
-            usage,
-            landing: landing_block(run_dir)?,
+            reliability: derive::reliability::of(records),
+            verification: verification::compute(records, Some(report))?,
+            coverage: derive::coverage::of(records),
+            usage: derive::usage::summary(records),
+            landing: derive::landing::standing(records)
+                .map(serde_json::to_value)
+                .transpose()
+                .context("cannot serialise the landing block")?,
         })
     }
 
@@ -72,28 +75,14 @@ impl Blocks {
     }
 }
 
-/// The report's `workerCoverage` and `usageSummary` as the records of the
-/// run in `run_dir` give them now: the one computation of each
-/// (`coverage::compute`, `usage::summary_from_records`), which both
-/// [`finalize`] and `okstra validate` use.
-pub(super) fn coverage_and_usage(
-    run_dir: &Path,
-) -> Result<(Vec<crate::coverage::Entry>, crate::usage::Summary)> {
-    let run = Run::open(run_dir)?;
-    let state = run.team_state()?;
-    Ok((
-        crate::coverage::compute(&run, &state),
-        crate::usage::summary_from_records(&run)?,
-    ))
-}
-
 /// Write okstra's own blocks into the data.json of the run in `run_dir`,
 /// atomically, and return them: `reliability`, `verification` (when the
 /// run has a convergence ledger), `workerCoverage` and `usageSummary`. The
 /// run's usage is read again first (every attempt's log or transcript, the
 /// lead's) and recorded in the team state, so the report counts every
-/// attempt that has ended, the report writer's own included. A 2.0 report
-/// of a run written against 2.1 or later becomes 2.1. `None` (nothing
+/// attempt that has ended, the report writer's own included. The report
+/// moves to the current schema with them (a 2.1 report becomes 2.2, as does
+/// a 2.0 report of a run written against 2.1 or later). `None` (nothing
 /// computed or written) for a report whose version has no such blocks (1.0,
 /// or 2.0 of an older run) and for a data.json that is not a JSON object:
 /// validation judges those. The file is only replaced when a block or the
@@ -134,9 +123,11 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
         .with_context(|| format!("report `{}` is not valid JSON", data_path.display()))?;
     drop(bytes);
     let expected = run.schema_version.as_deref().unwrap_or_default();
+    // okstra's blocks are written in the current schema's shape, so the
+    // report moves up to it with them.
     let version = match value.get("schemaVersion").and_then(Value::as_str) {
-        Some(found) if is_at_least(found, RELIABILITY_SINCE) => found.to_owned(),
-        Some("2.0") if is_at_least(expected, RELIABILITY_SINCE) => RELIABILITY_SINCE.to_owned(),
+        Some(found) if is_at_least(found, RELIABILITY_SINCE) => CURRENT.0.to_owned(),
+        Some("2.0") if is_at_least(expected, RELIABILITY_SINCE) => CURRENT.0.to_owned(),
         _ => return Ok(None),
     };
     if !value.is_object() {
@@ -145,7 +136,8 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
     if refresh {
         crate::usage::record_usage(run_dir)?;
     }
-    let blocks = Blocks::compute(run_dir, &value)?;
+    let records = Records::open(run_dir, Parts::FACTS)?;
+    let blocks = Blocks::compute(&records, &value)?;
     let Some(report) = value.as_object_mut() else {
         return Ok(None);
     };
@@ -173,16 +165,4 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
         blocks,
         bytes,
     }))
-}
-
-/// okstra's `landing` block of an implementation run (`None` for others):
-/// where its change stands at the landing gate, from its records.
-fn landing_block(run_dir: &Path) -> Result<Option<Value>> {
-    let run = Run::open(run_dir)?;
-    let state = run.team_state()?;
-    crate::land::gate::standing(&run, &state)?
-        .map(|standing| {
-            serde_json::to_value(standing).context("cannot serialise the landing block")
-        })
-        .transpose()
 }

@@ -1,9 +1,12 @@
 //! The report's verification as the templates show it: for every consensus
-//! and difference row, who found its claims, who reviewed them and how
-//! (each reviewer's latest verdict, with its evidence), and the claims'
-//! anchors; the matrix of claims × workers; and the claims listed apart as
-//! unverifiable. Everything comes from the `verification` block okstra
-//! computed, joined to the rows through their `sourceItems`.
+//! and difference row, who found its claims, who verified and who disputed
+//! them (counted verdicts only), its severity and any dispute of it, each
+//! reviewer's latest verdict with its evidence and, when it did not count,
+//! why, and the claims' anchors; the matrix of claims × workers; and the
+//! claims listed apart as unverifiable or refuted (with the evidence that
+//! refuted them). Everything comes from the `verification` block okstra
+//! derived (`derive::verification`), joined to the rows through their
+//! `sourceItems`: nothing here decides who counts.
 
 use std::collections::HashMap;
 
@@ -14,6 +17,7 @@ use super::verification::{Review, VerifiedItem};
 use crate::anchors::{Checked, Status};
 use crate::converge::FinalClass;
 use crate::converge::ledger::Verdict;
+use crate::severity::Severity;
 
 /// Everything the templates show of the verification.
 #[derive(Debug, Serialize)]
@@ -26,6 +30,8 @@ pub struct Checks<'a> {
     pub rows: Vec<MatrixRow<'a>>,
     /// Claims whose anchors do not hold them up.
     pub unverifiable: Vec<Unverifiable<'a>>,
+    /// Claims their owner withdrew or a quorum refuted, with the refutation.
+    pub refuted: Vec<Refuted<'a>>,
 }
 
 /// One claim in the matrix.
@@ -56,8 +62,8 @@ pub struct AnchorView<'a> {
 #[derive(Debug, Serialize)]
 pub struct Cell<'a> {
     pub worker_id: &'a str,
-    /// `found` (it reported the claim), `found too` (it reported one at
-    /// overlapping lines), or nothing.
+    /// `found` (it reported the claim), `found too` (it reported a claim
+    /// reviewers merged with this one), or nothing.
     pub found: Option<&'static str>,
     /// Its latest verdict, `no answer`, or nothing when it was not asked.
     pub verdict: Option<&'static str>,
@@ -66,12 +72,23 @@ pub struct Cell<'a> {
     pub evidence: Option<&'a str>,
     pub round: Option<u32>,
     pub counted: bool,
+    /// Why a verdict did not count.
+    pub uncounted: Option<&'static str>,
 }
 
-/// A row's verification in one line of text: who found it, who said what.
+/// A row's verification in one line of text: who found it, who verified
+/// and who disputed it, who said what.
 #[derive(Debug, Serialize)]
 pub struct RowCheck<'a> {
     pub found_by: Vec<&'a str>,
+    /// Counted verdicts that agree.
+    pub verified_by: Vec<&'a str>,
+    /// Counted verdicts that disagree.
+    pub disputed_by: Vec<&'a str>,
+    /// The severity its finders gave, when okstra knows one.
+    pub severity: Option<&'static str>,
+    /// `codex says low`, `kimi says overstated`: counted disputes of it.
+    pub severity_disputes: Vec<String>,
     pub verdicts: Vec<VerdictLine<'a>>,
     pub anchors: Vec<AnchorView<'a>>,
 }
@@ -86,6 +103,19 @@ pub struct VerdictLine<'a> {
     pub evidence: Option<&'a str>,
     pub round: u32,
     pub counted: bool,
+    /// Why it did not count.
+    pub uncounted: Option<&'static str>,
+}
+
+/// A claim listed apart as refuted: its owner withdrew it, or reviewers
+/// refuted it with evidence of their own and none verified it.
+#[derive(Debug, Serialize)]
+pub struct Refuted<'a> {
+    pub item_id: &'a str,
+    pub text: Option<&'a str>,
+    pub withdrawn: bool,
+    /// Each counted refutation: who, and its evidence.
+    pub refutations: Vec<(&'a str, &'a str)>,
 }
 
 /// A claim listed apart: its anchor does not resolve, or it has none.
@@ -215,6 +245,9 @@ impl<'a> Checks<'a> {
                                 evidence: review.and_then(|r| r.evidence.as_deref()),
                                 round: review.map(|r| r.round),
                                 counted: review.is_some_and(|r| r.counted),
+                                uncounted: review
+                                    .and_then(|r| r.uncounted)
+                                    .map(crate::derive::counting::Uncounted::reason),
                             }
                         })
                         .collect(),
@@ -231,11 +264,28 @@ impl<'a> Checks<'a> {
                 anchors: anchors_of(&item.anchors),
             })
             .collect();
+        let refuted = block
+            .items
+            .iter()
+            .filter(|item| item.final_class == Some(FinalClass::Refuted))
+            .map(|item| Refuted {
+                item_id: &item.item_id,
+                text: item.text.as_deref(),
+                withdrawn: item.withdrawn,
+                refutations: item
+                    .reviews
+                    .iter()
+                    .filter(|r| r.counted && r.verdict == Some(Verdict::Disagree))
+                    .filter_map(|r| Some((r.reviewer.as_str(), r.evidence.as_deref()?)))
+                    .collect(),
+            })
+            .collect();
         Some(Checks {
             snapshot: block.snapshot.as_deref(),
             workers,
             rows,
             unverifiable,
+            refuted,
         })
     }
 
@@ -249,12 +299,18 @@ impl<'a> Checks<'a> {
         if items.is_empty() {
             return None;
         }
-        let mut found_by: Vec<&str> = Vec::new();
-        for worker in items.iter().flat_map(|item| &item.found_by) {
-            if !found_by.contains(&worker.as_str()) {
-                found_by.push(worker);
-            }
-        }
+        let credits = crate::derive::verification::row(&items, sources);
+        let severity_disputes = credits
+            .severity_disputes
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} says {}",
+                    d.reviewer,
+                    d.severity.map_or("overstated", Severity::as_str)
+                )
+            })
+            .collect();
         let verdicts = items
             .iter()
             .flat_map(|item| {
@@ -268,6 +324,9 @@ impl<'a> Checks<'a> {
                         evidence: review.evidence.as_deref(),
                         round: review.round,
                         counted: review.counted,
+                        uncounted: review
+                            .uncounted
+                            .map(crate::derive::counting::Uncounted::reason),
                     }
                 })
             })
@@ -284,7 +343,11 @@ impl<'a> Checks<'a> {
             }
         }
         Some(RowCheck {
-            found_by,
+            found_by: credits.found_by,
+            verified_by: credits.verified_by,
+            disputed_by: credits.disputed_by,
+            severity: credits.severity.map(Severity::as_str),
+            severity_disputes,
             verdicts,
             anchors,
         })

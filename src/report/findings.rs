@@ -1,34 +1,42 @@
-//! The report's findings as the outputs see them: SARIF, the gate and the
-//! pull-request review all rank, place and identify a finding the same way,
-//! here.
+//! The report's findings as the outputs see them: SARIF, the gate, the
+//! pull-request review and `okstra run`'s closing summary all rank, place,
+//! credit and identify a finding the same way, here.
 //!
 //! A finding is one `consensus` or `differences` row of a valid report, with
-//! what the run's records add to it:
+//! what okstra derived of the claims it cites (`derive::verification`: the
+//! report's `verification` block, which `okstra validate` holds to the run's
+//! records, or the same derivation from the records for a report without
+//! one):
 //! - its **class**: a consensus row's `convergence`; a difference row is
-//!   `contested` (the report records a disagreement), or `worker-unique`
-//!   when the ledger says every source item it knows is;
-//! - its **severity**: the highest of the row's own `severity` and its source
-//!   items' (see `severity`), so a row can never rank below what its workers
-//!   said; a finding with neither is unranked and counts as `info`;
+//!   `refuted` when every claim it cites is, `worker-unique` when every one
+//!   is, else `contested`;
+//! - its **severity**: the highest its finders gave its claims (and the
+//!   other items it cites), else the row's own; a refuted finding has none
+//!   and never ranks;
 //! - its **rule** (`okstra/finding`, `okstra/root-cause`, `okstra/risk`,
 //!   `okstra/defect`) from the sections its source items sit in: a class in
 //!   the rule would make a finding that moves from contested to consensus a
 //!   new alert;
-//! - who **found** it (its source items' owners), who **agreed** and who
-//!   **disagreed** (the convergence ledger's verdicts);
-//! - its **anchors** (`anchor::of_evidence` over its source items' evidence)
-//!   and, for a run scoped to a change, whether it is **pre-existing** (no
-//!   anchor meets a changed hunk);
-//! - its **fingerprint**, which stays the same when a later run reports the
-//!   same finding on an unchanged line:
-//!   `sha256("okstra/v1\n" + rule + "\n" + path + "\n" + line)` in hex, where
-//!   `path` is the first anchor's (anchors sorted) and `line` the content of
-//!   its first line with every whitespace run made one space and the ends
-//!   trimmed, then `:N` for the N-th finding of the run with that hash. When
-//!   the line cannot be read (the project is not there) `@<line number>`
-//!   stands in for it. An unanchored finding hashes `unanchored`, the run id
-//!   and its row id instead: it is never merged with another run's. The
-//!   model's wording never enters it.
+//! - who **found** it (the owners of its claims and of the claims merged
+//!   with them, nobody else), who **verified** it and who **disputed** it
+//!   (counted verdicts only, each reviewer's latest, nobody in both, never a
+//!   finder): `derive::verification::row`;
+//! - its **anchors** (`anchor::of_evidence` over its source items'
+//!   evidence) and, for a run scoped to a change, whether it is
+//!   **pre-existing** (no anchor meets a changed hunk);
+//! - its **fingerprint**, what it is rather than where it sits in the
+//!   report: `sha256("okstra/v2\n" + rule + "\n" + path + "\n" + claim +
+//!   "\n" + line)` in hex, where `path` is the first anchor's (anchors
+//!   sorted), `claim` the normalised text of its claims (the first in order
+//!   of their normalised texts; the row's own text when it cites none: case
+//!   folded, every run of other characters than letters and digits made one
+//!   space) and `line` the content of the first anchor's first line with
+//!   every whitespace run made one space and the ends trimmed. When the line
+//!   cannot be read (the project is not there) `@<line number>` stands in
+//!   for it. An unanchored finding hashes `unanchored` and the run id
+//!   instead of a path and a line: it is never merged with another run's.
+//!   Never a row number or order: two findings on one line keep their
+//!   identities whichever comes first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,14 +45,13 @@ use anyhow::Result;
 use serde_json::Value;
 
 use super::anchor::{self, Anchor};
-use crate::catalog::Role;
-use crate::converge::ledger::{self, FinalClass, Ledger};
+use crate::converge::ledger::FinalClass;
+use crate::derive::verification::{self as credits, Verification as Block, VerifiedItem};
 use crate::digest::sha256_hex;
 use crate::fsread::{self, Follow, LineReader};
-use crate::items::{self, Evidence};
-use crate::run::Run;
-use crate::run::layout::RunLayout;
-use crate::severity::{self, Severity};
+use crate::items::{Evidence, EvidenceKind};
+use crate::run::{Parts, Records, Run};
+use crate::severity::Severity;
 
 /// Most bytes of a source line read for a fingerprint.
 const MAX_LINE_BYTES: usize = 4096;
@@ -115,10 +122,16 @@ pub struct Finding {
     pub row: String,
     pub rule: Rule,
     pub class: FinalClass,
-    /// The highest of the row's and its source items' severities.
+    /// The highest severity its finders gave it (else the row's); `None`
+    /// when unranked, and always for a refuted finding.
     pub severity: Option<Severity>,
+    /// `codex says low`: counted reviewers who say the severity is
+    /// overstated.
+    pub severity_disputes: Vec<String>,
     /// The row's `finding` (or a difference's `topic`).
     pub text: String,
+    /// Its claims' text, normalised (what its fingerprint hashes).
+    pub claim: String,
     pub suggested_fix: Option<String>,
     pub source_items: Vec<String>,
     pub found_by: Vec<String>,
@@ -136,6 +149,11 @@ impl Finding {
     /// The severity the gate ranks it at (unranked counts as `info`).
     pub fn rank(&self) -> Severity {
         self.severity.unwrap_or(Severity::Info)
+    }
+
+    /// Whether it is refuted: never an alert, never ranked, never counted.
+    pub fn is_refuted(&self) -> bool {
+        self.class == FinalClass::Refuted
     }
 
     pub fn is_anchored(&self) -> bool {
@@ -157,6 +175,30 @@ impl Finding {
             crate::fsread::escape(&text)
         )
     }
+
+    /// `found by claude; verified by codex, kimi; disputed by grok`: who,
+    /// one line (what the closing summary and the review say).
+    pub fn credits(&self) -> String {
+        let names = |list: &[String]| {
+            if list.is_empty() {
+                "nobody".to_owned()
+            } else {
+                list.join(", ")
+            }
+        };
+        let mut line = format!(
+            "found by {}; verified by {}",
+            names(&self.found_by),
+            names(&self.agreed_by)
+        );
+        if !self.disagreed_by.is_empty() {
+            let _ = std::fmt::Write::write_fmt(
+                &mut line,
+                format_args!("; disputed by {}", names(&self.disagreed_by)),
+            );
+        }
+        line
+    }
 }
 
 /// Whether the run's findings were checked by a quorum.
@@ -175,22 +217,34 @@ pub struct Findings {
     pub run: Option<Run>,
 }
 
-/// What the run's records say about one source item.
+/// What okstra knows of one source item from its worker's result.
 #[derive(Debug, Default)]
 struct Source {
     section: Option<String>,
+    text: Option<String>,
     evidence: Vec<Evidence>,
     severity: Option<Severity>,
-    class: Option<FinalClass>,
-    agreed: Vec<String>,
-    disagreed: Vec<String>,
 }
 
 /// The findings of the valid report `report`, which sits in `run_dir` when
 /// one was found.
 pub fn collect(report: &Value, run_dir: Option<&Path>) -> Result<Findings> {
-    let run = run_dir.map(Run::open).transpose()?;
-    let sources = run.as_ref().map(sources).unwrap_or_default();
+    let records = run_dir
+        .map(|dir| Records::open(dir, Parts::FACTS))
+        .transpose()?;
+    let sources = records.as_ref().map(sources).unwrap_or_default();
+    // Who found and who verified: the report's own block (validated against
+    // the records), else the same derivation from the records.
+    let block: Option<Block> = report
+        .get("verification")
+        .and_then(|block| serde_json::from_value(block.clone()).ok())
+        .or_else(|| records.as_ref().and_then(credits::of));
+    let claims: HashMap<&str, &VerifiedItem> = block
+        .iter()
+        .flat_map(|block| &block.items)
+        .map(|item| (item.item_id.as_str(), item))
+        .collect();
+    let run = records.map(|records| records.run);
     let project_root = run.as_ref().and_then(readable_root);
     let recorded_root = run.as_ref().map(|run| run.project_root.as_path());
     let mut list = Vec::new();
@@ -204,7 +258,14 @@ pub fn collect(report: &Value, run_dir: Option<&Path>) -> Result<Findings> {
             .into_iter()
             .flatten()
         {
-            list.push(finding(table, row, &sources, recorded_root, run.as_ref()));
+            list.push(finding(
+                table,
+                row,
+                &sources,
+                &claims,
+                recorded_root,
+                run.as_ref(),
+            ));
         }
     }
     // The lines as the workers saw them: at the recorded commit when the
@@ -228,12 +289,8 @@ pub fn collect(report: &Value, run_dir: Option<&Path>) -> Result<Findings> {
         },
         |run| run.run_id.clone(),
     );
-    let mut seen: HashMap<String, u32> = HashMap::new();
     for finding in &mut list {
-        let hash = fingerprint_hash(finding, &lines, &run_id);
-        let count = seen.entry(hash.clone()).or_insert(0);
-        *count += 1;
-        finding.fingerprint = format!("{hash}:{count}");
+        finding.fingerprint = fingerprint(finding, &lines, &run_id);
     }
     Ok(Findings { list, run })
 }
@@ -243,6 +300,7 @@ fn finding(
     table: Table,
     row: &Value,
     sources: &HashMap<String, Source>,
+    claims: &HashMap<&str, &VerifiedItem>,
     recorded_root: Option<&Path>,
     run: Option<&Run>,
 ) -> Finding {
@@ -255,16 +313,18 @@ fn finding(
         .filter_map(Value::as_str)
         .map(str::to_owned)
         .collect();
-    let known: Vec<&Source> = source_items
+    let cited: Vec<&VerifiedItem> = source_items
         .iter()
-        .filter_map(|item| sources.get(item))
+        .filter_map(|item| claims.get(item.as_str()).copied())
         .collect();
+    let credit = credits::row(&cited, &source_items);
+    let classes: Vec<FinalClass> = cited.iter().filter_map(|item| item.final_class).collect();
     let class = match table {
         Table::Consensus => text("convergence")
             .and_then(|word| word.parse::<FinalClass>().ok())
             .unwrap_or(FinalClass::WorkerUnique),
+        Table::Differences if credit.refuted => FinalClass::Refuted,
         Table::Differences => {
-            let classes: Vec<FinalClass> = known.iter().filter_map(|s| s.class).collect();
             if !classes.is_empty() && classes.iter().all(|c| *c == FinalClass::WorkerUnique) {
                 FinalClass::WorkerUnique
             } else {
@@ -272,37 +332,46 @@ fn finding(
             }
         }
     };
-    let row_severity = text("severity").and_then(|word| word.parse::<Severity>().ok());
-    let severity = known
+    // The items it cites that are not claims okstra judged keep their
+    // owners' severities.
+    let others = source_items
         .iter()
-        .filter_map(|source| source.severity)
-        .chain(row_severity)
-        .max();
-    let rule = known
+        .filter(|item| !claims.contains_key(item.as_str()))
+        .filter_map(|item| sources.get(item)?.severity);
+    let known = credit.severity.into_iter().chain(others).max();
+    let severity = if credit.refuted || class == FinalClass::Refuted {
+        None
+    } else {
+        known.or_else(|| text("severity").and_then(|word| word.parse::<Severity>().ok()))
+    };
+    let rule = source_items
         .iter()
-        .filter_map(|source| source.section.as_deref())
+        .filter_map(|item| {
+            sources
+                .get(item)
+                .and_then(|source| source.section.as_deref())
+                .or_else(|| claims.get(item.as_str())?.section.as_deref())
+        })
         .map(Rule::of_section)
         .max_by_key(|rule| rule.specificity())
         .unwrap_or(Rule::Finding);
-    let mut found_by: Vec<String> = Vec::new();
-    for item in &source_items {
-        if let Some((owner, _)) = item.split_once(':') {
-            push_once(&mut found_by, owner);
-        }
-    }
-    let mut agreed_by: Vec<String> = Vec::new();
-    let mut disagreed_by: Vec<String> = Vec::new();
-    for source in &known {
-        for reviewer in &source.agreed {
-            push_once(&mut agreed_by, reviewer);
-        }
-        for reviewer in &source.disagreed {
-            push_once(&mut disagreed_by, reviewer);
-        }
-    }
-    let mut anchors: Vec<Anchor> = known
+    let mut anchors: Vec<Anchor> = source_items
         .iter()
-        .flat_map(|source| anchor::of_evidence(&source.evidence, recorded_root))
+        .flat_map(|item| {
+            let evidence = match (sources.get(item), claims.get(item.as_str())) {
+                (Some(source), _) if !source.evidence.is_empty() => source.evidence.clone(),
+                (_, Some(claim)) => claim
+                    .anchors
+                    .iter()
+                    .map(|a| Evidence {
+                        kind: EvidenceKind::PathLine,
+                        text: a.location(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            anchor::of_evidence(&evidence, recorded_root)
+        })
         .collect();
     anchors.sort();
     anchors.dedup();
@@ -314,73 +383,65 @@ fn finding(
                 .iter()
                 .any(|a| change.touches(&a.path, a.start, a.end))
         });
+    let claim_text = source_items
+        .iter()
+        .filter_map(|item| {
+            claims
+                .get(item.as_str())
+                .and_then(|claim| claim.text.clone())
+                .or_else(|| sources.get(item)?.text.clone())
+        })
+        .map(|text| normalise_claim(&text))
+        .filter(|text| !text.is_empty())
+        .min();
+    let row_text = text("finding")
+        .or_else(|| text("topic"))
+        .unwrap_or_default();
     Finding {
         row: text("id").unwrap_or_default(),
         rule,
         class,
         severity,
-        text: text("finding")
-            .or_else(|| text("topic"))
-            .unwrap_or_default(),
+        severity_disputes: credit
+            .severity_disputes
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} says {}",
+                    d.reviewer,
+                    d.severity.map_or("overstated", Severity::as_str)
+                )
+            })
+            .collect(),
+        claim: claim_text.unwrap_or_else(|| normalise_claim(&row_text)),
+        text: row_text,
         suggested_fix: text("suggestedFix"),
+        found_by: credit.found_by.iter().map(|s| (*s).to_owned()).collect(),
+        agreed_by: credit.verified_by.iter().map(|s| (*s).to_owned()).collect(),
+        disagreed_by: credit.disputed_by.iter().map(|s| (*s).to_owned()).collect(),
         source_items,
-        found_by,
-        agreed_by,
-        disagreed_by,
         anchors,
         fingerprint: String::new(),
         pre_existing,
     }
 }
 
-fn push_once(list: &mut Vec<String>, name: &str) {
-    if !list.iter().any(|known| known == name) {
-        list.push(name.to_owned());
-    }
-}
-
-/// Every source item the run's records know: each contributor's result
-/// items, then the convergence ledger's classes and verdicts.
-fn sources(run: &Run) -> HashMap<String, Source> {
+/// Every source item the run's own results hold: each contributor's items
+/// as its worker wrote them (section, text, evidence, severity), parsed
+/// once in the records.
+fn sources(records: &Records) -> HashMap<String, Source> {
     let mut known: HashMap<String, Source> = HashMap::new();
-    for assignment in &run.assignments {
-        if assignment.role == Role::ReportWriter {
-            continue;
-        }
-        let path = &assignment.paths.result_path;
-        if crate::confine::inside_no_links(path, &run.dir, "a worker's result").is_err() {
-            continue;
-        }
-        let Ok(text) = items::read_result(path) else {
-            continue;
-        };
-        let severities = severity::of_result(&text);
-        for item in items::parse(&text).items {
-            let key = format!("{}:{}", assignment.worker_id, item.id);
-            let entry = known.entry(key).or_default();
-            entry.severity = severities.get(&item.id).copied();
-            entry.section = Some(item.section);
-            entry.evidence = item.evidence;
-        }
-    }
-    let path = RunLayout::of(&run.dir).convergence_ledger();
-    if let Ok(Some(ledger)) = ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA) {
-        for item in ledger.items {
-            let entry = known.entry(item.item_id).or_default();
-            entry.class = item.final_class;
-            if entry.section.is_none() {
-                entry.section = item.section;
-            }
-            if entry.evidence.is_empty() {
-                entry.evidence = item.evidence;
-            }
-            for verdict in item.verdicts.iter().filter(|v| !v.substitute) {
-                if verdict.verdict.agrees() {
-                    push_once(&mut entry.agreed, &verdict.reviewer);
-                } else {
-                    push_once(&mut entry.disagreed, &verdict.reviewer);
-                }
-            }
+    for (worker, own) in &records.results.own {
+        for item in &own.parsed.items {
+            known.insert(
+                format!("{worker}:{}", item.id),
+                Source {
+                    section: Some(item.section.clone()),
+                    text: Some(item.text.clone()),
+                    evidence: item.evidence.clone(),
+                    severity: own.severities.get(&item.id).copied(),
+                },
+            );
         }
     }
     known
@@ -461,12 +522,18 @@ fn normalise(line: &str) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The fingerprint before its occurrence count (see the module docs).
-fn fingerprint_hash(
-    finding: &Finding,
-    lines: &HashMap<(String, u32), String>,
-    run_id: &str,
-) -> String {
+/// A claim's text for its identity: case folded, every run of characters
+/// other than letters and digits made one space, the ends trimmed.
+fn normalise_claim(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A finding's fingerprint (see the module docs).
+fn fingerprint(finding: &Finding, lines: &HashMap<(String, u32), String>, run_id: &str) -> String {
     let rule = finding.rule.id();
     let key = match finding.anchors.first() {
         Some(anchor) => {
@@ -474,9 +541,12 @@ fn fingerprint_hash(
                 .get(&(anchor.path.clone(), anchor.start))
                 .cloned()
                 .unwrap_or_else(|| format!("@{}", anchor.start));
-            format!("okstra/v1\n{rule}\n{}\n{content}", anchor.path)
+            format!(
+                "okstra/v2\n{rule}\n{}\n{}\n{content}",
+                anchor.path, finding.claim
+            )
         }
-        None => format!("okstra/v1\n{rule}\nunanchored\n{run_id}\n{}", finding.row),
+        None => format!("okstra/v2\n{rule}\nunanchored\n{run_id}\n{}", finding.claim),
     };
     sha256_hex(key.as_bytes())
 }

@@ -43,7 +43,6 @@ mod model;
 #[cfg(test)]
 mod proptests;
 mod records;
-pub mod reliability;
 mod render;
 mod rules;
 pub mod sarif;
@@ -73,10 +72,11 @@ use crate::run::layout::{
 use crate::schema;
 use crate::{confine, fsread};
 
-use self::blocks::coverage_and_usage;
 pub use self::blocks::{finalize, needs_finalize};
-use self::reliability::Reliability;
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
+use crate::derive;
+use crate::derive::reliability::{self, Reliability};
+use crate::run::{Parts, Records};
 
 /// Every final-report schema okstra reads, oldest first, as (`schemaVersion`,
 /// embedded schema in `schemas/`). The last one is what new runs are written
@@ -85,6 +85,7 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("1.0", "final-report-v1.0.schema.json"),
     ("2.0", "final-report-v2.0.schema.json"),
     ("2.1", "final-report-v2.1.schema.json"),
+    ("2.2", "final-report-v2.2.schema.json"),
 ];
 /// The schema new runs are written against: (`schemaVersion`, file).
 pub const CURRENT: (&str, &str) = SCHEMAS[SCHEMAS.len() - 1];
@@ -459,31 +460,44 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         })
         .collect();
     if invariants {
-        // Coverage, usage and the ledger's completeness are okstra's from
-        // 2.1 on: checked against what the records give now.
-        if let Some(run) = loaded.run.as_mut()
-            && is_at_least(&loaded.schema_version, RELIABILITY_SINCE)
-        {
-            run.records = Some(
-                coverage_and_usage(&run.run_dir)
-                    .map(|(coverage, usage)| validate::Records { coverage, usage })
-                    .map_err(|err| format!("{err:#}")),
-            );
-        }
-        // The records' own answer, only for a report that carries the block.
-        if let Some(run) = loaded.run.as_mut()
-            && loaded.value.get("reliability").is_some()
-        {
-            run.reliability =
-                Some(reliability::compute(&run.run_dir).map_err(|err| format!("{err:#}")));
-        }
-        if let Some(run) = loaded.run.as_mut()
-            && loaded.value.get("verification").is_some()
-        {
-            run.verification = Some(
-                verification::compute(&run.run_dir, Some(&loaded.value))
-                    .map_err(|err| format!("{err:#}")),
-            );
+        // okstra's blocks, from the run's records read once: coverage, usage
+        // and the ledger's completeness are okstra's from 2.1 on; the
+        // reliability and verification blocks are checked when the report
+        // carries them.
+        if let Some(run) = loaded.run.as_mut() {
+            let records =
+                Records::open(&run.run_dir, Parts::FACTS).map_err(|err| format!("{err:#}"));
+            run.ledger = match &records {
+                Ok(records) => ledger_classes(records).map(Ok),
+                Err(reason) => Some(Err(reason.clone())),
+            };
+            if is_at_least(&loaded.schema_version, RELIABILITY_SINCE) {
+                run.records = Some(records.as_ref().map_err(Clone::clone).map(|records| {
+                    validate::Computed {
+                        coverage: derive::coverage::of(records),
+                        usage: derive::usage::summary(records),
+                    }
+                }));
+            }
+            if loaded.value.get("reliability").is_some() {
+                run.reliability = Some(
+                    records
+                        .as_ref()
+                        .map_err(Clone::clone)
+                        .map(derive::reliability::of),
+                );
+            }
+            if loaded.value.get("verification").is_some() {
+                run.verification = Some(match &records {
+                    Ok(records) => verification::compute(records, Some(&loaded.value))
+                        .map_err(|err| format!("{err:#}")),
+                    Err(reason) => Err(reason.clone()),
+                });
+            }
+            // The results the report cites are the ones okstra recorded.
+            if let Ok(records) = &records {
+                problems.extend(integrity(&loaded.value, records));
+            }
         }
         let indexes = loaded
             .pending
@@ -618,7 +632,7 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
         schema_version: run.report_schema_version.clone(),
         run_id: Some(run.run_id.clone()),
         task_key: Some(run.task_key.clone()),
-        ledger: read_ledger(&run.dir),
+        ledger: None,
         reliability: None,
         verification: None,
         records: None,
@@ -626,36 +640,69 @@ fn read_manifest(run_dir: &Path) -> Result<(PathBuf, RunFacts)> {
     Ok((data_path, facts))
 }
 
-/// The convergence ledger's final classes, when the run has a ledger.
-fn read_ledger(run_dir: &Path) -> Option<Result<validate::LedgerClasses, String>> {
-    let path = RunLayout::of(run_dir).convergence_ledger();
-    match converge::ledger::read::<converge::Ledger>(&path, converge::ledger::LEDGER_SCHEMA) {
-        Ok(None) => None,
-        Ok(Some(ledger)) => Some(Ok(validate::LedgerClasses {
-            shown: path
-                .strip_prefix(run_dir)
-                .unwrap_or(&path)
-                .display()
-                .to_string(),
-            failed: ledger
-                .items
-                .iter()
-                .filter(|item| item.final_class == Some(converge::FinalClass::Unverifiable))
-                .map(|item| {
-                    (
-                        item.item_id.clone(),
-                        verification::failed_anchor(&item.anchoring.anchors),
-                    )
-                })
-                .collect(),
-            classes: ledger
-                .items
+/// One problem per result the report cites (its source items' workers; with
+/// a `verification` block, every round's verdicts too) that is not the file
+/// okstra recorded.
+fn integrity(report: &Value, records: &Records) -> Vec<Problem> {
+    let cited: std::collections::BTreeSet<String> = validate::ROW_TABLES
+        .iter()
+        .flat_map(|(table, _)| validate::rows(report, table))
+        .flat_map(|(_, row)| {
+            row.get("sourceItems")
+                .and_then(Value::as_array)
                 .into_iter()
-                .map(|item| (item.item_id, item.final_class))
-                .collect(),
-        })),
-        Err(err) => Some(Err(format!("{:#}", anyhow::Error::from(err)))),
-    }
+                .flatten()
+                .filter_map(Value::as_str)
+        })
+        .filter_map(|item| item.split_once(':').map(|(worker, _)| worker.to_owned()))
+        .collect();
+    let reviews = report.get("verification").is_some();
+    derive::integrity::mismatches(records, &cited, reviews)
+        .iter()
+        .map(|mismatch| Problem {
+            rule: "records",
+            pointer: String::new(),
+            message: mismatch.message(&records.run.dir),
+        })
+        .collect()
+}
+
+/// The convergence ledger's claims as the rules judge them (their classes,
+/// their findings), when the run has a ledger.
+fn ledger_classes(records: &Records) -> Option<validate::LedgerClasses> {
+    let (ledger, judged) = derive::verification::judged(records)?;
+    let path = records.layout().convergence_ledger();
+    Some(validate::LedgerClasses {
+        shown: path
+            .strip_prefix(&records.run.dir)
+            .unwrap_or(&path)
+            .display()
+            .to_string(),
+        failed: ledger
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| judged.outcome(*index).class == converge::FinalClass::Unverifiable)
+            .map(|(_, item)| {
+                (
+                    item.item_id.clone(),
+                    verification::failed_anchor(&item.anchoring.anchors),
+                )
+            })
+            .collect(),
+        classes: ledger
+            .items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (item.item_id.clone(), Some(judged.outcome(index).class)))
+            .collect(),
+        finding: ledger
+            .items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (item.item_id.clone(), judged.findings.of[index]))
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ const COVERAGE_FIELDS: [&str; 4] = ["role", "terminalStatus", "failure", "notes"
 pub(super) fn coverage_against_records(
     entry: &Value,
     index: usize,
-    computed: &crate::coverage::Entry,
+    computed: &crate::derive::coverage::Entry,
     problems: &mut Vec<Problem>,
 ) {
     let Ok(expected) = serde_json::to_value(computed) else {
@@ -203,8 +203,9 @@ fn escape_pointer(key: &str) -> String {
 /// `differences` row when the run was not cross-verified), a
 /// `worker-unique` one in a `differences` row, and no `worker-unique`,
 /// unclassified or never-reviewed item (one the ledger does not hold) in
-/// `consensus`. (`contested` claims have their own rule in
-/// `validate::convergence`; an `unverifiable` one okstra lists apart.)
+/// `consensus`. (`contested` and `refuted` claims have their own rule in
+/// `validate::convergence`; an `unverifiable` or `refuted` one okstra lists
+/// apart.)
 pub(super) fn ledger_complete(report: &Value, ledger: &LedgerClasses, problems: &mut Vec<Problem>) {
     let cited = |table: &'static str| -> HashSet<&str> {
         rows(report, table)
@@ -237,7 +238,7 @@ pub(super) fn ledger_complete(report: &Value, ledger: &LedgerClasses, problems: 
             FinalClass::FullConsensus | FinalClass::PartialConsensus | FinalClass::WorkerUnique => {
                 "differences"
             }
-            FinalClass::Contested | FinalClass::Unverifiable => continue,
+            FinalClass::Contested | FinalClass::Unverifiable | FinalClass::Refuted => continue,
         };
         let rows = if table == "consensus" {
             &consensus
@@ -297,6 +298,7 @@ mod tests {
                 .map(|(item, class)| ((*item).to_owned(), *class))
                 .collect(),
             failed: HashMap::new(),
+            finding: HashMap::new(),
         }
     }
 

@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::converge::FinalClass;
 use crate::severity::Severities;
 
-/// Each ledger item's final class (`None` when it has not been classified).
+/// Each ledger claim's class as the rules give it (`None` when it has not
+/// been classified), and its finding.
 #[derive(Debug, Clone)]
 pub struct LedgerClasses {
     /// The ledger's path, relative to the run folder, for messages.
@@ -19,6 +20,9 @@ pub struct LedgerClasses {
     pub classes: HashMap<String, Option<FinalClass>>,
     /// Why each `unverifiable` item is (its failed anchor), for messages.
     pub failed: HashMap<String, String>,
+    /// The finding of each claim: claims with the same number are one
+    /// finding (`derive::identity`).
+    pub finding: HashMap<String, usize>,
 }
 
 /// One thing wrong with a report.
@@ -27,7 +31,7 @@ pub struct Problem {
     /// `schema` or the invariant's name (`verdict-card`, `next-step-routing`,
     /// `row-id`, `source-item`, `coverage`, `task-type`, `schema-version`,
     /// `header`, `convergence`, `reliability`, `verification`, `usage`,
-    /// `anchors`, `severity`).
+    /// `anchors`, `severity`, `records`).
     pub rule: &'static str,
     /// JSON pointer to the offending value (`""` is the whole document).
     pub pointer: String,

@@ -6,10 +6,12 @@
 //! (`findings::Rule`, always all four, in one order, so `ruleIndex` is
 //! stable). Every consensus and contested finding is a result, and every
 //! worker-unique one that has an anchor; an unanchored one has no location
-//! and says so. Levels follow the severity (`critical`/`high` → `error`,
-//! `medium` → `warning`, `low`/`info`/unranked → `note`). Paths are relative
-//! to the project root; `partialFingerprints` carries okstra's fingerprint
-//! under [`FINGERPRINT_KEY`], so a re-run does not duplicate alerts.
+//! and says so. A refuted finding is a suppressed result (`suppressions`,
+//! with its justification, level `none`): never an alert. Levels follow the
+//! severity (`critical`/`high` → `error`, `medium` → `warning`,
+//! `low`/`info`/unranked → `note`). Paths are relative to the project root;
+//! `partialFingerprints` carries okstra's fingerprint under
+//! [`FINGERPRINT_KEY`], so a re-run does not duplicate alerts.
 //!
 //! GitHub's limits are kept: at most [`MAX_RESULTS`] results (the most
 //! severe first when there are more, and the run says how many were left
@@ -29,8 +31,9 @@ use crate::converge::FinalClass;
 use crate::fsread;
 use crate::severity::Severity;
 
-/// The `partialFingerprints` key of okstra's fingerprint.
-pub const FINGERPRINT_KEY: &str = "okstraFinding/v1";
+/// The `partialFingerprints` key of okstra's fingerprint (v2: what a
+/// finding is, never where it sits in the report).
+pub const FINGERPRINT_KEY: &str = "okstraFinding/v2";
 /// GitHub code scanning's limit on results per run.
 pub const MAX_RESULTS: usize = 25_000;
 /// GitHub's limit on locations per result.
@@ -43,9 +46,17 @@ const RULES: [Rule; 4] = [Rule::Finding, Rule::RootCause, Rule::Risk, Rule::Defe
 const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
 /// Whether a finding becomes a SARIF result: consensus and contested ones
-/// always, a worker-unique one only with an anchor.
+/// always, a worker-unique one only with an anchor, a refuted one as a
+/// suppressed result only.
 pub fn is_reported(finding: &Finding) -> bool {
     finding.class != FinalClass::WorkerUnique || finding.is_anchored()
+}
+
+/// Whether a finding is an alert (what the pull-request review comments on,
+/// and the most severe of which a log keeps first): a reported one that is
+/// not refuted.
+pub fn is_alert(finding: &Finding) -> bool {
+    is_reported(finding) && !finding.is_refuted()
 }
 
 /// The SARIF log of a valid report's findings.
@@ -53,8 +64,9 @@ pub fn log(findings: &Findings, report: &Value, verification: &Verification) -> 
     let mut reported: Vec<&Finding> = findings.list.iter().filter(|f| is_reported(f)).collect();
     let left_out = reported.len().saturating_sub(MAX_RESULTS);
     if left_out > 0 {
-        // Keep the most severe; the sort is stable, so report order breaks ties.
-        reported.sort_by_key(|f| std::cmp::Reverse(f.rank()));
+        // Keep the most severe alerts (a refuted finding never ranks); the
+        // sort is stable, so report order breaks ties.
+        reported.sort_by_key(|f| std::cmp::Reverse((is_alert(f), f.rank())));
         reported.truncate(MAX_RESULTS);
     }
     let results: Vec<Value> = reported.iter().map(|f| result(f)).collect();
@@ -119,9 +131,9 @@ fn rule_descriptor(rule: Rule) -> Value {
         "name": name,
         "shortDescription": {"text": rule.description()},
         "fullDescription": {"text": format!(
-            "{}. Each result says which workers found it, which agreed and which disagreed, and \
-             its convergence class (full-consensus, partial-consensus, contested or \
-             worker-unique).",
+            "{}. Each result says which workers found it, which verified and which disputed it \
+             (counted verdicts only), and its convergence class (full-consensus, \
+             partial-consensus, contested or worker-unique; a refuted one is suppressed).",
             rule.description()
         )},
         "defaultConfiguration": {"level": "warning"},
@@ -148,6 +160,13 @@ fn result(finding: &Finding) -> Value {
     if !finding.disagreed_by.is_empty() {
         let _ = write!(message, "; disagreed by {}", list(&finding.disagreed_by));
     }
+    if !finding.severity_disputes.is_empty() {
+        let _ = write!(
+            message,
+            "; severity disputed: {}",
+            finding.severity_disputes.join(", ")
+        );
+    }
     message.push(']');
     if !finding.is_anchored() {
         message.push_str(" (unanchored: its workers cited no file and line in the project)");
@@ -170,6 +189,7 @@ fn result(finding: &Finding) -> Value {
         "foundBy": finding.found_by,
         "agreedBy": finding.agreed_by,
         "disagreedBy": finding.disagreed_by,
+        "severityDisputes": finding.severity_disputes,
         "sourceItems": finding.source_items,
         "anchored": finding.is_anchored(),
         "tags": ["okstra", finding.class.as_str()],
@@ -181,11 +201,23 @@ fn result(finding: &Finding) -> Value {
         "ruleId": finding.rule.id(),
         "ruleIndex": index,
         "kind": "fail",
-        "level": finding.rank().sarif_level(),
+        "level": if finding.is_refuted() { "none" } else { finding.rank().sarif_level() },
         "message": {"text": message},
         "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
         "properties": properties,
     });
+    if finding.is_refuted() {
+        // Code scanning shows a suppressed result closed, never as an alert.
+        result["suppressions"] = json!([{
+            "kind": "external",
+            "status": "accepted",
+            "justification": format!(
+                "refuted in convergence: its owner withdrew it, or reviewers refuted it with \
+                 evidence of their own ({})",
+                list(&finding.disagreed_by)
+            ),
+        }]);
+    }
     if !locations.is_empty() {
         result["locations"] = Value::Array(locations);
     }
@@ -269,11 +301,13 @@ mod tests {
             rule: Rule::Finding,
             class: FinalClass::FullConsensus,
             severity: Some(severity),
+            severity_disputes: Vec::new(),
             text: if long {
                 "x".repeat(MAX_MESSAGE_CHARS * 2)
             } else {
                 "short".into()
             },
+            claim: "short".into(),
             suggested_fix: None,
             source_items: vec!["claude:F-1".into()],
             found_by: vec!["claude".into()],
@@ -325,6 +359,24 @@ mod tests {
             "src/%C3%BC%20b.rs"
         );
         assert_eq!(second["partialFingerprints"][FINGERPRINT_KEY], "0:1");
+    }
+
+    #[test]
+    fn a_refuted_finding_is_a_suppressed_result_never_an_alert() {
+        let mut refuted = finding(1, Severity::High, true);
+        refuted.class = FinalClass::Refuted;
+        refuted.severity = None;
+        refuted.disagreed_by = vec!["codex".into(), "kimi".into()];
+        assert!(is_reported(&refuted) && !is_alert(&refuted));
+        let result = result(&refuted);
+        assert_eq!(result["level"], "none");
+        assert_eq!(result["suppressions"][0]["status"], "accepted");
+        assert!(
+            result["suppressions"][0]["justification"]
+                .as_str()
+                .unwrap()
+                .contains("codex, kimi")
+        );
     }
 
     #[test]

@@ -118,6 +118,54 @@ fn v2_1_is_v2_0_plus_reliability_landing_verification_and_a_class() {
     assert_eq!(v21, v20);
 }
 
+/// 2.2 is 2.1 plus one convergence class (`refuted`) and, in okstra's
+/// `verification` block, the counted credits: `withdrawn`, `mergedWith`,
+/// `agreedBy`, `disagreedBy`, `severity`, `severityDisputes` on each item
+/// and `uncounted` on each review: additive, nothing else moves but
+/// descriptions.
+#[test]
+fn v2_2_is_v2_1_plus_refuted_and_the_counted_credits() {
+    let load = |name: &str| -> Value { serde_json::from_str(schema::text(name).unwrap()).unwrap() };
+    let v21 = load("final-report-v2.1.schema.json");
+    let mut v22 = load("final-report-v2.2.schema.json");
+    assert_eq!(
+        v22.pointer("/properties/schemaVersion/const").unwrap(),
+        "2.2"
+    );
+    let root = v22.as_object_mut().unwrap();
+    for key in ["$id", "title", "description"] {
+        root[key] = v21[key].clone();
+    }
+    root["properties"]["schemaVersion"] = v21["properties"]["schemaVersion"].clone();
+    let defs = root["$defs"].as_object_mut().unwrap();
+    assert!(defs.remove("SeverityDispute").is_some());
+    let item = defs["VerifiedItem"]["properties"].as_object_mut().unwrap();
+    for field in [
+        "withdrawn",
+        "mergedWith",
+        "agreedBy",
+        "disagreedBy",
+        "severity",
+        "severityDisputes",
+    ] {
+        assert!(item.remove(field).is_some(), "{field}");
+    }
+    let review = defs["Review"]["properties"].as_object_mut().unwrap();
+    assert!(review.remove("uncounted").is_some());
+    let classes = defs["Convergence"]["enum"].as_array_mut().unwrap();
+    assert_eq!(classes.pop().unwrap(), "refuted");
+    for pointer in [
+        "/Convergence/description",
+        "/VerifiedItem/properties/foundBy/description",
+        "/VerifiedItem/properties/corroboratedBy",
+        "/Review/properties/counted/description",
+    ] {
+        let pointer = format!("/$defs{pointer}");
+        *v22.pointer_mut(&pointer).unwrap() = v21.pointer(&pointer).unwrap().clone();
+    }
+    assert_eq!(v22, v21);
+}
+
 #[test]
 fn every_listed_version_has_its_schema_and_the_last_is_current() {
     for (version, file) in SCHEMAS {
@@ -128,7 +176,8 @@ fn every_listed_version_has_its_schema_and_the_last_is_current() {
             "{file}"
         );
     }
-    assert_eq!(CURRENT, ("2.1", "final-report-v2.1.schema.json"));
+    assert_eq!(CURRENT, ("2.2", "final-report-v2.2.schema.json"));
+    assert!(is_at_least("2.2", RELIABILITY_SINCE));
     assert!(is_at_least("2.1", RELIABILITY_SINCE));
     assert!(!is_at_least("2.0", RELIABILITY_SINCE));
     assert!(!is_at_least("9.9", RELIABILITY_SINCE));

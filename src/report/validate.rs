@@ -17,10 +17,10 @@ use crate::fsread;
 use crate::items;
 use crate::severity::{self};
 
-pub use super::facts::{Records, Rostered, RunFacts};
-use super::reliability::Reliability;
+pub use super::facts::{Computed, Rostered, RunFacts};
 pub use super::rules::{Indexed, LedgerClasses, Problem, rows};
 use super::verification;
+use crate::derive::reliability::Reliability;
 
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";
@@ -174,16 +174,23 @@ fn task_type(report: &Value, run: Option<&RunFacts>, problems: &mut Vec<Problem>
     }
 }
 
+/// The report uses the schema its run manifest names, or a later one (okstra
+/// writes its own blocks in the current schema's shape, and moves the
+/// report's `schemaVersion` up with them).
 fn schema_version(report: &Value, run: &RunFacts, problems: &mut Vec<Problem>) {
     if let (Some(found), Some(expected)) = (
         report.get("schemaVersion").and_then(Value::as_str),
         run.schema_version.as_deref(),
     ) && found != expected
+        && !super::is_at_least(found, expected)
     {
         problems.push(Problem::new(
             "schema-version",
             "/schemaVersion",
-            format!("the report uses schema `{found}` but the run manifest expects `{expected}`"),
+            format!(
+                "the report uses schema `{found}` but the run manifest expects `{expected}` (or a \
+                 later one)"
+            ),
         ));
     }
 }
@@ -290,18 +297,24 @@ fn convergence(
             }
             if table == "consensus" {
                 for (position, item) in sources.iter().enumerate() {
-                    if class_of(item) == Some(FinalClass::Contested) {
-                        problems.push(Problem::new(
-                            "convergence",
-                            format!("/consensus/{index}/sourceItems/{position}"),
-                            format!(
-                                "`{item}` is `contested` in `{}`; a contested item belongs in \
-                                 `differences`, not `consensus`",
-                                ledger.shown
-                            ),
-                        ));
-                    }
+                    let why = match class_of(item) {
+                        Some(FinalClass::Contested) => {
+                            "a contested item belongs in `differences`, not `consensus`"
+                        }
+                        Some(FinalClass::Refuted) => {
+                            "a refuted claim is never consensus: okstra lists it apart with its \
+                             refutation"
+                        }
+                        _ => continue,
+                    };
+                    let class = class_of(item).map_or("", FinalClass::as_str);
+                    problems.push(Problem::new(
+                        "convergence",
+                        format!("/consensus/{index}/sourceItems/{position}"),
+                        format!("`{item}` is `{class}` in `{}`; {why}", ledger.shown),
+                    ));
                 }
+                one_finding(index, &sources, ledger, problems);
             }
         }
     }
@@ -326,6 +339,41 @@ fn convergence(
                 ledger.shown
             ),
         ));
+    }
+}
+
+/// A consensus row is one finding: every claim of the ledger it cites was
+/// merged into one by its reviewers (`derive::identity`). Claims reviewers
+/// did not say are the same — two workers' claims at the same lines,
+/// perhaps saying opposite things — are separate rows, each found by its
+/// own owner.
+fn one_finding(
+    index: usize,
+    sources: &[String],
+    ledger: &LedgerClasses,
+    problems: &mut Vec<Problem>,
+) {
+    let mut first: Option<(&str, usize)> = None;
+    for (position, item) in sources.iter().enumerate() {
+        let Some(&finding) = ledger.finding.get(item) else {
+            continue;
+        };
+        match first {
+            None => first = Some((item, finding)),
+            Some((seen, seen_finding)) if seen_finding != finding => {
+                problems.push(Problem::new(
+                    "convergence",
+                    format!("/consensus/{index}/sourceItems/{position}"),
+                    format!(
+                        "`{item}` and `{seen}` are two findings in `{}`: no quorum of reviewers \
+                         said they are the same claim, so they are two rows, each found by its \
+                         own owner",
+                        ledger.shown
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
     }
 }
 

@@ -1,171 +1,53 @@
-//! Who found and who verified each claim: the final report's
-//! `verification` block (schema 2.1, optional), computed by okstra from the
-//! convergence ledger and never authored.
+//! The report's `verification` block: who found and who verified each
+//! claim (`derive::verification`, computed from the run's records and never
+//! authored), and each `primaryEvidence` row checked against the run's
+//! snapshot.
 //!
-//! For every claim of the ledger: its owner and the workers whose claims at
-//! overlapping lines corroborate it (`foundBy`), its anchors as okstra
-//! checked them, its final class, and every review round by round — the
-//! verdict, its evidence, the evidence's anchor status, whether the
-//! classification counted it — or why a reviewer gave no answer. The report
-//! views join it to the consensus and difference rows through their
-//! `sourceItems`, and list the `unverifiable` claims apart.
-//!
-//! [`compute`] reads the run's records; `okstra coverage` hands the block to
-//! the report writer, [`super::finalize`] writes it into data.json, and
-//! `okstra validate` recomputes it ([`check`]): a hand edit fails on the
+//! [`compute`] assembles it; `okstra coverage` hands it to the report
+//! writer, the report's finalize step writes it into data.json, and `okstra
+//! validate` checks the one it finds ([`check`]): a hand edit fails on the
 //! item it changed. Whatever the block says, a consensus row may not cite
-//! an `unverifiable` claim.
-
-use std::path::Path;
+//! an `unverifiable` or `refuted` claim.
 
 use anyhow::{Context as _, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::anchors::{self, Checked};
-use crate::converge::ledger::{LedgerItem, Verdict};
-use crate::converge::{self, FinalClass, Ledger, RunInfo, classify};
-use crate::run::layout::RunLayout;
+use crate::anchors;
+use crate::converge::FinalClass;
+pub use crate::derive::verification::failed_anchor;
+pub use crate::derive::verification::{CheckedEvidence, Review, Verification, VerifiedItem};
+use crate::run::{Records, Run};
 
 use super::rules::{LedgerClasses, Problem};
 
-/// The report's `verification` block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Verification {
-    /// The snapshot the anchors were checked against, when one was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<String>,
-    pub items: Vec<VerifiedItem>,
-    /// Each `primaryEvidence` row's location and excerpt as okstra checked
-    /// them, in the rows' order; empty before the report writer wrote any.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<CheckedEvidence>,
-}
-
-/// One `primaryEvidence` row of the report, checked: the writer quotes the
-/// code, okstra says whether the snapshot holds it there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CheckedEvidence {
-    pub id: String,
-    /// `none` for a location that names no line of the project (a log, a
-    /// reproduction).
-    pub anchor_status: anchors::Status,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub anchors: Vec<Checked>,
-}
-
-/// One claim: who found it, its anchors, who reviewed it and how.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct VerifiedItem {
-    pub item_id: String,
-    pub owner: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub section: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_class: Option<FinalClass>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub anchor_status: Option<anchors::Status>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub anchors: Vec<Checked>,
-    /// The owner, then the owners of the claims that corroborate it.
-    pub found_by: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub corroborated_by: Vec<String>,
-    pub reviews: Vec<Review>,
-}
-
-/// One reviewer's answer in one round, or why it gave none.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Review {
-    pub reviewer: String,
-    pub round: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub addition: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub anchor_status: Option<anchors::Status>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub same_as: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub no_answer: Option<String>,
-    pub counted: bool,
-}
-
-/// The block for the run in `run_dir`; `None` when it has no convergence
-/// ledger. With `report` (its data.json, once the writer wrote it), its
-/// `primaryEvidence` rows are checked too, against the snapshot the run
-/// recorded (none recorded: nothing to check them against).
-pub fn compute(run_dir: &Path, report: Option<&Value>) -> Result<Option<Verification>> {
-    let compute = || -> Result<Option<Verification>> {
-        let info = RunInfo::load(run_dir)?;
-        let path = RunLayout::of(info.dir()).convergence_ledger();
-        let Some(ledger) =
-            converge::ledger::read::<Ledger>(&path, converge::ledger::LEDGER_SCHEMA)?
-        else {
-            return Ok(None);
-        };
-        let mut block = of(&info, &ledger);
-        // Against the run's recorded snapshot only: checking evidence never
-        // takes one (`okstra validate` writes nothing into a run).
-        if let Some(report) = report
-            && block.snapshot.is_some()
-        {
-            block.evidence = evidence(&info, report)?;
-        }
-        Ok(Some(block))
+/// The block for the run whose records are `records`; `None` when it has
+/// no convergence ledger. With `report` (its data.json, once the writer
+/// wrote it), its `primaryEvidence` rows are checked too, against the
+/// snapshot the run recorded (none recorded: nothing to check them against).
+pub fn compute(records: &Records, report: Option<&Value>) -> Result<Option<Verification>> {
+    let Some(mut block) = crate::derive::verification::of(records) else {
+        return Ok(None);
     };
-    compute().with_context(|| {
-        format!(
-            "cannot tell from the records of `{}` who verified what",
-            run_dir.display()
-        )
-    })
-}
-
-/// The block for `ledger` of the run `info`.
-pub fn of(info: &RunInfo, ledger: &Ledger) -> Verification {
-    let rostered = info.rostered();
-    let available = info.available(Some(ledger));
-    let context = classify::Context {
-        analysers: &rostered,
-        available: &available,
-        adversarial: info.settings.adversarial,
-        round: ledger.rounds_run,
-    };
-    let roster: Vec<&str> = info
-        .run
-        .assignments
-        .iter()
-        .map(|a| a.worker_id.as_str())
-        .collect();
-    Verification {
-        snapshot: anchors::snapshot::record(&info.run)
-            .ok()
-            .flatten()
-            .map(|record| record.id()),
-        items: ledger
-            .items
-            .iter()
-            .map(|item| verified(item, &context, &roster))
-            .collect(),
-        evidence: Vec::new(),
+    // Against the run's recorded snapshot only: checking evidence never
+    // takes one (`okstra validate` writes nothing into a run).
+    if let Some(report) = report
+        && block.snapshot.is_some()
+    {
+        block.evidence = evidence(&records.run, report).with_context(|| {
+            format!(
+                "cannot check the evidence rows of `{}` against the run's snapshot",
+                records.run.dir.display()
+            )
+        })?;
     }
+    Ok(Some(block))
 }
 
 /// Each `primaryEvidence` row of `report` with an id, its location's
 /// anchors checked against the run's snapshot. The row's excerpt belongs to
 /// its location when that names one place; a location that names several
 /// keeps the excerpts written beside each.
-fn evidence(info: &RunInfo, report: &Value) -> Result<Vec<CheckedEvidence>> {
+fn evidence(run: &Run, report: &Value) -> Result<Vec<CheckedEvidence>> {
     let rows: Vec<(&str, Vec<anchors::grammar::Anchor>)> = report
         .get("primaryEvidence")
         .and_then(Value::as_array)
@@ -190,10 +72,8 @@ fn evidence(info: &RunInfo, report: &Value) -> Result<Vec<CheckedEvidence>> {
         })
         .collect();
     let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
-    let checked = anchors::check_anchors(
-        &info.run,
-        rows.into_iter().map(|(_, parsed)| parsed).collect(),
-    )?;
+    let checked =
+        anchors::check_anchors(run, rows.into_iter().map(|(_, parsed)| parsed).collect())?;
     Ok(ids
         .into_iter()
         .zip(checked)
@@ -205,89 +85,10 @@ fn evidence(info: &RunInfo, report: &Value) -> Result<Vec<CheckedEvidence>> {
         .collect())
 }
 
-fn verified(item: &LedgerItem, context: &classify::Context<'_>, roster: &[&str]) -> VerifiedItem {
-    let mut found_by = vec![item.owner.clone()];
-    let mut others: Vec<String> = item
-        .grouping
-        .corroborated_by
-        .iter()
-        .filter_map(|id| id.split_once(':').map(|(owner, _)| owner.to_owned()))
-        .filter(|owner| *owner != item.owner)
-        .collect();
-    others.sort_by_key(|owner| roster.iter().position(|r| r == owner));
-    others.dedup();
-    found_by.extend(others);
-    let counted = classify::counted(item, context);
-    let mut reviews: Vec<Review> = item
-        .verdicts
-        .iter()
-        .zip(counted)
-        .map(|(entry, counted)| Review {
-            reviewer: entry.reviewer.clone(),
-            round: entry.round,
-            verdict: Some(entry.verdict),
-            evidence: Some(entry.evidence.clone()),
-            addition: entry.addition.clone(),
-            anchor_status: entry.anchoring.anchor_status,
-            same_as: entry.same_as.clone(),
-            no_answer: None,
-            counted,
-        })
-        .collect();
-    reviews.extend(item.no_answer.iter().map(|missing| Review {
-        reviewer: missing.reviewer.clone(),
-        round: missing.round,
-        verdict: None,
-        evidence: None,
-        addition: None,
-        anchor_status: None,
-        same_as: None,
-        no_answer: Some(missing.reason.clone()),
-        counted: false,
-    }));
-    // Round by round, then in roster order: the same records, the same block.
-    reviews.sort_by_key(|review| {
-        (
-            review.round,
-            roster.iter().position(|r| *r == review.reviewer),
-        )
-    });
-    VerifiedItem {
-        item_id: item.item_id.clone(),
-        owner: item.owner.clone(),
-        section: item.section.clone(),
-        text: item.text.clone(),
-        final_class: item.final_class,
-        anchor_status: item.anchoring.anchor_status,
-        anchors: item.anchoring.anchors.clone(),
-        found_by,
-        corroborated_by: item.grouping.corroborated_by.clone(),
-        reviews,
-    }
-}
-
-/// Why a claim is unverifiable, in one phrase: its first failed anchor, or
-/// that it has none.
-pub fn failed_anchor(anchors: &[Checked]) -> String {
-    anchors
-        .iter()
-        .find(|a| a.status == anchors::Status::Unanchored)
-        .map_or_else(
-            || "it cites no anchor".to_owned(),
-            |a| {
-                format!(
-                    "its anchor `{}` does not resolve: {}",
-                    a.location(),
-                    a.reason.as_deref().unwrap_or("not found")
-                )
-            },
-        )
-}
-
 /// The `verification` block checks: on a run it equals what okstra computes
 /// from the records (one problem per item that differs); and no consensus
 /// row cites a claim that is `unverifiable` (by the ledger, else by the
-/// block itself), nor claims that class.
+/// block itself), nor claims that class or `refuted`.
 pub fn check(
     report: &Value,
     computed: Option<&Result<Option<Verification>, String>>,
@@ -336,13 +137,23 @@ pub fn check(
     };
     let rows = report.get("consensus").and_then(Value::as_array);
     for (index, row) in rows.into_iter().flatten().enumerate() {
-        if row.get("convergence").and_then(Value::as_str) == Some(FinalClass::Unverifiable.as_str())
-        {
-            problems.push(Problem::new(
-                "anchors",
-                format!("/consensus/{index}/convergence"),
-                "an `unverifiable` claim is not consensus: okstra lists it apart".to_owned(),
-            ));
+        match row.get("convergence").and_then(Value::as_str) {
+            Some(class) if class == FinalClass::Unverifiable.as_str() => {
+                problems.push(Problem::new(
+                    "anchors",
+                    format!("/consensus/{index}/convergence"),
+                    "an `unverifiable` claim is not consensus: okstra lists it apart".to_owned(),
+                ));
+            }
+            Some(class) if class == FinalClass::Refuted.as_str() => {
+                problems.push(Problem::new(
+                    "convergence",
+                    format!("/consensus/{index}/convergence"),
+                    "a `refuted` claim is not consensus: okstra lists it apart with its refutation"
+                        .to_owned(),
+                ));
+            }
+            _ => {}
         }
         let sources = row.get("sourceItems").and_then(Value::as_array);
         for (position, source) in sources.into_iter().flatten().enumerate() {
@@ -459,6 +270,7 @@ mod tests {
                 "codex:F-9".to_owned(),
                 "its anchor `a.py:88` does not resolve: line 88 is past the end".to_owned(),
             )]),
+            finding: HashMap::new(),
         };
         let mut problems = Vec::new();
         check(&report(&rows, None), None, Some(&ledger), &mut problems);

@@ -34,18 +34,6 @@ pub struct Assignment {
     pub paths: DispatchPaths,
 }
 
-impl Assignment {
-    /// The worker, as `workspace` decides where it works.
-    pub fn as_worker(&self) -> crate::workspace::Worker<'_> {
-        crate::workspace::Worker {
-            id: &self.worker_id,
-            provider: self.provider,
-            role: self.role,
-            runner: self.runner,
-        }
-    }
-}
-
 /// The files of one dispatch, all derived from the run folder and the
 /// dispatch name, so every dispatch kind (initial, critic, reverify) names
 /// them the same way.

@@ -8,11 +8,7 @@
 //! `≥ $X + unpriced` (a floor), and a cent that was spent is never rounded
 //! away (`$0.0042`).
 
-use std::collections::BTreeSet;
 use std::fmt;
-
-use super::price::Prices;
-use super::tally::Record;
 
 /// A cost as known: the dollars of the priced part, and whether some
 /// tokens (or some parts' usage) have no price.
@@ -29,15 +25,6 @@ impl Cost {
         Cost {
             priced_usd,
             unpriced,
-        }
-    }
-
-    /// A usage record's cost: its tokens with no cost at all are unpriced.
-    pub fn of(record: &Record) -> Cost {
-        let read = record.input_tokens.is_some() || record.output_tokens.is_some();
-        Cost {
-            priced_usd: record.cost_usd,
-            unpriced: record.cost_partial || (read && record.cost_usd.is_none()),
         }
     }
 }
@@ -60,26 +47,6 @@ pub fn dollars(cost: f64) -> String {
     } else {
         format!("${cost:.2}")
     }
-}
-
-/// The models of `records` that have tokens but no price in `prices`, in
-/// order, each once.
-pub fn unpriced_models<'a>(
-    records: impl IntoIterator<Item = &'a Record>,
-    prices: &Prices,
-) -> Vec<String> {
-    let mut models = BTreeSet::new();
-    for record in records {
-        if !Cost::of(record).unpriced || record.input_tokens.is_none() {
-            continue;
-        }
-        for model in record.model.iter().flat_map(|m| m.split(", ")) {
-            if prices.resolve(model).is_none() {
-                models.insert(model.to_owned());
-            }
-        }
-    }
-    models.into_iter().collect()
 }
 
 /// The one hint for `models` with no price: how to give them one (the
@@ -112,47 +79,5 @@ mod tests {
         for (cost, expected) in cases {
             assert_eq!(cost.to_string(), expected, "{cost:?}");
         }
-    }
-
-    #[test]
-    fn a_record_with_tokens_and_no_cost_is_unpriced() {
-        let record = |cost_usd: Option<f64>, cost_partial: bool, tokens: Option<u64>| Record {
-            source: super::super::Source::CliStream,
-            provider: None,
-            model: Some("gpt-5.6-sol, claude-opus-4-8".into()),
-            input_tokens: tokens,
-            cache_read_tokens: None,
-            cache_write_tokens: None,
-            output_tokens: tokens,
-            reasoning_tokens: None,
-            cost_usd,
-            cost_source: None,
-            cost_partial,
-            reason: None,
-        };
-        assert_eq!(
-            Cost::of(&record(None, false, Some(5))).to_string(),
-            "unpriced"
-        );
-        assert_eq!(
-            Cost::of(&record(Some(0.2), false, Some(5))).to_string(),
-            "$0.20"
-        );
-        assert_eq!(
-            Cost::of(&record(Some(0.2), true, Some(5))).to_string(),
-            "≥ $0.20 + unpriced"
-        );
-        // Only the model the table does not know is named.
-        let prices = Prices::embedded();
-        assert_eq!(
-            unpriced_models(&[record(Some(0.2), true, Some(5))], &prices),
-            ["gpt-5.6-sol"]
-        );
-        assert!(unpriced_models(&[record(Some(0.2), false, Some(5))], &prices).is_empty());
-        let hint = price_hint(&["gpt-5.6-sol".to_owned()], "2026-11-30");
-        assert!(
-            hint.contains("`gpt-5.6-sol`") && hint.contains("`OKSTRA_PRICES`"),
-            "{hint}"
-        );
     }
 }

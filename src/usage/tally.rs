@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::cost::Cost;
 use super::price::Prices;
 use super::{Source, Tokens, Usage};
 
@@ -61,6 +62,15 @@ pub struct Record {
 }
 
 impl Record {
+    /// Its cost as it reads: tokens with no cost at all are unpriced.
+    pub fn cost(&self) -> Cost {
+        let read = self.input_tokens.is_some() || self.output_tokens.is_some();
+        Cost::new(
+            self.cost_usd,
+            self.cost_partial || (read && self.cost_usd.is_none()),
+        )
+    }
+
     /// One short cell for a table: `in 1.2k · cache r 30k w 2k · out 900 · $0.0123`
     /// (or `· unpriced`, `· ≥ $0.0123 + unpriced`).
     pub fn short(&self) -> String {
@@ -85,7 +95,7 @@ impl Record {
             " · out {}",
             crate::table::human(self.output_tokens.unwrap_or(0))
         );
-        let _ = write!(text, " · {}", super::cost::Cost::of(self));
+        let _ = write!(text, " · {}", self.cost());
         text
     }
 
@@ -313,6 +323,26 @@ impl Tally {
             reason,
         }
     }
+}
+
+/// The models of `records` that have tokens but no price in `prices`, in
+/// order, each once.
+pub fn unpriced_models<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+    prices: &Prices,
+) -> Vec<String> {
+    let mut models = BTreeSet::new();
+    for record in records {
+        if !record.cost().unpriced || record.input_tokens.is_none() {
+            continue;
+        }
+        for model in record.model.iter().flat_map(|m| m.split(", ")) {
+            if prices.resolve(model).is_none() {
+                models.insert(model.to_owned());
+            }
+        }
+    }
+    models.into_iter().collect()
 }
 
 #[cfg(test)]

@@ -95,3 +95,42 @@ fn mixed_sources_are_mixed_and_partial_parts_stay_partial() {
     a.sources.insert(Source::Partial);
     assert_eq!(a.source(), Source::Partial);
 }
+
+#[test]
+fn a_record_with_tokens_and_no_cost_is_unpriced() {
+    let record = |cost_usd: Option<f64>, cost_partial: bool, tokens: Option<u64>| Record {
+        source: crate::usage::Source::CliStream,
+        provider: None,
+        model: Some("gpt-5.6-sol, claude-opus-4-8".into()),
+        input_tokens: tokens,
+        cache_read_tokens: None,
+        cache_write_tokens: None,
+        output_tokens: tokens,
+        reasoning_tokens: None,
+        cost_usd,
+        cost_source: None,
+        cost_partial,
+        reason: None,
+    };
+    assert_eq!(record(None, false, Some(5)).cost().to_string(), "unpriced");
+    assert_eq!(
+        record(Some(0.2), false, Some(5)).cost().to_string(),
+        "$0.20"
+    );
+    assert_eq!(
+        record(Some(0.2), true, Some(5)).cost().to_string(),
+        "≥ $0.20 + unpriced"
+    );
+    // Only the model the table does not know is named.
+    let prices = Prices::embedded();
+    assert_eq!(
+        unpriced_models(&[record(Some(0.2), true, Some(5))], &prices),
+        ["gpt-5.6-sol"]
+    );
+    assert!(unpriced_models(&[record(Some(0.2), false, Some(5))], &prices).is_empty());
+    let hint = crate::usage::price_hint(&["gpt-5.6-sol".to_owned()], "2026-11-30");
+    assert!(
+        hint.contains("`gpt-5.6-sol`") && hint.contains("`OKSTRA_PRICES`"),
+        "{hint}"
+    );
+}

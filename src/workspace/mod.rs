@@ -214,6 +214,18 @@ pub struct Worker<'a> {
     pub runner: Runner,
 }
 
+impl<'a> Worker<'a> {
+    /// The worker a run's assignment names.
+    pub fn of(assignment: &'a crate::run::roster::Assignment) -> Worker<'a> {
+        Worker {
+            id: &assignment.worker_id,
+            provider: assignment.provider,
+            role: assignment.role,
+            runner: assignment.runner,
+        }
+    }
+}
+
 /// The project root a worker's prompt names: its copy's project folder
 /// when it works in one ([`copy_owner`]), else `None` (the project).
 pub fn prompt_root(

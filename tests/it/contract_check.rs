@@ -19,7 +19,7 @@ use crate::support::{okstra_path, repo_root};
 /// The schemas the bundle ships in `instruction-set/` (file there, file in
 /// `schemas/`), plus the manifests okstra writes, which prompts also name.
 const SHIPPED: [(&str, &str); 4] = [
-    ("final-report-schema.json", "final-report-v2.1.schema.json"),
+    ("final-report-schema.json", "final-report-v2.2.schema.json"),
     ("team-state-schema.json", "team-state.schema.json"),
     ("round-plan-schema.json", "round-plan.schema.json"),
     (
@@ -313,7 +313,7 @@ impl Checker {
 
     /// Closed lists the text states must equal the schema's enums.
     fn check_closed_lists(&mut self, doc: &str, text: &str, problems: &mut Vec<String>) {
-        let report = &self.schemas["final-report-v2.1.schema.json"];
+        let report = &self.schemas["final-report-v2.2.schema.json"];
         let team = &self.schemas["team-state.schema.json"];
         let ledger = &self.schemas["convergence-ledger.schema.json"];
         let plan = &self.schemas["round-plan.schema.json"];

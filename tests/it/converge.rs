@@ -277,7 +277,7 @@ fn blind_round_two_prompt_snapshot() {
                     l["label"].as_str().unwrap().to_owned(),
                     if disagree { "DISAGREE" } else { "AGREE" },
                     if disagree {
-                        "the log shows one request"
+                        "`grep -c request app.log` \"1 request\""
                     } else {
                         "src/client.rs:88 confirms"
                     },

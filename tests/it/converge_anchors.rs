@@ -284,13 +284,16 @@ fn only_claims_are_reviewed_and_overlapping_ones_are_presented_once() {
         "src/inv.py:3 `if self.available(sku) < quantity:`"
     );
     assert_eq!(from_kimi["anchorStatus"], "verified");
-    assert_eq!(codex["corroboratedBy"], json!(["claude:F-1"]));
+    // kimi, the one reviewer who saw both, said they are the same claim:
+    // one finding, found by both owners.
+    assert_eq!(codex["mergedWith"], json!(["claude:F-1"]));
     assert_eq!(
-        item(&ledger, "claude:F-1")["corroboratedBy"],
+        item(&ledger, "claude:F-1")["mergedWith"],
         json!(["codex:1.1"])
     );
-    // Each member got its own verdicts: the corroborating worker's review
-    // counts, its own report of the same thing does not.
+    assert!(codex.get("corroboratedBy").is_none(), "{codex}");
+    // Each member keeps its own verdicts; a finder's review of the other
+    // member is recorded, but only kimi's counts.
     assert_eq!(
         item(&ledger, "claude:F-1")["verdicts"]
             .as_array()
@@ -302,7 +305,7 @@ fn only_claims_are_reviewed_and_overlapping_ones_are_presented_once() {
 }
 
 #[test]
-fn an_unresolvable_verdict_anchor_does_not_count_in_an_adversarial_run() {
+fn an_unresolvable_verdict_anchor_does_not_count() {
     let run = RunDir::render("claude,codex,kimi,report-writer");
     run.write("src/inv.py", INVENTORY.as_bytes());
     run.result(
@@ -321,7 +324,12 @@ fn an_unresolvable_verdict_anchor_does_not_count_in_an_adversarial_run() {
             "DISAGREE",
             "src/inv.py:40 `return None` is what it does",
         ),
-        ("kimi", "AGREE", "src/inv.py:8 `return True`"),
+        // An anchor of kimi's own: the lines before the claim's.
+        (
+            "kimi",
+            "AGREE",
+            "src/inv.py:6 `with self._lock:` then it returns",
+        ),
     ] {
         let reviewer = reviewer(&plan, worker);
         let rows: Vec<(String, &str, &str, &str)> = reviewer["labels"]

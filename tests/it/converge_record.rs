@@ -43,7 +43,7 @@ fn record_reads_tables_reports_bad_rows_and_is_idempotent() {
             (
                 &label("claude", "kimi:K-1"),
                 "DISAGREE",
-                "src/k.rs:3 does not",
+                "`grep -n total src/k.rs` \"3: total = 0\"",
                 "",
             ),
         ],
@@ -179,8 +179,9 @@ fn record_reads_tables_reports_bad_rows_and_is_idempotent() {
     let outcome = run.record(2);
     assert!(outcome["problems"].as_array().unwrap().is_empty());
     let ledger = run.ledger();
+    // Withdrawn by its owner: refuted.
     assert_eq!(item(&ledger, "kimi:K-1")["withdrawn"], true);
-    assert_eq!(item(&ledger, "kimi:K-1")["finalClass"], "contested");
+    assert_eq!(item(&ledger, "kimi:K-1")["finalClass"], "refuted");
     // claude:F-1: kimi AGREE vs codex DISAGREE (round 2) → contested, open,
     // but round 2 is the last: convergence stops at max-rounds.
     assert_eq!(item(&ledger, "claude:F-1")["finalClass"], "contested");
@@ -254,11 +255,11 @@ fn classify_recomputes_a_hand_written_ledger() {
         "items": [
             {"itemId": "claude:F-1", "owner": "claude", "finalClass": "full-consensus", "verdicts": [
                 {"round": 1, "reviewer": "codex", "verdict": "AGREE", "evidence": "src/a.rs:1"},
-                {"round": 1, "reviewer": "kimi", "verdict": "DISAGREE", "evidence": "no"}
+                {"round": 1, "reviewer": "kimi", "verdict": "DISAGREE", "evidence": "`rg max_attempts src` \"3: max_attempts = 3\""}
             ]},
             {"itemId": "codex:F-1", "owner": "codex", "verdicts": [
                 {"round": 1, "reviewer": "claude", "verdict": "AGREE", "evidence": "trust me"},
-                {"round": 1, "reviewer": "kimi", "verdict": "SUPPLEMENT", "evidence": "`rg total src` finds it", "addition": "and refunds"}
+                {"round": 1, "reviewer": "kimi", "verdict": "SUPPLEMENT", "evidence": "`rg total src` \"12: total\"", "addition": "and refunds"}
             ]},
             {"itemId": "kimi:F-1", "owner": "kimi", "verdicts": []}
         ]

@@ -50,13 +50,17 @@ fn validate_lines(target: &Path) -> (i32, Vec<String>) {
 fn validate_checks_the_report_against_the_ledger() {
     let (code, lines) = validate_lines(&report_fixture("invalid-convergence"));
     assert_eq!(code, 1);
-    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines.len(), 4, "{lines:?}");
     assert!(lines[0].starts_with("/consensus/2/convergence: [convergence] `partial-consensus`"));
     assert!(
         lines[1]
             .starts_with("/consensus/2/sourceItems/0: [convergence] `claude:F-003` is `contested`")
     );
-    assert!(lines[2].starts_with("/differences: [convergence] `claude:F-003` is `contested`"));
+    // Nobody said the two claims C-003 cites are the same: two findings.
+    assert!(lines[2].starts_with(
+        "/consensus/2/sourceItems/1: [convergence] `codex:1.3` and `claude:F-003` are two findings"
+    ));
+    assert!(lines[3].starts_with("/differences: [convergence] `claude:F-003` is `contested`"));
 }
 
 #[test]
@@ -84,19 +88,47 @@ fn validate_checks_header_and_item_counts_against_the_run() {
 fn a_report_consistent_with_its_ledger_is_valid() {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&report_fixture("v2-valid"), dir.path());
-    let classes = [
-        ("claude:F-001", "full-consensus"),
-        ("codex:1.1", "full-consensus"),
-        ("claude:F-002", "full-consensus"),
-        ("codex:1.2", "full-consensus"),
-        ("claude:F-003", "partial-consensus"),
-        ("codex:1.3", "partial-consensus"),
-        ("claude:Q-1", "contested"),
-        ("codex:2.1", "worker-unique"),
+    // grok checked every pair of root causes and said they are the same
+    // claims: three findings, each found by claude and codex and verified by
+    // grok alone (a finder never verifies its own), so C-003 is full.
+    let data = dir.path().join("report/data.json");
+    let mut report: Value = serde_json::from_slice(&fs::read(&data).unwrap()).unwrap();
+    report["consensus"][2]["convergence"] = json!("full-consensus");
+    fs::write(&data, serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+    let checked = "`grep -n loop src/payments/client.rs` \"88: loop {\"";
+    let said = |reviewer: &str, verdict: &str, same_as: Option<&str>| {
+        let mut entry =
+            json!({"round": 1, "reviewer": reviewer, "verdict": verdict, "evidence": checked});
+        if let Some(other) = same_as {
+            entry["sameAs"] = json!(other);
+        }
+        entry
+    };
+    let claims = [
+        ("claude:F-001", vec![said("grok", "AGREE", None)]),
+        (
+            "codex:1.1",
+            vec![said("grok", "AGREE", Some("claude:F-001"))],
+        ),
+        ("claude:F-002", vec![said("grok", "AGREE", None)]),
+        (
+            "codex:1.2",
+            vec![said("grok", "AGREE", Some("claude:F-002"))],
+        ),
+        ("claude:F-003", vec![said("grok", "AGREE", None)]),
+        (
+            "codex:1.3",
+            vec![said("grok", "AGREE", Some("claude:F-003"))],
+        ),
+        (
+            "claude:Q-1",
+            vec![said("codex", "DISAGREE", None), said("grok", "AGREE", None)],
+        ),
+        ("codex:2.1", vec![]),
     ];
-    let items: Vec<Value> = classes
+    let items: Vec<Value> = claims
         .iter()
-        .map(|(id, class)| json!({"itemId": id, "owner": id.split(':').next().unwrap(), "verdicts": [], "finalClass": class}))
+        .map(|(id, verdicts)| json!({"itemId": id, "owner": id.split(':').next().unwrap(), "verdicts": verdicts}))
         .collect();
     fs::create_dir_all(dir.path().join("state")).unwrap();
     fs::write(

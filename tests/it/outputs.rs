@@ -2,7 +2,7 @@
 //! report --format sarif`) checked against the official SARIF 2.1.0 schema
 //! (`tests/fixtures/sarif/`, see its SOURCE.md) and GitHub's limits; the
 //! gate's exit codes on crafted reports; runs scoped to a change (`--diff`)
-//! and `gate --new-only`.
+//! and `gate --new-only`; findings that tell the truth (`truth`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,8 @@ use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state
 
 #[path = "outputs_publish.rs"]
 mod publish;
+#[path = "outputs_truth.rs"]
+mod truth;
 
 const LIMIT: Duration = Duration::from_mins(1);
 
@@ -97,7 +99,7 @@ fn summary(result: &Value) -> (String, Option<String>, String) {
             .unwrap()
             .to_owned(),
         location,
-        result["partialFingerprints"]["okstraFinding/v1"]
+        result["partialFingerprints"]["okstraFinding/v2"]
             .as_str()
             .unwrap()
             .to_owned(),
@@ -196,6 +198,9 @@ fn sarif_of_the_example_report_is_valid_relative_and_anchored() {
             ("C-001".into(), Some("src/payments/client.rs:88-88".into())),
             ("C-002".into(), Some("src/payments/client.rs:94-94".into())),
             ("C-003".into(), Some("config/payments.toml:12-12".into())),
+            ("C-004".into(), Some("src/payments/client.rs:88-88".into())),
+            ("C-005".into(), Some("src/payments/client.rs:94-94".into())),
+            ("C-006".into(), Some("config/payments.toml:12-12".into())),
             // codex's part of it cites the config line.
             ("D-001".into(), Some("config/payments.toml:12-12".into())),
         ]
@@ -206,15 +211,17 @@ fn sarif_of_the_example_report_is_valid_relative_and_anchored() {
     assert_eq!(critical["ruleId"], "okstra/root-cause");
     assert_eq!(critical["properties"]["convergence"], "full-consensus");
     assert_eq!(critical["properties"]["severity"], "critical");
+    // Found by its owner alone (nobody said codex's claim is the same),
+    // verified by the other.
     assert_eq!(
         critical["properties"]["foundBy"],
-        serde_json::json!(["claude", "codex"])
+        serde_json::json!(["claude"])
     );
     assert_eq!(
         critical["properties"]["agreedBy"],
-        serde_json::json!(["codex", "claude"])
+        serde_json::json!(["codex"])
     );
-    let contested = &results(&log)[3];
+    let contested = &results(&log)[6];
     assert_eq!(contested["properties"]["convergence"], "contested");
     assert_eq!(contested["properties"]["anchored"], true);
     assert!(
@@ -388,17 +395,19 @@ fn the_gate_fails_on_a_critical_finding_of_the_example() {
     assert_eq!(
         out.stdout,
         "C-002 critical full-consensus src/payments/client.rs:94 A new idempotency key is \
-         generated for every attempt, defeating the provider's deduplication.\n"
+         generated for every attempt, defeating the provider's deduplication.\n\
+         C-005 critical full-consensus src/payments/client.rs:94 Each attempt mints a fresh \
+         idempotency key, so the provider cannot deduplicate our retries (codex's account).\n"
     );
     assert!(
         out.stderr
-            .contains("gate failed: 1 finding at or above `critical`"),
+            .contains("gate failed: 2 findings at or above `critical`"),
         "{}",
         out.stderr
     );
     let high = gate(&repo_root().join("examples/report"), &["--fail-on", "high"]);
     assert_eq!(high.code, 1);
-    assert_eq!(high.stdout.lines().count(), 2, "{}", high.stdout);
+    assert_eq!(high.stdout.lines().count(), 4, "{}", high.stdout);
     // Only worker-unique findings counted: the example's are unanchored.
     let lone = gate(
         &repo_root().join("examples/report"),
@@ -424,7 +433,7 @@ fn the_gate_fails_on_a_critical_finding_of_the_example() {
 fn the_gate_says_3_without_a_reliable_answer() {
     // Not cross-verified (a valid report whose reviewers lost quorum).
     let unverified = gate(
-        &repo_root().join("tests/fixtures/reports/v2.1-unverified"),
+        &repo_root().join("tests/fixtures/reports/v2.2-unverified"),
         &["--fail-on", "high"],
     );
     assert_eq!(unverified.code, 3, "{}", unverified.stderr);
@@ -442,7 +451,7 @@ fn the_gate_says_3_without_a_reliable_answer() {
     // default. Counted, they come first: 1, listed (the ledger's every
     // claim is in the report, so all three findings).
     let info = gate(
-        &repo_root().join("tests/fixtures/reports/v2.1-unverified"),
+        &repo_root().join("tests/fixtures/reports/v2.2-unverified"),
         &["--fail-on", "info", "--classes", "worker-unique"],
     );
     assert_eq!(info.code, 1, "{}", info.stderr);
@@ -617,7 +626,14 @@ fn validate_rejects_a_row_ranked_below_its_source_item() {
             "`config/payments.toml:12` |",
             "`config/payments.toml:12` | medium |",
         );
-    fs::write(&result, text).unwrap();
+    fs::write(&result, &text).unwrap();
+    // As if claude had written this result: its attempt recorded it, and
+    // okstra wrote its blocks from it.
+    let state_path = run.join("state/team-state-error-analysis-001.json");
+    let mut state: Value = serde_json::from_slice(&fs::read(&state_path).unwrap()).unwrap();
+    state["dispatches"][0]["resultSha256"] = serde_json::json!(sha256(text.as_bytes()));
+    fs::write(&state_path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+    okstra_in(&["report", run.to_str().unwrap()]);
     let out = okstra_in(&["validate", run.to_str().unwrap()]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(

@@ -17,11 +17,11 @@ use crate::run::team_project;
 use crate::support::Project;
 use crate::support::commit_all;
 
-const TOKEN: &str = "tok-secret-8c1f";
+pub(super) const TOKEN: &str = "tok-secret-8c1f";
 
 /// One request the server received.
 #[derive(Debug, Clone)]
-struct Request {
+pub(super) struct Request {
     method: String,
     /// Path and query.
     target: String,
@@ -43,7 +43,7 @@ type Route = dyn Fn(&Request) -> (u16, Value) + Send + Sync;
 
 /// A one-thread HTTP/1.1 server on 127.0.0.1; every connection answers one
 /// request and closes.
-struct Server {
+pub(super) struct Server {
     port: u16,
     seen: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
@@ -76,7 +76,7 @@ impl Server {
         }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
@@ -144,8 +144,10 @@ fn serve(stream: TcpStream, route: &Route) -> Option<Request> {
 }
 
 /// What the fake GitHub knows and how it answers.
-struct Github {
+pub(super) struct Github {
     head: String,
+    /// The patch of `src/inventory.py` the pull request's files list gives.
+    patch: String,
     /// The review body posted so far (listed on page 2 of the reviews).
     posted: Mutex<Option<Value>>,
     /// Answer every request with this status instead (401, 403…).
@@ -155,10 +157,19 @@ struct Github {
 
 const PULL: &str = "/repos/acme/shop/pulls/7";
 
+/// Lines 1 and 2 of src/inventory.py are in the diff; 3 is not.
+const PATCH: &str = "@@ -1,2 +1,2 @@\n-old first line\n+new first line\n second line";
+
 impl Github {
     fn new(head: &str) -> Arc<Github> {
+        Github::with_patch(head, PATCH)
+    }
+
+    /// A pull request whose change to `src/inventory.py` is `patch`.
+    pub(super) fn with_patch(head: &str, patch: &str) -> Arc<Github> {
         Arc::new(Github {
             head: head.to_owned(),
+            patch: patch.to_owned(),
             posted: Mutex::new(None),
             fail_get: None,
             fail_post: None,
@@ -203,9 +214,8 @@ impl Github {
             }
             ("GET", p) if p == format!("{PULL}/files") => {
                 let files = if page == 1 {
-                    // Lines 1 and 2 of src/inventory.py are in the diff; 3 is not.
                     json!([{"filename": "src/inventory.py", "status": "modified",
-                            "patch": "@@ -1,2 +1,2 @@\n-old first line\n+new first line\n second line"},
+                            "patch": self.patch},
                            {"filename": "README.md", "status": "modified"}])
                 } else {
                     json!([])
@@ -232,19 +242,25 @@ impl Github {
     }
 }
 
-fn serve_github(github: &Arc<Github>) -> Server {
+pub(super) fn serve_github(github: &Arc<Github>) -> Server {
     let github = github.clone();
     Server::start(Arc::new(move |request: &Request| github.answer(request)))
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(super) struct Out {
+    pub(super) code: i32,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 /// `okstra publish github <run> --repo acme/shop --pr 7 --api-url <server>`.
-fn publish(project: &Project, run: &Path, api: &str, token: Option<&str>, extra: &[&str]) -> Out {
+pub(super) fn publish(
+    project: &Project,
+    run: &Path,
+    api: &str,
+    token: Option<&str>,
+    extra: &[&str],
+) -> Out {
     let mut cmd = project.okstra();
     cmd.args(["publish", "github"])
         .arg(run)
@@ -324,7 +340,12 @@ fn publish_posts_one_review_once_pinned_to_the_analysed_commit() {
     assert!(summary.starts_with("<!-- okstra-review run:"), "{summary}");
     assert!(summary.contains("**Cross-verified:** yes"), "{summary}");
     assert!(summary.contains("### Outside the diff"), "{summary}");
-    assert!(summary.contains("`src/inventory.py:3`"), "{summary}");
+    // The false lead codex and kimi refuted is no alert: only counted.
+    assert!(!summary.contains("`src/inventory.py:3`"), "{summary}");
+    assert!(
+        summary.contains("1 refuted claim (withdrawn by its owner or refuted by reviewers"),
+        "{summary}"
+    );
     let comments = body["comments"].as_array().unwrap();
     assert!(!comments.is_empty());
     for comment in comments {
@@ -402,6 +423,7 @@ fn publish_refuses_a_moved_head_and_turns_api_errors_into_one_line() {
     ] {
         let github = Arc::new(Github {
             head: head.clone(),
+            patch: PATCH.to_owned(),
             posted: Mutex::new(None),
             fail_get: get.then_some(status),
             fail_post: (!get).then_some(status),

@@ -74,12 +74,17 @@ fn valid_v1_run_folder_passes() {
 }
 
 #[test]
-fn valid_v2_1_run_folders_pass_against_their_records() {
-    for name in ["v2.1-valid", "v2.1-unverified"] {
+fn valid_v2_1_and_v2_2_run_folders_pass_against_their_records() {
+    for (name, version) in [
+        ("v2.1-valid", "2.1"),
+        ("v2.2-valid", "2.2"),
+        ("v2.2-unverified", "2.2"),
+    ] {
         let out = validate(&fixture(name));
         assert_eq!(out.code, 0, "{name}: {}{}", out.stdout, out.stderr);
         assert!(
-            out.stderr.contains("is a valid v2.1 report"),
+            out.stderr
+                .contains(&format!("is a valid v{version} report")),
             "{name}: {}",
             out.stderr
         );
@@ -99,8 +104,8 @@ fn example_report_is_valid_and_matches_the_fixture() {
     ] {
         assert_eq!(
             fs::read(example.join(file)).unwrap(),
-            fs::read(fixture("v2.1-valid").join(file)).unwrap(),
-            "examples/report must stay a copy of the valid v2.1 fixture ({file})"
+            fs::read(fixture("v2.2-valid").join(file)).unwrap(),
+            "examples/report must stay a copy of the valid v2.2 fixture ({file})"
         );
     }
 }
@@ -522,7 +527,7 @@ fn html_v1_snapshot() {
 
 #[test]
 fn rendering_is_deterministic() {
-    for name in ["v1-valid", "v2-valid", "v2.1-valid", "v2.1-unverified"] {
+    for name in ["v1-valid", "v2-valid", "v2.2-valid", "v2.2-unverified"] {
         let (first, _) = render(&fixture(name));
         let (second, _) = render(&fixture(name));
         for file in ["final-report.md", "final-report.html"] {
@@ -682,7 +687,7 @@ fn screenshot_shows_content(browser: &Path, page: &Path, width: u32, height: u32
 fn html_renders_in_headless_chromium_on_a_phone_and_a_laptop() {
     let Some(browser) = chromium() else { return };
     // The unverified report adds its banner above the summary.
-    for name in ["v2-valid", "v2.1-unverified"] {
+    for name in ["v2-valid", "v2.2-unverified"] {
         let (dir, out) = render(&fixture(name));
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
         let page = dir.path().join("final-report.html");

@@ -41,7 +41,7 @@ fn edit(path: &Path, change: impl FnOnce(&mut Value)) {
 
 #[test]
 fn a_hand_edited_block_fails_against_the_run_records_in_one_line() {
-    let dir = copy("v2.1-unverified");
+    let dir = copy("v2.2-unverified");
     edit(&dir.path().join("report/data.json"), |data| {
         data["reliability"]["crossVerified"] = true.into();
     });
@@ -115,7 +115,7 @@ fn a_bare_data_json_block_must_agree_with_itself() {
         ),
     ];
     for (name, change, expected) in cases {
-        fs::copy(fixture("v2.1-unverified/report/data.json"), &bare).unwrap();
+        fs::copy(fixture("v2.2-unverified/report/data.json"), &bare).unwrap();
         let out = validate(&bare);
         assert_eq!(out.code, 0, "{name}: the unchanged copy is valid");
         edit(&bare, change);
@@ -136,7 +136,7 @@ fn a_bare_data_json_block_must_agree_with_itself() {
 fn a_cross_verified_report_may_say_it_found_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let bare = dir.path().join("data.json");
-    fs::copy(fixture("v2.1-valid/report/data.json"), &bare).unwrap();
+    fs::copy(fixture("v2.2-valid/report/data.json"), &bare).unwrap();
     edit(&bare, |data| {
         data["consensus"] = serde_json::json!([]);
         data["differences"] = serde_json::json!([]);
@@ -148,10 +148,11 @@ fn a_cross_verified_report_may_say_it_found_nothing() {
 
 #[test]
 fn report_writes_okstras_block_into_a_run_before_checking_it() {
-    let dir = copy("v2.1-valid");
+    let dir = copy("v2.2-valid");
     let data_path = dir.path().join("report/data.json");
     let expected = read_json(&data_path)["reliability"].clone();
-    // What a report writer hands over: 2.1 without the block, or even 2.0.
+    // What a report writer hands over: 2.1 without the block, or even 2.0;
+    // okstra writes its blocks in the current schema's shape.
     for version in ["2.1", "2.0"] {
         edit(&data_path, |data| {
             data.as_object_mut().unwrap().remove("reliability");
@@ -165,7 +166,7 @@ fn report_writes_okstras_block_into_a_run_before_checking_it() {
         let out = run(&["report", dir.path().to_str().unwrap()]);
         assert_eq!(out.code, 0, "{version}: {}", out.stderr);
         let data = read_json(&data_path);
-        assert_eq!(data["schemaVersion"], "2.1", "{version}");
+        assert_eq!(data["schemaVersion"], "2.2", "{version}");
         assert_eq!(data["reliability"], expected, "{version}");
         assert_eq!(validate(dir.path()).code, 0, "{version}");
     }
@@ -190,7 +191,7 @@ fn report_leaves_the_reports_of_older_runs_as_they_are() {
     }
 }
 
-/// The block follows the run's records: each edit of v2.1-valid's records
+/// The block follows the run's records: each edit of v2.2-valid's records
 /// is one rule of `report::reliability`, seen through `okstra report`.
 #[test]
 fn the_block_okstra_writes_follows_the_run_records() {
@@ -239,7 +240,7 @@ fn the_block_okstra_writes_follows_the_run_records() {
         ),
     ];
     for (name, change, reason) in cases {
-        let dir = copy("v2.1-valid");
+        let dir = copy("v2.2-valid");
         change(dir.path());
         let out = run(&["report", dir.path().to_str().unwrap()]);
         let block = read_json(&dir.path().join("report/data.json"))["reliability"].clone();
@@ -262,7 +263,7 @@ fn the_block_okstra_writes_follows_the_run_records() {
 
 #[test]
 fn an_unverified_report_says_so_first_in_markdown_and_html() {
-    let (dir, out) = render(&fixture("v2.1-unverified"));
+    let (dir, out) = render(&fixture("v2.2-unverified"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let md = fs::read_to_string(dir.path().join("final-report.md")).unwrap();
     let mut paragraphs = md.split("\n\n");
@@ -288,7 +289,7 @@ fn an_unverified_report_says_so_first_in_markdown_and_html() {
     assert!(html.contains("<p class=\"none\">No finding was cross-verified.</p>"));
 
     // A cross-verified report says so in its metadata, with no banner.
-    let (dir, out) = render(&fixture("v2.1-valid"));
+    let (dir, out) = render(&fixture("v2.2-valid"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let md = fs::read_to_string(dir.path().join("final-report.md")).unwrap();
     assert!(md.contains("\n- Cross-verified: yes (2 of 3 reviewers, 1 convergence round)\n"));
@@ -296,10 +297,10 @@ fn an_unverified_report_says_so_first_in_markdown_and_html() {
 }
 
 #[test]
-fn markdown_and_html_v2_1_snapshots() {
+fn markdown_and_html_v2_2_snapshots() {
     for (name, fixture_name) in [
-        ("v2_1", "v2.1-valid"),
-        ("v2_1_unverified", "v2.1-unverified"),
+        ("v2_2", "v2.2-valid"),
+        ("v2_2_unverified", "v2.2-unverified"),
     ] {
         let (dir, out) = render(&fixture(fixture_name));
         assert_eq!(out.code, 0, "{}", out.stderr);

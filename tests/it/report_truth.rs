@@ -231,7 +231,7 @@ fn validate_checks_coverage_usage_and_the_ledger_against_the_records() {
         assert!(
             checked
                 .stderr
-                .contains("is not a valid v2.1 report at the `records` level"),
+                .contains("is not a valid v2.2 report at the `records` level"),
             "{}: {}",
             tamper.name,
             checked.stderr
@@ -272,7 +272,7 @@ fn validate_checks_coverage_usage_and_the_ledger_against_the_records() {
         assert!(
             checked
                 .stderr
-                .contains("is a valid v2.1 report at the `schema` level"),
+                .contains("is a valid v2.2 report at the `schema` level"),
             "{}: {}",
             tamper.name,
             checked.stderr
@@ -302,7 +302,7 @@ fn the_example_report_validates_at_both_levels() {
     assert!(
         checked
             .stderr
-            .contains("is a valid v2.1 report at the `records` level"),
+            .contains("is a valid v2.2 report at the `records` level"),
         "{}",
         checked.stderr
     );

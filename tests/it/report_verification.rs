@@ -18,7 +18,7 @@ use crate::support::{copy_dir, read_json};
 /// unpriced, grok's usage unread, no lead model) and code in a finding.
 fn priced_run() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("v2.1-valid"), dir.path());
+    copy_dir(&fixture("v2.2-valid"), dir.path());
     let path = dir.path().join("report/data.json");
     let mut data = read_json(&path);
     data["consensus"][0]["finding"] = "Timeouts in `PaymentClient::submit` retry forever.".into();
@@ -29,7 +29,7 @@ fn priced_run() -> tempfile::TempDir {
 #[test]
 fn the_block_is_okstras_and_a_hand_edit_fails_against_the_ledger() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("v2.1-valid"), dir.path());
+    copy_dir(&fixture("v2.2-valid"), dir.path());
     assert_eq!(validate(dir.path()).code, 0);
     let path = dir.path().join("report/data.json");
     let mut data = read_json(&path);
@@ -55,7 +55,7 @@ fn the_block_is_okstras_and_a_hand_edit_fails_against_the_ledger() {
 #[test]
 fn a_consensus_row_citing_an_unverifiable_claim_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("v2.1-valid"), dir.path());
+    copy_dir(&fixture("v2.2-valid"), dir.path());
     let path = dir.path().join("report/data.json");
     let mut data = read_json(&path);
     // `codex:2.1` cites no line of the project: the ledger says unverifiable.
@@ -68,7 +68,7 @@ fn a_consensus_row_citing_an_unverifiable_claim_is_refused() {
     assert_eq!(out.code, 1);
     assert!(
         out.stdout.contains(
-            "/consensus/0/sourceItems/2: [anchors] `codex:2.1` is `unverifiable` (it cites no \
+            "/consensus/0/sourceItems/1: [anchors] `codex:2.1` is `unverifiable` (it cites no \
              anchor); an unverifiable claim is listed apart, never cited as consensus"
         ),
         "{}",
@@ -82,11 +82,14 @@ fn every_row_says_who_found_it_and_who_verified_it_with_costs_and_a_total() {
     let (out_dir, out) = render(run_dir.path());
     assert_eq!(out.code, 0, "{}", out.stderr);
     let markdown = fs::read_to_string(out_dir.path().join("final-report.md")).unwrap();
+    // Found by its owner alone (nobody said codex's claim is the same one),
+    // verified by codex with a line of its own.
     assert!(
         markdown.contains(
-            "- C-001: found by `claude`, `codex`; anchors `src/payments/client.rs:88` verified; \
-             reviews: `codex` on `claude:F-001` AGREE — src/payments/client.rs:88 shows it; \
-             `claude` on `codex:1.1` AGREE — src/payments/client.rs:88 shows it."
+            "- C-001: found by `claude`; verified by `codex`; anchors \
+             `src/payments/client.rs:88` verified; reviews: `codex` on `claude:F-001` AGREE — \
+             src/payments/client.rs:106 `Err(err) if err.is_timeout() => continue,` sends the \
+             request again at once, with no attempt count."
         ),
         "{markdown}"
     );
@@ -94,9 +97,9 @@ fn every_row_says_who_found_it_and_who_verified_it_with_costs_and_a_total() {
     assert!(markdown.contains("| **Total** | | 208,522 | 18,752 | 660,000 | ≥ $1.04 + unpriced |"));
     let html = fs::read_to_string(out_dir.path().join("final-report.html")).unwrap();
     assert!(html.contains(
-        "<td><code>claude</code> <code>codex</code></td><td><span class=\"nowrap\"><code>codex</code> \
-         <span class=\"badge agree\">AGREE</span></span> <span class=\"nowrap\"><code>claude</code> \
-         <span class=\"badge agree\">AGREE</span></span></td>"
+        "<td><code>claude</code><br><span class=\"ev\">verified by <code>codex</code></span></td>\
+         <td><span class=\"nowrap\"><code>codex</code> <span class=\"badge agree\">AGREE</span>\
+         </span></td>"
     ));
     assert!(html.contains("Timeouts in <code>PaymentClient::submit</code> retry forever."));
     assert!(html.contains("<code>src/<wbr>payments/<wbr>client.rs:88</code>"));
@@ -119,12 +122,12 @@ fn check_in_a_browser(page: &Path) {
         .expect("the matrix section");
     let matrix = &dom[matrix..dom[matrix..].find("</section>").unwrap() + matrix];
     assert!(matrix.contains("<th>claude</th><th>codex</th>"), "{matrix}");
-    // Row C-001, claude's claim: claude found it; codex found it too and
-    // agreed, with its evidence.
+    // Row C-001, claude's claim: claude found it; codex agreed, with a line
+    // of its own as evidence (it did not find this claim: its own is C-004).
     assert!(matrix.contains(
-        "<td class=\"verdict-agree\"><span class=\"badge found\">found too</span> \
-         <span class=\"badge agree\">AGREE</span><span class=\"ev\">src/payments/client.rs:88 \
-         shows it</span></td>"
+        "<td class=\"verdict-agree\"><span class=\"badge agree\">AGREE</span>\
+         <span class=\"ev\">src/payments/client.rs:106 <code>Err(err) if err.is_timeout() \
+         =&gt; continue,</code> sends the request again at once, with no attempt count</span></td>"
     ));
     assert!(matrix.contains("<code>loop {</code>"), "{matrix}");
     assert!(dom.contains("<h2>Unverifiable claims</h2>"));
@@ -151,7 +154,7 @@ fn a_report_without_the_block_renders_as_before() {
 #[test]
 fn evidence_rows_are_checked_against_the_snapshot_and_the_views_say_so() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("v2.1-valid"), dir.path());
+    copy_dir(&fixture("v2.2-valid"), dir.path());
     let path = dir.path().join("report/data.json");
     let mut data = read_json(&path);
     assert_eq!(
@@ -222,7 +225,7 @@ fn evidence_rows_are_checked_against_the_snapshot_and_the_views_say_so() {
 #[test]
 fn validate_takes_no_snapshot_of_a_run_without_one() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture("v2.1-valid"), dir.path());
+    copy_dir(&fixture("v2.2-valid"), dir.path());
     fs::remove_file(dir.path().join("state/snapshot.json")).unwrap();
     fs::remove_dir_all(dir.path().join("snapshot")).unwrap();
     let before = crate::support::tree(dir.path());

@@ -131,7 +131,7 @@ fn a_headless_run_ends_in_a_valid_report_with_every_convergence_class() {
     let report = read_json(&run.join("report/data.json"));
     // okstra wrote the block the writer left out: four of four reviewers
     // answered round 1.
-    assert_eq!(report["schemaVersion"], "2.1");
+    assert_eq!(report["schemaVersion"], "2.2");
     let reliability = &report["reliability"];
     assert_eq!(reliability["crossVerified"], true, "{reliability}");
     assert!(reliability.get("reason").is_none(), "{reliability}");
@@ -238,6 +238,18 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
         lines[1].starts_with("  findings: ") && lines[1].contains("full-consensus"),
         "{stdout}"
     );
+    // Each finding on a line of its own, with who found and who verified it.
+    let findings: Vec<&str> = lines[2..]
+        .iter()
+        .copied()
+        .take_while(|line| line.starts_with("    "))
+        .collect();
+    assert!(
+        findings[0].starts_with("    C-001 ")
+            && findings[0].contains(": found by claude; verified by "),
+        "{stdout}"
+    );
+    let lines = &lines[findings.len()..];
     // codex's model has no price: its tokens are never worth `$0.00`; the
     // priced part is a floor, and one hint says how to give a price.
     assert!(
@@ -723,7 +735,10 @@ fn only_findings_go_to_review_and_the_same_defect_is_shown_once() {
     );
     let snapshot = read_json(&run.join("state/snapshot.json"));
     assert_eq!(snapshot["taken"], "first-dispatch");
-    // The false lead was refuted; the race found by all four is consensus.
+    // The false lead was refuted by the three others with evidence of their
+    // own; the race each of the four reported is each one's consensus (no
+    // reviewer said two of them are the same claim, so nobody is credited
+    // with another's).
     let ledger = read_json(&run.join("state/convergence-ledger.json"));
     let class = |id: &str| {
         ledger["items"]
@@ -734,7 +749,7 @@ fn only_findings_go_to_review_and_the_same_defect_is_shown_once() {
             .unwrap()["finalClass"]
             .clone()
     };
-    assert_eq!(class("claude:F-006"), "contested");
+    assert_eq!(class("claude:F-006"), "refuted");
     assert_eq!(class("claude:F-001"), "full-consensus");
 
     // A description nobody was asked to check, promoted into a consensus

@@ -492,7 +492,7 @@ fn bad_input_is_one_error_line_and_changes_nothing() {
 /// "tokens" is a field of the report schema's or team state's usage shapes.
 #[test]
 fn every_usage_field_the_prompts_name_exists_in_the_schemas() {
-    let report: Value = read_json(&repo_root().join("schemas/final-report-v2.1.schema.json"));
+    let report: Value = read_json(&repo_root().join("schemas/final-report-v2.2.schema.json"));
     let state: Value = read_json(&repo_root().join("schemas/team-state.schema.json"));
     let mut fields = BTreeSet::new();
     // Any field of the report may share a line with usage (the lead copies

@@ -1,12 +1,14 @@
-//! The classification table: one row per rule, adversarial off and on.
+//! The classification table: one row per rule, then the rules on findings
+//! of several claims.
 
 use std::collections::BTreeSet;
 
 use super::*;
 use crate::anchors::Status;
-use crate::converge::ledger::{Anchoring, NoAnswer};
+use crate::converge::ledger::{Anchoring, NoAnswer, Verdict, VerdictEntry};
 
 const OWNER: &str = "claude";
+/// Evidence of its own: an anchor the claim does not cite.
 const CHECKED: &str = "src/cart.rs:88 sums before discounts";
 const UNCHECKED: &str = "looks right";
 
@@ -30,20 +32,24 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 /// One row: verdicts, no-answers, round, available reviewers, then the
-/// expected (class, open, withdrawn) with adversarial off and on.
+/// expected (class, open).
 struct Row {
     name: &'static str,
     verdicts: Vec<VerdictEntry>,
     no_answer: Vec<(u32, &'static str)>,
     round: u32,
     available: &'static [&'static str],
-    off: (FinalClass, bool),
-    on: (FinalClass, bool),
+    expected: (FinalClass, bool),
+}
+
+/// The outcome of one claim of `owner` judged alone.
+fn alone(item: &LedgerItem, context: &Context<'_>) -> Outcome {
+    judge(std::slice::from_ref(item), context).outcome(0)
 }
 
 #[test]
 fn classification_table() {
-    use FinalClass::{Contested, FullConsensus, PartialConsensus, WorkerUnique};
+    use FinalClass::{Contested, FullConsensus, PartialConsensus, Refuted, WorkerUnique};
     let all: &[&str] = &["claude", "codex", "kimi", "grok"];
     let rows = vec![
         Row {
@@ -52,8 +58,7 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (WorkerUnique, false),
-            on: (WorkerUnique, false),
+            expected: (WorkerUnique, false),
         },
         Row {
             name: "one checked AGREE",
@@ -61,44 +66,78 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (FullConsensus, false),
-            on: (FullConsensus, false),
+            expected: (FullConsensus, false),
         },
         Row {
-            name: "an AGREE citing nothing counts only outside adversarial mode",
+            name: "an AGREE citing nothing checkable does not count",
             verdicts: vec![verdict(1, "codex", A, UNCHECKED)],
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (FullConsensus, false),
-            on: (WorkerUnique, false),
+            expected: (WorkerUnique, false),
         },
         Row {
-            name: "a SUPPLEMENT citing nothing counts only outside adversarial mode",
+            name: "a SUPPLEMENT citing nothing checkable does not count",
             verdicts: vec![verdict(1, "kimi", S, UNCHECKED)],
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (FullConsensus, false),
-            on: (WorkerUnique, false),
+            expected: (WorkerUnique, false),
         },
         Row {
-            name: "a SUPPLEMENT citing a command counts",
-            verdicts: vec![verdict(1, "codex", S, "`cargo test cart` fails")],
+            name: "a SUPPLEMENT with a command and its output counts",
+            verdicts: vec![verdict(1, "codex", S, "`cargo test cart` \"1 failed\"")],
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (FullConsensus, false),
-            on: (FullConsensus, false),
+            expected: (FullConsensus, false),
         },
         Row {
-            name: "a DISAGREE citing nothing still counts",
+            name: "a command without its output does not count",
+            verdicts: vec![verdict(1, "codex", A, "`cargo test cart` passes")],
+            no_answer: vec![],
+            round: 1,
+            available: all,
+            expected: (WorkerUnique, false),
+        },
+        Row {
+            name: "a DISAGREE citing nothing refutes nothing and opens nothing",
             verdicts: vec![verdict(1, "codex", D, UNCHECKED)],
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (Contested, true),
-            on: (Contested, true),
+            expected: (WorkerUnique, false),
+        },
+        Row {
+            name: "one checked DISAGREE alone is contested and open",
+            verdicts: vec![verdict(1, "codex", D, CHECKED)],
+            no_answer: vec![],
+            round: 1,
+            available: all,
+            expected: (Contested, true),
+        },
+        Row {
+            name: "two checked DISAGREEs and no agreement refute it",
+            verdicts: vec![
+                verdict(1, "codex", D, CHECKED),
+                verdict(1, "kimi", D, CHECKED),
+            ],
+            no_answer: vec![],
+            round: 1,
+            available: all,
+            expected: (Refuted, true),
+        },
+        Row {
+            name: "two DISAGREEs against one checked AGREE stay contested",
+            verdicts: vec![
+                verdict(1, "codex", A, CHECKED),
+                verdict(1, "kimi", D, CHECKED),
+                verdict(1, "grok", D, CHECKED),
+            ],
+            no_answer: vec![],
+            round: 1,
+            available: all,
+            expected: (Contested, true),
         },
         Row {
             name: "a tie goes against the item and keeps it open",
@@ -109,8 +148,7 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (Contested, true),
-            on: (Contested, true),
+            expected: (Contested, true),
         },
         Row {
             name: "more agreeing than disagreeing is partial",
@@ -122,11 +160,10 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (PartialConsensus, true),
-            on: (PartialConsensus, true),
+            expected: (PartialConsensus, true),
         },
         Row {
-            name: "an unchecked AGREE cannot outvote a DISAGREE in adversarial mode",
+            name: "an unchecked AGREE cannot outvote a DISAGREE",
             verdicts: vec![
                 verdict(1, "codex", A, CHECKED),
                 verdict(1, "grok", A, UNCHECKED),
@@ -135,8 +172,7 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (PartialConsensus, true),
-            on: (Contested, true),
+            expected: (Contested, true),
         },
         Row {
             name: "only the latest verdict of a reviewer counts",
@@ -148,11 +184,10 @@ fn classification_table() {
             no_answer: vec![],
             round: 2,
             available: all,
-            off: (FullConsensus, false),
-            on: (FullConsensus, false),
+            expected: (FullConsensus, false),
         },
         Row {
-            name: "a latest AGREE without evidence drops the reviewer in adversarial mode",
+            name: "a latest AGREE without evidence drops the reviewer",
             verdicts: vec![
                 verdict(1, "codex", A, CHECKED),
                 verdict(1, "kimi", D, CHECKED),
@@ -161,8 +196,7 @@ fn classification_table() {
             no_answer: vec![],
             round: 2,
             available: all,
-            off: (FullConsensus, false),
-            on: (FullConsensus, false),
+            expected: (FullConsensus, false),
         },
         Row {
             name: "a DISAGREE from an earlier round counts but no longer opens",
@@ -173,11 +207,10 @@ fn classification_table() {
             no_answer: vec![],
             round: 2,
             available: &["claude", "codex"],
-            off: (Contested, false),
-            on: (Contested, false),
+            expected: (Contested, false),
         },
         Row {
-            name: "the owner's DISAGREE in round 2 withdraws the item",
+            name: "the owner's DISAGREE in round 2 withdraws it: refuted",
             verdicts: vec![
                 verdict(1, "codex", A, CHECKED),
                 verdict(1, "kimi", D, CHECKED),
@@ -187,8 +220,19 @@ fn classification_table() {
             no_answer: vec![],
             round: 2,
             available: all,
-            off: (Contested, false),
-            on: (Contested, false),
+            expected: (Refuted, false),
+        },
+        Row {
+            name: "the owner's later AGREE takes a withdrawal back",
+            verdicts: vec![
+                verdict(1, "codex", A, CHECKED),
+                verdict(2, OWNER, D, CHECKED),
+                verdict(3, OWNER, A, CHECKED),
+            ],
+            no_answer: vec![],
+            round: 3,
+            available: all,
+            expected: (FullConsensus, false),
         },
         Row {
             name: "the owner's DISAGREE in round 1 neither withdraws nor counts",
@@ -196,8 +240,7 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (WorkerUnique, false),
-            on: (WorkerUnique, false),
+            expected: (WorkerUnique, false),
         },
         Row {
             name: "the owner's AGREE is no vote",
@@ -205,8 +248,7 @@ fn classification_table() {
             no_answer: vec![],
             round: 2,
             available: all,
-            off: (WorkerUnique, false),
-            on: (WorkerUnique, false),
+            expected: (WorkerUnique, false),
         },
         Row {
             name: "no answer from an available reviewer keeps the item open",
@@ -214,8 +256,7 @@ fn classification_table() {
             no_answer: vec![(1, "kimi")],
             round: 1,
             available: all,
-            off: (FullConsensus, true),
-            on: (FullConsensus, true),
+            expected: (FullConsensus, true),
         },
         Row {
             name: "no answer from an unavailable reviewer does not",
@@ -223,8 +264,7 @@ fn classification_table() {
             no_answer: vec![(1, "kimi")],
             round: 1,
             available: &["claude", "codex"],
-            off: (FullConsensus, false),
-            on: (FullConsensus, false),
+            expected: (FullConsensus, false),
         },
         Row {
             name: "no answer in an earlier round does not",
@@ -232,8 +272,7 @@ fn classification_table() {
             no_answer: vec![(1, "kimi")],
             round: 2,
             available: all,
-            off: (FullConsensus, false),
-            on: (FullConsensus, false),
+            expected: (FullConsensus, false),
         },
         Row {
             name: "a verdict from a worker off the roster never counts",
@@ -241,11 +280,10 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (WorkerUnique, false),
-            on: (WorkerUnique, false),
+            expected: (WorkerUnique, false),
         },
         Row {
-            name: "two against two is contested, three against two partial",
+            name: "two against two is contested",
             verdicts: vec![
                 verdict(1, "codex", A, CHECKED),
                 verdict(1, "kimi", A, CHECKED),
@@ -255,11 +293,10 @@ fn classification_table() {
             no_answer: vec![],
             round: 1,
             available: all,
-            off: (Contested, true),
-            on: (Contested, true),
+            expected: (Contested, true),
         },
     ];
-    let analysers = set(&["claude", "codex", "kimi", "grok", "antigravity"]);
+    let reviewers = set(&["claude", "codex", "kimi", "grok", "antigravity"]);
     for row in rows {
         let item = LedgerItem {
             item_id: format!("{OWNER}:F-001"),
@@ -277,33 +314,25 @@ fn classification_table() {
             ..LedgerItem::default()
         };
         let available = set(row.available);
-        for (adversarial, expected) in [(false, row.off), (true, row.on)] {
-            let context = Context {
-                analysers: &analysers,
-                available: &available,
-                adversarial,
-                round: row.round,
-            };
-            let outcome = super::item(&item, &context);
-            assert_eq!(
-                (outcome.class, outcome.open),
-                expected,
-                "{} (adversarial {adversarial})",
-                row.name
-            );
-            assert_eq!(
-                outcome.withdrawn,
-                row.name.contains("withdraws the item"),
-                "{}",
-                row.name
-            );
-        }
+        let context = Context {
+            reviewers: &reviewers,
+            available: &available,
+            round: row.round,
+        };
+        let outcome = alone(&item, &context);
+        assert_eq!((outcome.class, outcome.open), row.expected, "{}", row.name);
+        assert_eq!(
+            outcome.withdrawn,
+            row.name.contains("withdraws it"),
+            "{}",
+            row.name
+        );
     }
 }
 
 #[test]
 fn three_against_two_is_partial() {
-    let analysers = set(&["claude", "a", "b", "c", "d", "e"]);
+    let reviewers = set(&["claude", "a", "b", "c", "d", "e"]);
     let item = LedgerItem {
         owner: OWNER.to_owned(),
         verdicts: vec![
@@ -316,12 +345,11 @@ fn three_against_two_is_partial() {
         ..LedgerItem::default()
     };
     let context = Context {
-        analysers: &analysers,
-        available: &analysers,
-        adversarial: true,
+        reviewers: &reviewers,
+        available: &reviewers,
         round: 1,
     };
-    let outcome = item_outcome(&item, &context);
+    let outcome = alone(&item, &context);
     assert_eq!(
         (outcome.class, outcome.agreeing, outcome.disagreeing),
         (FinalClass::PartialConsensus, 3, 2)
@@ -330,7 +358,7 @@ fn three_against_two_is_partial() {
 
 #[test]
 fn a_substitute_never_counts() {
-    let analysers = set(&["claude", "codex"]);
+    let reviewers = set(&["claude", "codex"]);
     let mut entry = verdict(1, "codex", D, CHECKED);
     entry.substitute = true;
     let item = LedgerItem {
@@ -339,20 +367,16 @@ fn a_substitute_never_counts() {
         ..LedgerItem::default()
     };
     let context = Context {
-        analysers: &analysers,
-        available: &analysers,
-        adversarial: false,
+        reviewers: &reviewers,
+        available: &reviewers,
         round: 1,
     };
-    let outcome = item_outcome(&item, &context);
+    let judged = judge(std::slice::from_ref(&item), &context);
     assert_eq!(
-        (outcome.class, outcome.open),
+        (judged.outcome(0).class, judged.outcome(0).open),
         (FinalClass::WorkerUnique, false)
     );
-}
-
-fn item_outcome(item: &LedgerItem, context: &Context<'_>) -> Outcome {
-    super::item(item, context)
+    assert_eq!(judged.counted[0], vec![Err(Uncounted::Substitute)]);
 }
 
 #[test]
@@ -389,7 +413,7 @@ fn anchored(status: Option<Status>) -> Anchoring {
 
 #[test]
 fn a_claim_whose_anchors_fail_is_unverifiable_whatever_the_verdicts() {
-    let analysers = set(&["claude", "codex", "kimi"]);
+    let reviewers = set(&["claude", "codex", "kimi"]);
     let agreeing = vec![
         verdict(1, "codex", A, CHECKED),
         verdict(1, "kimi", A, CHECKED),
@@ -440,51 +464,130 @@ fn a_claim_whose_anchors_fail_is_unverifiable_whatever_the_verdicts() {
             anchoring: anchored(status),
             ..LedgerItem::default()
         };
-        for adversarial in [false, true] {
-            let context = Context {
-                analysers: &analysers,
-                available: &analysers,
-                adversarial,
-                round: 1,
-            };
-            let outcome = item_outcome(&item, &context);
-            assert_eq!(
-                (outcome.class, outcome.open),
-                expected,
-                "{status:?} {verdicts:?} adversarial {adversarial}"
-            );
-        }
+        let context = Context {
+            reviewers: &reviewers,
+            available: &reviewers,
+            round: 1,
+        };
+        let outcome = alone(&item, &context);
+        assert_eq!(
+            (outcome.class, outcome.open),
+            expected,
+            "{status:?} {verdicts:?}"
+        );
     }
 }
 
 #[test]
-fn in_adversarial_mode_a_verdict_whose_anchor_does_not_resolve_is_not_counted() {
-    let analysers = set(&["claude", "codex", "kimi"]);
+fn a_verdict_whose_anchor_does_not_resolve_is_not_counted() {
+    let reviewers = set(&["claude", "codex", "kimi"]);
     let mut unresolved = verdict(1, "kimi", D, "src/cart.rs:999 `nowhere`");
     unresolved.anchoring = anchored(Some(Status::Unanchored));
     let mut resolved = verdict(1, "codex", A, CHECKED);
-    resolved.anchoring = anchored(Some(Status::Verified));
+    resolved.anchoring = Anchoring {
+        anchor_status: Some(Status::Verified),
+        anchors: vec![crate::anchors::Checked {
+            path: "src/cart.rs".to_owned(),
+            lines: "88".to_owned(),
+            excerpt: None,
+            excerpt_sha256: None,
+            status: Status::Verified,
+            found_at: None,
+            reason: None,
+        }],
+    };
     let item = LedgerItem {
         owner: OWNER.to_owned(),
         verdicts: vec![resolved, unresolved],
         anchoring: anchored(Some(Status::Verified)),
         ..LedgerItem::default()
     };
-    for (adversarial, expected) in [
-        (false, (FinalClass::Contested, true)),
-        (true, (FinalClass::FullConsensus, false)),
-    ] {
-        let context = Context {
-            analysers: &analysers,
-            available: &analysers,
-            adversarial,
-            round: 1,
-        };
-        let outcome = item_outcome(&item, &context);
-        assert_eq!(
-            (outcome.class, outcome.open),
-            expected,
-            "adversarial {adversarial}"
-        );
+    let context = Context {
+        reviewers: &reviewers,
+        available: &reviewers,
+        round: 1,
+    };
+    let judged = judge(std::slice::from_ref(&item), &context);
+    assert_eq!(
+        (judged.outcome(0).class, judged.outcome(0).open),
+        (FinalClass::FullConsensus, false)
+    );
+    assert_eq!(judged.counted[0], vec![Ok(()), Err(Uncounted::Unresolved)]);
+}
+
+/// A claim of `id` with `verdicts`.
+fn claim(id: &str, verdicts: Vec<VerdictEntry>) -> LedgerItem {
+    LedgerItem {
+        item_id: id.to_owned(),
+        owner: id.split_once(':').unwrap().0.to_owned(),
+        verdicts,
+        ..LedgerItem::default()
     }
+}
+
+#[test]
+fn a_finding_of_merged_claims_is_judged_once_and_its_finders_never_verify_it() {
+    let reviewers = set(&["claude", "codex", "kimi"]);
+    let context = Context {
+        reviewers: &reviewers,
+        available: &reviewers,
+        round: 1,
+    };
+    let mut same = verdict(1, "kimi", A, CHECKED);
+    same.same_as = Some("claude:F-1".to_owned());
+    let items = vec![
+        // codex checked claude's claim, and kimi both: codex found it too,
+        // so its verdict is a finder's.
+        claim(
+            "claude:F-1",
+            vec![
+                verdict(1, "codex", A, CHECKED),
+                verdict(1, "kimi", A, CHECKED),
+            ],
+        ),
+        claim("codex:1", vec![verdict(1, "claude", A, CHECKED), same]),
+    ];
+    let judged = judge(&items, &context);
+    assert_eq!(judged.findings.members, vec![vec![0, 1]]);
+    let outcome = judged.outcome(1);
+    assert_eq!(
+        (outcome.class, outcome.agreeing, outcome.disagreeing),
+        (FinalClass::FullConsensus, 1, 0)
+    );
+    assert_eq!(
+        judged.counted,
+        vec![
+            vec![Err(Uncounted::Finder), Err(Uncounted::Superseded)],
+            vec![Err(Uncounted::Finder), Ok(())],
+        ]
+    );
+}
+
+#[test]
+fn a_withdrawn_claim_merges_with_nothing() {
+    let reviewers = set(&["claude", "codex", "kimi"]);
+    let context = Context {
+        reviewers: &reviewers,
+        available: &reviewers,
+        round: 2,
+    };
+    let mut same = verdict(1, "kimi", A, CHECKED);
+    same.same_as = Some("claude:F-1".to_owned());
+    let one_withdrew = vec![
+        claim(
+            "claude:F-1",
+            vec![
+                verdict(1, "kimi", A, CHECKED),
+                verdict(2, OWNER, D, CHECKED),
+            ],
+        ),
+        claim("codex:1", vec![same.clone()]),
+    ];
+    // A withdrawn claim merges with nothing: claude's is refuted, codex's
+    // stands on kimi's check.
+    let judged = judge(&one_withdrew, &context);
+    assert_eq!(judged.findings.members.len(), 2);
+    assert_eq!(judged.outcome(0).class, FinalClass::Refuted);
+    assert!(judged.outcome(0).withdrawn);
+    assert_eq!(judged.outcome(1).class, FinalClass::FullConsensus);
 }
