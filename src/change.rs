@@ -30,6 +30,12 @@ pub struct Source {
     /// Whether the working tree matched that commit (no staged, unstaged or
     /// untracked change outside `.okstra/`).
     pub clean: bool,
+    /// Where the project lies in its repository (`git rev-parse
+    /// --show-prefix`: `services/api/`, or empty at the top): what makes a
+    /// project path a repository path, as code scanning and a pull request
+    /// name files. `None` in a run recorded before okstra kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 /// A change a run is scoped to (run manifest `change`).
@@ -98,9 +104,13 @@ pub fn source(project_root: &Path) -> Option<Source> {
         ],
     )
     .ok()?;
+    let prefix = git(project_root, &["rev-parse", "--show-prefix"])
+        .ok()
+        .map(|prefix| prefix.trim_end_matches('\n').to_owned());
     Some(Source {
         commit,
         clean: status.trim().is_empty(),
+        prefix,
     })
 }
 
@@ -112,7 +122,9 @@ pub fn file_at(project_root: &Path, commit: &str, path: &str) -> Option<String> 
     }
     git(
         project_root,
-        &["cat-file", "blob", &format!("{commit}:{path}")],
+        // `./`: the path is the project's, which may lie in a subfolder of
+        // its repository.
+        &["cat-file", "blob", &format!("{commit}:./{path}")],
     )
     .ok()
 }

@@ -28,8 +28,9 @@ pub struct Facts<'a> {
     pub paths: Option<(&'a Path, &'a Path)>,
     /// Why there is no report.
     pub reason: Option<&'a str>,
-    /// Why the findings were not cross-verified, when they were not.
-    pub not_cross_verified: Option<&'a str>,
+    /// Whether the findings were cross-verified, in one line and the
+    /// words every output uses, when there is a valid report.
+    pub verification: Option<&'a str>,
     /// Findings per convergence class.
     pub classes: BTreeMap<String, usize>,
     /// The report's findings, when there is a valid report.
@@ -63,8 +64,8 @@ pub fn summary(facts: &Facts<'_>) -> String {
     if let Some(reason) = facts.reason {
         let _ = writeln!(text, "  why: {}", crate::fsread::escape(reason));
     }
-    if let Some(note) = facts.not_cross_verified.filter(|_| facts.verdict.is_some()) {
-        let _ = writeln!(text, "  {}", crate::fsread::escape(note));
+    if let Some(line) = facts.verification.filter(|_| facts.verdict.is_some()) {
+        let _ = writeln!(text, "  {}", crate::fsread::escape(line));
     }
     if !facts.classes.is_empty() {
         let counts: Vec<String> = facts

@@ -35,7 +35,6 @@ use crate::converge::FinalClass;
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
-use crate::report::anchor::Anchor;
 use crate::report::findings::{self, Finding, Findings};
 use crate::report::{self, sarif};
 use crate::run::Run;
@@ -352,10 +351,9 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
             counted,
             Some(false),
             format!(
-                "no counted finding at or above `{}`, but the run was not cross-verified ({}); \
-                 that is no reliable answer",
+                "no counted finding at or above `{}`, but {}; that is no reliable answer",
                 rules.fail_on,
-                one_line(&verification.detail)
+                one_line(&verification.line())
             ),
         )
         .excluding(excluded));
@@ -377,9 +375,9 @@ pub fn decide(target: &Path, rules: &Rules) -> Result<Decision> {
         counted,
         Some(true),
         format!(
-            "no counted finding at or above `{}`; the run was cross-verified ({})",
+            "no counted finding at or above `{}`; {}",
             rules.fail_on,
-            one_line(&verification.detail)
+            one_line(&verification.line())
         ),
     )
     .excluding(excluded))
@@ -399,7 +397,12 @@ fn counted(found: &Findings, rules: &Rules) -> Vec<Counted> {
             row: finding.row.clone(),
             severity: finding.rank(),
             class: finding.class,
-            location: finding.anchors.first().map(Anchor::label),
+            // As the repository names the file (a project may lie in a
+            // subfolder of it), like SARIF and the pull-request review.
+            location: finding
+                .anchors
+                .first()
+                .map(|anchor| found.repository_path(&anchor.label())),
             fingerprint: finding.fingerprint.clone(),
             line: finding.line(),
         })

@@ -82,6 +82,10 @@ impl Check {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub checks: Vec<Check>,
+    /// Providers off the roster whose CLI is on `PATH` with credentials
+    /// found (not probed further), in catalog order: what can take a
+    /// failing reviewer's place so two reviewers still check each other.
+    pub spares: Vec<Provider>,
 }
 
 impl Report {
@@ -102,7 +106,7 @@ impl Report {
             .iter()
             .filter_map(|check| {
                 let problem = check.problem.as_ref()?;
-                Some(refusal(check, problem, assignments, flags))
+                Some(refusal(check, problem, assignments, flags, &self.spares))
             })
             .collect()
     }
@@ -129,6 +133,7 @@ pub fn check(
     let providers = providers(assignments);
     let identified = doctor::identify_all(&providers, None);
     Report {
+        spares: Vec::new(),
         checks: identified
             .into_iter()
             .map(|found| {
@@ -166,6 +171,11 @@ pub fn enforce(assignments: &[Assignment], flags: bool) -> anyhow::Result<Report
     if report.is_ready() {
         return Ok(report);
     }
+    let mut report = report;
+    if flags {
+        let env = |name: &str| std::env::var(name).ok();
+        report.spares = spares(assignments, &env, home().as_deref());
+    }
     let refusals = report.refusals(assignments, flags);
     for line in &refusals {
         crate::diag::error(line);
@@ -195,6 +205,7 @@ pub fn credentials_only(assignments: &[Assignment]) -> Report {
     let env = |name: &str| std::env::var(name).ok();
     let home = home();
     Report {
+        spares: Vec::new(),
         checks: providers(assignments)
             .into_iter()
             .map(|provider| Check {
@@ -237,7 +248,13 @@ pub fn judge(found: &Identified, credentials: Vec<String>) -> Check {
 }
 
 /// The line for one failing provider.
-fn refusal(check: &Check, problem: &Problem, assignments: &[Assignment], flags: bool) -> String {
+fn refusal(
+    check: &Check,
+    problem: &Problem,
+    assignments: &[Assignment],
+    flags: bool,
+    spares: &[Provider],
+) -> String {
     let provider = check.provider;
     let binary = provider.binary();
     let (what, fix) = match problem {
@@ -260,8 +277,8 @@ fn refusal(check: &Check, problem: &Problem, assignments: &[Assignment], flags: 
         ),
     };
     let leave_out = if flags {
-        leave_out(provider, assignments)
-            .map(|how| format!("; or leave it out: `{how}`"))
+        leave_out(provider, assignments, spares)
+            .map(|how| format!("; or leave it out: {how}"))
             .unwrap_or_default()
     } else {
         "; this run's roster is fixed: render a new run to leave it out".to_owned()
@@ -269,10 +286,17 @@ fn refusal(check: &Check, problem: &Problem, assignments: &[Assignment], flags: 
     format!("{provider}: {what}; fix: {fix}{leave_out}")
 }
 
-/// The flags that run the same question without `provider`, when one
-/// analyser or verifier would still be left.
-fn leave_out(provider: Provider, assignments: &[Assignment]) -> Option<String> {
+/// The flags that run the same question without `provider`, quoted, when
+/// one analyser or verifier would still be left: a spare takes its place
+/// when only one reviewer would be left, and when none can, the line says
+/// plainly that nothing would then be cross-verified.
+fn leave_out(
+    provider: Provider,
+    assignments: &[Assignment],
+    spares: &[Provider],
+) -> Option<String> {
     let mut flags = Vec::new();
+    let mut lonely = false;
     let roles: Vec<Role> = assignments
         .iter()
         .filter(|a| a.provider == provider)
@@ -292,7 +316,33 @@ fn leave_out(provider: Provider, assignments: &[Assignment]) -> Option<String> {
                 }
             })
             .collect();
-        flags.push(crate::advice::drop_from_roster(provider, &workers)?);
+        let reviewers_left = assignments
+            .iter()
+            .filter(|a| a.role.reviews() && a.provider != provider)
+            .count();
+        let spare = spares
+            .iter()
+            .find(|spare| **spare != provider && !workers.iter().any(|w| w == spare.as_str()));
+        match spare {
+            Some(spare) if reviewers_left == 1 => {
+                let mut with_spare: Vec<String> = workers
+                    .iter()
+                    .map(|w| {
+                        if w == provider.as_str() {
+                            spare.as_str().to_owned()
+                        } else {
+                            w.clone()
+                        }
+                    })
+                    .collect();
+                with_spare.dedup();
+                flags.push(format!("--workers {}", with_spare.join(",")));
+            }
+            _ => {
+                flags.push(crate::advice::drop_from_roster(provider, &workers)?);
+                lonely = reviewers_left == 1;
+            }
+        }
     }
     if roles.contains(&Role::ReportWriter) {
         let other = REPORT_WRITER_PROVIDERS.iter().find(|p| **p != provider)?;
@@ -307,7 +357,34 @@ fn leave_out(provider: Provider, assignments: &[Assignment]) -> Option<String> {
             .find(|p| **p != provider)?;
         flags.push(format!("--executor {other}"));
     }
-    (!flags.is_empty()).then(|| flags.join(" "))
+    if flags.is_empty() {
+        return None;
+    }
+    let how = format!("`{}`", flags.join(" "));
+    Some(if lonely {
+        format!(
+            "{how} (one reviewer would be left: nothing would be cross-verified; no other provider's CLI is ready to take its place)"
+        )
+    } else {
+        how
+    })
+}
+
+/// The providers off the roster of `assignments` that could take a
+/// reviewer's place: their CLI on `PATH` and credentials found. Nothing is
+/// started (no probe): a spare the next preflight finds wanting says so.
+pub fn spares(
+    assignments: &[Assignment],
+    env: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+) -> Vec<Provider> {
+    Provider::ALL
+        .iter()
+        .copied()
+        .filter(|provider| !assignments.iter().any(|a| a.provider == *provider))
+        .filter(|provider| which::which(provider.binary()).is_ok())
+        .filter(|provider| !doctor::credentials(*provider, env, home).is_empty())
+        .collect()
 }
 
 /// The plan's lines: a header, one line per worker, the estimate.
@@ -432,6 +509,7 @@ mod tests {
     fn refusals_say_how_to_fix_and_how_to_leave_out() {
         let roster = default_roster();
         let report = Report {
+            spares: Vec::new(),
             checks: vec![
                 judge(
                     &found(Provider::Claude, true, Some(Program::Expected)),
@@ -447,8 +525,21 @@ mod tests {
         assert_eq!(
             report.refusals(&roster, true),
             [
-                "claude: no credentials found (a login kept in a system keychain is not visible; `--no-preflight` runs anyway); fix: run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`); or leave it out: `--workers codex,report-writer --report-writer-provider codex`"
+                "claude: no credentials found (a login kept in a system keychain is not visible; `--no-preflight` runs anyway); fix: run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`); or leave it out: `--workers codex,report-writer --report-writer-provider codex` (one reviewer would be left: nothing would be cross-verified; no other provider's CLI is ready to take its place)"
             ]
+        );
+        // A ready CLI off the roster takes the reviewer's place, so two
+        // reviewers still check each other.
+        let with_spare = Report {
+            spares: vec![Provider::Kimi],
+            ..report.clone()
+        };
+        assert!(
+            with_spare.refusals(&roster, true)[0].ends_with(
+                "or leave it out: `--workers kimi,codex,report-writer --report-writer-provider codex`"
+            ),
+            "{:?}",
+            with_spare.refusals(&roster, true)
         );
         assert!(report.refusals(&roster, false)[0].ends_with("render a new run to leave it out"));
         assert_eq!(

@@ -109,18 +109,32 @@ impl Reliability {
         !self.cross_verified && self.reviewers_rostered >= REVIEWERS_REQUIRED
     }
 
-    /// The block as one diagnostic line: `not cross-verified (quorum-lost):
-    /// only 1 of 2 reviewers …`, or `cross-verified: 3 of 3 reviewers …`.
-    pub fn line(&self) -> String {
-        let mut detail = self.detail.trim_end_matches('.').to_owned();
+    /// Whether the findings were cross-verified, in the words every
+    /// output uses: `Cross-verified`, or `Not cross-verified (quorum-lost)`.
+    pub fn headline(&self) -> String {
+        match self.reason {
+            Some(reason) => format!("Not cross-verified ({reason})"),
+            None => "Cross-verified".to_owned(),
+        }
+    }
+
+    /// What was and was not checked, after the headline: the block's
+    /// `detail`, its first letter lowered and without a final period.
+    pub fn explanation(&self) -> String {
+        let mut detail = self.detail.trim().trim_end_matches('.').to_owned();
         if let Some(first) = detail.get(..1) {
             let lower = first.to_lowercase();
             detail.replace_range(..1, &lower);
         }
-        match self.reason {
-            Some(reason) => format!("not cross-verified ({reason}): {detail}"),
-            None => format!("cross-verified: {detail}"),
-        }
+        detail
+    }
+
+    /// The statement as one line, as every output gives it (the report's
+    /// top line, the closing summary, SARIF, the pull-request review, the
+    /// gate, `okstra next`): `not cross-verified (quorum-lost): only 1 of 2
+    /// reviewers …`, or `cross-verified: 3 of 3 reviewers …`.
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.headline().to_lowercase(), self.explanation())
     }
 }
 

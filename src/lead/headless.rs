@@ -50,8 +50,13 @@ struct Outcome {
     /// Whether the findings were checked by a quorum of reviewers; `false`
     /// with two or more reviewers rostered makes the exit 1.
     cross_verified: bool,
+    /// Whether they were, in one line and the words every output uses.
+    verification: String,
     /// Why they were not, when they were not.
     not_cross_verified: Option<String>,
+    /// Two or more reviewers rostered, and no quorum checked the findings.
+    #[serde(skip)]
+    falls_short: bool,
     /// Attempts this call started or adopted (0 when nothing was left).
     dispatched: usize,
     convergence: Option<converge::Classified>,
@@ -232,10 +237,20 @@ pub fn drive(
     }
 }
 
-/// The exit status of an outcome without a gate: 0 only for a valid,
-/// cross-verified report, saying on stderr why not.
+/// The exit status of an outcome without a gate: 0 only for a valid
+/// report that is cross-verified, or whose roster had one reviewer by
+/// design; a report that was not cross-verified says so on the last line.
 fn exit_of(outcome: &Outcome) -> ExitStatus {
     if outcome.valid && outcome.cross_verified {
+        ExitStatus::Success
+    } else if outcome.valid && !outcome.falls_short {
+        diag::note(format_args!(
+            "{}",
+            outcome
+                .not_cross_verified
+                .as_deref()
+                .unwrap_or("not cross-verified")
+        ));
         ExitStatus::Success
     } else if outcome.valid {
         diag::error(format_args!(
@@ -309,7 +324,7 @@ impl Lead {
             findings: &findings,
             paths: outcome.markdown.as_deref().zip(outcome.html.as_deref()),
             reason: outcome.reason.as_deref(),
-            not_cross_verified: outcome.not_cross_verified.as_deref(),
+            verification: outcome.valid.then_some(outcome.verification.as_str()),
             classes,
             resume,
         })
@@ -322,7 +337,7 @@ impl Lead {
         let valid = reason.is_none();
         let info = converge::RunInfo::of(self.run.clone())?;
         let convergence = converge::summary(&info);
-        let not_cross_verified = not_cross_verified(&self.run)?;
+        let standing = standing(&self.run)?;
         self.release_copies();
         let landing = self.landing()?;
         Ok(Outcome {
@@ -332,8 +347,10 @@ impl Lead {
             markdown: valid.then(|| report_dir.join(layout::REPORT_MARKDOWN_NAME)),
             html: valid.then(|| report_dir.join(layout::REPORT_HTML_NAME)),
             reason,
-            cross_verified: not_cross_verified.is_none(),
-            not_cross_verified,
+            cross_verified: standing.cross_verified,
+            not_cross_verified: (!standing.cross_verified).then(|| standing.line.clone()),
+            falls_short: standing.falls_short,
+            verification: standing.line,
             dispatched: self.dispatched,
             convergence,
         })
@@ -401,12 +418,23 @@ impl Lead {
     }
 }
 
-/// Whether the run falls short of cross-verification (two or more
-/// reviewers rostered, and the findings were not checked by a quorum), and
-/// the one line that says why: from the same records the report's
-/// `reliability` block is computed from.
-pub(super) fn not_cross_verified(run: &Run) -> Result<Option<String>> {
+/// Where a run stands on cross-verification, from the same records the
+/// report's `reliability` block is computed from (`derive::reliability`).
+pub(super) struct Standing {
+    pub cross_verified: bool,
+    /// Two or more reviewers were rostered and the findings were not
+    /// checked by a quorum: the run's exit is 1.
+    pub falls_short: bool,
+    /// The statement, in the words every output uses.
+    pub line: String,
+}
+
+pub(super) fn standing(run: &Run) -> Result<Standing> {
     let records = crate::run::Records::load(run.clone(), crate::run::Parts::FACTS)?;
     let reliability = crate::derive::reliability::of(&records);
-    Ok(reliability.falls_short().then(|| reliability.line()))
+    Ok(Standing {
+        cross_verified: reliability.cross_verified,
+        falls_short: reliability.falls_short(),
+        line: reliability.line(),
+    })
 }

@@ -135,9 +135,15 @@ struct Report {
     summary: String,
     /// The report's first recommended next step, in one line.
     next_step: String,
+    /// Whether the findings were cross-verified, in one line and the words
+    /// every output uses.
+    verification: String,
     /// Why the findings were not cross-verified, when they were not.
     #[serde(skip_serializing_if = "Option::is_none")]
     not_cross_verified: Option<String>,
+    /// Two or more reviewers rostered, and no quorum checked the findings.
+    #[serde(skip)]
+    falls_short: bool,
     /// The user's answers to the open questions, for the next run's
     /// `--clarification-response`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,12 +211,14 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
     print(&answer, args.json)?;
     Ok(match answer.state {
         State::HostWork | State::Waiting => ExitStatus::Success,
-        State::Done
-            if answer
+        State::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
+            if let Some(line) = answer
                 .report
                 .as_ref()
-                .is_some_and(|r| r.not_cross_verified.is_none()) =>
-        {
+                .and_then(|r| r.not_cross_verified.as_deref())
+            {
+                diag::note(format_args!("{line}"));
+            }
             ExitStatus::Success
         }
         State::Done => {
@@ -510,7 +518,7 @@ fn report(run: &Run) -> Result<Report> {
     let data: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("`{}` is not JSON", run.report_data_path.display()))?;
     let text = |pointer: &str| data.pointer(pointer).and_then(serde_json::Value::as_str);
-    let not_cross_verified = super::headless::not_cross_verified(run)?;
+    let standing = super::headless::standing(run)?;
     Ok(Report {
         data: run.report_data_path.clone(),
         markdown: dir.join(layout::REPORT_MARKDOWN_NAME),
@@ -518,14 +526,15 @@ fn report(run: &Run) -> Result<Report> {
         verdict: text("/finalVerdict/verdictToken")
             .unwrap_or("unknown")
             .to_owned(),
-        cross_verified: data.pointer("/reliability/crossVerified")
-            == Some(&serde_json::Value::Bool(true)),
+        cross_verified: standing.cross_verified,
         summary: events::one_line(
             text("/humanSummary/headline")
                 .or_else(|| text("/finalVerdict/statement"))
                 .unwrap_or_default(),
         ),
-        not_cross_verified,
+        not_cross_verified: (!standing.cross_verified).then(|| standing.line.clone()),
+        falls_short: standing.falls_short,
+        verification: standing.line,
         clarification_response: None,
         next_step: next_step(&data),
     })

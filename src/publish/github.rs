@@ -36,9 +36,26 @@ const BREAK: char = '\u{200B}';
 #[derive(Debug, Default, Clone)]
 pub struct Commentable {
     files: HashMap<String, HashMap<u32, usize>>,
+    /// Where the project lies in the repository (`services/api/`, or
+    /// empty): anchors are the project's paths, a pull request's files the
+    /// repository's.
+    prefix: String,
 }
 
 impl Commentable {
+    /// No file yet, for a project at `prefix` in its repository.
+    pub fn under(prefix: &str) -> Commentable {
+        Commentable {
+            files: HashMap::new(),
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    /// `anchor`'s file as the pull request names it.
+    pub fn path(&self, anchor: &Anchor) -> String {
+        format!("{}{}", self.prefix, anchor.path)
+    }
+
     /// Add one file's `patch` (as the pull request's files list gives it).
     pub fn add(&mut self, file: &str, patch: &str) {
         let lines = self.files.entry(file.to_owned()).or_default();
@@ -68,7 +85,7 @@ impl Commentable {
     /// Where an inline comment on `anchor` goes: `(start_line, line)` of
     /// the head side, `start_line` only for a range inside one hunk.
     pub fn place(&self, anchor: &Anchor) -> Option<(Option<u32>, u32)> {
-        let lines = self.files.get(&anchor.path)?;
+        let lines = self.files.get(&self.path(anchor))?;
         let start = lines.get(&anchor.start);
         let end = lines.get(&anchor.end);
         match (start, end) {
@@ -162,7 +179,7 @@ pub fn review(summary: &Summary, findings: &[&Finding], diff: &Commentable) -> V
             Some(_) if comments.len() >= MAX_COMMENTS => over_limit.push(finding),
             Some((anchor, (start, line))) => {
                 let mut comment = json!({
-                    "path": anchor.path,
+                    "path": diff.path(anchor),
                     "line": line,
                     "side": "RIGHT",
                     "body": comment_body(finding),
@@ -176,7 +193,7 @@ pub fn review(summary: &Summary, findings: &[&Finding], diff: &Commentable) -> V
             None => outside.push(finding),
         }
     }
-    let body = summary_body(summary, comments.len(), &outside, &over_limit);
+    let body = summary_body(summary, diff, comments.len(), &outside, &over_limit);
     json!({
         "commit_id": summary.commit,
         "event": "COMMENT",
@@ -222,11 +239,11 @@ fn comment_body(finding: &Finding) -> String {
 }
 
 /// One line of the summary's list.
-fn summary_line(finding: &Finding) -> String {
-    let place = finding
-        .anchors
-        .first()
-        .map_or_else(|| "unanchored".to_owned(), |a| format!("`{}`", a.label()));
+fn summary_line(finding: &Finding, diff: &Commentable) -> String {
+    let place = finding.anchors.first().map_or_else(
+        || "unanchored".to_owned(),
+        |a| format!("`{}{}`", diff.prefix, a.label()),
+    );
     format!(
         "- **{}** · {} · {} · {place} — {} ({})\n",
         finding.row,
@@ -239,6 +256,7 @@ fn summary_line(finding: &Finding) -> String {
 
 fn summary_body(
     summary: &Summary,
+    diff: &Commentable,
     inline: usize,
     outside: &[&Finding],
     over_limit: &[&Finding],
@@ -256,20 +274,16 @@ fn summary_body(
         neutral(&summary.direction),
         neutral(&summary.statement)
     );
-    if summary.verification.cross_verified {
-        let _ = writeln!(
-            body,
-            "**Cross-verified:** yes — {}\n",
-            neutral(&summary.verification.detail)
-        );
-    } else {
-        let _ = writeln!(
-            body,
-            "**Cross-verified: no** — {} Each finding below is one model's word unless it says \
-             who verified it.\n",
-            neutral(&summary.verification.detail)
-        );
+    let _ = write!(
+        body,
+        "**{}**: {}.",
+        neutral(&summary.verification.headline),
+        neutral(&summary.verification.explanation)
+    );
+    if !summary.verification.cross_verified {
+        body.push_str(" Each finding below is one model's word unless it says who verified it.");
     }
+    body.push_str("\n\n");
     let _ = writeln!(
         body,
         "**Coverage:** {}\n",
@@ -315,7 +329,7 @@ fn summary_body(
         }
         let _ = write!(body, "\n### {heading}\n\n");
         for (index, finding) in list.iter().enumerate() {
-            let line = summary_line(finding);
+            let line = summary_line(finding, diff);
             if body.chars().count() + line.chars().count() + 200 > MAX_BODY_CHARS {
                 let _ = writeln!(
                     body,
@@ -419,7 +433,8 @@ mod tests {
             statement: "Fix it.".into(),
             verification: Verification {
                 cross_verified: true,
-                detail: "2 of 2 reviewers.".into(),
+                headline: "Cross-verified".into(),
+                explanation: "2 of 2 reviewers".into(),
             },
             coverage: vec!["claude completed".into()],
             cost: "$0.10".into(),

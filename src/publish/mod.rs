@@ -175,7 +175,8 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         "read the pull request's files",
         &format!("{pulls}/files"),
     )?;
-    let mut diff = Commentable::default();
+    let found = findings::collect(&checked.value, Some(&run.dir))?;
+    let mut diff = Commentable::under(&found.repository_prefix);
     for file in &files {
         if let (Some(path), Some(patch)) = (
             file.get("filename").and_then(Value::as_str),
@@ -185,7 +186,6 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         }
     }
 
-    let found = findings::collect(&checked.value, Some(&run.dir))?;
     let reported: Vec<&findings::Finding> = found
         .list
         .iter()

@@ -44,6 +44,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
+use crate::derive::reliability::Reliability;
+
 use super::anchor::{self, Anchor};
 use crate::converge::ledger::FinalClass;
 use crate::derive::verification::{self as credits, Verification as Block, VerifiedItem};
@@ -205,8 +207,19 @@ impl Finding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verification {
     pub cross_verified: bool,
-    /// One line for people.
-    pub detail: String,
+    /// `Cross-verified`, or `Not cross-verified (quorum-lost)`
+    /// (`derive::reliability::Reliability::headline`).
+    pub headline: String,
+    /// What was and was not checked, after the headline.
+    pub explanation: String,
+}
+
+impl Verification {
+    /// The statement as one line, in the words every output uses
+    /// (`derive::reliability::Reliability::line`).
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.headline.to_lowercase(), self.explanation)
+    }
 }
 
 /// A valid report's findings, with the run they came from.
@@ -215,6 +228,42 @@ pub struct Findings {
     pub list: Vec<Finding>,
     /// The run, when the report sits in one.
     pub run: Option<Run>,
+    /// Where the run's project lies in its repository: `services/api/`, or
+    /// empty at the top (and outside git, or without a run).
+    pub repository_prefix: String,
+}
+
+impl Findings {
+    /// A project path (an anchor's) as its repository names it: what code
+    /// scanning, a pull request and `okstra gate --json` call the file.
+    pub fn repository_path(&self, path: &str) -> String {
+        format!("{}{path}", self.repository_prefix)
+    }
+}
+
+/// Where `run`'s project lies in its repository, `/`-terminated or empty:
+/// as recorded when the run was rendered, else (a run of an older okstra
+/// in git) as the file system shows it now; empty for a run rendered
+/// outside git.
+fn repository_prefix(run: Option<&Run>) -> String {
+    // Outside git when rendered (no `source`): the project's own paths.
+    let Some((run, source)) = run.and_then(|run| Some((run, run.source.as_ref()?))) else {
+        return String::new();
+    };
+    if let Some(prefix) = &source.prefix {
+        return prefix.clone();
+    }
+    let project =
+        std::fs::canonicalize(&run.project_root).unwrap_or_else(|_| run.project_root.clone());
+    crate::workspace::repository_prefix(&project)
+        .map(|prefix| {
+            let mut text = prefix.to_string_lossy().replace('\\', "/");
+            if !text.is_empty() && !text.ends_with('/') {
+                text.push('/');
+            }
+            text
+        })
+        .unwrap_or_default()
 }
 
 /// What okstra knows of one source item from its worker's result.
@@ -292,7 +341,12 @@ pub fn collect(report: &Value, run_dir: Option<&Path>) -> Result<Findings> {
     for finding in &mut list {
         finding.fingerprint = fingerprint(finding, &lines, &run_id);
     }
-    Ok(Findings { list, run })
+    let repository_prefix = repository_prefix(run.as_ref());
+    Ok(Findings {
+        list,
+        run,
+        repository_prefix,
+    })
 }
 
 /// One row as a finding (fingerprint filled in later).
@@ -552,23 +606,18 @@ fn fingerprint(finding: &Finding, lines: &HashMap<(String, u32), String>, run_id
 }
 
 /// Whether the report says its run was cross-verified: the 2.1
-/// `reliability` block, or for an older report what its coverage shows (two
-/// or more reviewers completed, and a convergence round ran).
+/// `reliability` block's statement, or for an older report what its
+/// coverage shows (two or more reviewers completed, and a convergence round
+/// ran), in the same form.
 pub fn verification(report: &Value) -> Verification {
-    if let Some(block) = report.get("reliability") {
-        let cross_verified = block.get("crossVerified").and_then(Value::as_bool) == Some(true);
-        let detail = block
-            .get("detail")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let detail = match block.get("reason").and_then(Value::as_str) {
-            Some(reason) if !cross_verified => format!("{reason}: {detail}"),
-            _ => detail,
-        };
+    if let Some(block) = report
+        .get("reliability")
+        .and_then(|block| serde_json::from_value::<Reliability>(block.clone()).ok())
+    {
         return Verification {
-            cross_verified,
-            detail,
+            cross_verified: block.cross_verified,
+            headline: block.headline(),
+            explanation: block.explanation(),
         };
     }
     let reviewers: Vec<&Value> = report
@@ -594,9 +643,15 @@ pub fn verification(report: &Value) -> Verification {
     let cross_verified = completed >= 2 && rounds >= 1;
     Verification {
         cross_verified,
-        detail: format!(
-            "{completed} of {} reviewers completed and {rounds} convergence round{} ran (derived \
-             from the report's coverage: it has no `reliability` block)",
+        headline: if cross_verified {
+            "Cross-verified"
+        } else {
+            "Not cross-verified"
+        }
+        .to_owned(),
+        explanation: format!(
+            "{completed} of {} reviewers completed and {rounds} convergence round{} ran \
+             (derived from the report's coverage: it has no `reliability` block)",
             reviewers.len(),
             if rounds == 1 { "" } else { "s" }
         ),
@@ -638,13 +693,10 @@ mod tests {
         unverified["workflow"]["convergenceRounds"] = 0.into();
         assert!(!verification(&unverified).cross_verified);
         let block = serde_json::json!({"reliability": {"crossVerified": false,
-            "reason": "quorum-lost", "detail": "Only 1 of 3."}});
-        assert_eq!(
-            verification(&block),
-            Verification {
-                cross_verified: false,
-                detail: "quorum-lost: Only 1 of 3.".to_owned()
-            }
-        );
+            "reason": "quorum-lost", "detail": "Only 1 of 3.", "reviewersRostered": 3,
+            "reviewersCompleted": 1, "reviewersRequired": 2, "roundsRun": 0, "rounds": []}});
+        let said = verification(&block);
+        assert!(!said.cross_verified);
+        assert_eq!(said.line(), "not cross-verified (quorum-lost): only 1 of 3");
     }
 }

@@ -9,7 +9,9 @@
 //! and says so. A refuted finding is a suppressed result (`suppressions`,
 //! with its justification, level `none`): never an alert. Levels follow the
 //! severity (`critical`/`high` → `error`, `medium` → `warning`,
-//! `low`/`info`/unranked → `note`). Paths are relative to the project root;
+//! `low`/`info`/unranked → `note`). Paths are relative to the root of the
+//! project's repository (`uriBaseId` `%SRCROOT%`), as code scanning and a
+//! pull request name files, however deep the project lies in it;
 //! `partialFingerprints` carries okstra's fingerprint under
 //! [`FINGERPRINT_KEY`], so a re-run does not duplicate alerts.
 //!
@@ -42,6 +44,8 @@ pub const MAX_LOCATIONS: usize = 1_000;
 pub const MAX_MESSAGE_CHARS: usize = 2_000;
 /// The rules, in `ruleIndex` order.
 const RULES: [Rule; 4] = [Rule::Finding, Rule::RootCause, Rule::Risk, Rule::Defect];
+/// The base every location's `uri` is relative to: the repository's root.
+const SOURCE_ROOT: &str = "%SRCROOT%";
 /// The schema URI a SARIF 2.1.0 log names.
 const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -69,7 +73,7 @@ pub fn log(findings: &Findings, report: &Value, verification: &Verification) -> 
         reported.sort_by_key(|f| std::cmp::Reverse((is_alert(f), f.rank())));
         reported.truncate(MAX_RESULTS);
     }
-    let results: Vec<Value> = reported.iter().map(|f| result(f)).collect();
+    let results: Vec<Value> = reported.iter().map(|f| result(f, findings)).collect();
     let text = |pointer: &str| report.pointer(pointer).and_then(Value::as_str);
     let task_key = text("/header/taskKey").unwrap_or("unknown");
     let run_id = text("/header/runId").unwrap_or("unknown");
@@ -78,7 +82,7 @@ pub fn log(findings: &Findings, report: &Value, verification: &Verification) -> 
         "runId": run_id,
         "reportSchemaVersion": text("/schemaVersion"),
         "crossVerified": verification.cross_verified,
-        "verification": verification.detail,
+        "verification": verification.line(),
         "resultsLeftOut": left_out,
     });
     if let Some(run) = &findings.run {
@@ -109,6 +113,11 @@ pub fn log(findings: &Findings, report: &Value, verification: &Verification) -> 
             // key, so a later run's upload closes the alerts it no longer has.
             "automationDetails": {"id": format!("okstra/{task_key}/{run_id}")},
             "columnKind": "unicodeCodePoints",
+            // Every location is relative to the root of the repository the
+            // project lies in, as code scanning resolves them; where that
+            // root is on this machine is nobody else's business.
+            "originalUriBaseIds": {SOURCE_ROOT: {"description": {"text":
+                "The root of the git repository the analysed project lies in (the project itself outside git)."}}},
             "results": results,
             "properties": properties,
         }],
@@ -141,7 +150,7 @@ fn rule_descriptor(rule: Rule) -> Value {
     })
 }
 
-fn result(finding: &Finding) -> Value {
+fn result(finding: &Finding, findings: &Findings) -> Value {
     let index = RULES
         .iter()
         .position(|rule| *rule == finding.rule)
@@ -177,7 +186,10 @@ fn result(finding: &Finding) -> Value {
         .take(MAX_LOCATIONS)
         .map(|anchor| {
             json!({"physicalLocation": {
-                "artifactLocation": {"uri": uri(&anchor.path)},
+                "artifactLocation": {
+                    "uri": uri(&findings.repository_path(&anchor.path)),
+                    "uriBaseId": SOURCE_ROOT,
+                },
                 "region": {"startLine": anchor.start, "endLine": anchor.end},
             }})
         })
@@ -333,10 +345,15 @@ mod tests {
             .map(|n| finding(n, Severity::Low, true))
             .collect();
         list.push(finding(MAX_RESULTS, Severity::Critical, false));
-        let findings = Findings { list, run: None };
+        let findings = Findings {
+            list,
+            run: None,
+            repository_prefix: String::new(),
+        };
         let verification = Verification {
             cross_verified: true,
-            detail: "fine".into(),
+            headline: "Cross-verified".into(),
+            explanation: "fine".into(),
         };
         let log = log(&findings, &json!({}), &verification);
         let run = &log["runs"][0];
@@ -368,7 +385,14 @@ mod tests {
         refuted.severity = None;
         refuted.disagreed_by = vec!["codex".into(), "kimi".into()];
         assert!(is_reported(&refuted) && !is_alert(&refuted));
-        let result = result(&refuted);
+        let result = result(
+            &refuted,
+            &Findings {
+                list: Vec::new(),
+                run: None,
+                repository_prefix: String::new(),
+            },
+        );
         assert_eq!(result["level"], "none");
         assert_eq!(result["suppressions"][0]["status"], "accepted");
         assert!(

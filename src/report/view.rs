@@ -60,12 +60,17 @@ pub struct Header<'a> {
     pub lang: &'a str,
 }
 
-/// Whether the findings were cross-verified. When they were not, both
-/// layouts say so before the verdict, and an empty table says that no
+/// Whether the findings were cross-verified. Both layouts say so before
+/// the verdict, in the words every output uses (`Reliability::headline`
+/// and `explanation`); when they were not, an empty table says that no
 /// finding was cross-verified rather than that there are none.
 #[derive(Debug, Serialize)]
 pub struct Verification<'a> {
     pub cross_verified: bool,
+    /// `Cross-verified`, or `Not cross-verified (quorum-lost)`.
+    pub headline: String,
+    /// What was and was not checked, after the headline.
+    pub explanation: String,
     /// The stable word for why not (`quorum-lost`, …).
     pub reason: Option<&'static str>,
     pub detail: &'a str,
@@ -301,6 +306,8 @@ impl<'a> View<'a> {
             }),
             verification: report.reliability.as_ref().map(|block| Verification {
                 cross_verified: block.cross_verified,
+                headline: block.headline(),
+                explanation: block.explanation(),
                 reason: block.reason.map(Reason::as_str),
                 detail: &block.detail,
                 reviewers_completed: block.reviewers_completed,

@@ -513,7 +513,7 @@ fn project_hash(project: &Path) -> String {
 /// Where `project` lies in its git repository: the path from the nearest
 /// folder above it (itself included) that holds a `.git`, or `None` outside
 /// git. Read from the file system only (no git runs), so a render can ask.
-fn repository_prefix(project: &Path) -> Option<PathBuf> {
+pub fn repository_prefix(project: &Path) -> Option<PathBuf> {
     project
         .ancestors()
         .find(|dir| dir.join(".git").symlink_metadata().is_ok())

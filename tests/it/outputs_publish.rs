@@ -146,7 +146,9 @@ fn serve(stream: TcpStream, route: &Route) -> Option<Request> {
 /// What the fake GitHub knows and how it answers.
 pub(super) struct Github {
     head: String,
-    /// The patch of `src/inventory.py` the pull request's files list gives.
+    /// The file the pull request changes, as the repository names it.
+    file: String,
+    /// The patch of that file the pull request's files list gives.
     patch: String,
     /// The review body posted so far (listed on page 2 of the reviews).
     posted: Mutex<Option<Value>>,
@@ -167,8 +169,15 @@ impl Github {
 
     /// A pull request whose change to `src/inventory.py` is `patch`.
     pub(super) fn with_patch(head: &str, patch: &str) -> Arc<Github> {
+        Github::changing(head, "src/inventory.py", patch)
+    }
+
+    /// A pull request whose change to `file` (the repository's path) is
+    /// `patch`.
+    fn changing(head: &str, file: &str, patch: &str) -> Arc<Github> {
         Arc::new(Github {
             head: head.to_owned(),
+            file: file.to_owned(),
             patch: patch.to_owned(),
             posted: Mutex::new(None),
             fail_get: None,
@@ -214,7 +223,7 @@ impl Github {
             }
             ("GET", p) if p == format!("{PULL}/files") => {
                 let files = if page == 1 {
-                    json!([{"filename": "src/inventory.py", "status": "modified",
+                    json!([{"filename": self.file, "status": "modified",
                             "patch": self.patch},
                            {"filename": "README.md", "status": "modified"}])
                 } else {
@@ -338,7 +347,11 @@ fn publish_posts_one_review_once_pinned_to_the_analysed_commit() {
     assert_eq!(body["commit_id"], head.as_str());
     let summary = body["body"].as_str().unwrap();
     assert!(summary.starts_with("<!-- okstra-review run:"), "{summary}");
-    assert!(summary.contains("**Cross-verified:** yes"), "{summary}");
+    // The statement every output gives, in the same words.
+    assert!(
+        summary.contains("**Cross-verified**: 3 of 3 reviewers completed their own work"),
+        "{summary}"
+    );
     assert!(summary.contains("### Outside the diff"), "{summary}");
     // The false lead codex and kimi refuted is no alert: only counted.
     assert!(!summary.contains("`src/inventory.py:3`"), "{summary}");
@@ -423,6 +436,7 @@ fn publish_refuses_a_moved_head_and_turns_api_errors_into_one_line() {
     ] {
         let github = Arc::new(Github {
             head: head.clone(),
+            file: "src/inventory.py".to_owned(),
             patch: PATCH.to_owned(),
             posted: Mutex::new(None),
             fail_get: get.then_some(status),
@@ -446,5 +460,92 @@ fn publish_refuses_a_moved_head_and_turns_api_errors_into_one_line() {
         let out = publish(&project, &run, api, token, &[]);
         assert_eq!(out.code, 2, "{}", out.stderr);
         assert!(out.stderr.contains(says), "{}", out.stderr);
+    }
+}
+
+/// The team project in `services/tiny/` of a repository (as the README's own
+/// demo project lies in `examples/tiny-service/`), committed.
+fn subfolder_project() -> Project {
+    let brief =
+        std::fs::read_to_string(crate::support::repo_root().join("examples/brief.md")).unwrap();
+    let project = Project::in_folder("repo/services/tiny")
+        .key("demo", "review", "reservations")
+        .brief(&brief)
+        .credentials();
+    crate::support::copy_dir(
+        &crate::support::repo_root().join("examples/tiny-service"),
+        project.root(),
+    );
+    for binary in ["claude", "codex", "agy", "grok", "kimi"] {
+        project.fake_cli(binary, "workers/team.py");
+    }
+    let repo = project.root().parent().unwrap().parent().unwrap();
+    git(repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join(".gitignore"), ".okstra/\n").unwrap();
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-q", "-m", "monorepo"]);
+    project
+}
+
+#[test]
+fn a_project_in_a_subfolder_names_files_as_its_repository_does() {
+    let project = subfolder_project();
+    let run = team_run(&project, "subfolder", &[]);
+    let repo = project.root().parent().unwrap().parent().unwrap();
+    let head = git(repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    let prefix = "services/tiny/";
+
+    // SARIF: every location relative to the repository's root, and the
+    // log still valid against the SARIF 2.1.0 schema.
+    let out = tempfile::tempdir().unwrap();
+    let log = super::sarif_of(&run, &out.path().join("run.sarif"));
+    assert_eq!(super::violations(&log), Vec::<String>::new());
+    let locations: Vec<&Value> = log["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["locations"].as_array().into_iter().flatten())
+        .map(|l| &l["physicalLocation"]["artifactLocation"])
+        .collect();
+    assert!(!locations.is_empty(), "{log}");
+    for location in &locations {
+        let uri = location["uri"].as_str().unwrap();
+        assert!(uri.starts_with(prefix), "{uri}");
+        assert_eq!(location["uriBaseId"], "%SRCROOT%");
+    }
+    assert!(log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"].is_object());
+
+    // The review: findings at lines the pull request changed go inline,
+    // at the repository's path of the file.
+    let github = Github::changing(
+        &head,
+        &format!("{prefix}src/inventory.py"),
+        "@@ -1,30 +1,30 @@\n-old\n+new\n",
+    );
+    let server = serve_github(&github);
+    let out = publish(&project, &run, &server.url(), Some(TOKEN), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let posted = github.posted.lock().unwrap().clone().unwrap();
+    let comments = posted["comments"].as_array().unwrap();
+    assert!(!comments.is_empty(), "nothing placed inline: {posted}");
+    for comment in comments {
+        assert_eq!(comment["path"], format!("{prefix}src/inventory.py"));
+    }
+
+    // `okstra gate --json` names the same files.
+    let gate = project
+        .okstra()
+        .arg("gate")
+        .arg(&run)
+        .args(["--fail-on", "info", "--json"])
+        .output()
+        .unwrap();
+    let gate: Value = serde_json::from_slice(&gate.stdout).unwrap();
+    let counted = gate["counted"].as_array().unwrap();
+    assert!(!counted.is_empty(), "{gate}");
+    for finding in counted {
+        if let Some(location) = finding["location"].as_str() {
+            assert!(location.starts_with(prefix), "{location}");
+        }
     }
 }

@@ -270,8 +270,8 @@ fn an_unverified_report_says_so_first_in_markdown_and_html() {
     assert!(paragraphs.next().unwrap().starts_with("# "));
     assert_eq!(
         paragraphs.next().unwrap(),
-        "> **Not cross-verified** (`quorum-lost`): Only 1 of 3 reviewers completed their own \
-         work; cross-verification needs 2, so each finding is one model's word."
+        "> **Not cross-verified (quorum-lost)**: only 1 of 3 reviewers completed their own \
+         work; cross-verification needs 2, so each finding is one model's word"
     );
     let consensus = &md[md.find("## Consensus").unwrap()..md.find("## Differences").unwrap()];
     assert!(
@@ -282,17 +282,31 @@ fn an_unverified_report_says_so_first_in_markdown_and_html() {
 
     let html = fs::read_to_string(dir.path().join("final-report.html")).unwrap();
     let banner = html
-        .find("<p class=\"unverified\"><strong>Not cross-verified</strong> (quorum-lost): Only 1 of 3")
+        .find("<p class=\"unverified\"><strong>Not cross-verified (quorum-lost)</strong>: only 1 of 3")
         .expect("the HTML states it");
     assert!(banner < html.find("<h2>Summary</h2>").unwrap());
     assert!(banner < html.find("<h2>Verdict</h2>").unwrap());
     assert!(html.contains("<p class=\"none\">No finding was cross-verified.</p>"));
 
-    // A cross-verified report says so in its metadata, with no banner.
+    // A cross-verified report says so first too, in the same words.
     let (dir, out) = render(&fixture("v2.2-valid"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let md = fs::read_to_string(dir.path().join("final-report.md")).unwrap();
-    assert!(md.contains("\n- Cross-verified: yes (2 of 3 reviewers, 1 convergence round)\n"));
+    let mut paragraphs = md.split("\n\n");
+    paragraphs.next();
+    assert!(
+        paragraphs
+            .next()
+            .unwrap()
+            .starts_with("> **Cross-verified**: "),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "\n- Verification: Cross-verified; 2 of 3 reviewers completed, 1 convergence round\n"
+        ),
+        "{md}"
+    );
     assert!(!md.contains("Not cross-verified"));
 }
 

@@ -234,6 +234,12 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
         "okstra: project-analysis run `project-analysis-001` of `demo/review/reservations`: verdict HEALTHY-WITH-GAPS",
         "{stdout}"
     );
+    // Whether it was cross-verified, in the words every output uses.
+    assert!(
+        lines[1].starts_with("  cross-verified: 3 of 4 reviewers completed their own work"),
+        "{stdout}"
+    );
+    let lines = &lines[1..];
     assert!(
         lines[1].starts_with("  findings: ") && lines[1].contains("full-consensus"),
         "{stdout}"
@@ -431,9 +437,8 @@ fn a_run_that_loses_quorum_writes_an_unverified_report_and_exits_1() {
     assert_eq!(report["consensus"], serde_json::json!([]));
     let markdown = fs::read_to_string(run.join("report/final-report.md")).unwrap();
     assert!(
-        first_paragraph(&markdown).starts_with(
-            "> **Not cross-verified** (`quorum-lost`): Only 1 of 2 reviewers completed"
-        ),
+        first_paragraph(&markdown)
+            .starts_with("> **Not cross-verified (quorum-lost)**: only 1 of 2 reviewers completed"),
         "{markdown}"
     );
     assert!(markdown.contains("_No finding was cross-verified._"));
@@ -488,10 +493,22 @@ fn a_single_analyser_run_is_not_cross_verified_and_exits_0() {
     assert_eq!(reliability["reason"], "single-reviewer");
     let markdown = fs::read_to_string(run.join("report/final-report.md")).unwrap();
     assert!(
-        first_paragraph(&markdown).starts_with("> **Not cross-verified** (`single-reviewer`)"),
+        first_paragraph(&markdown).starts_with("> **Not cross-verified (single-reviewer)**: "),
         "{markdown}"
     );
     assert!(!stderr.contains("error:"), "{stderr}");
+    // Said on the terminal too, in the same words, as the last line.
+    assert_eq!(outcome["crossVerified"], false, "{outcome}");
+    let line = outcome["verification"].as_str().unwrap();
+    assert!(
+        line.starts_with("not cross-verified (single-reviewer): "),
+        "{outcome}"
+    );
+    assert_eq!(
+        stderr.lines().last().unwrap(),
+        format!("note: {line}"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -46,6 +46,27 @@ fn log(world: &Project, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// When leaving a provider out would leave one reviewer, a ready CLI off
+/// the roster takes its place in the suggested roster, so two reviewers
+/// still check each other.
+#[test]
+fn the_suggested_roster_keeps_two_reviewers_when_a_ready_cli_can_take_the_place() {
+    let world = team_without_credentials();
+    let (code, _, stderr) = run(
+        &world,
+        DEFAULT,
+        &[("OPENAI_API_KEY", "x"), ("KIMI_MODEL_API_KEY", "x")],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    let first = stderr.lines().next().unwrap();
+    assert!(
+        first.ends_with(
+            "or leave it out: `--workers kimi,codex,report-writer --report-writer-provider codex`"
+        ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_provider_without_credentials_is_refused_before_anything_is_spent() {
     let world = team_without_credentials();
@@ -56,7 +77,7 @@ fn a_provider_without_credentials_is_refused_before_anything_is_spent() {
     assert_eq!(lines.len(), 2, "{stderr}");
     assert_eq!(
         lines[0],
-        "error: claude: no credentials found (a login kept in a system keychain is not visible; `--no-preflight` runs anyway); fix: run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`); or leave it out: `--workers codex,report-writer --report-writer-provider codex`"
+        "error: claude: no credentials found (a login kept in a system keychain is not visible; `--no-preflight` runs anyway); fix: run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`); or leave it out: `--workers codex,report-writer --report-writer-provider codex` (one reviewer would be left: nothing would be cross-verified; no other provider's CLI is ready to take its place)"
     );
     assert!(
         lines[1].starts_with(
