@@ -29,6 +29,7 @@ mod closing;
 mod confine;
 mod converge;
 mod coverage;
+mod derive;
 mod diag;
 mod digest;
 mod dispatch;

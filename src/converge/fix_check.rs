@@ -283,8 +283,13 @@ fn cells(line: &str) -> Vec<String> {
 }
 
 /// What the fix check of `plan` came to, from each checker's latest
-/// attempt and its result.
-pub fn outcome(state: &TeamState, plan: &Plan) -> Outcome {
+/// attempt and its result's text (`answers`, by Result Path; a result not
+/// there reads as empty).
+pub fn outcome(
+    state: &TeamState,
+    plan: &Plan,
+    answers_by_path: &std::collections::HashMap<PathBuf, String>,
+) -> Outcome {
     let ids: Vec<&str> = plan.defects.iter().map(|d| d.id.as_str()).collect();
     let mut outcome = Outcome {
         ended: true,
@@ -302,8 +307,10 @@ pub fn outcome(state: &TeamState, plan: &Plan) -> Outcome {
                 if latest.workspace.as_ref().and_then(|w| w.commit.as_deref())
                     == Some(plan.tip.as_str()) =>
             {
-                let text = crate::items::read_result(&checker.result_path).unwrap_or_default();
-                answers.push(verdicts(&text, &ids));
+                let text = answers_by_path
+                    .get(&checker.result_path)
+                    .map_or("", String::as_str);
+                answers.push(verdicts(text, &ids));
                 outcome.completed.push(checker.worker_id.clone());
             }
             Some(_) => {}

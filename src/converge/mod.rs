@@ -30,7 +30,6 @@ pub mod plan;
 pub mod record;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -38,17 +37,16 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::anchors;
-use crate::catalog::DispatchKind;
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
+use crate::derive::reviewers;
 use crate::diag;
-use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::fsread;
-use crate::items::{self, Item};
-use crate::run::Run;
+use crate::items::Item;
 use crate::run::layout::RunLayout;
 use crate::run::roster::Assignment;
-use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::run::team_state::DispatchRecord;
+use crate::run::{Parts, Records, Run};
 
 pub use self::ledger::{FinalClass, Ledger, StopReason};
 pub use self::plan::PlanOptions;
@@ -56,121 +54,68 @@ pub use self::plan::PlanOptions;
 /// The run's convergence settings (run manifest `convergence`).
 pub use crate::run::manifest::Convergence as Settings;
 
-/// A run as convergence sees it: its roster of analysers, whether each
-/// completed, and the team state's attempt records.
+/// A run as convergence sees it: its records (read once), its roster of
+/// analysers and whether each completed its own work.
 pub struct RunInfo {
-    pub run: Run,
+    pub records: Records,
     pub settings: Settings,
     /// Analysers (or verifiers, in `implementation`), in roster order.
     pub analysers: Vec<Analyser>,
-    state: TeamState,
 }
 
 /// One analyser and how its own work ended.
-pub struct Analyser {
-    pub assignment: Assignment,
-    /// `Err(ending)` when it did not complete its own work.
-    pub completed: Result<(), String>,
-}
+pub use crate::derive::reviewers::Reviewer as Analyser;
 
 impl RunInfo {
-    /// Open the run in `run_dir` and read its team state.
+    /// Open the run in `run_dir` and read its records (the round plans
+    /// too).
     pub fn load(run_dir: &Path) -> Result<RunInfo> {
         let run = Run::open(run_dir)?;
         RunInfo::of(run)
     }
 
+    /// [`RunInfo::load`] without the round plans.
+    pub fn load_facts(run_dir: &Path) -> Result<RunInfo> {
+        let run = Run::open(run_dir)?;
+        Ok(RunInfo::from_records(Records::load(run, Parts::FACTS)?))
+    }
+
     /// Convergence's view of an opened run.
     pub fn of(run: Run) -> Result<RunInfo> {
-        let state = run.team_state()?;
-        let mut info = RunInfo {
-            settings: run.convergence,
-            analysers: Vec::new(),
-            state,
-            run,
-        };
-        info.analysers = info
-            .run
-            .reviewers()
-            .map(|a| Analyser {
-                completed: info.own_work(a),
-                assignment: a.clone(),
-            })
-            .collect();
-        Ok(info)
+        Ok(RunInfo::from_records(Records::load(run, Parts::ALL)?))
+    }
+
+    /// Convergence's view of a run whose records are read.
+    pub fn from_records(records: Records) -> RunInfo {
+        RunInfo {
+            settings: records.run.convergence,
+            analysers: reviewers::of(&records),
+            records,
+        }
+    }
+
+    pub fn run(&self) -> &Run {
+        &self.records.run
     }
 
     pub fn dir(&self) -> &Path {
-        &self.run.dir
-    }
-
-    /// Whether `assignment` completed its own work: its latest attempt (of
-    /// its own dispatch) did not end other than `completed`, and its Result
-    /// Path is a non-empty file.
-    fn own_work(&self, assignment: &Assignment) -> Result<(), String> {
-        if let Some(ending) = self
-            .state
-            .latest(&assignment.dispatch_name)
-            .and_then(|record| record.ending)
-            && ending != Ending::Completed
-        {
-            return Err(ending.as_str().to_owned());
-        }
-        if has_content(&assignment.paths.result_path) {
-            Ok(())
-        } else {
-            Err(Ending::EmptyOutput.as_str().to_owned())
-        }
+        &self.records.run.dir
     }
 
     /// The latest attempt of dispatch `name`.
     fn latest_attempt(&self, name: &str) -> Option<&DispatchRecord> {
-        self.state.latest(name)
-    }
-
-    /// How a reviewer's reverify attempt ended, when it ended other than
-    /// `completed`: `(round, ending)` of its most recently recorded round.
-    fn reverify_failure(&self, assignment: &Assignment) -> Option<(u32, String)> {
-        let prefix = DispatchKind::reverify_prefix(&assignment.dispatch_name);
-        let record =
-            self.state.dispatches.iter().rev().find(|record| {
-                record.ending.is_some() && record.dispatch_name.starts_with(&prefix)
-            })?;
-        let ending = record.ending?;
-        // Stopped by someone (Ctrl-C, `okstra cancel`): not a failure of
-        // the reviewer, whose round runs again on resume.
-        if ending == Ending::Completed || record.was_interrupted() && ending != Ending::Budget {
-            return None;
-        }
-        let round = record.dispatch_name.strip_prefix(&prefix)?.parse().ok()?;
-        Some((round, ending.as_str().to_owned()))
+        self.records.state.latest(name)
     }
 
     /// Every rostered analyser's worker id.
     pub fn rostered(&self) -> BTreeSet<String> {
-        self.analysers
-            .iter()
-            .map(|a| a.assignment.worker_id.clone())
-            .collect()
+        reviewers::rostered(&self.analysers)
     }
 
     /// Analysers that completed their own work and have not failed since
     /// (per the team state or the ledger's `unavailable`).
     pub fn available(&self, ledger: Option<&Ledger>) -> BTreeSet<String> {
-        self.analysers
-            .iter()
-            .filter(|a| a.completed.is_ok())
-            .filter(|a| self.reverify_failure(&a.assignment).is_none())
-            .filter(|a| {
-                ledger.is_none_or(|ledger| {
-                    !ledger
-                        .unavailable
-                        .iter()
-                        .any(|u| u.worker_id == a.assignment.worker_id)
-                })
-            })
-            .map(|a| a.assignment.worker_id.clone())
-            .collect()
+        reviewers::available(&self.analysers, &self.records.state, ledger)
     }
 
     /// Every completed analyser's items, in roster then file order, within
@@ -181,12 +126,16 @@ impl RunInfo {
     pub fn items(&self) -> Result<Vec<(&Analyser, Vec<Found>)>> {
         let mut parsed_all = Vec::new();
         for analyser in self.analysers.iter().filter(|a| a.completed.is_ok()) {
+            let own = self.records.results.own.get(&analyser.assignment.worker_id);
             let path = &analyser.assignment.paths.result_path;
-            let text = items::read_result(path)
-                .with_context(|| format!("cannot read result `{}`", path.display()))?;
-            let sha256 = crate::digest::sha256_hex(text.as_bytes());
-            let parsed = items::parse(&text);
-            drop(text);
+            let Some((sha256, parsed)) =
+                own.and_then(|own| Some((own.sha256.clone()?, own.parsed.clone())))
+            else {
+                let why = own
+                    .and_then(|own| own.unreadable.clone())
+                    .unwrap_or_else(|| "it is not a file okstra can read".to_owned());
+                bail!("cannot read result `{}`: {why}", path.display());
+            };
             for warning in parsed.warnings(&analyser.assignment.worker_id, path) {
                 diag::warning(warning);
             }
@@ -207,10 +156,10 @@ impl RunInfo {
                     .collect(),
             })
             .collect();
-        let checked = anchors::check_results(&self.run, &to_check)
+        let checked = anchors::check_results(&self.records.run, &to_check)
             .context("cannot check the results' anchors")?;
         drop(to_check);
-        let task_type = self.run.task_type;
+        let task_type = self.records.run.task_type;
         Ok(parsed_all
             .into_iter()
             .zip(checked)
@@ -239,11 +188,6 @@ pub struct Found {
     pub anchoring: ledger::Anchoring,
 }
 
-/// Whether `path` is a regular file (not a symlink) with at least one byte.
-fn has_content(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() > 0)
-}
-
 /// What `classify` found.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -262,25 +206,23 @@ pub struct Classified {
 
 /// The ledger's classes as they stand, without recomputing or writing
 /// anything; `None` when the run has no ledger.
-pub fn summary(info: &RunInfo) -> Result<Option<Classified>> {
+pub fn summary(info: &RunInfo) -> Option<Classified> {
     let path = RunLayout::of(info.dir()).convergence_ledger();
-    let Some(ledger) = ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? else {
-        return Ok(None);
-    };
+    let ledger = info.records.ledger.clone()?;
     let open = ledger
         .items
         .iter()
         .filter(|item| item.open)
         .map(|item| item.item_id.clone())
         .collect();
-    Ok(Some(Classified {
+    Some(Classified {
         ledger_path: path,
         rounds_run: ledger.rounds_run,
         stopped_because: ledger.stopped_because,
         classes: class_counts(&ledger),
         open,
         ledger,
-    }))
+    })
 }
 
 /// Take the ledger back to how it was after round `round` (0: no ledger
@@ -397,9 +339,9 @@ fn fresh_ledger(info: &RunInfo) -> Result<Ledger> {
 /// from the ledger's verdicts and the run's roster, and write it back. A run
 /// without a ledger gets one (every item `worker-unique`).
 pub fn classify(run_dir: &Path) -> Result<Classified> {
-    let info = RunInfo::load(run_dir)?;
+    let mut info = RunInfo::load_facts(run_dir)?;
     let path = RunLayout::of(info.dir()).convergence_ledger();
-    let mut ledger = match ledger::read::<Ledger>(&path, ledger::LEDGER_SCHEMA)? {
+    let mut ledger = match info.records.ledger.take() {
         Some(ledger) => ledger,
         None => fresh_ledger(&info)?,
     };
@@ -433,7 +375,7 @@ fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {
 
 /// `okstra items`.
 pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
-    let info = RunInfo::load(&args.run_dir)?;
+    let info = RunInfo::load_facts(&args.run_dir)?;
     let mut listed = Vec::new();
     let mut skipped = Vec::new();
     for analyser in &info.analysers {

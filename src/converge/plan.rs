@@ -103,10 +103,10 @@ impl Budget {
 
 /// Compute, persist and render round `round` of the run in `run_dir`.
 pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
-    let info = RunInfo::load(run_dir)?;
+    let mut info = RunInfo::load_facts(run_dir)?;
     check_round(&info, round)?;
     let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
-    let ledger: Option<Ledger> = ledger::read(&ledger_path, ledger::LEDGER_SCHEMA)?;
+    let ledger: Option<Ledger> = info.records.ledger.take();
     let recorded = ledger.as_ref().map_or(0, |l| l.rounds_run);
     if recorded + 1 != round {
         bail!(
@@ -119,14 +119,14 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     }
     let seed = options
         .seed
-        .unwrap_or_else(|| run_seed(&info.run.run_id, round))
+        .unwrap_or_else(|| run_seed(&info.run().run_id, round))
         & SEED_MASK;
     let rostered = info.rostered();
     let mut plan = Plan {
         schema_version: FORMAT_VERSION,
         round,
         created_at: crate::clock::rfc3339_now(),
-        run_id: info.run.run_id.clone(),
+        run_id: info.run().run_id.clone(),
         blind: options.blind,
         seed,
         adversarial: info.settings.adversarial,
@@ -443,22 +443,22 @@ fn entries<'p>(batch: &[&'p PlanItem]) -> Vec<Vec<&'p PlanItem>> {
 /// Give each reviewer its batch and labels, and render its prompt; returns
 /// each prompt with the path it goes to.
 fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, String)>> {
-    let task = info.run.task()?;
+    let task = info.run().task()?;
     // The run's own copy of the brief, wherever the manifest says it is:
     // it must be inside the run.
     let brief_path = info
-        .run
+        .run()
         .confine(&task.task_brief.copy, "`taskBrief.copy`")
         .with_context(|| {
             format!(
                 "the task manifest `{}` is refused",
-                info.run.task_manifest_path.display()
+                info.run().task_manifest_path.display()
             )
         })?;
     let brief_text = items::read_result(&brief_path)
         .with_context(|| format!("cannot read the task brief `{}`", brief_path.display()))?;
     let roster: Vec<Value> = info
-        .run
+        .run()
         .assignments
         .iter()
         .map(|a| {
@@ -471,7 +471,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         })
         .collect();
     let executor = info
-        .run
+        .run()
         .assignments
         .iter()
         .find(|a| a.role == Role::Executor)
@@ -635,7 +635,7 @@ fn reviewer_workspace(
     let location = crate::workspace::locate(
         &task.project_root,
         &task.task_key,
-        &info.run.run_id,
+        &info.run().run_id,
         &assignment.worker_id,
     )
     .with_context(|| {

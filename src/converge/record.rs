@@ -27,9 +27,10 @@ use crate::run::layout::RunLayout;
 use crate::run::roster::DispatchPaths;
 
 use super::ledger::{
-    self, Ledger, LedgerItem, NoAnswer, Plan, Sent, StopReason, Unavailable, Verdict, VerdictEntry,
+    self, Ledger, LedgerItem, NoAnswer, Sent, StopReason, Unavailable, Verdict, VerdictEntry,
 };
-use super::{RunInfo, apply_rules, check_round, has_content, note_unavailable};
+use super::{RunInfo, apply_rules, check_round, note_unavailable};
+use crate::run::records::has_content;
 
 /// The result block markers a read-only CLI prints its result in.
 const RESULT_BEGIN: &str = "=== OKSTRA RESULT BEGIN ===";
@@ -93,10 +94,10 @@ struct Row {
 /// Record round `round` of the run in `run_dir` from its plan and the
 /// reviewers' Result Paths.
 pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
-    let info = RunInfo::load(run_dir)?;
+    let mut info = RunInfo::load(run_dir)?;
     check_round(&info, round)?;
     let plan_path = RunLayout::of(info.dir()).round_plan(round);
-    let Some(plan) = ledger::read::<Plan>(&plan_path, ledger::PLAN_SCHEMA)? else {
+    let Some(plan) = info.records.plans.remove(&round) else {
         bail!(
             "round `{round}` has no plan `{}`; run `okstra converge plan {} --round {round}` first",
             plan_path.display(),
@@ -104,11 +105,10 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         );
     };
     let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
-    let mut ledger =
-        ledger::read::<Ledger>(&ledger_path, ledger::LEDGER_SCHEMA)?.unwrap_or_else(|| Ledger {
-            schema_version: ledger::FORMAT_VERSION,
-            ..Ledger::default()
-        });
+    let mut ledger = info.records.ledger.take().unwrap_or_else(|| Ledger {
+        schema_version: ledger::FORMAT_VERSION,
+        ..Ledger::default()
+    });
     if ledger.rounds_run + 1 < round {
         bail!(
             "cannot record round `{round}`: the ledger `{}` has {} rounds recorded; record round \
@@ -268,7 +268,7 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         .iter()
         .map(|&(item, verdict)| ledger.items[item].verdicts[verdict].evidence.as_str())
         .collect();
-    let checked = crate::anchors::check_texts(&info.run, &texts)
+    let checked = crate::anchors::check_texts(info.run(), &texts)
         .context("cannot check the verdicts' anchors")?;
     for ((item, verdict), anchoring) in recorded.into_iter().zip(checked) {
         ledger.items[item].verdicts[verdict].anchoring = anchoring.into();

@@ -17,7 +17,9 @@
 //! landable, with `--check`), 1 blocked, 2 bad input.
 
 pub mod apply;
-pub mod gate;
+/// The verification half of the gate: where the change stands, from the
+/// run's records (`derive::landing`).
+pub use crate::derive::landing as gate;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -30,10 +32,10 @@ use crate::catalog::TaskType;
 use crate::cli::LandArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
-use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::lease::Lease;
 use crate::run::team_state::{self, Change, Landing};
+use crate::run::{Parts, Records, Run};
 
 use self::gate::{Blocker, Reason, short};
 
@@ -81,8 +83,9 @@ pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
     } else {
         Some(Lease::acquire(&run, "okstra land", LEASE_WAIT)?)
     };
-    let state = run.team_state()?;
-    let verification = gate::verification(&run, &state)?;
+    let records = Records::load(run.clone(), Parts::FACTS)?;
+    let state = &records.state;
+    let verification = gate::verification(&records);
     let mut outcome = Outcome {
         schema_version: LAND_VERSION,
         run_dir: run.dir.clone(),

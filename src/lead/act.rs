@@ -200,7 +200,7 @@ impl Lead {
     /// Executor gets it as a host task); nothing to fix is recorded.
     pub(super) fn fix_request(&mut self, digests: &Digests) -> Result<()> {
         let info = converge::RunInfo::of(self.run.clone())?;
-        let classified = converge::summary(&info)?;
+        let classified = converge::summary(&info);
         let defects = classified
             .as_ref()
             .map(|c| converge::fix::defects(&c.ledger, c.ledger.enabled))
@@ -248,7 +248,7 @@ impl Lead {
     /// request sent, and each verifier's prompt on the fix pass's diff.
     pub(super) fn fix_check(&mut self, digests: &Digests, checkers: &[String]) -> Result<()> {
         let info = converge::RunInfo::of(self.run.clone())?;
-        let classified = converge::summary(&info)?;
+        let classified = converge::summary(&info);
         let defects = classified
             .as_ref()
             .map(|c| converge::fix::defects(&c.ledger, c.ledger.enabled))

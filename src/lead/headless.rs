@@ -308,7 +308,7 @@ impl Lead {
         let report_dir = self.run.layout().report_dir();
         let valid = reason.is_none();
         let info = converge::RunInfo::of(self.run.clone())?;
-        let convergence = converge::summary(&info)?;
+        let convergence = converge::summary(&info);
         let not_cross_verified = not_cross_verified(&self.run)?;
         self.release_copies();
         let landing = self.landing()?;
@@ -360,8 +360,8 @@ impl Lead {
     /// An implementation run's landing gate from its records, said on
     /// stderr: the last step of its lead contract.
     fn landing(&self) -> Result<Option<crate::land::gate::Standing>> {
-        let state = self.run.team_state()?;
-        let Some(landing) = crate::land::gate::standing(&self.run, &state)? else {
+        let records = crate::run::Records::load(self.run.clone(), crate::run::Parts::FACTS)?;
+        let Some(landing) = crate::derive::landing::standing(&records) else {
             return Ok(None);
         };
         let branch = landing.branch.as_deref().unwrap_or("the run's branch");
@@ -386,6 +386,7 @@ impl Lead {
 /// the one line that says why: from the same records the report's
 /// `reliability` block is computed from.
 pub(super) fn not_cross_verified(run: &Run) -> Result<Option<String>> {
-    let reliability = crate::report::reliability::compute(&run.dir)?;
+    let records = crate::run::Records::load(run.clone(), crate::run::Parts::FACTS)?;
+    let reliability = crate::derive::reliability::of(&records);
     Ok(reliability.falls_short().then(|| reliability.line()))
 }

@@ -4,9 +4,11 @@
 //! [`finalize`], never authored by the writer.
 
 use super::{
-    Context, Path, PathBuf, RELIABILITY_SINCE, Reliability, Result, Run, Value, fsread,
-    is_at_least, read_manifest, reliability, strict_json, verification,
+    Context, Path, PathBuf, RELIABILITY_SINCE, Reliability, Result, Value, fsread, is_at_least,
+    read_manifest, strict_json, verification,
 };
+use crate::derive;
+use crate::run::{Parts, Records};
 
 /// okstra's own blocks of a report, computed from its run's records.
 pub struct Blocks {
@@ -14,24 +16,25 @@ pub struct Blocks {
     /// `None` without a convergence ledger.
     pub verification: Option<verification::Verification>,
     /// Every rostered worker, the report writer included.
-    pub coverage: Vec<crate::coverage::Entry>,
+    pub coverage: Vec<derive::coverage::Entry>,
     pub usage: crate::usage::Summary,
     /// The landing gate's standing; `None` for a run with nothing to land.
     pub landing: Option<Value>,
 }
 
 impl Blocks {
-    /// Compute every block from the records of the run in `run_dir` as they
-    /// are now, and from `report`'s evidence rows (checked against the
-    /// run's snapshot).
-    pub fn compute(run_dir: &Path, report: &Value) -> Result<Blocks> {
-        let (coverage, usage) = coverage_and_usage(run_dir)?;
+    /// Every block the run's records give, and `report`'s evidence rows
+    /// checked against the run's snapshot.
+    pub fn compute(records: &Records, report: &Value) -> Result<Blocks> {
         Ok(Blocks {
-            reliability: reliability::compute(run_dir)?,
-            verification: verification::compute(run_dir, Some(report))?,
-            coverage,
-            usage,
-            landing: landing_block(run_dir)?,
+            reliability: derive::reliability::of(records),
+            verification: verification::compute(records, Some(report))?,
+            coverage: derive::coverage::of(records),
+            usage: derive::usage::summary(records),
+            landing: derive::landing::standing(records)
+                .map(serde_json::to_value)
+                .transpose()
+                .context("cannot serialise the landing block")?,
         })
     }
 
@@ -70,21 +73,6 @@ impl Blocks {
             ),
         ])
     }
-}
-
-/// The report's `workerCoverage` and `usageSummary` as the records of the
-/// run in `run_dir` give them now: the one computation of each
-/// (`coverage::compute`, `usage::summary_from_records`), which both
-/// [`finalize`] and `okstra validate` use.
-pub(super) fn coverage_and_usage(
-    run_dir: &Path,
-) -> Result<(Vec<crate::coverage::Entry>, crate::usage::Summary)> {
-    let run = Run::open(run_dir)?;
-    let state = run.team_state()?;
-    Ok((
-        crate::coverage::compute(&run, &state),
-        crate::usage::summary_from_records(&run)?,
-    ))
 }
 
 /// Write okstra's own blocks into the data.json of the run in `run_dir`,
@@ -145,7 +133,8 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
     if refresh {
         crate::usage::record_usage(run_dir)?;
     }
-    let blocks = Blocks::compute(run_dir, &value)?;
+    let records = Records::open(run_dir, Parts::FACTS)?;
+    let blocks = Blocks::compute(&records, &value)?;
     let Some(report) = value.as_object_mut() else {
         return Ok(None);
     };
@@ -173,16 +162,4 @@ fn finalized(run_dir: &Path, refresh: bool) -> Result<Option<Finalized>> {
         blocks,
         bytes,
     }))
-}
-
-/// okstra's `landing` block of an implementation run (`None` for others):
-/// where its change stands at the landing gate, from its records.
-fn landing_block(run_dir: &Path) -> Result<Option<Value>> {
-    let run = Run::open(run_dir)?;
-    let state = run.team_state()?;
-    crate::land::gate::standing(&run, &state)?
-        .map(|standing| {
-            serde_json::to_value(standing).context("cannot serialise the landing block")
-        })
-        .transpose()
 }

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use crate::catalog::Role;
 
-use super::reliability::Reliability;
 use super::rules::LedgerClasses;
 use super::verification::Verification;
+use crate::derive::reliability::Reliability;
 
 /// One rostered worker as the run manifest records it.
 #[derive(Debug, Clone)]
@@ -42,15 +42,15 @@ pub struct RunFacts {
     /// The coverage and usage the run's records give (`Err` when they cannot
     /// be read); `None` for a report older than 2.1, whose writer authored
     /// both, which skips the checks that need them.
-    pub records: Option<Result<Records, String>>,
+    pub records: Option<Result<Computed, String>>,
 }
 
 /// What okstra computes from a run's team state for the report: the
 /// `workerCoverage` and `usageSummary` it writes after the report writer
 /// ends.
 #[derive(Debug, Clone)]
-pub struct Records {
-    pub coverage: Vec<crate::coverage::Entry>,
+pub struct Computed {
+    pub coverage: Vec<crate::derive::coverage::Entry>,
     pub usage: crate::usage::Summary,
 }
 

@@ -43,7 +43,6 @@ mod model;
 #[cfg(test)]
 mod proptests;
 mod records;
-pub mod reliability;
 mod render;
 mod rules;
 pub mod sarif;
@@ -73,10 +72,11 @@ use crate::run::layout::{
 use crate::schema;
 use crate::{confine, fsread};
 
-use self::blocks::coverage_and_usage;
 pub use self::blocks::{finalize, needs_finalize};
-use self::reliability::Reliability;
 use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
+use crate::derive;
+use crate::derive::reliability::{self, Reliability};
+use crate::run::{Parts, Records};
 
 /// Every final-report schema okstra reads, oldest first, as (`schemaVersion`,
 /// embedded schema in `schemas/`). The last one is what new runs are written
@@ -459,31 +459,36 @@ fn check(loaded: &mut Loaded, invariants: bool) -> Result<Verdict> {
         })
         .collect();
     if invariants {
-        // Coverage, usage and the ledger's completeness are okstra's from
-        // 2.1 on: checked against what the records give now.
-        if let Some(run) = loaded.run.as_mut()
-            && is_at_least(&loaded.schema_version, RELIABILITY_SINCE)
-        {
-            run.records = Some(
-                coverage_and_usage(&run.run_dir)
-                    .map(|(coverage, usage)| validate::Records { coverage, usage })
-                    .map_err(|err| format!("{err:#}")),
-            );
-        }
-        // The records' own answer, only for a report that carries the block.
-        if let Some(run) = loaded.run.as_mut()
-            && loaded.value.get("reliability").is_some()
-        {
-            run.reliability =
-                Some(reliability::compute(&run.run_dir).map_err(|err| format!("{err:#}")));
-        }
-        if let Some(run) = loaded.run.as_mut()
-            && loaded.value.get("verification").is_some()
-        {
-            run.verification = Some(
-                verification::compute(&run.run_dir, Some(&loaded.value))
-                    .map_err(|err| format!("{err:#}")),
-            );
+        // okstra's blocks, from the run's records read once: coverage, usage
+        // and the ledger's completeness are okstra's from 2.1 on; the
+        // reliability and verification blocks are checked when the report
+        // carries them.
+        if let Some(run) = loaded.run.as_mut() {
+            let records =
+                Records::open(&run.run_dir, Parts::FACTS).map_err(|err| format!("{err:#}"));
+            if is_at_least(&loaded.schema_version, RELIABILITY_SINCE) {
+                run.records = Some(records.as_ref().map_err(Clone::clone).map(|records| {
+                    validate::Computed {
+                        coverage: derive::coverage::of(records),
+                        usage: derive::usage::summary(records),
+                    }
+                }));
+            }
+            if loaded.value.get("reliability").is_some() {
+                run.reliability = Some(
+                    records
+                        .as_ref()
+                        .map_err(Clone::clone)
+                        .map(derive::reliability::of),
+                );
+            }
+            if loaded.value.get("verification").is_some() {
+                run.verification = Some(match &records {
+                    Ok(records) => verification::compute(records, Some(&loaded.value))
+                        .map_err(|err| format!("{err:#}")),
+                    Err(reason) => Err(reason.clone()),
+                });
+            }
         }
         let indexes = loaded
             .pending

@@ -29,7 +29,7 @@ const COVERAGE_FIELDS: [&str; 4] = ["role", "terminalStatus", "failure", "notes"
 pub(super) fn coverage_against_records(
     entry: &Value,
     index: usize,
-    computed: &crate::coverage::Entry,
+    computed: &crate::derive::coverage::Entry,
     problems: &mut Vec<Problem>,
 ) {
     let Ok(expected) = serde_json::to_value(computed) else {

@@ -17,10 +17,10 @@ use crate::fsread;
 use crate::items;
 use crate::severity::{self};
 
-pub use super::facts::{Records, Rostered, RunFacts};
-use super::reliability::Reliability;
+pub use super::facts::{Computed, Rostered, RunFacts};
 pub use super::rules::{Indexed, LedgerClasses, Problem, rows};
 use super::verification;
+use crate::derive::reliability::Reliability;
 
 /// Rule name of a schema violation (every other rule is an invariant).
 pub const SCHEMA_RULE: &str = "schema";

@@ -16,16 +16,15 @@
 //! item it changed. Whatever the block says, a consensus row may not cite
 //! an `unverifiable` claim.
 
-use std::path::Path;
-
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::anchors::{self, Checked};
 use crate::converge::ledger::{LedgerItem, Verdict};
-use crate::converge::{self, FinalClass, Ledger, RunInfo, classify};
-use crate::run::layout::RunLayout;
+use crate::converge::{FinalClass, Ledger, classify};
+use crate::derive::reviewers;
+use crate::run::{Records, Run};
 
 use super::rules::{LedgerClasses, Problem};
 
@@ -100,58 +99,49 @@ pub struct Review {
     pub counted: bool,
 }
 
-/// The block for the run in `run_dir`; `None` when it has no convergence
-/// ledger. With `report` (its data.json, once the writer wrote it), its
-/// `primaryEvidence` rows are checked too, against the snapshot the run
-/// recorded (none recorded: nothing to check them against).
-pub fn compute(run_dir: &Path, report: Option<&Value>) -> Result<Option<Verification>> {
-    let compute = || -> Result<Option<Verification>> {
-        let info = RunInfo::load(run_dir)?;
-        let path = RunLayout::of(info.dir()).convergence_ledger();
-        let Some(ledger) =
-            converge::ledger::read::<Ledger>(&path, converge::ledger::LEDGER_SCHEMA)?
-        else {
-            return Ok(None);
-        };
-        let mut block = of(&info, &ledger);
-        // Against the run's recorded snapshot only: checking evidence never
-        // takes one (`okstra validate` writes nothing into a run).
-        if let Some(report) = report
-            && block.snapshot.is_some()
-        {
-            block.evidence = evidence(&info, report)?;
-        }
-        Ok(Some(block))
+/// The block for the run whose records are `records`; `None` when it has
+/// no convergence ledger. With `report` (its data.json, once the writer
+/// wrote it), its `primaryEvidence` rows are checked too, against the
+/// snapshot the run recorded (none recorded: nothing to check them against).
+pub fn compute(records: &Records, report: Option<&Value>) -> Result<Option<Verification>> {
+    let Some(ledger) = &records.ledger else {
+        return Ok(None);
     };
-    compute().with_context(|| {
-        format!(
-            "cannot tell from the records of `{}` who verified what",
-            run_dir.display()
-        )
-    })
+    let mut block = of(records, ledger);
+    // Against the run's recorded snapshot only: checking evidence never
+    // takes one (`okstra validate` writes nothing into a run).
+    if let Some(report) = report
+        && block.snapshot.is_some()
+    {
+        block.evidence = evidence(&records.run, report).with_context(|| {
+            format!(
+                "cannot check the evidence rows of `{}` against the run's snapshot",
+                records.run.dir.display()
+            )
+        })?;
+    }
+    Ok(Some(block))
 }
 
-/// The block for `ledger` of the run `info`.
-pub fn of(info: &RunInfo, ledger: &Ledger) -> Verification {
-    let rostered = info.rostered();
-    let available = info.available(Some(ledger));
+/// The block for `ledger` of the run whose records are `records`.
+pub fn of(records: &Records, ledger: &Ledger) -> Verification {
+    let reviewers = reviewers::of(records);
+    let rostered = reviewers::rostered(&reviewers);
+    let available = reviewers::available(&reviewers, &records.state, Some(ledger));
     let context = classify::Context {
         analysers: &rostered,
         available: &available,
-        adversarial: info.settings.adversarial,
+        adversarial: records.run.convergence.adversarial,
         round: ledger.rounds_run,
     };
-    let roster: Vec<&str> = info
+    let roster: Vec<&str> = records
         .run
         .assignments
         .iter()
         .map(|a| a.worker_id.as_str())
         .collect();
     Verification {
-        snapshot: anchors::snapshot::record(&info.run)
-            .ok()
-            .flatten()
-            .map(|record| record.id()),
+        snapshot: records.snapshot.as_ref().map(anchors::snapshot::Record::id),
         items: ledger
             .items
             .iter()
@@ -165,7 +155,7 @@ pub fn of(info: &RunInfo, ledger: &Ledger) -> Verification {
 /// anchors checked against the run's snapshot. The row's excerpt belongs to
 /// its location when that names one place; a location that names several
 /// keeps the excerpts written beside each.
-fn evidence(info: &RunInfo, report: &Value) -> Result<Vec<CheckedEvidence>> {
+fn evidence(run: &Run, report: &Value) -> Result<Vec<CheckedEvidence>> {
     let rows: Vec<(&str, Vec<anchors::grammar::Anchor>)> = report
         .get("primaryEvidence")
         .and_then(Value::as_array)
@@ -190,10 +180,8 @@ fn evidence(info: &RunInfo, report: &Value) -> Result<Vec<CheckedEvidence>> {
         })
         .collect();
     let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
-    let checked = anchors::check_anchors(
-        &info.run,
-        rows.into_iter().map(|(_, parsed)| parsed).collect(),
-    )?;
+    let checked =
+        anchors::check_anchors(run, rows.into_iter().map(|(_, parsed)| parsed).collect())?;
     Ok(ids
         .into_iter()
         .zip(checked)

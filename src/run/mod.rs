@@ -9,7 +9,8 @@
 //! `layout` (every file name), `roster` (assignments), `team_state` (attempt
 //! records and the one locked read-modify-write), `task` (the task
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
-//! run), `progress` (the phase and round the records reached).
+//! run), `progress` (the phase and round the records reached), `records`
+//! (every record of a run read once, for `crate::derive`).
 
 pub mod ask;
 pub mod events;
@@ -19,6 +20,7 @@ pub mod lease;
 pub mod manifest;
 pub mod paths;
 pub mod progress;
+pub mod records;
 pub mod roster;
 pub mod steps;
 pub mod task;
@@ -30,6 +32,7 @@ use crate::catalog::{LeadRuntime, Role, TaskType};
 
 use self::layout::RunLayout;
 pub use self::manifest::{Convergence, Error};
+pub use self::records::{Parts, Records};
 use self::roster::Assignment;
 use self::team_state::TeamState;
 

@@ -317,6 +317,10 @@ pub struct TeamState {
     pub retries_used: std::collections::BTreeMap<String, u32>,
     /// `landing`: the Executor's change was applied (`okstra land`).
     pub landing: Option<Landing>,
+    /// `budget`: why the run's budget stopped it, when it did.
+    pub budget: Option<Value>,
+    /// `leadUsage`: the lead's own usage, when recorded.
+    pub lead_usage: Option<Value>,
 }
 
 /// The team state's `landing`, written by `okstra land`.
@@ -469,7 +473,9 @@ fn read_value(path: &Path) -> Result<Value> {
         .with_context(|| format!("the team state `{}` is not valid JSON", path.display()))
 }
 
-fn parse(run: &Run, value: &Value) -> Result<TeamState> {
+/// The team state `value` of `run`, typed, every record's paths confined
+/// to the run.
+pub fn parse(run: &Run, value: &Value) -> Result<TeamState> {
     let path = &run.team_state_path;
     let mut dispatches = Vec::new();
     if let Some(items) = value.get("dispatches").and_then(Value::as_array) {
@@ -517,10 +523,13 @@ fn parse(run: &Run, value: &Value) -> Result<TeamState> {
             )
         })?),
     };
+    let present = |key: &str| value.get(key).filter(|v| !v.is_null()).cloned();
     Ok(TeamState {
         dispatches,
         retries_used,
         landing,
+        budget: present("budget"),
+        lead_usage: present("leadUsage"),
     })
 }
 

@@ -32,8 +32,8 @@
 //!   state stores as a dispatch's `usage`), [`Record::short`] for a table;
 //! - [`Budget::is_spent`] with [`recorded_totals`] (the budget stop);
 //! - [`record_usage`] (read every part now and record it in the team
-//!   state) and [`summary_from_records`] (the summary those records give:
-//!   the final report's `usageSummary`).
+//!   state) and [`summary_of`] (the summary those records give: the final
+//!   report's `usageSummary`, derived by `derive::usage`).
 
 mod across;
 mod budget;
@@ -80,13 +80,11 @@ pub use stream::from_log;
 pub use tally::CostSource;
 pub use tally::Record;
 
-/// The run's `usageSummary` from its records alone: the usage `okstra
-/// usage` last recorded for each attempt and the lead, summed by the one
-/// function that makes every summary. The final report's block is written
-/// from this and checked against it.
-pub fn summary_from_records(run: &crate::run::Run) -> anyhow::Result<Summary> {
-    let state = crate::run::team_state::read_raw(run)?;
-    Ok(ledger::from_records(run, &state))
+/// The run's `usageSummary` from its team state as written (`team_state`):
+/// the usage `okstra usage` last recorded for each attempt and the lead,
+/// summed by the one function that makes every summary.
+pub fn summary_of(run: &crate::run::Run, team_state: &serde_json::Value) -> Summary {
+    ledger::from_records(run, team_state)
 }
 
 /// Token counts in the normalised buckets. `cache_write_1h` is the part of

@@ -533,7 +533,12 @@ fn board_of<'r>(
         || crate::run::lease::Lease::live_holder(run).is_some();
     let run_line = outcome::run_line(run, state, &events, live, has_report, report);
     RunStatus {
-        landing: crate::land::gate::standing(run, state).ok().flatten(),
+        // Only an implementation run has a change to land: no other run
+        // pays for reading its records again.
+        landing: (run.task_type == crate::catalog::TaskType::Implementation)
+            .then(|| crate::run::Records::load(run.clone(), crate::run::Parts::FACTS).ok())
+            .flatten()
+            .and_then(|records| crate::derive::landing::standing(&records)),
         run_id: &run.run_id,
         run_dir: &run.dir,
         task_key: &run.task_key,

@@ -339,9 +339,9 @@ pub fn check_report(run: &Run) -> ReportCheck {
                 .pointer("/reliability/crossVerified")
                 .and_then(Value::as_bool)
                 .or_else(|| {
-                    crate::report::reliability::compute(&run.dir)
+                    crate::run::Records::load(run.clone(), crate::run::Parts::FACTS)
                         .ok()
-                        .map(|r| r.cross_verified)
+                        .map(|records| crate::derive::reliability::of(&records).cross_verified)
                 });
             ReportCheck::Valid {
                 verdict,

@@ -1,21 +1,22 @@
-//! The verification half of the landing gate, from the run's records alone
-//! (so `okstra status` and the report can show it): the Executor's change
-//! is on its branch, every verifier has ended and one checked exactly that
-//! commit, the defects were classified, a fix pass that changed the code
-//! was checked on its commit, and no confirmed `blocking`/`major` defect
-//! stays open. The working-tree half (ancestry, the files) is `apply`'s.
+//! Where an implementation run's change stands at the landing gate: the
+//! verification half of the gate, from the run's records alone (so `okstra
+//! status`, the report, `okstra run` and `okstra land` show the same
+//! standing): the Executor's change is on its branch, every verifier has
+//! ended and one checked exactly that commit, the defects were classified,
+//! a fix pass that changed the code was checked on its commit, and no
+//! confirmed `blocking`/`major` defect stays open. The working-tree half
+//! (ancestry, the files) is `land::apply`'s.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
-use anyhow::Result;
 use serde::Serialize;
 
 use crate::catalog::{Role, TaskType};
-use crate::converge::{fix, fix_check, ledger};
+use crate::converge::{fix, fix_check};
 use crate::ending::Ending;
-use crate::run::Run;
-use crate::run::team_state::{ExecutorCommits, TeamState};
+use crate::run::Records;
+use crate::run::team_state::ExecutorCommits;
 
 /// Why a change may not land, in the gate's stable words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,12 +89,13 @@ pub struct Verification {
     pub blockers: Vec<Blocker>,
 }
 
-/// The verification half of the gate for `run` (an implementation run),
-/// from `state`.
-pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
+/// The verification half of the gate for an implementation run, from its
+/// records (nothing for any other run).
+pub fn verification(records: &Records) -> Verification {
+    let (run, state) = (&records.run, &records.state);
     let mut found = Verification::default();
     if run.task_type != TaskType::Implementation {
-        return Ok(found);
+        return found;
     }
     let block = |found: &mut Verification, reason: Reason, detail: String| {
         found.blockers.push(Blocker::new(reason, detail));
@@ -104,7 +106,7 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
             Reason::VerificationIncomplete,
             "this run has no Executor".into(),
         );
-        return Ok(found);
+        return found;
     };
     if let Some(latest) = state.latest(&executor.dispatch_name)
         && latest.ending.is_none()
@@ -114,9 +116,11 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
             Reason::VerificationIncomplete,
             format!("`{}` has not finished", latest.dispatch_name),
         );
-        return Ok(found);
+        return found;
     }
-    let Some(commits) = crate::dispatch::place::executor_commits(run, state) else {
+    let Some(commits) =
+        state.executor_commits(&executor.dispatch_name, &executor.paths.prompt_path)
+    else {
         block(
             &mut found,
             Reason::VerificationIncomplete,
@@ -125,7 +129,7 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
                 executor.dispatch_name
             ),
         );
-        return Ok(found);
+        return found;
     };
     found.commits = Some(commits.clone());
 
@@ -163,12 +167,13 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
         );
     }
     if !found.blockers.is_empty() {
-        return Ok(found);
+        return found;
     }
 
     // The defects, as classified.
-    let path = run.layout().convergence_ledger();
-    let classified = ledger::read::<ledger::Ledger>(&path, ledger::LEDGER_SCHEMA)?
+    let classified = records
+        .ledger
+        .as_ref()
         .filter(|l| l.items.iter().all(|i| i.final_class.is_some()));
     let Some(classified) = classified else {
         block(
@@ -179,9 +184,9 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
                 run.dir.display()
             ),
         );
-        return Ok(found);
+        return found;
     };
-    let defects: Vec<String> = fix::defects(&classified, classified.enabled)
+    let defects: Vec<String> = fix::defects(classified, classified.enabled)
         .into_iter()
         .map(|item| item.item_id.clone())
         .collect();
@@ -189,7 +194,10 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
     // A fix pass that changed the code, checked on its commit.
     let mut fixed = BTreeSet::new();
     if commits.tip != commits.first {
-        let plan = fix_check::read(run)?.filter(|plan| plan.tip == commits.tip);
+        let plan = records
+            .fix_check
+            .as_ref()
+            .filter(|plan| plan.tip == commits.tip);
         let Some(plan) = plan else {
             block(
                 &mut found,
@@ -199,16 +207,16 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
                     short(&commits.tip)
                 ),
             );
-            return Ok(found);
+            return found;
         };
-        let outcome = fix_check::outcome(state, &plan);
+        let outcome = fix_check::outcome(state, plan, &records.results.fix_answers);
         if !outcome.ended {
             block(
                 &mut found,
                 Reason::FixUnverified,
                 "the verifiers' check of the fix pass has not finished".into(),
             );
-            return Ok(found);
+            return found;
         }
         if outcome.completed.is_empty() {
             block(
@@ -219,7 +227,7 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
                     short(&commits.tip)
                 ),
             );
-            return Ok(found);
+            return found;
         }
         fixed = outcome.fixed;
     }
@@ -237,7 +245,7 @@ pub fn verification(run: &Run, state: &TeamState) -> Result<Verification> {
             ),
         );
     }
-    Ok(found)
+    found
 }
 
 /// Where an implementation run's change stands, from its records: what
@@ -254,18 +262,20 @@ pub struct Standing {
     pub reasons: Vec<Blocker>,
 }
 
-/// The standing of `run` (`None` unless an implementation run).
-pub fn standing(run: &Run, state: &TeamState) -> Result<Option<Standing>> {
-    if run.task_type != TaskType::Implementation {
-        return Ok(None);
+/// The standing of the run whose records are `records` (`None` unless an
+/// implementation run).
+pub fn standing(records: &Records) -> Option<Standing> {
+    if records.run.task_type != TaskType::Implementation {
+        return None;
     }
-    let found = verification(run, state)?;
+    let state = &records.state;
+    let found = verification(records);
     let commits = found.commits.as_ref();
     let landed = state
         .landing
         .as_ref()
         .is_some_and(|l| commits.is_some_and(|c| c.tip == l.commit));
-    Ok(Some(Standing {
+    Some(Standing {
         state: if landed {
             "landed"
         } else if found.blockers.is_empty() && commits.is_some() {
@@ -276,7 +286,7 @@ pub fn standing(run: &Run, state: &TeamState) -> Result<Option<Standing>> {
         branch: commits.map(|c| c.branch.trim_start_matches("refs/heads/").to_owned()),
         commit: commits.map(|c| c.tip.clone()),
         reasons: if landed { Vec::new() } else { found.blockers },
-    }))
+    })
 }
 
 /// The first 12 hex digits of a commit id.

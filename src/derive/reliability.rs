@@ -1,12 +1,11 @@
 //! Whether a run's findings were cross-verified: the final report's
 //! `reliability` block (schema 2.1), computed by okstra and never authored.
 //!
-//! [`judge`] is the rule, one pure function of the run's facts; [`gather`]
-//! reads those facts from the run's records (the roster, the team state's
-//! attempt records, the convergence ledger) through their owners' public
-//! readers, and [`compute`] chains the two. `okstra coverage` hands the block
-//! to the report writer, [`super::finalize`] writes it into data.json, and
-//! `okstra validate` recomputes it to check the one it finds.
+//! [`judge`] is the rule, one pure function of the run's facts; [`facts`]
+//! takes those facts from the run's records, and [`of`] chains the two.
+//! `okstra coverage` hands the block to the report writer, the report's
+//! finalize step writes it into data.json, and `okstra validate` checks the
+//! one it finds against it.
 //!
 //! The rules, in order (the first that holds decides):
 //!
@@ -22,22 +21,18 @@
 //! A reviewer is a rostered worker whose role reviews the others (analysers,
 //! or verifiers in `implementation`). It completed its own work when its
 //! latest own attempt (initial or retry) ended `completed` and its Result
-//! Path is not empty — `converge::RunInfo` decides that, as it does for
+//! Path is not empty — `derive::reviewers` decides that, as it does for
 //! convergence. It answered a round when the latest attempt of its reverify
 //! dispatch for that round ended `completed`.
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::Path;
 
-use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::DispatchKind;
-use crate::converge::{self, Ledger, RunInfo};
 use crate::ending::Ending;
-use crate::run::layout::RunLayout;
-use crate::run::team_state::TeamState;
+use crate::run::Records;
 
 /// Completed reviewers cross-verification needs: a finding counts as checked
 /// only when a second model has looked at it.
@@ -264,29 +259,22 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// Read the facts of the run in `run_dir` from its records.
-pub fn gather(run_dir: &Path) -> Result<Facts> {
-    let info = RunInfo::load(run_dir)?;
-    let ledger_path = RunLayout::of(info.dir()).convergence_ledger();
-    let ledger: Option<Ledger> =
-        converge::ledger::read(&ledger_path, converge::ledger::LEDGER_SCHEMA)?;
-    let state = if info.run.team_state_path.exists() {
-        info.run.team_state()?
-    } else {
-        TeamState::default()
-    };
-    let rounds_run = ledger.as_ref().map_or(0, |ledger| ledger.rounds_run);
+/// The facts of the run whose records are `records`.
+pub fn facts(records: &Records) -> Facts {
+    let reviewers = super::reviewers::of(records);
+    let ledger = records.ledger.as_ref();
+    let rounds_run = ledger.map_or(0, |ledger| ledger.rounds_run);
     let rounds = (1..=rounds_run)
         .map(|round| {
             let mut asked = Vec::new();
             let mut answered = Vec::new();
-            for analyser in &info.analysers {
+            for reviewer in &reviewers {
                 let name =
-                    DispatchKind::Reverify(round).dispatch_name(&analyser.assignment.dispatch_name);
-                if let Some(latest) = state.latest(&name) {
-                    asked.push(analyser.assignment.worker_id.clone());
+                    DispatchKind::Reverify(round).dispatch_name(&reviewer.assignment.dispatch_name);
+                if let Some(latest) = records.state.latest(&name) {
+                    asked.push(reviewer.assignment.worker_id.clone());
                     if latest.ending == Some(Ending::Completed) {
-                        answered.push(analyser.assignment.worker_id.clone());
+                        answered.push(reviewer.assignment.worker_id.clone());
                     }
                 }
             }
@@ -297,34 +285,28 @@ pub fn gather(run_dir: &Path) -> Result<Facts> {
             }
         })
         .collect();
-    Ok(Facts {
-        reviewers: info
-            .analysers
+    Facts {
+        reviewers: reviewers
             .iter()
-            .map(|analyser| Reviewer {
-                worker_id: analyser.assignment.worker_id.clone(),
-                completed: analyser.completed.is_ok(),
+            .map(|reviewer| Reviewer {
+                worker_id: reviewer.assignment.worker_id.clone(),
+                completed: reviewer.completed.is_ok(),
             })
             .collect(),
-        convergence_enabled: info.settings.enabled
-            || ledger.as_ref().is_some_and(|ledger| ledger.enabled),
+        convergence_enabled: records.run.convergence.enabled
+            || ledger.is_some_and(|ledger| ledger.enabled),
         rounds_run,
         rounds,
         item_owners: ledger
             .iter()
             .flat_map(|ledger| ledger.items.iter().map(|item| item.owner.clone()))
             .collect(),
-    })
+    }
 }
 
-/// The `reliability` block of the run in `run_dir`, from its records.
-pub fn compute(run_dir: &Path) -> Result<Reliability> {
-    gather(run_dir).map(|facts| judge(&facts)).with_context(|| {
-        format!(
-            "cannot tell from the records of `{}` whether the run was cross-verified",
-            run_dir.display()
-        )
-    })
+/// The `reliability` block of the run whose records are `records`.
+pub fn of(records: &Records) -> Reliability {
+    judge(&facts(records))
 }
 
 #[cfg(test)]

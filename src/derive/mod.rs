@@ -1,0 +1,32 @@
+//! Every fact a user reads about a run, derived once: pure functions over a
+//! run's records (`run::Records`, read once per command). The report's
+//! blocks, its Markdown and HTML, the SARIF log, the pull-request review,
+//! the gate, `okstra run`'s closing summary, `okstra status` and `okstra
+//! land` all read these; none of them recomputes one.
+//!
+//! | module | the fact |
+//! |---|---|
+//! | [`reviewers`] | who reviews, whether each completed its own work, who can still review |
+//! | [`identity`] | which claims are one finding (what reviewers said, never line overlap) |
+//! | [`counting`] | whether a verdict counts as verification, and why not |
+//! | [`classes`] | a finding's class, whether it is open or withdrawn; why convergence stopped |
+//! | [`severity`] | a finding's severity, and the counted reviewers who dispute it |
+//! | [`verification`] | who found and who verified each claim (the report's `verification` block) |
+//! | [`reliability`] | whether the run was cross-verified (the `reliability` block) |
+//! | [`coverage`] | each rostered worker's coverage (`workerCoverage`) |
+//! | [`usage`] | the run's usage summary (`usageSummary`) |
+//! | [`landing`] | where an implementation run's change stands at the landing gate |
+//! | [`integrity`] | whether the results the report cites are the ones okstra recorded |
+//!
+//! Each rule is a pure function of a few typed facts with a table test
+//! beside it, and a thin adapter from `Records` to those facts. Nothing here
+//! reads a file or imports an output (`report` rendering, `sarif`, `gate`,
+//! `publish`, `lead`): the outputs import this. The run-liveness rules
+//! (an attempt's state, the quorum of a batch, the run's outcome) belong
+//! here too, over the same records.
+
+pub mod coverage;
+pub mod landing;
+pub mod reliability;
+pub mod reviewers;
+pub mod usage;
