@@ -636,6 +636,13 @@ pub struct NextArgs {
     #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
     pub timeout: Option<std::time::Duration>,
 
+    /// Resume a run that failed or was cancelled (without it, such a run
+    /// answers `failed` or `cancelled` again and nothing is spent): each
+    /// worker whose last attempt ended for a reason the user can fix gets
+    /// one fresh attempt, and stopped ones run again.
+    #[arg(long)]
+    pub resume: bool,
+
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -647,9 +654,9 @@ pub struct DriveArgs {
     #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
     pub run_dir: PathBuf,
 
-    /// This batch resumes the run (the call after a `failed` answer): a
-    /// worker whose last attempt ended for a reason the user can fix gets
-    /// one fresh attempt.
+    /// This batch resumes the run (`okstra next --resume`): a worker whose
+    /// last attempt ended for a reason the user can fix gets one fresh
+    /// attempt.
     #[arg(long)]
     pub resume: bool,
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::catalog::{REPORT_WRITER, Role};
 use crate::converge;
+use crate::derive::quorum::Quorum;
 use crate::diag;
 use crate::dispatch::{self, Kind};
 use crate::run::events::EventKind;
@@ -46,35 +47,11 @@ impl Lead {
         self.run_batch(candidates, resume, quorum, phase)
     }
 
-    /// The quorum of a first batch of reviewers (analysers, or verifiers):
-    /// two must complete when two or more are rostered (one of one),
-    /// counting those that completed before.
-    fn quorum(
-        &self,
-        kind: Kind,
-        workers: &[String],
-    ) -> Result<Option<dispatch::fail_fast::Quorum>> {
-        let reviews = |w: &String| self.run.assignment(w).is_some_and(|a| a.role.reviews());
-        if kind != Kind::Initial || workers.is_empty() || !workers.iter().all(reviews) {
-            return Ok(None);
-        }
-        let state = self.run.team_state()?;
-        let rostered: Vec<_> = self.run.reviewers().collect();
-        let done_before = rostered
-            .iter()
-            .filter(|a| !workers.contains(&a.worker_id))
-            .filter(|a| {
-                state.latest(&a.dispatch_name).and_then(|r| r.ending)
-                    == Some(crate::ending::Ending::Completed)
-            })
-            .count();
-        Ok(Some(dispatch::fail_fast::Quorum {
-            needed: dispatch::fail_fast::needed(rostered.len(), done_before),
-            members: workers
-                .iter()
-                .map(|w| self.dispatch_name(kind, w))
-                .collect(),
-        }))
+    /// The quorum of a first batch of reviewers (analysers, or verifiers),
+    /// counted from the run's records as they stand now.
+    fn quorum(&self, kind: Kind, workers: &[String]) -> Result<Option<Quorum>> {
+        let records = crate::run::Records::load(self.run.clone(), crate::run::Parts::FACTS)?;
+        Ok(crate::derive::quorum::of_batch(&records, kind, workers))
     }
 
     /// Decide `candidates`, hand the host its own, and run the rest:
@@ -85,7 +62,7 @@ impl Lead {
         &mut self,
         candidates: Vec<dispatch::Planned>,
         resume: bool,
-        quorum: Option<dispatch::fail_fast::Quorum>,
+        quorum: Option<Quorum>,
         phase: String,
     ) -> Result<Flow> {
         let mut options = self.options()?;

@@ -262,7 +262,7 @@ impl Lead {
                     return Ok(Halt::Done);
                 }
                 Next::End(stop) => {
-                    self.ended(stop)?;
+                    self.ended(stop);
                     return Ok(Halt::End(stop));
                 }
             };
@@ -271,7 +271,7 @@ impl Lead {
                 Flow::Interrupted(signal) => return Ok(Halt::Interrupted(signal)),
                 Flow::Detached(driver) => return Ok(Halt::Detached(driver)),
                 Flow::Stopped(why) => {
-                    self.stopped_early(&why)?;
+                    self.stopped_early(&why);
                     return Ok(Halt::Stopped(why));
                 }
             }
@@ -343,71 +343,34 @@ impl Lead {
         self.journal.record(facts::COMPLETE, data, None, |_| false)
     }
 
-    /// The run ends without a report: record it once per reason.
-    fn ended(&mut self, stop: steps::Stop) -> Result<()> {
+    /// The run ends without a report: record it, once per drive (a run
+    /// ended the same way and not resumed since is not recorded again).
+    fn ended(&self, stop: steps::Stop) {
         let reason = self.stop_reason(stop);
-        if self.journal.is_fresh(facts::COMPLETE, &reason) {
-            return Ok(());
-        }
-        self.event(
-            EventKind::RunComplete,
-            &[("verdict", "none"), ("reason", &reason)],
-        );
-        self.journal
-            .record(facts::COMPLETE, reason, None, |_| false)
+        self.record_end(&reason);
     }
 
-    /// A batch was stopped early (its quorum lost): the run ends without a
-    /// report, recorded once per reason.
-    fn stopped_early(&mut self, why: &str) -> Result<()> {
-        let stop = format!("{} pid {}", crate::clock::rfc3339_now(), std::process::id());
-        self.journal
-            .record(facts::STOPPED, why.to_owned(), Some(stop), |_| false)?;
-        if self.journal.is_fresh(facts::COMPLETE, why) {
-            return Ok(());
-        }
-        self.event(
-            EventKind::RunComplete,
-            &[("verdict", "none"), ("reason", why)],
-        );
-        self.journal
-            .record(facts::COMPLETE, why.to_owned(), None, |_| false)
+    /// A batch was stopped early (its quorum lost, the budget spent): the
+    /// run ends without a report, recorded as [`Lead::ended`] records it.
+    fn stopped_early(&self, why: &str) {
+        self.record_end(why);
     }
 
-    /// The reason of a batch stopped early that a host lead has not been
-    /// told yet; asking marks it told, so the next `okstra next` resumes
-    /// the run instead of saying it again.
-    pub(crate) fn untold_stop(&mut self) -> Result<Option<String>> {
-        let Some(stop) = self.journal.get(facts::STOPPED).cloned() else {
-            return Ok(None);
-        };
-        let id = stop.output.unwrap_or_default();
-        if self.journal.is_fresh(facts::STOP_TOLD, &id) {
-            return Ok(None);
+    /// `run-complete` without a verdict, for `reason`, unless it is the
+    /// newest lifecycle event already (the same end, said once).
+    fn record_end(&self, reason: &str) {
+        let newest = events::newest_of(&self.run, &events::LIFECYCLE);
+        let said = newest.is_some_and(|(kind, fields)| {
+            kind == EventKind::RunComplete
+                && fields.get("reason").map(String::as_str)
+                    == Some(events::one_line(reason).as_str())
+        });
+        if !said {
+            self.event(
+                EventKind::RunComplete,
+                &[("verdict", "none"), ("reason", reason)],
+            );
         }
-        self.journal.record(facts::STOP_TOLD, id, None, |_| false)?;
-        Ok(Some(stop.inputs))
-    }
-
-    /// Whether this call is the first after a host lead was told of a
-    /// stopped batch: it resumes the run (fresh attempts for what the user
-    /// could fix), once per stop.
-    pub(crate) fn resuming_after_stop(&mut self) -> Result<bool> {
-        let Some(id) = self
-            .journal
-            .get(facts::STOPPED)
-            .and_then(|stop| stop.output.clone())
-        else {
-            return Ok(false);
-        };
-        if !self.journal.is_fresh(facts::STOP_TOLD, &id)
-            || self.journal.is_fresh(facts::STOP_RESUMED, &id)
-        {
-            return Ok(false);
-        }
-        self.journal
-            .record(facts::STOP_RESUMED, id, None, |_| false)?;
-        Ok(true)
     }
 
     /// Why the run ended without a report, in one line.

@@ -10,13 +10,15 @@
 //! records and the one locked read-modify-write), `task` (the task
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
 //! run), `progress` (the phase and round the records reached), `records`
-//! (every record of a run read once, for `crate::derive`).
+//! (every record of a run read once, for `crate::derive`), `live` (what of
+//! an unfinished attempt still runs, from the process table).
 
 pub mod ask;
 pub mod events;
 pub mod journal;
 pub mod layout;
 pub mod lease;
+pub mod live;
 pub mod manifest;
 pub mod paths;
 pub mod progress;

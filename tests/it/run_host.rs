@@ -794,10 +794,12 @@ fn open_questions_are_asked_once_the_report_is_done_and_feed_the_next_run() {
 
 /// The background driver stopped the analysers' batch early (claude's
 /// credentials refused, so two of two can no longer complete): `okstra next
-/// --wait` ends the host's loop as `failed`, naming why, instead of paying
-/// for the batch again on its own; the next call is the resume.
+/// --wait` ends the host's loop as `failed`, naming why. The run stays
+/// failed: every later `okstra next` answers the same and starts nothing (a
+/// lead that restarted asks it to learn where the run stands); `okstra next
+/// --resume` is what pays for the batch again, each analyser once.
 #[test]
-fn a_batch_stopped_early_is_told_once_and_paid_for_again_only_when_resumed() {
+fn a_failed_run_stays_failed_until_the_user_resumes_it() {
     let world = team_project();
     let run = hosted(&world, "external", "claude,codex,report-writer");
     let next = |extra: &[&str], env: &[(&str, &str)]| -> (Value, i32) {
@@ -819,27 +821,69 @@ fn a_batch_stopped_early_is_told_once_and_paid_for_again_only_when_resumed() {
         (Some("failed"), 1),
         "{answer}"
     );
-    let reason = answer["reason"].as_str().unwrap();
+    let reason = answer["reason"].as_str().unwrap().to_owned();
     assert!(reason.starts_with("stopped early"), "{reason}");
+    let resume = answer["resume"].as_str().unwrap().to_owned();
     assert!(
-        answer["resume"].as_str().unwrap().contains("okstra next"),
+        resume.contains("okstra next") && resume.contains("--resume"),
         "{answer}"
     );
     for name in ["claude-worker", "codex-worker"] {
         assert_eq!(attempts(&run, name).len(), 1, "{name}");
     }
-    // Asked again (claude logged in meanwhile): the run resumes and ends.
-    let (answer, code) = next(&["--wait", "--timeout", "60s"], &[]);
+    // Asked twice more (claude logged in meanwhile): the same answer, and
+    // no provider CLI was called.
+    let paid = calls(&world);
+    for _ in 0..2 {
+        let (again, code) = next(&[], &[]);
+        assert_eq!(
+            (again["state"].as_str(), code),
+            (Some("failed"), 1),
+            "{again}"
+        );
+        assert_eq!(again["reason"].as_str(), Some(reason.as_str()), "{again}");
+        assert_eq!(again["resume"].as_str(), Some(resume.as_str()), "{again}");
+        assert!(again["tasks"].as_array().unwrap().is_empty(), "{again}");
+    }
+    assert_eq!(calls(&world), paid);
+    // The status says so too.
+    let status = world
+        .okstra()
+        .args(["status", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let board: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(board["runs"][0]["run"]["state"], "failed", "{board}");
+    assert_eq!(board["runs"][0]["run"]["active"], false, "{board}");
+    // Resumed: the run goes on and ends; each analyser paid for once more
+    // (the stopped one, and the refused one's fresh attempt).
+    let (answer, code) = next(&["--resume", "--wait", "--timeout", "60s"], &[]);
     assert_eq!(
         (answer["state"].as_str(), code),
         (Some("done"), 0),
         "{answer}"
     );
     assert_eq!(answer["report"]["crossVerified"], true, "{answer}");
-    // Each analyser paid for once more: the stopped one, and the refused
-    // one's fresh attempt of the resume.
     assert_eq!(attempts(&run, "codex-worker").len(), 2);
     assert_eq!(attempts(&run, "claude-worker").len(), 2);
+    let resumed: Vec<String> = calls(&world).into_iter().skip(paid.len()).collect();
+    for analyser in ["claude analyser", "codex analyser"] {
+        assert_eq!(
+            resumed.iter().filter(|c| *c == analyser).count(),
+            1,
+            "{resumed:?}"
+        );
+    }
+}
+
+/// Every model call the fake team was paid for, in order.
+fn calls(world: &Project) -> Vec<String> {
+    fs::read_to_string(world.path("fake/calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A host-led implementation run: the user approves, the host's own
