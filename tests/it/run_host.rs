@@ -63,25 +63,7 @@ impl<'a> Host<'a> {
 
     /// `okstra next <run> --json` (with `extra`); the answer and exit code.
     fn next(&self, extra: &[&str]) -> (Value, i32) {
-        let output = self
-            .world
-            .okstra()
-            .arg("next")
-            .arg(&self.run)
-            .arg("--json")
-            .args(extra)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let answer: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
-        // The answer's keys are a contract: every answer keeps its schema.
-        let errors: Vec<String> = ANSWER_SCHEMA
-            .iter_errors(&answer)
-            .map(|e| format!("{}: {e}", e.instance_path()))
-            .collect();
-        assert!(errors.is_empty(), "{errors:?}\n{answer}");
-        (answer, output.status.code().unwrap())
+        next_in(self.world, &self.run, extra, &[])
     }
 
     /// The final message the host's sub-agent gives on `task` (bounded in
@@ -166,6 +148,48 @@ impl<'a> Host<'a> {
         }
         panic!("the run did not end after 60 answers");
     }
+}
+
+/// `okstra next <run> --json` (with `extra`, and `env` for it and the
+/// driver it starts); the answer, checked against its schema, and the exit
+/// code.
+fn next_in(world: &Project, run: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Value, i32) {
+    let mut cmd = world.okstra();
+    cmd.arg("next").arg(run).arg("--json").args(extra);
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let output = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let answer: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
+    // The answer's keys are a contract: every answer keeps its schema.
+    let errors: Vec<String> = ANSWER_SCHEMA
+        .iter_errors(&answer)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{answer}");
+    (answer, output.status.code().unwrap())
+}
+
+/// Wait until okstra runs nothing more of the run (its background driver
+/// ended), as `okstra status` says, and assert that only the host holds
+/// its next step; then `okstra next`'s answer.
+fn until_only_the_host_is_left(world: &Project, run: &Path) -> Value {
+    let state = crate::support::wait_for(WALL_LIMIT, "the background driver to end", || {
+        let output = world
+            .okstra()
+            .args(["status", "--json"])
+            .arg(run)
+            .output()
+            .unwrap();
+        let board: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let state = board["runs"][0]["run"]["state"].clone();
+        (state != "running").then_some(state)
+    });
+    let (answer, _) = next_in(world, run, &[], &[]);
+    assert_eq!(state, "waiting-for-host", "{answer}");
+    answer
 }
 
 /// The project root the worker prompt behind the task file at `path`
@@ -802,18 +826,7 @@ fn open_questions_are_asked_once_the_report_is_done_and_feed_the_next_run() {
 fn a_failed_run_stays_failed_until_the_user_resumes_it() {
     let world = team_project();
     let run = hosted(&world, "external", "claude,codex,report-writer");
-    let next = |extra: &[&str], env: &[(&str, &str)]| -> (Value, i32) {
-        let mut cmd = world.okstra();
-        cmd.arg("next").arg(&run).arg("--json").args(extra);
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
-        let output = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let answer: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
-        (answer, output.status.code().unwrap())
-    };
+    let next = |extra: &[&str], env: &[(&str, &str)]| next_in(&world, &run, extra, env);
     let broken = [("FAKE_AUTH_FAIL", "claude"), ("FAKE_SLEEP_CODEX", "60")];
     let (answer, code) = next(&["--wait", "--timeout", "60s"], &broken);
     assert_eq!(
@@ -943,4 +956,75 @@ fn a_host_led_executors_change_is_on_the_runs_branch_and_lands_only_through_land
     assert!(!fs::read_to_string(&source).unwrap().contains(mark));
     world.okstra().arg("land").arg(&run).assert().success();
     assert!(fs::read_to_string(&source).unwrap().contains(mark));
+}
+
+/// claude runs in the host's session, codex and kimi as wrappers; codex's
+/// API cannot be reached, twice (its attempt and its one retry), while the
+/// host has not answered yet. claude and kimi can still make two: kimi is
+/// not stopped, and once claude answers the run ends cross-verified.
+#[test]
+fn a_wrappers_failure_stops_nobody_while_the_hosts_reviewer_can_still_make_two() {
+    let world = team_project();
+    let run = hosted(&world, "claude-code", ROSTER);
+    let (answer, _) = next_in(
+        &world,
+        &run,
+        &[],
+        &[("FAKE_NETWORK", "codex"), ("FAKE_SLEEP_KIMI", "3")],
+    );
+    assert_eq!(answer["state"], "host-work", "{answer}");
+    // The host holds claude's task unanswered while okstra's workers end.
+    let held = until_only_the_host_is_left(&world, &run);
+    assert_eq!(held["state"], "host-work", "{held}");
+    let codex = attempts(&run, "codex-worker");
+    let endings: Vec<&str> = codex
+        .iter()
+        .map(|a| a["ending"].as_str().unwrap())
+        .collect();
+    assert_eq!(endings, ["network", "network"], "{codex:?}");
+    let kimi = attempts(&run, "kimi-worker");
+    assert_eq!(kimi.len(), 1, "{kimi:?}");
+    assert_eq!(kimi[0]["ending"], "completed", "{kimi:?}");
+    let mut host = Host::new(&world, run.clone(), "claude", Via::Submit);
+    let (answer, code) = host.drive();
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
+    assert_eq!(answer["report"]["crossVerified"], true, "{answer}");
+}
+
+/// The default roster led by Claude Code: claude in the host's session,
+/// codex a wrapper whose first call crashes at start-up. The crash's one
+/// retry runs (the host's claude can still make two) and completes.
+#[test]
+fn on_the_default_roster_a_crashed_wrappers_retry_runs() {
+    let world = team_project();
+    let run = hosted(&world, "claude-code", "claude,codex,report-writer");
+    let (answer, _) = next_in(&world, &run, &[], &[("FAKE_CRASH", "codex")]);
+    assert_eq!(answer["state"], "host-work", "{answer}");
+    until_only_the_host_is_left(&world, &run);
+    let codex = attempts(&run, "codex-worker");
+    let endings: Vec<(&str, &str)> = codex
+        .iter()
+        .map(|a| {
+            (
+                a["dispatchKind"].as_str().unwrap_or("?"),
+                a["ending"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        endings,
+        [("initial", "crash"), ("retry", "completed")],
+        "{codex:?}"
+    );
+    let mut host = Host::new(&world, run.clone(), "claude", Via::Submit);
+    let (answer, code) = host.drive();
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
 }
