@@ -315,6 +315,11 @@ pub struct LaunchArgs {
     #[arg(long, short = 'y')]
     pub yes: bool,
 
+    /// Start even when a provider's CLI is missing, a look-alike, or has no
+    /// credentials that okstra can see (a login in a system keychain).
+    #[arg(long)]
+    pub no_preflight: bool,
+
     /// Render for a run with no host session: every worker is a
     /// `cli-wrapper` (the `external` lead runtime). Implied by `okstra run`.
     #[arg(long)]
@@ -578,11 +583,6 @@ pub struct RunArgs {
     #[command(flatten)]
     pub gate: GateRules,
 
-    /// Start even when a provider's CLI is missing, a look-alike, or has no
-    /// credentials that okstra can see (a login in a system keychain).
-    #[arg(long)]
-    pub no_preflight: bool,
-
     #[command(flatten)]
     pub launch: LaunchArgs,
 
@@ -602,11 +602,6 @@ pub struct AskArgs {
     /// default; see --lead-runtime) instead of running it headless.
     #[arg(long)]
     pub lead: bool,
-
-    /// Start even when a provider's CLI is missing, a look-alike, or has no
-    /// credentials that okstra can see (a login in a system keychain).
-    #[arg(long)]
-    pub no_preflight: bool,
 
     #[command(flatten)]
     pub launch: LaunchArgs,

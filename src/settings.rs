@@ -90,9 +90,17 @@ pub struct Settings {
     pub previous_run: Option<PathBuf>,
     pub render_only: bool,
     pub json: bool,
+    /// `--yes`: nothing is asked (the plan is not confirmed).
+    pub yes: bool,
+    /// `--no-preflight`: the lead starts without checking the wrapper
+    /// workers' CLIs.
+    pub no_preflight: bool,
     /// The change the run is scoped to (`--diff`); its diff is already in
     /// `brief_text`.
     pub change: Option<crate::change::Change>,
+    /// The engine settings the run keeps (`run::settings`): the engine
+    /// flags of the command that renders it (`okstra run`, `okstra ask`).
+    pub engine: crate::run::settings::RunSettings,
 }
 
 /// Worker model resolution for one run: explicit overrides, environment
@@ -291,7 +299,10 @@ pub(crate) fn resolve_full(
         previous_run: previous.map(|run| run.dir.clone()),
         render_only: args.render_only,
         json: args.json,
+        yes: args.yes,
+        no_preflight: args.no_preflight,
         change,
+        engine: crate::run::settings::RunSettings::default(),
     })
 }
 

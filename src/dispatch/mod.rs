@@ -49,6 +49,7 @@ pub use crate::run::live::liveness;
 pub use attempt::prompt_sha256;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
 pub use command::{dispatch_command, ignore_hangup};
+pub use engine::{budget_spent, record_budget_stop};
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};

@@ -22,7 +22,6 @@ mod headless;
 mod next;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -207,9 +206,11 @@ impl Lead {
                     self.phase(phase_of(&self.run, kind, &workers));
                     self.batch(kind, &workers)?
                 }
-                Next::Host(workers) => {
-                    return Ok(Halt::Host(self.hand_out(&gathered, &workers)?));
-                }
+                Next::Host(workers) => match self.budget_spent()? {
+                    // Nothing more goes to the host once the budget is spent.
+                    Some(why) => Flow::Stopped(self.budget_stop(&why)),
+                    None => return Ok(Halt::Host(self.hand_out(&gathered, &workers)?)),
+                },
                 Next::Wait(workers) => return Ok(Halt::Wait(workers)),
                 Next::Plan(round) => {
                     self.phase("5.5");
@@ -493,80 +494,8 @@ fn phase_words(task_type: TaskType, phase: &str) -> String {
     format!("{phase}: {what}")
 }
 
-/// The engine flags of `engine` as arguments, to hand to another okstra
-/// (the background driver) or to print in a resume line.
-fn engine_argv(engine: &EngineArgs) -> Vec<String> {
-    let defaults = <crate::cli::EngineDefaults as clap::Parser>::parse_from(["okstra"]).engine;
-    let mut argv = Vec::new();
-    if let Some(n) = engine.max_parallel {
-        argv.extend(["--max-parallel".to_owned(), n.to_string()]);
-    }
-    if engine.min_free_memory != defaults.min_free_memory {
-        argv.extend([
-            "--min-free-memory".to_owned(),
-            engine.min_free_memory.clone(),
-        ]);
-    }
-    if engine.min_free_disk != defaults.min_free_disk {
-        argv.extend(["--min-free-disk".to_owned(), engine.min_free_disk.clone()]);
-    }
-    if engine.retry_cooldown != defaults.retry_cooldown {
-        argv.extend([
-            "--retry-cooldown".to_owned(),
-            humantime::format_duration(engine.retry_cooldown).to_string(),
-        ]);
-    }
-    if let Some(cost) = engine.max_cost {
-        argv.extend(["--max-cost".to_owned(), cost.to_string()]);
-    }
-    if let Some(tokens) = engine.max_tokens {
-        argv.extend(["--max-tokens".to_owned(), tokens.to_string()]);
-    }
-    if let Some(idle) = engine.idle_timeout {
-        argv.extend(["--idle-timeout".to_owned(), idle.to_string()]);
-    }
-    if let Some(spec) = &engine.provider_slots {
-        argv.extend(["--provider-slots".to_owned(), spec.clone()]);
-    }
-    argv
-}
-
-/// `okstra <command> <run-dir> <engine flags…>`, ready to paste.
-fn command_line(command: &str, run: &Run, engine: &EngineArgs) -> String {
-    let mut line = format!("okstra {command} {}", crate::shell::path_word(&run.dir));
-    for arg in engine_argv(engine) {
-        let _ = write!(line, " {}", crate::shell::word(&arg));
-    }
-    line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[test]
-    fn engine_flags_round_trip_through_their_arguments() {
-        let parsed = crate::cli::EngineDefaults::parse_from([
-            "okstra",
-            "--max-parallel",
-            "2",
-            "--retry-cooldown",
-            "90s",
-            "--idle-timeout",
-            "30",
-            "--min-free-disk",
-            "2G",
-        ])
-        .engine;
-        let argv = engine_argv(&parsed);
-        let again = crate::cli::EngineDefaults::parse_from(
-            std::iter::once("okstra".to_owned()).chain(argv.clone()),
-        )
-        .engine;
-        assert_eq!(engine_argv(&again), argv);
-        assert_eq!(again.retry_cooldown, Duration::from_secs(90));
-        let defaults = crate::cli::EngineDefaults::parse_from(["okstra"]).engine;
-        assert!(engine_argv(&defaults).is_empty());
-    }
+/// `okstra <command> <run-dir>`, ready to paste: the run keeps its own
+/// settings, so no engine flag is needed to resume it as it was.
+fn command_line(command: &str, run: &Run) -> String {
+    format!("okstra {command} {}", crate::shell::path_word(&run.dir))
 }

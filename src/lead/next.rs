@@ -47,7 +47,7 @@ use crate::run::lease::Lease;
 use crate::run::steps::{self, Need, Step};
 use crate::shell;
 
-use super::{DRIVE_LEASE_WAIT, Halt, Lead, Mode, engine_argv, facts};
+use super::{DRIVE_LEASE_WAIT, Halt, Lead, Mode, facts};
 
 /// How long `--wait` waits when `--timeout` is not given: under the ten
 /// minutes a host's shell tool allows one command.
@@ -197,8 +197,11 @@ enum Acted {
 pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
     Options::from_args(&args.engine)?;
     let run = Run::open(&args.run_dir)?;
+    // The run's own settings; a flag given here overrides one for the rest
+    // of the run, and its background drivers read them from the run.
+    let engine = crate::run::settings::resolve(&run, &args.engine)?;
     begin(&run);
-    let mut answer = step(&run, &args.engine, args.resume)?;
+    let mut answer = step(&run, &engine, args.resume)?;
     if args.wait {
         let deadline = Instant::now() + args.timeout.unwrap_or(DEFAULT_WAIT);
         while answer.is_waiting() {
@@ -207,7 +210,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
                 break;
             }
             std::thread::sleep(POLL.min(deadline - now));
-            answer = step(&run, &args.engine, false)?;
+            answer = step(&run, &engine, false)?;
         }
     }
     print(&answer, args.json)?;
@@ -428,7 +431,10 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
         Step::Wait(workers) => (workers.clone(), Need::Running),
         _ => (Vec::new(), Need::Done),
     };
-    if let Some(group) = gathered.group_with(&workers, need) {
+    // The host's tasks of the batch, unless the budget is spent (nothing
+    // more goes to the host then; the driver ends the run).
+    let spent = lead.budget_spent()?.is_some();
+    if let Some(group) = gathered.group_with(&workers, need).filter(|_| !spent) {
         for planned in gathered.host_of(group) {
             if let Some(handout) = dispatch::native::hand_out(run, planned)? {
                 answer.tasks.push(native_task(run, &handout));
@@ -680,11 +686,15 @@ impl Lead {
             .with_context(|| format!("cannot open `{}`", log_path.display()))?;
         crate::fsread::check_regular(&log, &log_path)?;
         let mut command = std::process::Command::new(program);
+        // The driver reads the run's settings from the run (this call
+        // recorded any flag it was given): none go on its command line, and
+        // the variables that stand for flags are not handed down either.
         command
             .arg("__drive")
             .arg(&self.run.dir)
             .args(self.resumed.then_some("--resume"))
-            .args(engine_argv(&self.engine))
+            .env_remove("OKSTRA_PASS_ENV")
+            .env_remove("OKSTRA_PROVIDER_SLOTS")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -730,7 +740,8 @@ pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
     dispatch::ignore_hangup();
     let run = Run::open(&args.run_dir)?;
     let lease = Lease::acquire(&run, "okstra __drive", DRIVE_LEASE_WAIT)?;
-    let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
+    let engine = crate::run::settings::resolve(&run, &args.engine)?;
+    let mut lead = Lead::new(run, engine, Mode::Attached);
     lead.approval_gate = true;
     lead.lease = Some(lease);
     lead.resumed = args.resume;

@@ -11,7 +11,8 @@
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
 //! run), `progress` (the phase and round the records reached), `records`
 //! (every record of a run read once, for `crate::derive`), `live` (what of
-//! an unfinished attempt still runs, from the process table).
+//! an unfinished attempt still runs, from the process table), `settings` (the
+//! engine settings the run keeps for every later call).
 
 pub mod ask;
 pub mod events;
@@ -24,6 +25,7 @@ pub mod paths;
 pub mod progress;
 pub mod records;
 pub mod roster;
+pub mod settings;
 pub mod steps;
 pub mod task;
 pub mod team_state;

@@ -1028,3 +1028,118 @@ fn on_the_default_roster_a_crashed_wrappers_retry_runs() {
         "{answer}"
     );
 }
+
+/// `okstra ask --lead` with engine flags: the preflight and the estimate
+/// come before the host starts, the run keeps the flags (the names passed,
+/// never the values), and the claude it starts has okstra's sub-agent-stop
+/// hook in force on its command line. A later plain `okstra next` (no flag,
+/// not even the variable that stands for `--pass-env`) runs its background
+/// driver with them: the wrappers get the 3000 s idle timeout and the
+/// variable, and once the recorded cost passes `--max-cost` nothing more
+/// goes to the host: the run fails, saying the budget stopped it.
+#[test]
+fn a_lead_launch_keeps_the_runs_settings_and_starts_claude_with_the_hook() {
+    let world = team_project();
+    fs::remove_file(world.path("bin/claude")).unwrap();
+    world.fake_cli("claude", "lead/record-lead.sh");
+    let record = world.path("fake/lead.txt");
+    // codex's answers cost dollars: one analyser's passes the budget.
+    let prices = world.path("prices.json");
+    fs::write(
+        &prices,
+        r#"{"models": {"gpt-5.6-sol": {"input": 20000, "cacheRead": 2000, "output": 20000}}}"#,
+    )
+    .unwrap();
+    let output = world
+        .okstra()
+        .args(["ask", "--lead", "--yes", "--workers", ROSTER])
+        .args(["--idle-timeout", "3000", "--max-cost", "1"])
+        .args(["--pass-env", "OKSTRA_TEST_X", "--pass-env", "FAKE_*"])
+        .arg("Why are reservations oversold?")
+        .env("OKSTRA_TEST_RECORD", &record)
+        .env("OKSTRA_PRICES", &prices)
+        .env("OKSTRA_TEST_X", "passed")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let plan = stderr.find("okstra: plan:").expect("the plan is shown");
+    let estimate = stderr
+        .find("okstra: estimate:")
+        .expect("the estimate is shown");
+    let start = stderr.find("starting the claude-code lead").unwrap();
+    assert!(plan < start && estimate < start, "{stderr}");
+    // The lead claude: the hook on its command line, then the instruction.
+    let recorded = fs::read_to_string(&record).unwrap();
+    let args: Vec<&str> = recorded
+        .lines()
+        .filter_map(|l| l.strip_prefix("arg="))
+        .collect();
+    assert_eq!(args[0], "--settings", "{recorded}");
+    let settings: Value = serde_json::from_str(args[1]).unwrap();
+    let hook = settings["hooks"]["SubagentStop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(hook.contains(" hook subagent-stop"), "{hook}");
+    let okstra = crate::support::okstra_path();
+    assert!(
+        hook.starts_with(&format!("'{}'", okstra.display())),
+        "the hook runs this okstra: {hook}"
+    );
+    let handoff = args[2]
+        .split_whitespace()
+        .find(|word| word.ends_with("handoff.md"))
+        .unwrap();
+    let run = Path::new(handoff).parent().unwrap().to_path_buf();
+    // The run keeps its settings: names, never values.
+    let state = read_json(&crate::support::team_state_path(&run));
+    assert_eq!(
+        state["settings"],
+        json!({"idleTimeoutSeconds": 3000, "maxCostUsd": 1.0, "passEnv": ["OKSTRA_TEST_X", "FAKE_*"]}),
+    );
+    assert!(
+        !fs::read_to_string(crate::support::team_state_path(&run))
+            .unwrap()
+            .contains("passed")
+    );
+    // A later plain `okstra next`, as the host runs it.
+    let next = |extra: &[&str]| {
+        let output = world
+            .okstra()
+            .arg("next")
+            .arg(&run)
+            .arg("--json")
+            .args(extra)
+            .env_remove("OKSTRA_PASS_ENV")
+            .env("OKSTRA_PRICES", &prices)
+            .env("OKSTRA_TEST_X", "passed")
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let answer = next(&[]);
+    assert_eq!(answer["state"], "host-work", "{answer}");
+    let answer = crate::support::wait_for(WALL_LIMIT, "the run to stop", || {
+        let answer = next(&[]);
+        (answer["state"] == "failed").then_some(answer)
+    });
+    let reason = answer["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("budget reached: recorded cost"),
+        "{reason}"
+    );
+    assert!(reason.contains("--max-cost 1.00"), "{reason}");
+    let sidecar = read_json(&run.join("prompts/codex-worker.md.status.json"));
+    assert_eq!(sidecar["idle_timeout_seconds"], 3000, "{sidecar}");
+    let seen = fs::read_to_string(world.path("fake/env.log")).unwrap();
+    assert!(
+        seen.contains("codex analyser OKSTRA_TEST_X=passed"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("kimi analyser OKSTRA_TEST_X=passed"),
+        "{seen}"
+    );
+    // Nothing of the run was paid for after the budget was spent.
+    assert!(!calls(&world).iter().any(|c| c.ends_with(" reviewer")));
+}
