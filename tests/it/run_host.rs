@@ -1143,3 +1143,139 @@ fn a_lead_launch_keeps_the_runs_settings_and_starts_claude_with_the_hook() {
     // Nothing of the run was paid for after the budget was spent.
     assert!(!calls(&world).iter().any(|c| c.ends_with(" reviewer")));
 }
+
+/// `okstra status --json` of `run`: its `run` line.
+fn run_line_of(world: &Project, run: &Path) -> Value {
+    let output = world
+        .okstra()
+        .args(["status", "--json"])
+        .arg(run)
+        .output()
+        .unwrap();
+    let board: Value = serde_json::from_slice(&output.stdout).unwrap();
+    board["runs"][0]["run"].clone()
+}
+
+/// A host-led run the budget stopped while the host still held claude's
+/// task: `status` says failed (the unanswered task keeps nothing alive),
+/// `okstra cancel` closes the task, `status` says cancelled, `next` answers
+/// `cancelled` and starts nothing, and `cleanup --older-than 0s` takes the
+/// run as ended and removes what it left.
+#[test]
+fn a_cancelled_host_led_run_reads_cancelled_and_cleanup_removes_what_it_left() {
+    let world = team_project();
+    let run = hosted(&world, "claude-code", "claude,codex,report-writer");
+    let (answer, _) = next_in(&world, &run, &["--max-tokens", "1"], &[]);
+    assert_eq!(answer["state"], "host-work", "{answer}");
+    let line = crate::support::wait_for(WALL_LIMIT, "the run to stop", || {
+        let line = run_line_of(&world, &run);
+        (line["state"] == "failed").then_some(line)
+    });
+    assert_eq!(line["active"], false, "{line}");
+    let claude = attempts(&run, "claude-worker");
+    assert!(claude[0]["ending"].is_null(), "{claude:?}");
+    let cancel = world
+        .okstra()
+        .args(["cancel", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(cancel.status.success(), "{cancel:?}");
+    let cancelled: Value = serde_json::from_slice(&cancel.stdout).unwrap();
+    assert_eq!(
+        cancelled["stopped"],
+        json!(["claude-worker"]),
+        "{cancelled}"
+    );
+    assert!(
+        cancelled["resume"].as_str().unwrap().contains("--resume"),
+        "{cancelled}"
+    );
+    assert_eq!(attempts(&run, "claude-worker")[0]["ending"], "cancelled");
+    let line = run_line_of(&world, &run);
+    assert_eq!(line["state"], "cancelled", "{line}");
+    assert_eq!(line["outcome"], "stopped", "{line}");
+    let board = world.okstra().arg("status").arg(&run).output().unwrap();
+    let text = String::from_utf8_lossy(&board.stdout);
+    assert!(
+        text.contains("run: stopped: cancelled with `okstra cancel`"),
+        "{text}"
+    );
+    let paid = calls(&world);
+    let (answer, code) = next_in(&world, &run, &[], &[]);
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("cancelled"), 1),
+        "{answer}"
+    );
+    assert!(answer["tasks"].as_array().unwrap().is_empty(), "{answer}");
+    assert_eq!(calls(&world), paid);
+    // Ended: nothing of it is skipped, and its logs go.
+    let log = run.join("prompts/codex-worker.log");
+    assert!(log.is_file());
+    let output = world
+        .okstra()
+        .args(["cleanup", "--older-than", "0s", "--execute", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["skipped"], json!([]), "{report}");
+    assert!(!log.exists(), "{report}");
+}
+
+/// Ctrl-C of the background driver: it stops its workers, and a stopped
+/// attempt's usage is what its log held — claude's per-step usage, counted
+/// and marked `partial` (its CLI never printed its total).
+#[test]
+fn a_driver_stopped_by_ctrl_c_counts_its_cancelled_attempts_usage_from_their_logs() {
+    let world = team_project();
+    // A Codex host: claude runs as a wrapper the driver starts.
+    let run = hosted(&world, "codex", "claude,codex,report-writer");
+    let (answer, _) = next_in(
+        &world,
+        &run,
+        &[],
+        &[("FAKE_STEP_USAGE", "claude"), ("FAKE_SLEEP_CLAUDE", "60")],
+    );
+    assert_eq!(answer["state"], "host-work", "{answer}");
+    let log = run.join("prompts/claude-worker.log");
+    crate::support::wait_for(WALL_LIMIT, "claude's first step", || {
+        fs::read_to_string(&log)
+            .ok()
+            .filter(|text| text.contains("step-1"))
+    });
+    let lease = read_json(&run.join("state/run.lease"));
+    assert_eq!(lease["command"], "okstra __drive", "{lease}");
+    let driver = i32::try_from(lease["pid"].as_i64().unwrap()).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(driver),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let claude = crate::support::wait_for(WALL_LIMIT, "claude's attempt to end", || {
+        let claude = attempts(&run, "claude-worker").remove(0);
+        (!claude["ending"].is_null()).then_some(claude)
+    });
+    assert_eq!(claude["ending"], "cancelled", "{claude}");
+    let usage = &claude["usage"];
+    assert_eq!(usage["source"], "partial", "{usage}");
+    assert_eq!(usage["inputTokens"], 1234, "{usage}");
+    assert_eq!(usage["outputTokens"], 56, "{usage}");
+    assert!(
+        usage["reason"].as_str().unwrap().contains("lower bound"),
+        "{usage}"
+    );
+    // The run says who stopped it.
+    let line = crate::support::wait_for(WALL_LIMIT, "the driver to record it", || {
+        let line = run_line_of(&world, &run);
+        (line["state"] == "cancelled").then_some(line)
+    });
+    assert!(
+        line["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted by SIGINT"),
+        "{line}"
+    );
+}
