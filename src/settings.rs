@@ -774,6 +774,11 @@ fn continuation(
             let Some(previous) = previous else {
                 bail!("`--resume-clarification` found no earlier run to continue");
             };
+            // Answered already through its host lead (`okstra next`'s
+            // `ask-user` task): those answers, nothing asked again.
+            if let Some(answers) = answered_through_the_host(&previous.dir) {
+                return Ok(Continuation::ClarificationAnswers(answers));
+            }
             let answers = prompt.answers(&previous.dir)?;
             if answers.trim().is_empty() {
                 bail!("no answers were given; nothing to continue with");
@@ -781,6 +786,25 @@ fn continuation(
             Continuation::ClarificationAnswers(answers)
         }
     })
+}
+
+/// The answers the user gave to the open questions of the run in `dir`
+/// when its host lead asked them (`state/answer-clarification.md`), when
+/// there are any.
+fn answered_through_the_host(dir: &Path) -> Option<String> {
+    let run = crate::run::Run::open(dir).ok()?;
+    let answers = crate::run::ask::answered(&run, crate::run::ask::Question::Clarification)?;
+    if answers.trim().is_empty() {
+        return None;
+    }
+    crate::diag::progress(format_args!(
+        "continuing `{}` with the answers its host lead took (`{}`)",
+        dir.display(),
+        crate::run::ask::Question::Clarification
+            .answer_path(&run)
+            .display()
+    ));
+    Some(answers)
 }
 
 #[cfg(test)]

@@ -537,11 +537,12 @@ fn ask_task(run: &Run, question: Question) -> Task {
     }
 }
 
-/// A requirements-discovery run whose report leaves open questions asks
-/// them once, after the report (the answers are the next run's input).
+/// A run of a profile that may end with clarification questions
+/// (requirements-discovery, error-analysis) whose report leaves some open
+/// (`task.openQuestions`) asks them once, after the report (the answers are
+/// the next run's input).
 fn clarification(run: &Run) -> Result<Option<Task>> {
-    if run.task_type != crate::catalog::TaskType::RequirementsDiscovery
-        || ask::answered(run, Question::Clarification).is_some()
+    if !run.task_type.takes_clarification() || ask::answered(run, Question::Clarification).is_some()
     {
         return Ok(None);
     }

@@ -1279,3 +1279,66 @@ fn a_driver_stopped_by_ctrl_c_counts_its_cancelled_attempts_usage_from_their_log
         "{line}"
     );
 }
+
+/// An error-analysis run whose report needs what only the person has:
+/// its questions land in the report's `task.openQuestions`, `okstra next`
+/// asks them once the report is done, and `--resume-clarification` takes
+/// the answers the host lead submitted without asking again (no terminal
+/// needed).
+#[test]
+fn an_error_analysis_runs_questions_reach_the_user_and_resume_from_their_answers() {
+    let world = team_project();
+    let run = world.render(&[
+        "--task-type",
+        "error-analysis",
+        "--lead-runtime",
+        "claude-code",
+        "--workers",
+        ROSTER,
+    ]);
+    let host = Host::new(&world, run.clone(), "claude", Via::Hook);
+    let answer = loop {
+        let (answer, _) = host.next(&["--wait", "--timeout", "60s"]);
+        let tasks = answer["tasks"].as_array().cloned().unwrap_or_default();
+        if tasks.iter().any(|t| t["kind"] == "ask-user") {
+            break answer;
+        }
+        assert_eq!(answer["state"], "host-work", "{answer}");
+        for task in &tasks {
+            let message = host.play(task);
+            assert_eq!(host.answer(task, &message), 0);
+        }
+    };
+    let report = read_json(&run.join("report/data.json"));
+    assert_eq!(
+        report["task"]["openQuestions"][0],
+        "Which version runs in production?"
+    );
+    let task = &answer["tasks"][0];
+    assert_eq!(task["dispatchName"], "clarification", "{answer}");
+    let questions = fs::read_to_string(task["promptPath"].as_str().unwrap()).unwrap();
+    assert!(
+        questions.contains("2. Do the production logs show two holds for one order?"),
+        "{questions}"
+    );
+    let answers = "1. 2.4.1.\n2. Yes, two holds.\n";
+    assert_eq!(
+        run_line(&world, task["submit"].as_str().unwrap(), answers.as_bytes()),
+        0
+    );
+    let (answer, code) = host.next(&[]);
+    assert_eq!(
+        (answer["state"].as_str(), code),
+        (Some("done"), 0),
+        "{answer}"
+    );
+    // The next run of the task continues from those answers.
+    let next = world.render(&["--task-type", "error-analysis", "--resume-clarification"]);
+    assert_eq!(
+        fs::read_to_string(next.join("inputs/clarification-response.md")).unwrap(),
+        answers
+    );
+    let task = read_json(&next.join("task-manifest.json"));
+    assert_eq!(task["continuation"]["kind"], "resume-clarification");
+    assert_eq!(task["continuation"]["previousRun"], json!(run));
+}
