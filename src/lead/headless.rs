@@ -126,8 +126,8 @@ pub fn drive(
     let run = Run::open(run_dir)?;
     let lease = Lease::acquire(&run, "okstra run", LEASE_WAIT)?;
     // The run's own settings; a flag given here overrides one for the rest
-    // of the run.
-    let engine = crate::run::settings::resolve(&run, &args.engine)?;
+    // of the run (recorded once the run goes on, below).
+    let engine = crate::run::settings::merged(&run, &args.engine)?;
     let mut lead = Lead::new(run, engine, Mode::Attached);
     lead.resumed = resumed;
     lead.lease = Some(lease);
@@ -166,6 +166,7 @@ pub fn drive(
             return Ok(ExitStatus::Failure);
         }
     }
+    crate::run::settings::record(&lead.run, &args.engine)?;
     lead.event(
         if resumed {
             EventKind::RunResume

@@ -42,6 +42,9 @@ use crate::run::steps::{self, Step as Next};
 pub use headless::{drive, render_checked, run_command};
 pub use next::{drive_command, next_command};
 
+/// Why a run whose Executor the user did not approve ends.
+const DECLINED: &str = "the user did not approve the Executor, so nothing was changed";
+
 /// A step that comes back this many times in a row made no progress.
 const MAX_REPEATS: u32 = 3;
 /// How long a driver waits for the lease a `next` just handed over.
@@ -187,6 +190,11 @@ impl Lead {
         let mut repeats = 0;
         loop {
             if let Some(halt) = self.approval()? {
+                if matches!(halt, Halt::Declined) {
+                    // An end like any other: the run reads failed, and
+                    // says why, until the user resumes it.
+                    self.record_end(DECLINED);
+                }
                 return Ok(halt);
             }
             let gathered = facts::gather(self)?;

@@ -413,11 +413,7 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
             return Ok(answer);
         }
         Some(Halt::Declined) => {
-            return Ok(failed(
-                run,
-                answer,
-                "the user did not approve the Executor, so nothing was changed".to_owned(),
-            ));
+            return Ok(failed(run, answer, super::DECLINED.to_owned()));
         }
         _ => {}
     }
