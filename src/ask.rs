@@ -161,7 +161,9 @@ impl Terminal {
     /// or the end of input.
     pub fn confirm(question: &str) -> Result<bool> {
         let mut stderr = stderr();
-        write!(stderr, "{question} [Y/n] ")?;
+        // One write: a terminal's echo of what the person typed ahead can
+        // land between two writes, but never inside one.
+        stderr.write_all(format!("{question} [Y/n] ").as_bytes())?;
         stderr.flush()?;
         let mut line = String::new();
         if io::stdin().lock().read_line(&mut line)? == 0 {
@@ -178,7 +180,8 @@ impl Terminal {
 impl Ask for Terminal {
     fn ask(&mut self, question: &str) -> Result<String> {
         let mut stderr = stderr();
-        write!(stderr, "{question}: ")?;
+        // One write, as in `confirm`.
+        stderr.write_all(format!("{question}: ").as_bytes())?;
         stderr.flush()?;
         let mut line = String::new();
         if io::stdin().lock().read_line(&mut line)? == 0 {

@@ -54,7 +54,8 @@ pub fn ask_command(args: &AskArgs) -> Result<ExitStatus> {
         question: question.as_deref(),
         default_task_type: true,
     };
-    let settings = settings::resolve_inputs(&launch, inputs, &env, &cwd)?;
+    let mut settings = settings::resolve_inputs(&launch, inputs, &env, &cwd)?;
+    settings.engine = crate::run::settings::RunSettings::given(&args.engine);
     show(&settings);
     if args.lead || settings.render_only {
         return crate::launch::render_and_start(&settings);
@@ -63,11 +64,10 @@ pub fn ask_command(args: &AskArgs) -> Result<ExitStatus> {
         run_dir: None,
         fail_on: None,
         gate: GateRules::default(),
-        no_preflight: args.no_preflight,
         launch,
         engine: args.engine.clone(),
     };
-    let (run_dir, checked) = crate::lead::render_checked(&settings, args.no_preflight)?;
+    let (run_dir, checked) = crate::lead::render_checked(&settings, args.launch.no_preflight)?;
     crate::lead::drive(&run_args, &run_dir, Some(checked))
 }
 

@@ -315,6 +315,11 @@ pub struct LaunchArgs {
     #[arg(long, short = 'y')]
     pub yes: bool,
 
+    /// Start even when a provider's CLI is missing, a look-alike, or has no
+    /// credentials that okstra can see (a login in a system keychain).
+    #[arg(long)]
+    pub no_preflight: bool,
+
     /// Render for a run with no host session: every worker is a
     /// `cli-wrapper` (the `external` lead runtime). Implied by `okstra run`.
     #[arg(long)]
@@ -578,11 +583,6 @@ pub struct RunArgs {
     #[command(flatten)]
     pub gate: GateRules,
 
-    /// Start even when a provider's CLI is missing, a look-alike, or has no
-    /// credentials that okstra can see (a login in a system keychain).
-    #[arg(long)]
-    pub no_preflight: bool,
-
     #[command(flatten)]
     pub launch: LaunchArgs,
 
@@ -602,11 +602,6 @@ pub struct AskArgs {
     /// default; see --lead-runtime) instead of running it headless.
     #[arg(long)]
     pub lead: bool,
-
-    /// Start even when a provider's CLI is missing, a look-alike, or has no
-    /// credentials that okstra can see (a login in a system keychain).
-    #[arg(long)]
-    pub no_preflight: bool,
 
     #[command(flatten)]
     pub launch: LaunchArgs,
@@ -636,6 +631,13 @@ pub struct NextArgs {
     #[arg(long, value_name = "DURATION", requires = "wait", value_parser = humantime::parse_duration)]
     pub timeout: Option<std::time::Duration>,
 
+    /// Resume a run that failed or was cancelled (without it, such a run
+    /// answers `failed` or `cancelled` again and nothing is spent): each
+    /// worker whose last attempt ended for a reason the user can fix gets
+    /// one fresh attempt, and stopped ones run again.
+    #[arg(long)]
+    pub resume: bool,
+
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -647,9 +649,9 @@ pub struct DriveArgs {
     #[arg(value_name = "RUN_DIR", value_hint = ValueHint::DirPath)]
     pub run_dir: PathBuf,
 
-    /// This batch resumes the run (the call after a `failed` answer): a
-    /// worker whose last attempt ended for a reason the user can fix gets
-    /// one fresh attempt.
+    /// This batch resumes the run (`okstra next --resume`): a worker whose
+    /// last attempt ended for a reason the user can fix gets one fresh
+    /// attempt.
     #[arg(long)]
     pub resume: bool,
 

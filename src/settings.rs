@@ -90,9 +90,17 @@ pub struct Settings {
     pub previous_run: Option<PathBuf>,
     pub render_only: bool,
     pub json: bool,
+    /// `--yes`: nothing is asked (the plan is not confirmed).
+    pub yes: bool,
+    /// `--no-preflight`: the lead starts without checking the wrapper
+    /// workers' CLIs.
+    pub no_preflight: bool,
     /// The change the run is scoped to (`--diff`); its diff is already in
     /// `brief_text`.
     pub change: Option<crate::change::Change>,
+    /// The engine settings the run keeps (`run::settings`): the engine
+    /// flags of the command that renders it (`okstra run`, `okstra ask`).
+    pub engine: crate::run::settings::RunSettings,
 }
 
 /// Worker model resolution for one run: explicit overrides, environment
@@ -291,7 +299,10 @@ pub(crate) fn resolve_full(
         previous_run: previous.map(|run| run.dir.clone()),
         render_only: args.render_only,
         json: args.json,
+        yes: args.yes,
+        no_preflight: args.no_preflight,
         change,
+        engine: crate::run::settings::RunSettings::default(),
     })
 }
 
@@ -763,6 +774,11 @@ fn continuation(
             let Some(previous) = previous else {
                 bail!("`--resume-clarification` found no earlier run to continue");
             };
+            // Answered already through its host lead (`okstra next`'s
+            // `ask-user` task): those answers, nothing asked again.
+            if let Some(answers) = answered_through_the_host(&previous.dir) {
+                return Ok(Continuation::ClarificationAnswers(answers));
+            }
             let answers = prompt.answers(&previous.dir)?;
             if answers.trim().is_empty() {
                 bail!("no answers were given; nothing to continue with");
@@ -770,6 +786,25 @@ fn continuation(
             Continuation::ClarificationAnswers(answers)
         }
     })
+}
+
+/// The answers the user gave to the open questions of the run in `dir`
+/// when its host lead asked them (`state/answer-clarification.md`), when
+/// there are any.
+fn answered_through_the_host(dir: &Path) -> Option<String> {
+    let run = crate::run::Run::open(dir).ok()?;
+    let answers = crate::run::ask::answered(&run, crate::run::ask::Question::Clarification)?;
+    if answers.trim().is_empty() {
+        return None;
+    }
+    crate::diag::progress(format_args!(
+        "continuing `{}` with the answers its host lead took (`{}`)",
+        dir.display(),
+        crate::run::ask::Question::Clarification
+            .answer_path(&run)
+            .display()
+    ));
+    Some(answers)
 }
 
 #[cfg(test)]

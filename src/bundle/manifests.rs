@@ -142,7 +142,7 @@ pub(super) fn team_state(
             )
         })
         .collect();
-    json!({
+    let mut state = json!({
         "schemaVersion": MANIFEST_VERSION,
         "createdAt": created_at,
         "runId": context.run.id,
@@ -154,5 +154,15 @@ pub(super) fn team_state(
         "checkpoints": [],
         "leadUsage": null,
         "usageSummary": null,
-    })
+    });
+    // The engine settings the run keeps for every later call.
+    if settings.engine != crate::run::settings::RunSettings::default()
+        && let (Some(object), Ok(engine)) = (
+            state.as_object_mut(),
+            serde_json::to_value(&settings.engine),
+        )
+    {
+        object.insert("settings".into(), engine);
+    }
+    state
 }

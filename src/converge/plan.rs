@@ -185,7 +185,15 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     plan.groups = group::assign(&mut plan.items);
     plan.stopped_because = if rostered.len() < 2 {
         Some(StopReason::SingleWorker)
-    } else if available.len() < 2 {
+    } else if !crate::derive::quorum::Count::of(rostered.iter().map(|id| {
+        if available.contains(id) {
+            crate::derive::quorum::Standing::Completed
+        } else {
+            crate::derive::quorum::Standing::Out
+        }
+    }))
+    .cross_checks()
+    {
         Some(StopReason::Quorum)
     } else if round > 1 && plan.items.is_empty() {
         Some(StopReason::NoOpenItems)

@@ -16,14 +16,17 @@
 //! | [`coverage`] | each rostered worker's coverage (`workerCoverage`) |
 //! | [`usage`] | the run's usage summary (`usageSummary`) |
 //! | [`landing`] | where an implementation run's change stands at the landing gate |
+//! | [`liveness`] | whether an attempt still runs; the run's outcome |
+//! | [`quorum`] | how many reviewers must complete, and whether that many did or still can |
 //! | [`integrity`] | whether the results the report cites are the ones okstra recorded |
 //!
 //! Each rule is a pure function of a few typed facts with a table test
 //! beside it, and a thin adapter from `Records` to those facts. Nothing here
 //! reads a file or imports an output (`report` rendering, `sarif`, `gate`,
 //! `publish`, `lead`): the outputs import this. The run-liveness rules
-//! (an attempt's state, the quorum of a batch, the run's outcome) belong
-//! here too, over the same records.
+//! (an attempt's state, the quorum of a batch, the run's outcome) are here
+//! too, over the same records: fail-fast, the step machine, `status`,
+//! `await`, `next`, `cancel` and `cleanup` ask them.
 
 pub mod classes;
 pub mod counting;
@@ -31,6 +34,8 @@ pub mod coverage;
 pub mod identity;
 pub mod integrity;
 pub mod landing;
+pub mod liveness;
+pub mod quorum;
 pub mod reliability;
 pub mod reviewers;
 pub mod severity;
@@ -88,6 +93,7 @@ pub(crate) mod testing {
                 ..TeamState::default()
             },
             state_value: json!({}),
+            live: std::collections::HashMap::new(),
             ledger: None,
             plans: std::collections::BTreeMap::new(),
             fix_check: None,

@@ -34,9 +34,8 @@ use crate::catalog::DispatchKind;
 use crate::ending::Ending;
 use crate::run::Records;
 
-/// Completed reviewers cross-verification needs: a finding counts as checked
-/// only when a second model has looked at it.
-pub const REVIEWERS_REQUIRED: u32 = 2;
+pub use super::quorum::REVIEWERS_REQUIRED;
+use super::quorum::{Count, Standing};
 
 /// The report's `reliability` block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,6 +170,13 @@ pub fn judge(facts: &Facts) -> Reliability {
         .map(|r| r.worker_id.as_str())
         .collect();
     let completed_count = count(completed.len());
+    let quorum = Count::of(facts.reviewers.iter().map(|r| {
+        if r.completed {
+            Standing::Completed
+        } else {
+            Standing::Out
+        }
+    }));
     let (reason, detail) = if rostered < REVIEWERS_REQUIRED {
         (
             Some(Reason::SingleReviewer),
@@ -183,7 +189,7 @@ pub fn judge(facts: &Facts) -> Reliability {
                     .to_owned()
             },
         )
-    } else if completed_count < REVIEWERS_REQUIRED {
+    } else if !quorum.cross_checks() {
         (
             Some(Reason::QuorumLost),
             format!(

@@ -12,6 +12,11 @@
 //! With `--workers`, only those workers' wrappers are stopped (a live
 //! driver then records them as it sees them end). Nothing is ever
 //! signalled that a record and the process table do not both name.
+//!
+//! A native attempt the host holds (`with-host`) is closed `cancelled`
+//! too: its answer is no longer taken, and the run reads `cancelled` — not
+//! `running` because the host still holds a task — until the user resumes
+//! it (`okstra next --resume`, or `okstra run <run-dir>`).
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -21,17 +26,18 @@ use nix::sys::signal::Signal;
 use serde::Serialize;
 
 use crate::cli::CancelArgs;
+use crate::derive::liveness;
 use crate::diag;
 use crate::exit::ExitStatus;
 use crate::process_group as process;
 use crate::run::Run;
 use crate::run::events::EventKind;
 use crate::run::lease::Lease;
+use crate::run::live::{liveness, wrapper_of};
 use crate::run::team_state::DispatchRecord;
 
 use super::attempt::{self, Ended};
 use super::select::Live;
-use super::wait::{liveness, wrapper_of};
 
 /// How long a driver gets to stop its wrappers and let go of the lease:
 /// each wrapper has the group grace, then a little to record.
@@ -46,7 +52,8 @@ struct Cancelled {
     run_dir: std::path::PathBuf,
     /// The driver asked to stop (pid), if one held the lease.
     driver: Option<i32>,
-    /// Dispatches whose wrappers were stopped here and recorded cancelled.
+    /// Dispatches whose wrappers were stopped here, and native attempts the
+    /// host held, recorded cancelled.
     stopped: Vec<String>,
     /// The command that resumes the run.
     resume: String,
@@ -113,7 +120,9 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
     let live: Vec<DispatchRecord> = state
         .latest_attempts()
         .into_iter()
-        .filter(|r| r.ending.is_none() && named(r))
+        .filter(|r| named(r))
+        // Wrapper attempts not ended (the host's are closed below).
+        .filter(|r| liveness::of_record(r, Live::Driver) == liveness::State::Running)
         .filter(|r| workers.is_some() || liveness(r) != Live::Driver)
         .cloned()
         .collect();
@@ -133,7 +142,13 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
         }
     }
     record_cancelled(&run, orphans, "cancelled with `okstra cancel`")?;
-    let resume = format!("okstra run {}", run.dir.display());
+    let closed = close_with_host(&run, &named)?;
+    stopped.extend(closed);
+    let resume = if run.lead_runtime == crate::catalog::LeadRuntime::External {
+        crate::shell::okstra_line(&["run", &run.dir.to_string_lossy()])
+    } else {
+        crate::shell::okstra_line(&["next", &run.dir.to_string_lossy(), "--resume"])
+    };
     let fields = std::collections::BTreeMap::from([
         ("stopped".to_owned(), stopped.len().to_string()),
         (
@@ -218,6 +233,51 @@ pub fn reap_orphans(run: &Run, orphans: Vec<Orphan>) -> Result<Vec<String>> {
         "stopped by `okstra reap`: its driver was gone",
     )?;
     Ok(names)
+}
+
+/// Close every native attempt the host holds that `named` picks:
+/// `cancelled`, in one locked write. Returns their dispatch names.
+fn close_with_host(run: &Run, named: &dyn Fn(&DispatchRecord) -> bool) -> Result<Vec<String>> {
+    let state = run.team_state()?;
+    let mut closed: Vec<DispatchRecord> = state
+        .latest_attempts()
+        .into_iter()
+        .filter(|r| named(r))
+        .filter(|r| liveness::of_record(r, Live::Nothing) == liveness::State::WithHost)
+        .cloned()
+        .collect();
+    if closed.is_empty() {
+        return Ok(Vec::new());
+    }
+    for record in &mut closed {
+        record.end(
+            crate::ending::Ending::Cancelled,
+            "cancelled with `okstra cancel` while the host held it: its answer is no longer taken"
+                .to_owned(),
+        );
+    }
+    let owners: Vec<String> = closed
+        .iter()
+        .map(|r| {
+            run.assignment(&r.worker_id)
+                .map_or_else(|| r.dispatch_name.clone(), |a| a.dispatch_name.clone())
+        })
+        .collect();
+    let mut changes = Vec::new();
+    for (record, name) in closed.iter().zip(&owners) {
+        changes.push(crate::run::team_state::Change::Put(record));
+        if record.dispatch_name == *name {
+            changes.push(crate::run::team_state::Change::Terminal(
+                name,
+                crate::ending::Ending::Cancelled,
+            ));
+        }
+    }
+    run.update_team_state(&changes)?;
+    for record in &closed {
+        attempt::announce(run, record);
+    }
+    Ok(closed.into_iter().map(|r| r.dispatch_name).collect())
 }
 
 /// Finish `records` as `cancelled` (from their files), in one locked write.

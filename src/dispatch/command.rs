@@ -33,16 +33,32 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         .as_deref()
         .map(super::split_workers)
         .transpose()?;
-    let options = Options::from_args(&args.engine)?;
+    Options::from_args(&args.engine)?;
+    if let Some(names) = &workers {
+        super::check_workers(&run, names)?;
+    }
     // A dry run changes nothing and needs no lease.
     let lease = if args.dry_run {
         None
     } else {
         Some(Lease::acquire(&run, "okstra dispatch", LEASE_WAIT)?)
     };
+    // The run's own settings, a flag given here overriding: recorded for the
+    // rest of the run once this call starts something.
+    let engine = crate::run::settings::merged(&run, &args.engine)?;
+    let options = Options::from_args(&engine)?;
+    let keep_settings = || crate::run::settings::record(&run, &args.engine);
     let mut state = run.team_state()?;
     if let Some(fix) = &args.fix {
-        return fix_pass(&run, &state, workers.as_deref(), fix, options, args.json);
+        return fix_pass(
+            &run,
+            &state,
+            workers.as_deref(),
+            fix,
+            options,
+            &keep_settings,
+            args.json,
+        );
     }
     let prepared = if args.kind == Kind::Retry {
         retry(&run, &state, workers.as_deref())?
@@ -58,7 +74,7 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
                 run.dir.display()
             ));
         }
-        return dry_run(&run, &prepared.start, args);
+        return dry_run(&run, &prepared.start, args, options.idle_timeout);
     }
     let host = hand_out(&run, &prepared.host)?;
     if prepared.is_idle() {
@@ -69,6 +85,7 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         say_host(&run, &host);
         return Ok(ExitStatus::Success);
     }
+    keep_settings()?;
     if args.detach {
         let lease = lease.context("a dispatch that is not a dry run holds the lease")?;
         return detach(&run, lease, &prepared.start, args);
@@ -264,6 +281,7 @@ fn fix_pass(
     workers: Option<&[String]>,
     fix: &std::path::Path,
     options: Options,
+    keep_settings: &dyn Fn() -> Result<()>,
     json: bool,
 ) -> Result<ExitStatus> {
     let executor = super::executor_of(run)?;
@@ -274,6 +292,7 @@ fn fix_pass(
         );
     }
     let planned = super::plan_fix_pass(run, state, fix)?;
+    keep_settings()?;
     if planned.runner == Runner::NativeSession {
         let host = hand_out(run, &[planned])?;
         print_summary(&host, json)?;
@@ -322,12 +341,16 @@ struct Would {
 
 /// Print what would start, and write nothing: each attempt goes through the
 /// wrapper's own preflight, so the argv shown is the one that would run.
-fn dry_run(run: &Run, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
+fn dry_run(
+    run: &Run,
+    planned: &[Planned],
+    args: &DispatchArgs,
+    idle_timeout: Option<u64>,
+) -> Result<ExitStatus> {
     let would: Vec<Would> = planned
         .iter()
         .map(|p| {
-            let wrapper =
-                super::engine::wrapper_args(p, &run.project_root, None, args.engine.idle_timeout);
+            let wrapper = super::engine::wrapper_args(p, &run.project_root, None, idle_timeout);
             let (cli_argv, refusal) = match crate::provider_exec::preflight(None, &wrapper) {
                 Ok(ready) => (
                     std::iter::once(ready.plan.program.to_owned())

@@ -103,6 +103,35 @@ pub struct Finished {
     pub auth_failed: std::collections::BTreeMap<crate::catalog::Provider, String>,
 }
 
+/// Record a budget stop where a lead and `okstra status` look: the team
+/// state's `budget` and a `budget-stop` lead event.
+pub fn record_budget_stop(run: &Run, budget: &crate::usage::Budget, why: &str) -> Result<()> {
+    let stop = serde_json::json!({
+        "stoppedAt": crate::clock::rfc3339_now(),
+        "reason": why,
+        "maxCostUsd": budget.max_cost_usd,
+        "maxTokens": budget.max_tokens,
+    });
+    team_state::update(run, &[Change::Budget(stop)])?;
+    let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
+    crate::run::events::append(
+        run,
+        crate::run::events::EventKind::BudgetStop.as_str(),
+        &fields,
+    )?;
+    Ok(())
+}
+
+/// Why no further attempt may start in `run`, once its recorded spend
+/// reached `budget`.
+pub fn budget_spent(run: &Run, budget: &crate::usage::Budget) -> Result<Option<String>> {
+    if budget.max_cost_usd.is_none() && budget.max_tokens.is_none() {
+        return Ok(None);
+    }
+    let raw = team_state::read_raw(run)?;
+    Ok(budget.is_spent(&crate::usage::recorded_totals(&raw)))
+}
+
 /// The wrapper's stderr we keep for the classifier.
 const MAX_WRAPPER_STDERR: u64 = 64 * 1024;
 
@@ -395,26 +424,10 @@ impl Engine {
         }
     }
 
-    /// Record a budget stop where a lead and `okstra status` look: the team
-    /// state's `budget` and a `budget-stop` lead event. A failure to record
-    /// is a warning; the stop itself already happened.
+    /// Record a budget stop ([`record_budget_stop`]); a failure to record
+    /// is a note in the live view: the stop itself already happened.
     fn record_budget_stop(&mut self, why: &str) {
-        let budget = serde_json::json!({
-            "stoppedAt": crate::clock::rfc3339_now(),
-            "reason": why,
-            "maxCostUsd": self.budget.max_cost_usd,
-            "maxTokens": self.budget.max_tokens,
-        });
-        if let Err(err) = team_state::update(&self.run, &[Change::Budget(budget)]) {
-            self.view
-                .note(&format!("cannot record the budget stop: {err:#}"));
-        }
-        let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
-        if let Err(err) = crate::run::events::append(
-            &self.run,
-            crate::run::events::EventKind::BudgetStop.as_str(),
-            &fields,
-        ) {
+        if let Err(err) = record_budget_stop(&self.run, &self.budget, why) {
             self.view
                 .note(&format!("cannot record the budget stop: {err:#}"));
         }
@@ -423,11 +436,7 @@ impl Engine {
     /// Why no further attempt may start, once the run's recorded spend
     /// reached `--max-cost` / `--max-tokens`.
     fn budget_spent(&self) -> Result<Option<String>> {
-        if self.budget.max_cost_usd.is_none() && self.budget.max_tokens.is_none() {
-            return Ok(None);
-        }
-        let raw = team_state::read_raw(&self.run)?;
-        Ok(self.budget.is_spent(&crate::usage::recorded_totals(&raw)))
+        budget_spent(&self.run, &self.budget)
     }
 
     /// Rows of the live view for running attempts, each with its usage so far.

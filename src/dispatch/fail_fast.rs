@@ -5,11 +5,13 @@
 //! - a provider whose attempt ended `auth` will fail the same way on every
 //!   other attempt of the run: those are not started (each ends `auth`,
 //!   "not started") and a running one is stopped;
-//! - a batch given a quorum (the analysers or verifiers of `okstra run`:
+//! - a batch given a quorum (the first batch of analysers or verifiers:
 //!   two of two or more must complete for the findings to be checked, one
-//!   of one) stops as soon as too few of its members can still complete:
-//!   the rest are stopped and the run ends, instead of waiting minutes for
-//!   a CLI that is retrying an unreachable API. (A batch with nothing left
+//!   of one) stops as soon as too few reviewers can still complete — its
+//!   members that run or wait to, and every other reviewer who still can
+//!   (one the host holds included), as `derive::quorum` counts them: the
+//!   rest are stopped and the run ends, instead of waiting minutes for a
+//!   CLI that is retrying an unreachable API. (A batch with nothing left
 //!   running keeps what it paid for: the report says it was not
 //!   cross-verified.)
 //!
@@ -18,15 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Provider;
+use crate::derive::quorum::Quorum;
 use crate::ending::Ending;
-
-/// The batch's quorum: how many of `members` (dispatch names) must
-/// complete for it to be worth finishing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Quorum {
-    pub needed: usize,
-    pub members: BTreeSet<String>,
-}
 
 /// What the engine stops early, and why.
 #[derive(Debug, Clone, Default)]
@@ -82,30 +77,8 @@ impl FailFast {
     /// Why the batch stops now, if its quorum can no longer be reached:
     /// `pending` are the members still running or queued.
     pub fn lost_quorum(&self, pending: &BTreeSet<String>) -> Option<String> {
-        let quorum = self.quorum.as_ref()?;
-        let completed = self.completed.intersection(&quorum.members).count();
-        let possible = completed + pending.intersection(&quorum.members).count();
-        (possible < quorum.needed).then(|| {
-            format!(
-                "stopped early: at most {possible} of the {} reviewers that must complete ({}) still can; nothing more is spent",
-                quorum.needed,
-                quorum
-                    .members
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+        self.quorum.as_ref()?.lost(&self.completed, pending)
     }
-}
-
-/// How many of a batch's reviewers must complete: two when two or more are
-/// rostered (a quorum for cross-verification), else one, less those that
-/// completed before the batch.
-pub fn needed(rostered: usize, done_before: usize) -> usize {
-    let needed: usize = if rostered >= 2 { 2 } else { 1 };
-    needed.saturating_sub(done_before)
 }
 
 #[cfg(test)]
@@ -151,8 +124,8 @@ mod tests {
         let mut fail = FailFast::new(
             BTreeMap::new(),
             Some(Quorum {
-                needed: needed(3, 0),
                 members: members.clone(),
+                others: Vec::new(),
             }),
         );
         // Two can still complete: go on.
@@ -171,13 +144,5 @@ mod tests {
         );
         // Without a quorum nothing stops.
         assert_eq!(FailFast::default().lost_quorum(&names(&[])), None);
-    }
-
-    #[test]
-    fn quorums_count_what_completed_before() {
-        assert_eq!(needed(1, 0), 1);
-        assert_eq!(needed(2, 0), 2);
-        assert_eq!(needed(4, 1), 1);
-        assert_eq!(needed(4, 3), 0);
     }
 }

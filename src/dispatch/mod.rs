@@ -45,14 +45,16 @@ use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::team_state::TeamState;
 
+pub use crate::run::live::liveness;
 pub use attempt::prompt_sha256;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
 pub use command::{dispatch_command, ignore_hangup};
+pub use engine::{budget_spent, record_budget_stop};
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};
 pub use view::Header;
-pub use wait::{await_command, liveness, settle_all};
+pub use wait::{await_command, settle_all};
 
 /// How the engine runs a batch: `--max-parallel`, the gates, the retry
 /// cooldown, the idle timeout, the budget, the prices usage is priced at,
@@ -191,7 +193,7 @@ pub fn prepare(
             let latest = state.latest(&planned.dispatch_name);
             let facts = select::Facts {
                 prompt_sha256: prompt_sha256.clone(),
-                live: latest.map_or(select::Live::Nothing, wait::liveness),
+                live: latest.map_or(select::Live::Nothing, liveness),
                 resume: options.resume,
                 retry_spent: false,
             };
@@ -208,7 +210,7 @@ pub fn prepare(
                 planned.prompt_sha256 = prompt_sha256;
                 prepared.start.push(planned);
             }
-            Decision::Adopt(record) => match wait::wrapper_of(&record) {
+            Decision::Adopt(record) => match crate::run::live::wrapper_of(&record) {
                 Some((pid, started_ts)) => prepared.adopt.push(engine::Adopted {
                     planned,
                     record: *record,

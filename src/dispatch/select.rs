@@ -94,17 +94,8 @@ pub struct Facts {
     pub retry_spent: bool,
 }
 
-/// Whether anything of an unfinished attempt still runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Live {
-    /// Its dispatcher (a driver) is alive.
-    Driver,
-    /// Its dispatcher is gone, its wrapper still runs.
-    Wrapper,
-    /// Nothing of it runs.
-    #[default]
-    Nothing,
-}
+/// What of an unfinished attempt still runs (`run::live`).
+pub use crate::run::live::Live;
 
 /// Endings a user can fix and then resume: each worker whose last attempt
 /// ended so gets one fresh attempt per explicit resume (a spent quota too:

@@ -24,17 +24,18 @@ use anyhow::Result;
 
 use crate::catalog::{DispatchKind, LeadRuntime, Runner};
 use crate::cli::AwaitArgs;
+use crate::derive::liveness;
 use crate::diag;
 use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::lifecycle::State;
-use crate::process_group as process;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
+use crate::run::live;
 use crate::run::team_state::{self, Change, DispatchRecord, TeamState};
 
 use super::attempt::{self, Ended};
-use super::select::{Kind, Live, Planned, select};
+use super::select::{Kind, Planned, select};
 use super::summary::{Row, print_summary};
 
 /// How long `await` sleeps between looks.
@@ -92,11 +93,15 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
             ));
             return Ok(ExitStatus::Failure);
         }
+        // Nothing of okstra's runs them: settle each from its files (a
+        // native one once the host's sub-agent wrote its Result Path).
         let orphans: Vec<DispatchRecord> = selected
             .iter()
             .filter(|r| {
-                r.ending.is_none()
-                    && (r.runner == Some(Runner::NativeSession) || liveness(r) == Live::Nothing)
+                matches!(
+                    liveness::of_record(r, live::liveness(r)),
+                    liveness::State::WithHost | liveness::State::Abandoned
+                )
             })
             .cloned()
             .collect();
@@ -216,53 +221,6 @@ fn same_kind(kind: Kind, record: &DispatchRecord, all: &[DispatchRecord]) -> boo
         })
 }
 
-/// Whether anything of an unfinished attempt still runs: its dispatcher,
-/// or (its dispatcher gone) its wrapper. A native attempt has no process
-/// of ours: the host runs it.
-pub fn liveness(record: &DispatchRecord) -> Live {
-    if record.ending.is_some() {
-        return Live::Nothing;
-    }
-    if record.runner == Some(Runner::NativeSession) {
-        return Live::Driver;
-    }
-    if record
-        .dispatcher_pid
-        .is_some_and(|pid| dispatcher_alive(pid, record))
-    {
-        return Live::Driver;
-    }
-    if wrapper_of(record).is_some() {
-        return Live::Wrapper;
-    }
-    Live::Nothing
-}
-
-/// The live wrapper of `record`: its pid and start time, from its sidecar,
-/// else from the pid the driver recorded when it spawned it (a wrapper that
-/// has not written its sidecar yet). `None` when it has exited.
-pub fn wrapper_of(record: &DispatchRecord) -> Option<(i32, i64)> {
-    let found = record
-        .sidecar_path
-        .as_deref()
-        .and_then(|path| sidecar::read(path).ok().flatten());
-    if let Some(found) = found {
-        if found.is_exited() {
-            return None;
-        }
-        let (pid, started) = (found.pid?, found.started_ts?);
-        return process::wrapper_alive(pid, started).then_some((pid, started));
-    }
-    let pid = record.wrapper_pid?;
-    let started = record
-        .started_at
-        .as_deref()
-        .and_then(crate::clock::parse_rfc3339)?;
-    // Started no earlier than the record says (to the second): a pid
-    // handed to a process born later is someone else's.
-    process::wrapper_alive(pid, started + 1).then_some((pid, started))
-}
-
 /// Finish every record of `orphans` (attempts that never recorded an
 /// ending, nothing of which runs) from its files, in one locked write.
 /// Returns the finished records.
@@ -373,17 +331,6 @@ fn settle_native(run: &Run, mut record: DispatchRecord) -> Option<DispatchRecord
         record.result_sha256 = Some(crate::digest::sha256_hex(&bytes));
     }
     Some(record)
-}
-
-/// Whether the dispatcher `pid` that wrote `record` still runs (a pid that
-/// now belongs to a process started after the record is someone else).
-fn dispatcher_alive(pid: i32, record: &DispatchRecord) -> bool {
-    let since = record
-        .started_at
-        .as_deref()
-        .and_then(crate::clock::parse_rfc3339)
-        .unwrap_or_else(crate::clock::unix_now);
-    process::wrapper_alive(pid, since)
 }
 
 /// A native-session worker's row when okstra has no record of it, from its

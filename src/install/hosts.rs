@@ -125,7 +125,7 @@ pub(super) fn reap_command(okstra: &Path, project_root: Option<&str>) -> String 
 /// okstra (`okstra hook subagent-stop` reads the host's JSON on stdin,
 /// takes an okstra task's answer and ignores everything else). It prints
 /// nothing on stdout and never fails, so it can never block the host.
-pub(super) fn subagent_stop_command(okstra: &Path) -> String {
+pub fn subagent_stop_command(okstra: &Path) -> String {
     format!(
         "{} hook subagent-stop >/dev/null 2>&1 || true",
         shell_quote(okstra)
@@ -133,7 +133,7 @@ pub(super) fn subagent_stop_command(okstra: &Path) -> String {
 }
 
 /// Seconds a host waits for the hook (reap's stop takes at most ~5 s per group).
-const HOOK_TIMEOUT_SECS: u64 = 60;
+pub const HOOK_TIMEOUT_SECS: u64 = 60;
 
 /// One hook group, keys in the order the hosts' docs write them.
 pub(super) fn hook_group(command: &str) -> Json {

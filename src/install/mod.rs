@@ -25,6 +25,7 @@ mod plugin;
 mod present;
 mod uninstall;
 
+pub use hosts::{HOOK_TIMEOUT_SECS, subagent_stop_command};
 pub use present::integrations;
 
 use std::fs;

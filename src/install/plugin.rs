@@ -66,13 +66,13 @@ pub const HOOKS: &[PluginHook] = &[
     },
     PluginHook {
         event: "SubagentStop",
-        hosts: &[Host::ClaudeCode],
-        action: Action::Reap,
+        hosts: &[Host::ClaudeCode, Host::Codex],
+        action: Action::Answers,
     },
     PluginHook {
         event: "SubagentStop",
-        hosts: &[Host::Codex],
-        action: Action::Answers,
+        hosts: &[Host::ClaudeCode],
+        action: Action::Reap,
     },
 ];
 
@@ -226,14 +226,17 @@ mod tests {
         // recognise.
         assert!(hosts::is_okstra_group(&claude["hooks"]["Stop"][0]));
         assert!(hosts::is_okstra_group(&codex["hooks"]["Stop"][0]));
-        let answers = &codex["hooks"]["SubagentStop"][0];
-        assert!(hosts::is_okstra_group(answers));
-        assert!(
-            answers["hooks"][0]["command"]
-                .as_str()
-                .unwrap()
-                .contains("hook subagent-stop")
-        );
+        // Both take native workers' answers back through the hook.
+        for doc in [&claude, &codex] {
+            let answers = &doc["hooks"]["SubagentStop"][0];
+            assert!(hosts::is_okstra_group(answers));
+            assert!(
+                answers["hooks"][0]["command"]
+                    .as_str()
+                    .unwrap()
+                    .contains("hook subagent-stop")
+            );
+        }
         let check = claude["hooks"]["SessionStart"][0]["hooks"][0]["command"]
             .as_str()
             .unwrap();

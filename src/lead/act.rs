@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::catalog::{REPORT_WRITER, Role};
 use crate::converge;
+use crate::derive::quorum::Quorum;
 use crate::diag;
 use crate::dispatch::{self, Kind};
 use crate::run::events::EventKind;
@@ -46,35 +47,11 @@ impl Lead {
         self.run_batch(candidates, resume, quorum, phase)
     }
 
-    /// The quorum of a first batch of reviewers (analysers, or verifiers):
-    /// two must complete when two or more are rostered (one of one),
-    /// counting those that completed before.
-    fn quorum(
-        &self,
-        kind: Kind,
-        workers: &[String],
-    ) -> Result<Option<dispatch::fail_fast::Quorum>> {
-        let reviews = |w: &String| self.run.assignment(w).is_some_and(|a| a.role.reviews());
-        if kind != Kind::Initial || workers.is_empty() || !workers.iter().all(reviews) {
-            return Ok(None);
-        }
-        let state = self.run.team_state()?;
-        let rostered: Vec<_> = self.run.reviewers().collect();
-        let done_before = rostered
-            .iter()
-            .filter(|a| !workers.contains(&a.worker_id))
-            .filter(|a| {
-                state.latest(&a.dispatch_name).and_then(|r| r.ending)
-                    == Some(crate::ending::Ending::Completed)
-            })
-            .count();
-        Ok(Some(dispatch::fail_fast::Quorum {
-            needed: dispatch::fail_fast::needed(rostered.len(), done_before),
-            members: workers
-                .iter()
-                .map(|w| self.dispatch_name(kind, w))
-                .collect(),
-        }))
+    /// The quorum of a first batch of reviewers (analysers, or verifiers),
+    /// counted from the run's records as they stand now.
+    fn quorum(&self, kind: Kind, workers: &[String]) -> Result<Option<Quorum>> {
+        let records = crate::run::Records::load(self.run.clone(), crate::run::Parts::FACTS)?;
+        Ok(crate::derive::quorum::of_batch(&records, kind, workers))
     }
 
     /// Decide `candidates`, hand the host its own, and run the rest:
@@ -85,7 +62,7 @@ impl Lead {
         &mut self,
         candidates: Vec<dispatch::Planned>,
         resume: bool,
-        quorum: Option<dispatch::fail_fast::Quorum>,
+        quorum: Option<Quorum>,
         phase: String,
     ) -> Result<Flow> {
         let mut options = self.options()?;
@@ -94,11 +71,19 @@ impl Lead {
         options.header = Some(self.header(phase));
         let mut state = self.run.team_state()?;
         let prepared = dispatch::prepare(&self.run, &mut state, candidates, &options)?;
-        for planned in &prepared.host {
-            dispatch::native::hand_out(&self.run, planned)?;
+        // A spent budget hands the host nothing more, as it starts nothing
+        // (the engine ends each wrapper attempt `budget`).
+        let spent = dispatch::budget_spent(&self.run, &options.budget)?;
+        if spent.is_none() {
+            for planned in &prepared.host {
+                dispatch::native::hand_out(&self.run, planned)?;
+            }
         }
         if prepared.is_idle() {
-            return Ok(Flow::Go);
+            return Ok(match spent {
+                Some(why) if !prepared.host.is_empty() => Flow::Stopped(self.budget_stop(&why)),
+                _ => Flow::Go,
+            });
         }
         if self.mode == Mode::Detached {
             let starts: Vec<String> = prepared
@@ -111,11 +96,46 @@ impl Lead {
         let batch = dispatch::run_prepared(&self.run, prepared, options)?;
         self.dispatched += batch.rows.len();
         self.auth_failed.clone_from(&batch.auth_failed);
-        Ok(match (batch.interrupted, batch.stopped) {
-            (Some(signal), _) => Flow::Interrupted(signal),
-            (None, Some(why)) => Flow::Stopped(why),
-            (None, None) => Flow::Go,
+        // Attempts the budget kept from starting: the run stops here, not
+        // at the next batch the same budget would refuse again.
+        let budget_stop = batch
+            .rows
+            .iter()
+            .any(|row| row.ending == Some(crate::ending::Ending::Budget))
+            .then(|| self.budget_reason())
+            .flatten();
+        Ok(match (batch.interrupted, batch.stopped, budget_stop) {
+            (Some(signal), _, _) => Flow::Interrupted(signal),
+            (None, Some(why), _) => Flow::Stopped(why),
+            (None, None, Some(why)) => Flow::Stopped(budget_words(&why)),
+            (None, None, None) => Flow::Go,
         })
+    }
+
+    /// Why the run's budget stopped it, when it is spent now.
+    pub(super) fn budget_spent(&self) -> Result<Option<String>> {
+        dispatch::budget_spent(&self.run, &self.options()?.budget)
+    }
+
+    /// Record that the budget stops the run here (`why` it is spent); the
+    /// reason the run ends with.
+    pub(super) fn budget_stop(&self, why: &str) -> String {
+        match self.options() {
+            Ok(options) => {
+                if let Err(err) = dispatch::record_budget_stop(&self.run, &options.budget, why) {
+                    diag::warning(format_args!("cannot record the budget stop: {err:#}"));
+                }
+            }
+            Err(err) => diag::warning(format_args!("cannot record the budget stop: {err:#}")),
+        }
+        budget_words(why)
+    }
+
+    /// The reason the engine recorded for the budget stop it made.
+    fn budget_reason(&self) -> Option<String> {
+        let state = self.run.team_state().ok()?;
+        let reason = state.budget?.get("reason")?.as_str()?.to_owned();
+        Some(reason)
     }
 
     fn dispatch_name(&self, kind: Kind, worker: &str) -> String {
@@ -374,6 +394,13 @@ impl Lead {
             ),
         }
     }
+}
+
+/// The reason a run stopped by its budget ends with.
+fn budget_words(why: &str) -> String {
+    format!(
+        "budget reached: {why}; nothing more is spent (raise `--max-cost` or `--max-tokens` and resume)"
+    )
 }
 
 /// Whether journal step `step` belongs to a round after `round`.

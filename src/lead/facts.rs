@@ -34,15 +34,6 @@ pub const INPUTS: &str = "inputs";
 pub const RENDER: &str = "render";
 /// The run's end was recorded (`run-complete`), for this report or reason.
 pub const COMPLETE: &str = "complete";
-/// A batch was stopped early (fail fast): the reason, and an id of this
-/// stop as the output …
-pub const STOPPED: &str = "stopped";
-/// … and the id of the stop a host lead was last told about, so `okstra
-/// next` says "failed" once before a later call resumes the run.
-pub const STOP_TOLD: &str = "stop-told";
-/// … and of the stop the run was last resumed after (once per stop).
-pub const STOP_RESUMED: &str = "stop-resumed";
-
 /// The batches of the step machine, in its order: which one a step's
 /// workers belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

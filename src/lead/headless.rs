@@ -78,8 +78,9 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
     crate::bundle::prepare();
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env = |name: &str| std::env::var(name).ok();
-    let settings = crate::settings::resolve(&launch, &env, &cwd)?;
-    let (run_dir, checked) = match render_checked(&settings, args.no_preflight) {
+    let mut settings = crate::settings::resolve(&launch, &env, &cwd)?;
+    settings.engine = crate::run::settings::RunSettings::given(&args.engine);
+    let (run_dir, checked) = match render_checked(&settings, args.launch.no_preflight) {
         Ok(rendered) => rendered,
         Err(err) => {
             // Stopped before anything was rendered: nothing to resume.
@@ -129,13 +130,18 @@ pub fn drive(
     let resumed = checked.is_none();
     let run = Run::open(run_dir)?;
     let lease = Lease::acquire(&run, "okstra run", LEASE_WAIT)?;
-    let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
+    // The run's own settings; a flag given here overrides one for the rest
+    // of the run (recorded once the run goes on, below).
+    let engine = crate::run::settings::merged(&run, &args.engine)?;
+    let mut lead = Lead::new(run, engine, Mode::Attached);
     lead.resumed = resumed;
     lead.lease = Some(lease);
     if !lead.is_finished()? {
         let checked = match checked {
             Some(checked) => checked,
-            None if args.no_preflight => crate::preflight::credentials_only(&lead.run.assignments),
+            None if args.launch.no_preflight => {
+                crate::preflight::credentials_only(&lead.run.assignments)
+            }
             None => match crate::preflight::enforce(&lead.run.assignments, false) {
                 Ok(checked) => checked,
                 Err(err) => {
@@ -143,7 +149,7 @@ pub fn drive(
                     // probes are stopped, the run says so, and it resumes.
                     if let Some(interrupted) = err.downcast_ref::<crate::preflight::Interrupted>() {
                         let signal = interrupted.0;
-                        let resume = command_line("run", &lead.run, &lead.engine);
+                        let resume = command_line("run", &lead.run);
                         lead.event(
                             EventKind::RunInterrupted,
                             &[("signal", signal.as_str()), ("resume", &resume)],
@@ -160,11 +166,12 @@ pub fn drive(
             lead.lease = None;
             diag::note(format_args!(
                 "not started; start it later with `{}`",
-                command_line("run", &lead.run, &lead.engine)
+                command_line("run", &lead.run)
             ));
             return Ok(ExitStatus::Failure);
         }
     }
+    crate::run::settings::record(&lead.run, &args.engine)?;
     lead.event(
         if resumed {
             EventKind::RunResume
@@ -176,7 +183,7 @@ pub fn drive(
             ("workers", &lead.run.assignments.len().to_string()),
         ],
     );
-    let resume = command_line("run", &lead.run, &lead.engine);
+    let resume = command_line("run", &lead.run);
     let halt = match lead.advance_until() {
         Ok(halt) => halt,
         Err(err) => {

@@ -22,7 +22,6 @@ mod headless;
 mod next;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -42,6 +41,9 @@ use crate::run::steps::{self, Step as Next};
 
 pub use headless::{drive, render_checked, run_command};
 pub use next::{drive_command, next_command};
+
+/// Why a run whose Executor the user did not approve ends.
+const DECLINED: &str = "the user did not approve the Executor, so nothing was changed";
 
 /// A step that comes back this many times in a row made no progress.
 const MAX_REPEATS: u32 = 3;
@@ -188,6 +190,11 @@ impl Lead {
         let mut repeats = 0;
         loop {
             if let Some(halt) = self.approval()? {
+                if matches!(halt, Halt::Declined) {
+                    // An end like any other: the run reads failed, and
+                    // says why, until the user resumes it.
+                    self.record_end(DECLINED);
+                }
                 return Ok(halt);
             }
             let gathered = facts::gather(self)?;
@@ -207,9 +214,11 @@ impl Lead {
                     self.phase(phase_of(&self.run, kind, &workers));
                     self.batch(kind, &workers)?
                 }
-                Next::Host(workers) => {
-                    return Ok(Halt::Host(self.hand_out(&gathered, &workers)?));
-                }
+                Next::Host(workers) => match self.budget_spent()? {
+                    // Nothing more goes to the host once the budget is spent.
+                    Some(why) => Flow::Stopped(self.budget_stop(&why)),
+                    None => return Ok(Halt::Host(self.hand_out(&gathered, &workers)?)),
+                },
                 Next::Wait(workers) => return Ok(Halt::Wait(workers)),
                 Next::Plan(round) => {
                     self.phase("5.5");
@@ -262,7 +271,7 @@ impl Lead {
                     return Ok(Halt::Done);
                 }
                 Next::End(stop) => {
-                    self.ended(stop)?;
+                    self.ended(stop);
                     return Ok(Halt::End(stop));
                 }
             };
@@ -271,7 +280,7 @@ impl Lead {
                 Flow::Interrupted(signal) => return Ok(Halt::Interrupted(signal)),
                 Flow::Detached(driver) => return Ok(Halt::Detached(driver)),
                 Flow::Stopped(why) => {
-                    self.stopped_early(&why)?;
+                    self.stopped_early(&why);
                     return Ok(Halt::Stopped(why));
                 }
             }
@@ -343,71 +352,34 @@ impl Lead {
         self.journal.record(facts::COMPLETE, data, None, |_| false)
     }
 
-    /// The run ends without a report: record it once per reason.
-    fn ended(&mut self, stop: steps::Stop) -> Result<()> {
+    /// The run ends without a report: record it, once per drive (a run
+    /// ended the same way and not resumed since is not recorded again).
+    fn ended(&self, stop: steps::Stop) {
         let reason = self.stop_reason(stop);
-        if self.journal.is_fresh(facts::COMPLETE, &reason) {
-            return Ok(());
-        }
-        self.event(
-            EventKind::RunComplete,
-            &[("verdict", "none"), ("reason", &reason)],
-        );
-        self.journal
-            .record(facts::COMPLETE, reason, None, |_| false)
+        self.record_end(&reason);
     }
 
-    /// A batch was stopped early (its quorum lost): the run ends without a
-    /// report, recorded once per reason.
-    fn stopped_early(&mut self, why: &str) -> Result<()> {
-        let stop = format!("{} pid {}", crate::clock::rfc3339_now(), std::process::id());
-        self.journal
-            .record(facts::STOPPED, why.to_owned(), Some(stop), |_| false)?;
-        if self.journal.is_fresh(facts::COMPLETE, why) {
-            return Ok(());
-        }
-        self.event(
-            EventKind::RunComplete,
-            &[("verdict", "none"), ("reason", why)],
-        );
-        self.journal
-            .record(facts::COMPLETE, why.to_owned(), None, |_| false)
+    /// A batch was stopped early (its quorum lost, the budget spent): the
+    /// run ends without a report, recorded as [`Lead::ended`] records it.
+    fn stopped_early(&self, why: &str) {
+        self.record_end(why);
     }
 
-    /// The reason of a batch stopped early that a host lead has not been
-    /// told yet; asking marks it told, so the next `okstra next` resumes
-    /// the run instead of saying it again.
-    pub(crate) fn untold_stop(&mut self) -> Result<Option<String>> {
-        let Some(stop) = self.journal.get(facts::STOPPED).cloned() else {
-            return Ok(None);
-        };
-        let id = stop.output.unwrap_or_default();
-        if self.journal.is_fresh(facts::STOP_TOLD, &id) {
-            return Ok(None);
+    /// `run-complete` without a verdict, for `reason`, unless it is the
+    /// newest lifecycle event already (the same end, said once).
+    fn record_end(&self, reason: &str) {
+        let newest = events::newest_of(&self.run, &events::LIFECYCLE);
+        let said = newest.is_some_and(|(kind, fields)| {
+            kind == EventKind::RunComplete
+                && fields.get("reason").map(String::as_str)
+                    == Some(events::one_line(reason).as_str())
+        });
+        if !said {
+            self.event(
+                EventKind::RunComplete,
+                &[("verdict", "none"), ("reason", reason)],
+            );
         }
-        self.journal.record(facts::STOP_TOLD, id, None, |_| false)?;
-        Ok(Some(stop.inputs))
-    }
-
-    /// Whether this call is the first after a host lead was told of a
-    /// stopped batch: it resumes the run (fresh attempts for what the user
-    /// could fix), once per stop.
-    pub(crate) fn resuming_after_stop(&mut self) -> Result<bool> {
-        let Some(id) = self
-            .journal
-            .get(facts::STOPPED)
-            .and_then(|stop| stop.output.clone())
-        else {
-            return Ok(false);
-        };
-        if !self.journal.is_fresh(facts::STOP_TOLD, &id)
-            || self.journal.is_fresh(facts::STOP_RESUMED, &id)
-        {
-            return Ok(false);
-        }
-        self.journal
-            .record(facts::STOP_RESUMED, id, None, |_| false)?;
-        Ok(true)
     }
 
     /// Why the run ended without a report, in one line.
@@ -530,80 +502,8 @@ fn phase_words(task_type: TaskType, phase: &str) -> String {
     format!("{phase}: {what}")
 }
 
-/// The engine flags of `engine` as arguments, to hand to another okstra
-/// (the background driver) or to print in a resume line.
-fn engine_argv(engine: &EngineArgs) -> Vec<String> {
-    let defaults = <crate::cli::EngineDefaults as clap::Parser>::parse_from(["okstra"]).engine;
-    let mut argv = Vec::new();
-    if let Some(n) = engine.max_parallel {
-        argv.extend(["--max-parallel".to_owned(), n.to_string()]);
-    }
-    if engine.min_free_memory != defaults.min_free_memory {
-        argv.extend([
-            "--min-free-memory".to_owned(),
-            engine.min_free_memory.clone(),
-        ]);
-    }
-    if engine.min_free_disk != defaults.min_free_disk {
-        argv.extend(["--min-free-disk".to_owned(), engine.min_free_disk.clone()]);
-    }
-    if engine.retry_cooldown != defaults.retry_cooldown {
-        argv.extend([
-            "--retry-cooldown".to_owned(),
-            humantime::format_duration(engine.retry_cooldown).to_string(),
-        ]);
-    }
-    if let Some(cost) = engine.max_cost {
-        argv.extend(["--max-cost".to_owned(), cost.to_string()]);
-    }
-    if let Some(tokens) = engine.max_tokens {
-        argv.extend(["--max-tokens".to_owned(), tokens.to_string()]);
-    }
-    if let Some(idle) = engine.idle_timeout {
-        argv.extend(["--idle-timeout".to_owned(), idle.to_string()]);
-    }
-    if let Some(spec) = &engine.provider_slots {
-        argv.extend(["--provider-slots".to_owned(), spec.clone()]);
-    }
-    argv
-}
-
-/// `okstra <command> <run-dir> <engine flags…>`, ready to paste.
-fn command_line(command: &str, run: &Run, engine: &EngineArgs) -> String {
-    let mut line = format!("okstra {command} {}", crate::shell::path_word(&run.dir));
-    for arg in engine_argv(engine) {
-        let _ = write!(line, " {}", crate::shell::word(&arg));
-    }
-    line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[test]
-    fn engine_flags_round_trip_through_their_arguments() {
-        let parsed = crate::cli::EngineDefaults::parse_from([
-            "okstra",
-            "--max-parallel",
-            "2",
-            "--retry-cooldown",
-            "90s",
-            "--idle-timeout",
-            "30",
-            "--min-free-disk",
-            "2G",
-        ])
-        .engine;
-        let argv = engine_argv(&parsed);
-        let again = crate::cli::EngineDefaults::parse_from(
-            std::iter::once("okstra".to_owned()).chain(argv.clone()),
-        )
-        .engine;
-        assert_eq!(engine_argv(&again), argv);
-        assert_eq!(again.retry_cooldown, Duration::from_secs(90));
-        let defaults = crate::cli::EngineDefaults::parse_from(["okstra"]).engine;
-        assert!(engine_argv(&defaults).is_empty());
-    }
+/// `okstra <command> <run-dir>`, ready to paste: the run keeps its own
+/// settings, so no engine flag is needed to resume it as it was.
+fn command_line(command: &str, run: &Run) -> String {
+    format!("okstra {command} {}", crate::shell::path_word(&run.dir))
 }

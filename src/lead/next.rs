@@ -8,7 +8,11 @@
 //!   on a task file, ask the user a question — and what runs meanwhile;
 //! - `waiting`: nothing for the host; okstra's workers run;
 //! - `done`: the report, its verdict and whether it was cross-verified;
-//! - `failed`: why, and the command that resumes.
+//! - `failed` / `cancelled`: why, and the command that resumes.
+//!
+//! A failed or cancelled run stays so (`derive::liveness`): every later
+//! `okstra next` answers the same, spends nothing and starts nothing, until
+//! the user resumes it with `okstra next --resume` (or `okstra run <dir>`).
 //!
 //! It is idempotent: a task already handed out is handed out again with
 //! the same nonce, a step already taken is not taken again. `--wait`
@@ -29,8 +33,8 @@ use anyhow::{Context, Result};
 use nix::libc;
 use serde::Serialize;
 
-use crate::catalog::Runner;
 use crate::cli::{DriveArgs, EngineArgs, NextArgs};
+use crate::derive::liveness;
 use crate::diag;
 use crate::dispatch::native::Handout;
 use crate::dispatch::{self, Options};
@@ -43,7 +47,7 @@ use crate::run::lease::Lease;
 use crate::run::steps::{self, Need, Step};
 use crate::shell;
 
-use super::{DRIVE_LEASE_WAIT, Halt, Lead, Mode, command_line, engine_argv, facts};
+use super::{DRIVE_LEASE_WAIT, Halt, Lead, Mode, facts};
 
 /// How long `--wait` waits when `--timeout` is not given: under the ten
 /// minutes a host's shell tool allows one command.
@@ -70,6 +74,7 @@ enum State {
     Waiting,
     Done,
     Failed,
+    Cancelled,
 }
 
 impl State {
@@ -79,6 +84,7 @@ impl State {
             State::Waiting => "waiting",
             State::Done => "done",
             State::Failed => "failed",
+            State::Cancelled => "cancelled",
         }
     }
 }
@@ -165,10 +171,10 @@ struct Answer {
     cancel: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     report: Option<Report>,
-    /// Why the run failed.
+    /// Why the run failed, or who stopped it.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
-    /// The command that resumes a failed run.
+    /// The command that resumes a failed or cancelled run.
     #[serde(skip_serializing_if = "Option::is_none")]
     resume: Option<String>,
 }
@@ -185,6 +191,8 @@ impl Answer {
 enum Acted {
     /// Another okstra holds the lease: it drives the run.
     Busy,
+    /// The run failed or was cancelled: nothing was done.
+    Stopped,
     /// It advanced the run; a driver may have been started.
     Advanced(Option<Driver>),
     /// A step failed.
@@ -195,8 +203,11 @@ enum Acted {
 pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
     Options::from_args(&args.engine)?;
     let run = Run::open(&args.run_dir)?;
+    // The run's own settings; a flag given here overrides one for the rest
+    // of the run, and its background drivers read them from the run.
+    let engine = crate::run::settings::resolve(&run, &args.engine)?;
     begin(&run);
-    let mut answer = step(&run, &args.engine)?;
+    let mut answer = step(&run, &engine, args.resume)?;
     if args.wait {
         let deadline = Instant::now() + args.timeout.unwrap_or(DEFAULT_WAIT);
         while answer.is_waiting() {
@@ -205,7 +216,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
                 break;
             }
             std::thread::sleep(POLL.min(deadline - now));
-            answer = step(&run, &args.engine)?;
+            answer = step(&run, &engine, false)?;
         }
     }
     print(&answer, args.json)?;
@@ -232,10 +243,19 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             ));
             ExitStatus::Failure
         }
-        State::Failed => {
+        State::Failed | State::Cancelled => {
             diag::error(format_args!(
-                "the run failed: {}",
+                "the run {}: {}",
+                if answer.state == State::Failed {
+                    "failed"
+                } else {
+                    "was stopped"
+                },
                 answer.reason.as_deref().unwrap_or("see `okstra status`")
+            ));
+            diag::note(format_args!(
+                "nothing was started; resume it with `{}`",
+                answer.resume.as_deref().unwrap_or_default()
             ));
             ExitStatus::Failure
         }
@@ -263,15 +283,47 @@ fn begin(run: &Run) {
     }
 }
 
-/// Act if the lease is free, then answer.
-fn step(run: &Run, engine: &EngineArgs) -> Result<Answer> {
-    let acted = act(run, engine)?;
+/// Act if the lease is free, then answer; `resume` first resumes a
+/// failed or cancelled run.
+fn step(run: &Run, engine: &EngineArgs, resume: bool) -> Result<Answer> {
+    let acted = act(run, engine, resume)?;
     observe(run, engine, &acted)
 }
 
+/// How the run stands now (`derive::liveness`): whether something runs,
+/// the host holds its next attempts, or it is done, failed or cancelled,
+/// with the newest end's reason. A driver that holds (or last held) the
+/// lease keeps it running, unless that is this very call.
+fn standing(run: &Run) -> Result<(liveness::Outcome, Option<String>)> {
+    let me = i32::try_from(std::process::id()).unwrap_or(0);
+    let driven = Lease::live_holder(run).is_some_and(|holder| holder.pid != me);
+    let state = run.team_state()?;
+    let newest = events::newest_of(run, &events::LIFECYCLE);
+    // Whether the report is valid matters only to a run that recorded one.
+    let reported = newest
+        .as_ref()
+        .is_some_and(|(kind, _)| *kind == EventKind::RunComplete)
+        && crate::report::problems(&run.dir).is_ok_and(|problems| problems.is_empty());
+    let facts = liveness::RunFacts::of(
+        &state,
+        dispatch::liveness,
+        driven,
+        newest
+            .as_ref()
+            .map(|(kind, fields)| (kind.as_str(), fields)),
+        reported,
+    );
+    let reason = facts
+        .end
+        .as_ref()
+        .and_then(|end| end.reason().map(str::to_owned));
+    Ok((liveness::outcome(&facts), reason))
+}
+
 /// Advance the run as far as okstra can without the host, holding the
-/// lease; nothing when another okstra holds it.
-fn act(run: &Run, engine: &EngineArgs) -> Result<Acted> {
+/// lease; nothing when another okstra holds it, or when the run failed or
+/// was cancelled and `resume` was not asked for.
+fn act(run: &Run, engine: &EngineArgs, resume: bool) -> Result<Acted> {
     if Lease::held_by(run)?.is_some() {
         return Ok(Acted::Busy);
     }
@@ -283,20 +335,24 @@ fn act(run: &Run, engine: &EngineArgs) -> Result<Acted> {
     let mut lead = Lead::new(run.clone(), engine.clone(), Mode::Detached);
     lead.approval_gate = true;
     lead.lease = Some(lease);
-    // A batch the driver stopped early (fail fast) ends this call as
-    // `failed`, once: going on would pay for the same batch again without
-    // anyone having asked. The next call is the resume.
-    if let Some(why) = lead.untold_stop()? {
-        return Ok(Acted::Failed(why));
+    if resume {
+        // The user asked: the run goes on, and a worker whose last attempt
+        // ended for a reason the user can fix gets one fresh attempt.
+        lead.event(
+            EventKind::RunResume,
+            &[
+                ("taskType", run.task_type.as_str()),
+                ("workers", &run.assignments.len().to_string()),
+                ("lead", "okstra next --resume"),
+            ],
+        );
+        lead.resumed = true;
+    } else if standing(run)?.0.is_stopped() {
+        // Failed or cancelled: nothing is spent until the user resumes.
+        return Ok(Acted::Stopped);
     }
-    // The call after that `failed` answer is the resume the answer named.
-    lead.resumed = lead.resuming_after_stop()?;
     match lead.advance_until() {
         Ok(Halt::Detached(driver)) => Ok(Acted::Advanced(Some(driver))),
-        Ok(Halt::Stopped(_)) => match lead.untold_stop()? {
-            Some(why) => Ok(Acted::Failed(why)),
-            None => Ok(Acted::Advanced(None)),
-        },
         Ok(_) => Ok(Acted::Advanced(None)),
         Err(err) => {
             let error = format!("{err:#}");
@@ -332,6 +388,18 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
     if let Acted::Failed(error) = acted {
         return Ok(failed(run, answer, error.clone()));
     }
+    match standing(run)? {
+        (liveness::Outcome::Failed, why) => {
+            let why = why.unwrap_or_else(|| "it ended without a report".to_owned());
+            return Ok(failed(run, answer, why));
+        }
+        (liveness::Outcome::Cancelled, why) => {
+            let mut answer = failed(run, answer, why.unwrap_or_else(|| "cancelled".to_owned()));
+            answer.state = State::Cancelled;
+            return Ok(answer);
+        }
+        _ => {}
+    }
     if let Acted::Advanced(Some(Driver {
         exited: Some(status),
         ..
@@ -353,11 +421,7 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
             return Ok(answer);
         }
         Some(Halt::Declined) => {
-            return Ok(failed(
-                run,
-                answer,
-                "the user did not approve the Executor, so nothing was changed".to_owned(),
-            ));
+            return Ok(failed(run, answer, super::DECLINED.to_owned()));
         }
         _ => {}
     }
@@ -371,7 +435,10 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
         Step::Wait(workers) => (workers.clone(), Need::Running),
         _ => (Vec::new(), Need::Done),
     };
-    if let Some(group) = gathered.group_with(&workers, need) {
+    // The host's tasks of the batch, unless the budget is spent (nothing
+    // more goes to the host then; the driver ends the run).
+    let spent = lead.budget_spent()?.is_some();
+    if let Some(group) = gathered.group_with(&workers, need).filter(|_| !spent) {
         for planned in gathered.host_of(group) {
             if let Some(handout) = dispatch::native::hand_out(run, planned)? {
                 answer.tasks.push(native_task(run, &handout));
@@ -401,7 +468,7 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
     Ok(answer)
 }
 
-/// A `failed` answer saying `why`.
+/// A `failed` answer saying `why`: no task, and the line that resumes.
 fn failed(run: &Run, mut answer: Answer, why: String) -> Answer {
     answer.state = State::Failed;
     answer.tasks.clear();
@@ -410,9 +477,9 @@ fn failed(run: &Run, mut answer: Answer, why: String) -> Answer {
     answer
 }
 
-/// The command that resumes a host-led run.
+/// The command that resumes a failed or cancelled host-led run.
 fn resume_line(run: &Run) -> String {
-    shell::okstra_line(&["next", &run.dir.to_string_lossy(), "--json"])
+    shell::okstra_line(&["next", &run.dir.to_string_lossy(), "--resume", "--json"])
 }
 
 /// The error the newest `run-failed` event recorded (a driver that ended
@@ -424,14 +491,13 @@ fn driver_error(run: &Run) -> Option<String> {
     }
 }
 
-/// Wrapper attempts that run now (their record open, their driver or
+/// Wrapper attempts that run now (`derive::liveness`: their driver or
 /// wrapper alive).
 fn running(state: &crate::run::team_state::TeamState) -> Vec<Running> {
     state
         .latest_attempts()
         .into_iter()
-        .filter(|r| r.ending.is_none() && r.runner != Some(Runner::NativeSession))
-        .filter(|r| dispatch::liveness(r) != dispatch::select::Live::Nothing)
+        .filter(|r| liveness::of_record(r, dispatch::liveness(r)).is_running())
         .map(|r| Running {
             dispatch_name: r.dispatch_name.clone(),
             attempt: r.attempt,
@@ -475,11 +541,12 @@ fn ask_task(run: &Run, question: Question) -> Task {
     }
 }
 
-/// A requirements-discovery run whose report leaves open questions asks
-/// them once, after the report (the answers are the next run's input).
+/// A run of a profile that may end with clarification questions
+/// (requirements-discovery, error-analysis) whose report leaves some open
+/// (`task.openQuestions`) asks them once, after the report (the answers are
+/// the next run's input).
 fn clarification(run: &Run) -> Result<Option<Task>> {
-    if run.task_type != crate::catalog::TaskType::RequirementsDiscovery
-        || ask::answered(run, Question::Clarification).is_some()
+    if !run.task_type.takes_clarification() || ask::answered(run, Question::Clarification).is_some()
     {
         return Ok(None);
     }
@@ -602,7 +669,9 @@ fn print(answer: &Answer, json: bool) -> Result<()> {
     }
     match answer.state {
         State::HostWork | State::Waiting => writeln!(out, "wait: {}", answer.wait)?,
-        State::Failed => writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?,
+        State::Failed | State::Cancelled => {
+            writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?;
+        }
         State::Done => {}
     }
     Ok(())
@@ -623,11 +692,15 @@ impl Lead {
             .with_context(|| format!("cannot open `{}`", log_path.display()))?;
         crate::fsread::check_regular(&log, &log_path)?;
         let mut command = std::process::Command::new(program);
+        // The driver reads the run's settings from the run (this call
+        // recorded any flag it was given): none go on its command line, and
+        // the variables that stand for flags are not handed down either.
         command
             .arg("__drive")
             .arg(&self.run.dir)
             .args(self.resumed.then_some("--resume"))
-            .args(engine_argv(&self.engine))
+            .env_remove("OKSTRA_PASS_ENV")
+            .env_remove("OKSTRA_PROVIDER_SLOTS")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -673,11 +746,12 @@ pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
     dispatch::ignore_hangup();
     let run = Run::open(&args.run_dir)?;
     let lease = Lease::acquire(&run, "okstra __drive", DRIVE_LEASE_WAIT)?;
-    let mut lead = Lead::new(run, args.engine.clone(), Mode::Attached);
+    let engine = crate::run::settings::resolve(&run, &args.engine)?;
+    let mut lead = Lead::new(run, engine, Mode::Attached);
     lead.approval_gate = true;
     lead.lease = Some(lease);
     lead.resumed = args.resume;
-    let resume = command_line("next", &lead.run, &lead.engine);
+    let resume = shell::okstra_line(&["next", &lead.run.dir.to_string_lossy(), "--resume"]);
     match lead.advance_until() {
         Ok(Halt::Interrupted(signal)) => {
             lead.event(

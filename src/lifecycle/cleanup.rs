@@ -29,9 +29,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::catalog::{Role, Runner};
+use crate::catalog::Role;
 use crate::cli::CleanupArgs;
 use crate::clock;
+use crate::derive::liveness;
 use crate::diag;
 use crate::exit::ExitStatus;
 use crate::git::Git;
@@ -153,7 +154,7 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
             });
             continue;
         }
-        if let Some(why) = still_running(&state) {
+        if let Some(why) = still_running(&run, &state) {
             skipped.push(Skipped {
                 run_dir: dir.clone(),
                 reason: why,
@@ -300,18 +301,35 @@ fn staging(okstra_dir: &Path, execute: bool) -> Result<Vec<Item>> {
 }
 
 /// Why something of the run may still be working, if it may: an attempt
-/// that has not ended, whose dispatcher or wrapper lives or which a host's
-/// session runs.
-fn still_running(state: &TeamState) -> Option<String> {
+/// that still runs, or one the host holds while nothing stopped the run (a
+/// failed or cancelled run's unanswered task keeps nothing alive).
+fn still_running(run: &Run, state: &TeamState) -> Option<String> {
+    let newest = crate::run::events::newest_of(run, &crate::run::events::LIFECYCLE);
+    let facts = liveness::RunFacts::of(
+        state,
+        crate::run::live::liveness,
+        false,
+        newest
+            .as_ref()
+            .map(|(kind, fields)| (kind.as_str(), fields)),
+        finished(run, state),
+    );
+    let stopped = liveness::outcome(&facts).is_stopped();
     state
         .latest_attempts()
         .into_iter()
-        .filter(|r| r.ending.is_none())
-        .find(|r| {
-            r.runner == Some(Runner::NativeSession)
-                || crate::dispatch::liveness(r) != crate::dispatch::select::Live::Nothing
+        .zip(&facts.attempts)
+        .find_map(|(record, life)| match life {
+            liveness::State::Running => Some(format!(
+                "`{}` has not ended: it still runs",
+                record.dispatch_name
+            )),
+            liveness::State::WithHost if !stopped => Some(format!(
+                "`{}` has not ended: the host holds it, unanswered",
+                record.dispatch_name
+            )),
+            _ => None,
         })
-        .map(|r| format!("`{}` has not ended", r.dispatch_name))
 }
 
 /// The run finished: its report is rendered, or its change landed.

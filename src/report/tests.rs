@@ -44,7 +44,8 @@ fn v1_and_v2_schemas_differ_only_in_version_header_and_verdict_tokens() {
 /// 2.1 is 2.0 plus one required top-level block (`reliability`), one
 /// optional ones (`landing`, `verification`), one more convergence class
 /// (`unverifiable`), optional row fields (a severity on difference
-/// rows, a suggested fix on both) and two more usage sources
+/// rows, a suggested fix on both), an error-analysis task's optional
+/// `openQuestions`, and two more usage sources
 /// (`not-applicable` for a part no model did, `complete` for a whole
 /// summary): additive, nothing else moves but descriptions.
 #[test]
@@ -89,6 +90,7 @@ fn v2_1_is_v2_0_plus_reliability_landing_verification_and_a_class() {
         ("DifferenceRow", "severity"),
         ("DifferenceRow", "suggestedFix"),
         ("UsageSummary", "estimate"),
+        ("TaskErrorAnalysis", "openQuestions"),
     ] {
         let properties = defs[row]["properties"].as_object_mut().unwrap();
         assert!(properties.remove(field).is_some(), "{row}.{field}");

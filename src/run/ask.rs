@@ -6,9 +6,11 @@
 //! - `approval`: an implementation run without an approved plan asks
 //!   before the Executor changes anything; an answer that starts with
 //!   `yes` lets it start, anything else ends the run with nothing changed.
-//! - `clarification`: a requirements-discovery run whose report leaves
-//!   open questions asks them once it is done; the answers file is what
-//!   the next run takes as `--clarification-response`.
+//! - `clarification`: a requirements-discovery or error-analysis run whose
+//!   report leaves open questions (`task.openQuestions`) asks them once it
+//!   is done; the answers file is what the next run takes as
+//!   `--clarification-response` (and what `--resume-clarification` takes
+//!   without asking again).
 
 use std::path::PathBuf;
 

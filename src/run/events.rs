@@ -88,6 +88,16 @@ pub fn exists(run: &Run, kind: EventKind, key: &str, value: &str) -> bool {
     })
 }
 
+/// The kinds that start or end a drive of the run.
+pub const LIFECYCLE: [EventKind; 6] = [
+    EventKind::RunStart,
+    EventKind::RunResume,
+    EventKind::RunComplete,
+    EventKind::RunInterrupted,
+    EventKind::RunFailed,
+    EventKind::RunCancelled,
+];
+
 /// The kind of the newest event whose kind is one of `kinds`, if any.
 pub fn newest_of(run: &Run, kinds: &[EventKind]) -> Option<(EventKind, BTreeMap<String, String>)> {
     let bytes = fsread::read_no_follow(&run.lead_events_path, fsread::Kind::Events).ok()?;

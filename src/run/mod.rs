@@ -10,18 +10,22 @@
 //! records and the one locked read-modify-write), `task` (the task
 //! manifest), `lease` (one driver at a time), `paths` (re-rooting a moved
 //! run), `progress` (the phase and round the records reached), `records`
-//! (every record of a run read once, for `crate::derive`).
+//! (every record of a run read once, for `crate::derive`), `live` (what of
+//! an unfinished attempt still runs, from the process table), `settings` (the
+//! engine settings the run keeps for every later call).
 
 pub mod ask;
 pub mod events;
 pub mod journal;
 pub mod layout;
 pub mod lease;
+pub mod live;
 pub mod manifest;
 pub mod paths;
 pub mod progress;
 pub mod records;
 pub mod roster;
+pub mod settings;
 pub mod steps;
 pub mod task;
 pub mod team_state;

@@ -80,6 +80,9 @@ pub struct Records {
     /// The team state's attempt records, typed (an empty state when the
     /// run has none yet).
     pub state: TeamState,
+    /// What of each unfinished latest attempt still ran when the records
+    /// were read (`run::live`), for `derive::liveness`.
+    pub live: HashMap<(String, u32), super::live::Live>,
     /// The team state as written, for the readers of its usage fields
     /// (`crate::usage`); `{}` when the run has none yet.
     pub state_value: Value,
@@ -149,6 +152,7 @@ impl Records {
         } else {
             (TeamState::default(), Value::Object(serde_json::Map::new()))
         };
+        let live = super::live::probe(&state);
         let layout = RunLayout::of(&run.dir);
         let ledger_path = layout.convergence_ledger();
         let ledger = ledger::read::<Ledger>(&ledger_path, ledger::LEDGER_SCHEMA)?;
@@ -176,6 +180,7 @@ impl Records {
         Ok(Records {
             run,
             state,
+            live,
             state_value,
             ledger,
             plans,

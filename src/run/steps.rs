@@ -13,6 +13,7 @@
 //! again: a finished run advances straight to [`Step::Done`].
 
 use crate::catalog::DispatchKind;
+use crate::derive::quorum::{Count, Standing};
 
 /// Where a worker's dispatch stands, as decided from its attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,14 +238,20 @@ pub fn advance(facts: &Facts) -> Step {
     if let Some(step) = batch(DispatchKind::Initial, &reviewers) {
         return step;
     }
-    let completed = reviewers.iter().filter(|w| w.need == Need::Done).count();
-    if completed == 0 {
+    let quorum = Count::of(reviewers.iter().map(|w| {
+        if w.need == Need::Done {
+            Standing::Completed
+        } else {
+            Standing::Out
+        }
+    }));
+    if quorum.completed == 0 {
         return Step::End(Stop::NoReviewer);
     }
-    // Phase 5.5, round by round, while a quorum completed its own work. A
-    // run without one goes on to its report, which says it was not
-    // cross-verified.
-    if facts.convergence && reviewers.len() >= 2 && completed >= 2 {
+    // Phase 5.5, round by round, while a quorum completed its own work
+    // (`derive::quorum`). A run without one goes on to its report, which
+    // says it was not cross-verified.
+    if facts.convergence && quorum.cross_checks() {
         for number in 1..=facts.max_rounds.max(1) {
             let Some(round) = facts.rounds.iter().find(|r| r.number == number) else {
                 return Step::Plan(number);

@@ -563,6 +563,8 @@ pub enum Change<'a> {
     Terminal(&'a str, Ending),
     /// Record a budget stop (`budget`).
     Budget(Value),
+    /// Record the run's settings (`settings`, see `run::settings`).
+    Settings(Value),
     /// Record that the Executor's change landed (`landing`).
     Landed(&'a Landing),
 }
@@ -717,6 +719,9 @@ fn apply(value: &mut Value, change: &Change<'_>) -> Result<()> {
         }
         Change::Budget(budget) => {
             object.insert("budget".into(), budget.clone());
+        }
+        Change::Settings(settings) => {
+            object.insert("settings".into(), settings.clone());
         }
         Change::Landed(landing) => {
             object.insert("landing".into(), serde_json::to_value(landing)?);

@@ -14,6 +14,10 @@
 //! | Grok Build `streaming-json` | `end`: `usage`, `modelUsage`, `total_cost_usd` | `usage` per response |
 //! | kimi `stream-json`, vibe-kit `grok` | none: `unavailable` | — |
 //!
+//! A log with per-step lines but no final one (the attempt still runs, or
+//! was stopped — Ctrl-C, `okstra cancel` — before its CLI printed it) is
+//! counted from those lines and marked `partial`: a lower bound.
+//!
 //! Lines that are not JSON objects (the CLI's stderr is merged into the log)
 //! are ignored. Memory is bounded by the number of distinct message ids.
 
@@ -514,8 +518,13 @@ impl Meter {
             for (model, tokens) in self.steps.values() {
                 models.entry(model.clone()).or_default().add(tokens);
             }
-            let reason = "no final usage line yet: summed from per-message usage";
-            return available(models, None, Some(reason));
+            // Without the CLI's final line (it still runs, or was stopped
+            // before it printed one) the per-step lines are a lower bound.
+            let reason = "no final usage line: summed from per-step usage (a lower bound)";
+            return Usage {
+                source: Source::Partial,
+                ..available(models, None, Some(reason))
+            };
         }
         let reason = match self.provider {
             Provider::Kimi => {

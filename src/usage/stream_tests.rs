@@ -75,8 +75,10 @@ fn claude_live_meter_dedupes_assistant_messages_until_the_result() {
     for line in text.lines().filter(|l| !l.contains("\"type\":\"result\"")) {
         meter.feed_line(line.as_bytes());
     }
+    // No final line yet (or ever, for an attempt stopped now): a lower
+    // bound, said so.
     let live = meter.snapshot();
-    assert_eq!(live.source, Source::CliStream);
+    assert_eq!(live.source, Source::Partial);
     assert!(live.reason.is_some());
     let mut expected = tokens(15, 46_559, 2_695, 2_090, None);
     expected.cache_write_1h = 2_285;
@@ -91,6 +93,7 @@ fn claude_live_meter_dedupes_assistant_messages_until_the_result() {
         .unwrap();
     meter.feed_line(format!("{result}\n").as_bytes());
     assert_eq!(meter.snapshot().cli_cost_usd, Some(0.138_746));
+    assert_eq!(meter.snapshot().source, Source::CliStream);
 }
 
 #[test]

@@ -31,6 +31,7 @@ fn launch_replaces_okstra_with_the_lead_cli_in_the_project_root() {
             .env("OKSTRA_TEST_RECORD", &record)
             .args([
                 "--yes",
+                "--no-preflight",
                 "--task-type",
                 "project-analysis",
                 "--lead-runtime",
@@ -57,16 +58,44 @@ fn launch_replaces_okstra_with_the_lead_cli_in_the_project_root() {
             .iter()
             .map(|l| l.strip_prefix("arg=").unwrap())
             .collect();
-        if daemon_flag {
-            assert_eq!(args[0], "--no-daemon");
-        }
+        // okstra's sub-agent-stop hook is in force for the session, on its
+        // command line: Claude Code's `--settings`, Codex's `-c`; agy takes
+        // none this way (its handoff names the fallback).
+        let hook = format!(
+            "'{}' hook subagent-stop >/dev/null 2>&1 || true",
+            crate::support::okstra_path().display()
+        );
+        let before: Vec<String> = match binary {
+            "claude" => vec![
+                "--settings".to_owned(),
+                serde_json::json!({"hooks": {"SubagentStop": [
+                    {"hooks": [{"type": "command", "command": hook, "timeout": 60}]}
+                ]}})
+                .to_string(),
+            ],
+            "codex" => vec![
+                "--no-daemon".to_owned(),
+                "-c".to_owned(),
+                format!(
+                    "hooks.SubagentStop=[{{hooks=[{{type=\"command\",command=\"{hook}\",timeout=60}}]}}]"
+                ),
+            ],
+            _ => Vec::new(),
+        };
+        assert_eq!(args[..args.len() - 1], before, "{runtime}");
+        assert_eq!(daemon_flag, binary == "codex");
         let instruction = args.last().unwrap();
         assert!(instruction.contains(handoff), "{runtime}: {instruction}");
         assert!(
             instruction.len() < 400,
             "the prompt itself must not go in argv"
         );
-        assert_eq!(args.len(), if daemon_flag { 2 } else { 1 });
+        // The plan and the estimate came before the host started.
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr);
+        assert!(stderr.contains("okstra: estimate:"), "{stderr}");
+        // The user's own settings files are not touched.
+        assert!(!project.path("home/.claude/settings.json").exists());
+        assert!(!project.path("home/.codex/config.toml").exists());
     }
 }
 
@@ -126,7 +155,7 @@ fn a_lead_that_fails_to_start_leaves_a_stopped_run() {
     let out = project
         .okstra()
         .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-        .args(["--yes", "--task-type", "project-analysis"])
+        .args(["--yes", "--no-preflight", "--task-type", "project-analysis"])
         .args([
             "--task-key",
             "demo/perf/checkout",
@@ -197,4 +226,39 @@ fn external_runtime_renders_and_explains_how_to_proceed() {
     // With no host provider every worker runs through its wrapper.
     assert!(roster(&manifest).iter().all(|r| r.4 == "cli-wrapper"));
     assert_eq!(manifest["lead"]["provider"], Value::Null);
+}
+
+/// Bare `okstra` runs the preflight a headless run gets before the host
+/// starts: a wrapper worker with no credentials okstra can see (codex, no
+/// key and no login) is refused, nothing is rendered, and no lead session
+/// starts.
+#[test]
+fn a_launch_refuses_a_roster_the_preflight_refuses_before_the_host_starts() {
+    let project = launcher_project();
+    let tools = tempfile::tempdir().unwrap();
+    let bin = fake_leads(tools.path());
+    let record = tools.path().join("record.txt");
+    let out = project
+        .okstra()
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("OKSTRA_TEST_RECORD", &record)
+        .args(["--yes", "--task-type", "project-analysis"])
+        .args([
+            "--task-key",
+            "demo/perf/checkout",
+            "--task-brief",
+            "brief.md",
+        ])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("error: codex: no credentials"), "{stderr}");
+    assert!(stderr.contains("--no-preflight"), "{stderr}");
+    // (The preflight asked codex its `--version`; claude never started.)
+    let recorded = fs::read_to_string(&record).unwrap_or_default();
+    assert!(
+        !recorded.contains("name=claude"),
+        "the lead started: {recorded}"
+    );
+    assert!(!project.okstra_dir().join("tasks").exists());
 }

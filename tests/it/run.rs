@@ -19,6 +19,8 @@ use crate::support::{
 mod fail_fast;
 #[path = "run_host.rs"]
 mod host;
+#[path = "run_host_liveness.rs"]
+mod host_liveness;
 #[path = "run_preflight.rs"]
 mod preflight;
 #[path = "run_resume.rs"]

@@ -27,7 +27,7 @@ static ANSWER_SCHEMA: std::sync::LazyLock<jsonschema::Validator> = std::sync::La
 
 /// How a native answer comes back.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Via {
+pub(super) enum Via {
     /// The task's `submit` line, the message on stdin.
     Submit,
     /// `okstra hook subagent-stop`, fed what Claude Code passes.
@@ -36,7 +36,7 @@ enum Via {
 
 /// A scripted host lead: it knows nothing of okstra but `okstra next`'s
 /// answer.
-struct Host<'a> {
+pub(super) struct Host<'a> {
     world: &'a Project,
     run: PathBuf,
     /// The provider CLI its native sub-agents are played with.
@@ -50,7 +50,12 @@ struct Host<'a> {
 }
 
 impl<'a> Host<'a> {
-    fn new(world: &'a Project, run: PathBuf, binary: &'static str, via: Via) -> Host<'a> {
+    pub(super) fn new(
+        world: &'a Project,
+        run: PathBuf,
+        binary: &'static str,
+        via: Via,
+    ) -> Host<'a> {
         Host {
             world,
             run,
@@ -62,31 +67,13 @@ impl<'a> Host<'a> {
     }
 
     /// `okstra next <run> --json` (with `extra`); the answer and exit code.
-    fn next(&self, extra: &[&str]) -> (Value, i32) {
-        let output = self
-            .world
-            .okstra()
-            .arg("next")
-            .arg(&self.run)
-            .arg("--json")
-            .args(extra)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let answer: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
-        // The answer's keys are a contract: every answer keeps its schema.
-        let errors: Vec<String> = ANSWER_SCHEMA
-            .iter_errors(&answer)
-            .map(|e| format!("{}: {e}", e.instance_path()))
-            .collect();
-        assert!(errors.is_empty(), "{errors:?}\n{answer}");
-        (answer, output.status.code().unwrap())
+    pub(super) fn next(&self, extra: &[&str]) -> (Value, i32) {
+        next_in(self.world, &self.run, extra, &[])
     }
 
     /// The final message the host's sub-agent gives on `task` (bounded in
     /// time, like every command here).
-    fn play(&self, task: &Value) -> String {
+    pub(super) fn play(&self, task: &Value) -> String {
         let prompt_path = task["promptPath"].as_str().unwrap();
         let prompt = fs::File::open(prompt_path).unwrap();
         let mut cmd = self.world.command(self.world.path("bin").join(self.binary));
@@ -115,7 +102,7 @@ impl<'a> Host<'a> {
     }
 
     /// Give okstra `message` as the answer to `task`; the exit code.
-    fn answer(&self, task: &Value, message: &str) -> i32 {
+    pub(super) fn answer(&self, task: &Value, message: &str) -> i32 {
         match self.via {
             Via::Submit => {
                 let line = format!(
@@ -146,7 +133,7 @@ impl<'a> Host<'a> {
 
     /// Loop `okstra next` until the run is done or failed, playing every
     /// native task; the last answer and its exit code.
-    fn drive(&mut self) -> (Value, i32) {
+    pub(super) fn drive(&mut self) -> (Value, i32) {
         for _ in 0..60 {
             let (answer, code) = self.next(&[]);
             match answer["state"].as_str().unwrap() {
@@ -166,6 +153,33 @@ impl<'a> Host<'a> {
         }
         panic!("the run did not end after 60 answers");
     }
+}
+
+/// `okstra next <run> --json` (with `extra`, and `env` for it and the
+/// driver it starts); the answer, checked against its schema, and the exit
+/// code.
+pub(super) fn next_in(
+    world: &Project,
+    run: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Value, i32) {
+    let mut cmd = world.okstra();
+    cmd.arg("next").arg(run).arg("--json").args(extra);
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let output = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let answer: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
+    // The answer's keys are a contract: every answer keeps its schema.
+    let errors: Vec<String> = ANSWER_SCHEMA
+        .iter_errors(&answer)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{answer}");
+    (answer, output.status.code().unwrap())
 }
 
 /// The project root the worker prompt behind the task file at `path`
@@ -192,7 +206,7 @@ fn prompts_root(path: &str) -> PathBuf {
 
 /// `line` (a command line okstra printed) run by `sh`, `stdin` fed; its
 /// exit code.
-fn run_line(world: &Project, line: &str, stdin: &[u8]) -> i32 {
+pub(super) fn run_line(world: &Project, line: &str, stdin: &[u8]) -> i32 {
     let mut cmd = world.command("sh");
     cmd.arg("-c").arg(line);
     feed(cmd, stdin)
@@ -222,7 +236,7 @@ fn feed(mut cmd: Command, stdin: &[u8]) -> i32 {
 }
 
 /// A run of `workers` on `runtime`, rendered for a host lead.
-fn hosted(world: &Project, runtime: &str, workers: &str) -> PathBuf {
+pub(super) fn hosted(world: &Project, runtime: &str, workers: &str) -> PathBuf {
     world.render(&[
         "--task-type",
         "project-analysis",
@@ -251,7 +265,7 @@ fn classes(run: &Path) -> Vec<(String, String)> {
     classes
 }
 
-const ROSTER: &str = "claude,codex,kimi,report-writer";
+pub(super) const ROSTER: &str = "claude,codex,kimi,report-writer";
 
 /// The same roster headless, for comparison.
 fn headless(world: &Project) -> PathBuf {
@@ -790,56 +804,6 @@ fn open_questions_are_asked_once_the_report_is_done_and_feed_the_next_run() {
         fs::read_to_string(next.join("inputs/clarification-response.md")).unwrap(),
         answers
     );
-}
-
-/// The background driver stopped the analysers' batch early (claude's
-/// credentials refused, so two of two can no longer complete): `okstra next
-/// --wait` ends the host's loop as `failed`, naming why, instead of paying
-/// for the batch again on its own; the next call is the resume.
-#[test]
-fn a_batch_stopped_early_is_told_once_and_paid_for_again_only_when_resumed() {
-    let world = team_project();
-    let run = hosted(&world, "external", "claude,codex,report-writer");
-    let next = |extra: &[&str], env: &[(&str, &str)]| -> (Value, i32) {
-        let mut cmd = world.okstra();
-        cmd.arg("next").arg(&run).arg("--json").args(extra);
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
-        let output = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let answer: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("no JSON answer; stderr:\n{stderr}"));
-        (answer, output.status.code().unwrap())
-    };
-    let broken = [("FAKE_AUTH_FAIL", "claude"), ("FAKE_SLEEP_CODEX", "60")];
-    let (answer, code) = next(&["--wait", "--timeout", "60s"], &broken);
-    assert_eq!(
-        (answer["state"].as_str(), code),
-        (Some("failed"), 1),
-        "{answer}"
-    );
-    let reason = answer["reason"].as_str().unwrap();
-    assert!(reason.starts_with("stopped early"), "{reason}");
-    assert!(
-        answer["resume"].as_str().unwrap().contains("okstra next"),
-        "{answer}"
-    );
-    for name in ["claude-worker", "codex-worker"] {
-        assert_eq!(attempts(&run, name).len(), 1, "{name}");
-    }
-    // Asked again (claude logged in meanwhile): the run resumes and ends.
-    let (answer, code) = next(&["--wait", "--timeout", "60s"], &[]);
-    assert_eq!(
-        (answer["state"].as_str(), code),
-        (Some("done"), 0),
-        "{answer}"
-    );
-    assert_eq!(answer["report"]["crossVerified"], true, "{answer}");
-    // Each analyser paid for once more: the stopped one, and the refused
-    // one's fresh attempt of the resume.
-    assert_eq!(attempts(&run, "codex-worker").len(), 2);
-    assert_eq!(attempts(&run, "claude-worker").len(), 2);
 }
 
 /// A host-led implementation run: the user approves, the host's own

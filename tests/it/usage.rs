@@ -309,9 +309,30 @@ fn the_report_written_from_usage_json_validates() {
     );
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     // An `external` lead that reported nothing is a program: no model, no
-    // tokens, and the summary is not partial for it.
+    // tokens, and the summary is not partial for it. The crashed report
+    // writer's is: its CLI never printed its total, so what its log held
+    // is a lower bound.
     assert_eq!(summary["lead"]["source"], "not-applicable");
-    assert_eq!(summary["source"], "complete");
+    assert_eq!(summary["source"], "partial");
+    let sources: Vec<(&str, &str)> = summary["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["workerId"].as_str().unwrap(),
+                w["usage"]["source"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("claude", "cli-stream"),
+            ("codex", "cli-stream"),
+            ("report-writer", "partial")
+        ]
+    );
 
     // The example's report folder alone (its run's records would reject
     // another run's usage): the summary fits the report schema.

@@ -22,9 +22,8 @@ use super::dispatch_rows::{DispatchRow, dispatch_rows};
 use super::files::RunFiles;
 use super::outcome::{self, RunLine};
 use super::{DISPATCH_EVENT, NOT_STARTED_SECS, TAIL_BYTES_MIN, TAIL_BYTES_PER_LINE};
-use crate::catalog::Runner;
 use crate::clock;
-use crate::dispatch::select::Live;
+use crate::derive::liveness::{self, Live};
 use crate::fsread;
 use crate::lifecycle::{Run, par_map};
 use crate::process_group as process;
@@ -228,24 +227,32 @@ fn gather(run: &Run, sources: &Sources<'_>, now: i64, files: &mut RunFiles<'_>) 
 }
 
 /// The verdict on one recorded attempt, from its record, what of it still
-/// runs, and (when gathered) its files.
-fn attempt_verdict(record: &DispatchRecord, gathered: Option<&Gathered>, now: i64) -> Verdict {
-    let native = record.runner == Some(Runner::NativeSession);
-    let live = if record.ending.is_some() || native {
-        Live::Nothing
-    } else {
-        crate::dispatch::liveness(record)
-    };
+/// runs (`derive::liveness`), and (when gathered) its files.
+fn attempt_verdict(
+    record: &DispatchRecord,
+    life: liveness::State,
+    gathered: Option<&Gathered>,
+    now: i64,
+) -> Verdict {
     classify_attempt(
         &Attempt {
             state: record.state(),
-            native,
-            live,
+            life,
             detail: record.detail.as_deref(),
             evidence: gathered.map(|g| &g.evidence),
         },
         now,
     )
+}
+
+/// Whether `record` still runs, is with the host, ended or was abandoned.
+fn life_of(record: &DispatchRecord) -> liveness::State {
+    let live = if record.ending.is_some() {
+        Live::Nothing
+    } else {
+        crate::run::live::liveness(record)
+    };
+    liveness::of_record(record, live)
 }
 
 /// The verdict on one recorded attempt of `run` (what `okstra await` shows
@@ -256,7 +263,7 @@ pub fn verdict_of_attempt(run: &Run, record: &DispatchRecord, now: i64) -> Verdi
         .ending
         .is_none()
         .then(|| gather(run, &Sources::of_record(run, record), now, &mut files));
-    attempt_verdict(record, gathered.as_ref(), now)
+    attempt_verdict(record, life_of(record), gathered.as_ref(), now)
 }
 
 /// The verdict on a worker okstra has no record of, from its files alone.
@@ -455,10 +462,12 @@ fn board_of<'r>(
                 .then(|| gather(run, &Sources::of_record(run, record), now, files))
         })
         .collect();
+    let lives: Vec<liveness::State> = records.iter().map(life_of).collect();
     let verdicts: Vec<Verdict> = records
         .iter()
+        .zip(&lives)
         .zip(&gathered)
-        .map(|(record, found)| attempt_verdict(record, found.as_ref(), now))
+        .map(|((record, life), found)| attempt_verdict(record, *life, found.as_ref(), now))
         .collect();
     let (dispatch_records, all_terminal_by_kind) = dispatch_rows(records, &verdicts);
     let workers: Vec<WorkerStatus<'_>> = run
@@ -523,15 +532,20 @@ fn board_of<'r>(
             });
         }
     }
-    // Live: an attempt that may still run or be answered, a worker the
-    // files show working (a host that runs workers without records), or a
-    // driver that holds the run.
-    let live = verdicts.iter().any(|v| v.state.is_live())
-        || workers
-            .iter()
-            .any(|w| w.attempt.is_none() && w.state.is_live())
+    // The run's outcome (`derive::liveness`) from each dispatch's latest
+    // attempt; a worker the files show working (a host that runs workers
+    // without records) or a driver that holds the run keeps it running.
+    let latest: Vec<liveness::State> = state
+        .latest_attempts()
+        .into_iter()
+        .filter_map(|latest| records.iter().position(|r| std::ptr::eq(r, latest)))
+        .map(|index| lives[index])
+        .collect();
+    let driven = workers
+        .iter()
+        .any(|w| w.attempt.is_none() && w.state.is_live())
         || crate::run::lease::Lease::live_holder(run).is_some();
-    let run_line = outcome::run_line(run, state, &events, live, has_report, report);
+    let run_line = outcome::run_line(run, state, &events, &latest, driven, has_report, report);
     RunStatus {
         // Only an implementation run has a change to land: no other run
         // pays for reading its records again.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{COMPLETE_PHASE, FUTURE_SKEW_SECS, STALE_SECS};
 use crate::clock;
-use crate::dispatch::select::Live;
+use crate::derive::liveness;
 use crate::ending::Ending;
 use crate::fsread;
 use crate::provider_exec::sidecar::Sidecar;
@@ -351,10 +351,9 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
 pub struct Attempt<'a> {
     /// From its record ([`crate::run::team_state::DispatchRecord::state`]).
     pub state: AttemptState,
-    /// A `native-session` attempt: the host runs it, okstra runs nothing.
-    pub native: bool,
-    /// What of it still runs (asked only of an attempt not ended).
-    pub live: Live,
+    /// Whether it still runs, is with the host, ended or was abandoned
+    /// (`derive::liveness`, the one answer every view shares).
+    pub life: liveness::State,
     /// Its record's `detail`.
     pub detail: Option<&'a str>,
     /// Its files (gathered only for an attempt not ended, or the one a
@@ -381,30 +380,32 @@ pub fn classify_attempt(attempt: &Attempt<'_>, now: i64) -> Verdict {
         reason,
         last_activity: activity.flatten(),
     };
-    match attempt.state {
-        AttemptState::Ended(ending) => return verdict(State::Ended(ending), detail()),
-        _ if attempt.native => {
+    match (attempt.life, attempt.state) {
+        (liveness::State::Ended(ending), _) => return verdict(State::Ended(ending), detail()),
+        (liveness::State::WithHost, _) => {
             return verdict(
                 State::WithHost,
                 "handed to the host's session; waiting for its answer".into(),
             );
         }
-        AttemptState::Queued | AttemptState::Held if attempt.live == Live::Nothing => {
+        (liveness::State::Abandoned, AttemptState::Queued | AttemptState::Held) => {
             return verdict(
                 State::Lost,
                 "never started and its dispatcher is gone; `okstra await` records it".into(),
             );
         }
-        AttemptState::Queued => return verdict(State::Queued, "recorded, not started yet".into()),
-        AttemptState::Held => return verdict(State::Held, detail()),
-        AttemptState::Started => {}
-    }
-    if attempt.live == Live::Nothing {
-        return verdict(
-            State::Lost,
-            "its dispatcher and wrapper are gone and no ending was recorded; `okstra await` records how it ended"
-                .into(),
-        );
+        (liveness::State::Abandoned, _) => {
+            return verdict(
+                State::Lost,
+                "its dispatcher and wrapper are gone and no ending was recorded; `okstra await` records how it ended"
+                    .into(),
+            );
+        }
+        (liveness::State::Running, AttemptState::Queued) => {
+            return verdict(State::Queued, "recorded, not started yet".into());
+        }
+        (liveness::State::Running, AttemptState::Held) => return verdict(State::Held, detail()),
+        (liveness::State::Running, _) => {}
     }
     let Some(evidence) = attempt.evidence else {
         return verdict(State::Running, "".into());

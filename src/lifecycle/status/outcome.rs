@@ -1,23 +1,26 @@
 //! The run's own line on the board: how far it got (phase, round) and how
 //! it came out, derived each time from its records and never stored.
 //!
-//! - **live**: an attempt not ended that may still run or be answered, a
-//!   worker whose files show it working, or a driver holding the run's
-//!   lease. A live run is `running`, whatever happened before.
-//! - otherwise the lead events okstra writes decide: the newest of
-//!   `run-complete` (with its `verdict`, or `none` and a `reason`),
-//!   `run-interrupted`, `run-failed` and `run-cancelled` (`stopped`:
-//!   resumable, nobody drives it). A `run-start` / `run-resume` newer than
-//!   all of them ended without a new event (a resume that found everything
-//!   done records nothing again), so the newest `run-complete` still holds.
-//! - the report's `data.json`, checked by the one validate entry point
-//!   (`report::check_report`), says which way a completed run went:
-//!   `report-valid` (with its verdict and `crossVerified`), `report-invalid`,
-//!   or `ended-without-report`. A run with no end recorded and a valid
+//! Whether the run is still going, failed or was cancelled is the one rule
+//! of `derive::liveness` (`outcome`): an attempt that runs, a driver that
+//! holds the lease or a worker whose files show it working keep it
+//! `running`; an attempt the host holds keeps it going only while nothing
+//! stopped it. This line spells that outcome in the board's words:
+//!
+//! - `running` — running, or waiting for the host (its reason says so);
+//! - `stopped` — failed by an error, interrupted or cancelled, with the
+//!   line that resumes it;
+//! - `report-valid` (with its verdict and `crossVerified`),
+//!   `report-invalid`, `ended-without-report` — the newest `run-complete`
+//!   and the report's `data.json`, checked by the one validate entry point
+//!   (`report::check_report`). A run with no end recorded and a valid
 //!   report (a lead that validated by hand) is `report-valid` too.
 //!
-//! [`judge`] is the rule, pure and unit-tested; [`run_line`] gathers its
-//! inputs. The report is checked only when nothing is live.
+//! The derived outcome travels beside it as `state` (`running`,
+//! `waiting-for-host`, `done`, `failed`, `cancelled`).
+//!
+//! [`judge`] is the rule's spelling, pure and unit-tested; [`run_line`]
+//! gathers its inputs. The report is checked only when nothing runs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -28,6 +31,7 @@ use serde_json::Value;
 
 use super::DISPATCH_EVENT;
 use crate::clock;
+use crate::derive::liveness;
 use crate::fsread;
 use crate::lifecycle::Run;
 use crate::run::events::EventKind;
@@ -64,6 +68,9 @@ impl Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct RunLine {
     pub outcome: Outcome,
+    /// The run's outcome as every command derives it (`derive::liveness`):
+    /// `running`, `waiting-for-host`, `done`, `failed` or `cancelled`.
+    pub state: liveness::Outcome,
     /// [`Outcome::is_active`].
     pub active: bool,
     /// The phase of the newest `phase-start` event, else of the newest
@@ -162,22 +169,10 @@ pub struct Events {
     /// The newest of `run-start`, `run-resume`, `run-complete`,
     /// `run-interrupted`, `run-failed`, `run-cancelled`.
     pub last_lifecycle: Option<Event>,
-    /// The newest `run-complete`.
-    pub last_complete: Option<Event>,
     /// When each worker was last recorded dispatched (`worker-dispatched`
     /// with `--field dispatchName=<name>`), Unix seconds.
     pub dispatched: HashMap<String, i64>,
 }
-
-/// The kinds that start or end a drive of the run.
-const LIFECYCLE: [EventKind; 6] = [
-    EventKind::RunStart,
-    EventKind::RunResume,
-    EventKind::RunComplete,
-    EventKind::RunInterrupted,
-    EventKind::RunFailed,
-    EventKind::RunCancelled,
-];
 
 impl Events {
     pub fn read(path: &Path) -> Events {
@@ -212,7 +207,7 @@ impl Events {
                 if let Some(phase) = field("phase") {
                     events.phase = Some(phase.to_owned());
                 }
-            } else if LIFECYCLE.contains(&kind) {
+            } else if crate::run::events::LIFECYCLE.contains(&kind) {
                 let found = Event {
                     kind,
                     fields: fields
@@ -224,9 +219,6 @@ impl Events {
                         })
                         .unwrap_or_default(),
                 };
-                if kind == EventKind::RunComplete {
-                    events.last_complete = Some(found.clone());
-                }
                 events.last_lifecycle = Some(found);
             }
         }
@@ -247,26 +239,16 @@ pub enum ReportCheck {
     Invalid(Vec<String>),
 }
 
-/// How the run came out, and why in one line: the rule. `report` is
-/// `None` when it was not checked (the run is live).
+/// How the run came out, and why in one line, in the board's words:
+/// `derived` is the run's outcome (`derive::liveness`), `end` the newest
+/// lifecycle event, `report` the report as checked (`None` while the run
+/// runs: it was not checked).
 pub fn judge(
-    live: bool,
-    events: &Events,
+    derived: liveness::Outcome,
+    end: Option<&Event>,
     attempts: usize,
     report: Option<&ReportCheck>,
 ) -> (Outcome, Option<String>) {
-    let report = match report {
-        Some(report) if !live => report,
-        _ => return (Outcome::Running, None),
-    };
-    // A drive that started after the last end and recorded none ended
-    // the way the run had ended before (or halted for its host).
-    let end = match &events.last_lifecycle {
-        Some(event) if matches!(event.kind, EventKind::RunStart | EventKind::RunResume) => {
-            events.last_complete.as_ref()
-        }
-        other => other.as_ref(),
-    };
     let field = |event: &Event, key: &str| event.fields.get(key).cloned();
     let resume = |event: &Event| {
         field(event, "resume").map_or_else(String::new, |line| format!("; resume with `{line}`"))
@@ -279,48 +261,62 @@ pub fn judge(
             problems.first().map_or("", String::as_str)
         )
     };
-    match end {
-        Some(event) if event.kind == EventKind::RunComplete => match report {
-            ReportCheck::Valid { .. } => (Outcome::ReportValid, None),
-            ReportCheck::Invalid(problems) => (
-                Outcome::ReportInvalid,
-                Some(field(event, "reason").unwrap_or_else(|| invalid(problems))),
-            ),
-            ReportCheck::Missing => (
-                Outcome::EndedWithoutReport,
-                Some(
-                    field(event, "reason")
-                        .unwrap_or_else(|| "its report is no longer there".to_owned()),
-                ),
-            ),
-        },
-        Some(event) => {
-            let why = match event.kind {
-                EventKind::RunInterrupted => format!(
-                    "interrupted by {}",
-                    field(event, "signal").unwrap_or_else(|| "a signal".into())
-                ),
-                EventKind::RunFailed => format!(
-                    "failed: {}",
-                    field(event, "error").unwrap_or_else(|| "no reason recorded".into())
-                ),
-                _ => "cancelled".to_owned(),
-            };
-            (Outcome::Stopped, Some(format!("{why}{}", resume(event))))
-        }
-        None => match report {
-            ReportCheck::Valid { .. } => (Outcome::ReportValid, None),
-            ReportCheck::Invalid(problems) => (
-                Outcome::Running,
-                Some(format!(
+    let reason = |event: &Event| {
+        liveness::End::of_event(event.kind.as_str(), &event.fields)
+            .and_then(|end| end.reason().map(str::to_owned))
+    };
+    match derived {
+        liveness::Outcome::Running | liveness::Outcome::WaitingForHost => {
+            let why = match report {
+                _ if derived == liveness::Outcome::WaitingForHost => {
+                    Some("waiting for the host's answer".to_owned())
+                }
+                Some(ReportCheck::Invalid(problems)) => Some(format!(
                     "its report is not valid yet ({}); the lead repairs it",
                     invalid(problems)
                 )),
+                _ if attempts == 0 => Some("nothing dispatched yet".to_owned()),
+                _ => None,
+            };
+            (Outcome::Running, why)
+        }
+        liveness::Outcome::Done => (Outcome::ReportValid, None),
+        liveness::Outcome::Cancelled => {
+            let why = end.map_or_else(
+                || "cancelled".to_owned(),
+                |event| {
+                    format!(
+                        "{}{}",
+                        reason(event).unwrap_or_else(|| "cancelled".to_owned()),
+                        resume(event)
+                    )
+                },
+            );
+            (Outcome::Stopped, Some(why))
+        }
+        liveness::Outcome::Failed => match end {
+            Some(event) if event.kind == EventKind::RunComplete => match report {
+                Some(ReportCheck::Invalid(problems)) => (
+                    Outcome::ReportInvalid,
+                    Some(field(event, "reason").unwrap_or_else(|| invalid(problems))),
+                ),
+                _ => (
+                    Outcome::EndedWithoutReport,
+                    Some(
+                        field(event, "reason")
+                            .unwrap_or_else(|| "its report is no longer there".to_owned()),
+                    ),
+                ),
+            },
+            Some(event) => (
+                Outcome::Stopped,
+                Some(format!(
+                    "failed: {}{}",
+                    reason(event).unwrap_or_else(|| "no reason recorded".to_owned()),
+                    resume(event)
+                )),
             ),
-            ReportCheck::Missing if attempts == 0 => {
-                (Outcome::Running, Some("nothing dispatched yet".to_owned()))
-            }
-            ReportCheck::Missing => (Outcome::Running, None),
+            None => (Outcome::Stopped, Some("failed".to_owned())),
         },
     }
 }
@@ -354,25 +350,36 @@ pub fn check_report(run: &Run) -> ReportCheck {
 }
 
 /// The run's line: its phase and round from the records, its outcome by
-/// [`judge`].
-/// `report` checks the report; it is asked only when nothing is live and
-/// `has_report` (data.json exists).
+/// `derive::liveness::outcome` spelt by [`judge`]. `latest` is the state of
+/// each dispatch's latest attempt; `driven`, whether a driver holds the run
+/// or a worker's files show it working. `report` checks the report; it is
+/// asked only when nothing runs and `has_report` (data.json exists).
 pub fn run_line(
     run: &Run,
     state: &TeamState,
     events: &Events,
-    live: bool,
+    latest: &[liveness::State],
+    driven: bool,
     has_report: bool,
     report: impl FnOnce() -> ReportCheck,
 ) -> RunLine {
-    let report = if live {
+    let running = driven || latest.iter().any(|life| life.is_running());
+    let report = if running {
         None
     } else if has_report {
         Some(report())
     } else {
         Some(ReportCheck::Missing)
     };
-    let (outcome, reason) = judge(live, events, state.dispatches.len(), report.as_ref());
+    let end = events.last_lifecycle.as_ref();
+    let facts = liveness::RunFacts {
+        attempts: latest.to_vec(),
+        driven,
+        end: end.and_then(|event| liveness::End::of_event(event.kind.as_str(), &event.fields)),
+        report_valid: matches!(report, Some(ReportCheck::Valid { .. })),
+    };
+    let derived = liveness::outcome(&facts);
+    let (outcome, reason) = judge(derived, end, state.dispatches.len(), report.as_ref());
     let (verdict, cross_verified) = match &report {
         Some(ReportCheck::Valid {
             verdict,
@@ -382,7 +389,8 @@ pub fn run_line(
     };
     RunLine {
         outcome,
-        active: outcome.is_active(),
+        state: derived,
+        active: derived.is_active(),
         phase: events
             .phase
             .clone()
@@ -409,22 +417,24 @@ mod tests {
         }
     }
 
-    fn events(last: Option<Event>, complete: Option<Event>) -> Events {
-        Events {
-            last_lifecycle: last,
-            last_complete: complete,
-            ..Events::default()
-        }
-    }
-
     #[test]
-    fn the_outcome_follows_the_records() {
+    fn the_outcome_is_spelt_in_the_boards_words() {
+        use liveness::Outcome as Derived;
+        /// (name, derived, newest end, attempts, report, outcome, reason)
+        type Row<'a> = (
+            &'a str,
+            Derived,
+            Option<&'a Event>,
+            usize,
+            Option<&'a ReportCheck>,
+            Outcome,
+            Option<&'a str>,
+        );
         let valid = ReportCheck::Valid {
             verdict: Some("HEALTHY".into()),
             cross_verified: Some(true),
         };
         let invalid = ReportCheck::Invalid(vec!["/x: [schema] bad".into()]);
-        let done = event(EventKind::RunComplete, &[("verdict", "HEALTHY")]);
         let none = event(
             EventKind::RunComplete,
             &[
@@ -432,73 +442,126 @@ mod tests {
                 ("reason", "the report writer did not complete"),
             ],
         );
-        let resumed = event(EventKind::RunResume, &[]);
+        let done = event(EventKind::RunComplete, &[("verdict", "HEALTHY")]);
         let interrupted = event(
             EventKind::RunInterrupted,
             &[("signal", "SIGINT"), ("resume", "okstra run r")],
         );
-        let outcome = |live, e: &Events, attempts, report| judge(live, e, attempts, report).0;
-        // Live is running, whatever came before.
-        assert_eq!(
-            outcome(
-                true,
-                &events(Some(done.clone()), Some(done.clone())),
+        let cancelled = event(EventKind::RunCancelled, &[("stopped", "0")]);
+        let failed = event(
+            EventKind::RunFailed,
+            &[("error", "boom"), ("resume", "okstra next r --resume")],
+        );
+        let table: Vec<Row<'_>> = vec![
+            (
+                "runs",
+                Derived::Running,
+                Some(&done),
                 3,
-                None
+                None,
+                Outcome::Running,
+                None,
             ),
-            Outcome::Running
-        );
-        let ended = events(Some(done.clone()), Some(done.clone()));
-        assert_eq!(
-            outcome(false, &ended, 3, Some(&valid)),
-            Outcome::ReportValid
-        );
-        assert_eq!(
-            outcome(false, &ended, 3, Some(&invalid)),
-            Outcome::ReportInvalid
-        );
-        assert_eq!(
-            outcome(false, &ended, 3, Some(&ReportCheck::Missing)),
-            Outcome::EndedWithoutReport
-        );
-        let without = events(Some(none.clone()), Some(none.clone()));
-        assert_eq!(
-            judge(false, &without, 3, Some(&ReportCheck::Missing)),
             (
+                "nothing yet",
+                Derived::Running,
+                None,
+                0,
+                Some(&ReportCheck::Missing),
+                Outcome::Running,
+                Some("nothing dispatched yet"),
+            ),
+            (
+                "with the host",
+                Derived::WaitingForHost,
+                None,
+                2,
+                Some(&ReportCheck::Missing),
+                Outcome::Running,
+                Some("waiting for the host's answer"),
+            ),
+            (
+                "being repaired",
+                Derived::Running,
+                None,
+                3,
+                Some(&invalid),
+                Outcome::Running,
+                Some(
+                    "its report is not valid yet (1 problem, the first: /x: [schema] bad); the lead repairs it",
+                ),
+            ),
+            (
+                "done",
+                Derived::Done,
+                Some(&done),
+                3,
+                Some(&valid),
+                Outcome::ReportValid,
+                None,
+            ),
+            (
+                "ended without a report",
+                Derived::Failed,
+                Some(&none),
+                3,
+                Some(&ReportCheck::Missing),
                 Outcome::EndedWithoutReport,
-                Some("the report writer did not complete".into())
-            )
-        );
-        // A resume that recorded no new end: the last end holds.
-        let again = events(Some(resumed.clone()), Some(none));
-        assert_eq!(
-            outcome(false, &again, 3, Some(&ReportCheck::Missing)),
-            Outcome::EndedWithoutReport
-        );
-        // Interrupted after its end: stopped, with the resume line.
-        let stopped = events(Some(interrupted), Some(done));
-        assert_eq!(
-            judge(false, &stopped, 3, Some(&valid)),
+                Some("the report writer did not complete"),
+            ),
             (
+                "report removed",
+                Derived::Failed,
+                Some(&done),
+                3,
+                Some(&ReportCheck::Missing),
+                Outcome::EndedWithoutReport,
+                Some("its report is no longer there"),
+            ),
+            (
+                "report broken",
+                Derived::Failed,
+                Some(&done),
+                3,
+                Some(&invalid),
+                Outcome::ReportInvalid,
+                Some("1 problem, the first: /x: [schema] bad"),
+            ),
+            (
+                "interrupted",
+                Derived::Cancelled,
+                Some(&interrupted),
+                3,
+                Some(&valid),
                 Outcome::Stopped,
-                Some("interrupted by SIGINT; resume with `okstra run r`".into())
-            )
-        );
-        // No end recorded: a valid report ends it, anything else runs.
-        let quiet = events(None, None);
-        assert_eq!(
-            outcome(false, &quiet, 3, Some(&valid)),
-            Outcome::ReportValid
-        );
-        assert_eq!(outcome(false, &quiet, 3, Some(&invalid)), Outcome::Running);
-        assert_eq!(
-            judge(false, &quiet, 0, Some(&ReportCheck::Missing)),
-            (Outcome::Running, Some("nothing dispatched yet".into()))
-        );
-        assert_eq!(
-            outcome(false, &events(Some(resumed), None), 3, Some(&valid)),
-            Outcome::ReportValid
-        );
+                Some("interrupted by SIGINT; resume with `okstra run r`"),
+            ),
+            (
+                "cancelled",
+                Derived::Cancelled,
+                Some(&cancelled),
+                3,
+                Some(&ReportCheck::Missing),
+                Outcome::Stopped,
+                Some("cancelled with `okstra cancel`"),
+            ),
+            (
+                "a step failed",
+                Derived::Failed,
+                Some(&failed),
+                3,
+                Some(&ReportCheck::Missing),
+                Outcome::Stopped,
+                Some("failed: boom; resume with `okstra next r --resume`"),
+            ),
+        ];
+        for (name, derived, end, attempts, report, outcome, reason) in table {
+            assert_eq!(
+                judge(derived, end, attempts, report),
+                (outcome, reason.map(str::to_owned)),
+                "{name}"
+            );
+        }
         assert!(Outcome::Running.is_active());
         assert!(!Outcome::Stopped.is_active());
         assert!(!Outcome::ReportValid.is_active());
@@ -508,6 +571,7 @@ mod tests {
     fn the_line_says_everything_in_one_sentence() {
         let line = RunLine {
             outcome: Outcome::ReportValid,
+            state: liveness::Outcome::Done,
             active: false,
             phase: Some("6".into()),
             round: Some(2),
@@ -522,6 +586,7 @@ mod tests {
         );
         let line = RunLine {
             outcome: Outcome::Running,
+            state: liveness::Outcome::Running,
             active: true,
             phase: None,
             round: None,

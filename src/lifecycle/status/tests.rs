@@ -81,6 +81,7 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         landing: None,
         run: RunLine {
             outcome: Outcome::Running,
+            state: crate::derive::liveness::Outcome::Running,
             active: true,
             phase: Some("4".into()),
             round: None,
@@ -136,6 +137,7 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
         all_terminal_by_kind: BTreeMap::new(),
         run: RunLine {
             outcome: Outcome::Running,
+            state: crate::derive::liveness::Outcome::Running,
             active: true,
             phase: Some("5.5".into()),
             round: Some(2),
@@ -372,7 +374,7 @@ fn log_tail_returns_the_last_lines() {
 #[test]
 fn a_recorded_ending_is_the_state_whatever_the_files_say() {
     use super::classify::{Attempt, classify_attempt};
-    use crate::dispatch::select::Live;
+    use crate::derive::liveness::{self, Live};
     use crate::ending::Ending;
     use crate::run::team_state::AttemptState;
 
@@ -388,8 +390,7 @@ fn a_recorded_ending_is_the_state_whatever_the_files_say() {
             let verdict = classify_attempt(
                 &Attempt {
                     state: AttemptState::Ended(*ending),
-                    native: false,
-                    live: Live::Nothing,
+                    life: liveness::attempt_state(Some(*ending), false, Live::Nothing),
                     detail: Some("why"),
                     evidence,
                 },
@@ -410,15 +411,14 @@ fn a_recorded_ending_is_the_state_whatever_the_files_say() {
 #[test]
 fn an_attempt_not_ended_is_refined_by_what_still_runs() {
     use super::classify::{Attempt, classify_attempt};
-    use crate::dispatch::select::Live;
+    use crate::derive::liveness::{self, Live};
     use crate::run::team_state::AttemptState;
 
     let attempt = |state, native, live, evidence| {
         classify_attempt(
             &Attempt {
                 state,
-                native,
-                live,
+                life: liveness::attempt_state(None, native, live),
                 detail: Some("waiting for 512 MiB of free memory"),
                 evidence,
             },
