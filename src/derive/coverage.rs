@@ -140,6 +140,11 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
         .collect();
     let provider = assignment.provider;
     let has = |isolation: Isolation| used.contains(&isolation);
+    // The Executor's branch, as its notes name it.
+    let branch = mine
+        .iter()
+        .find_map(|r| r.branch.as_ref().map(|b| b.name.clone()))
+        .map_or_else(String::new, |name| format!(" `{name}`"));
     let note = if has(Isolation::None) {
         format!(
             "{provider} has no read-only mode and no copy of the project could be made for it, so it ran in the project itself (allowed by `--allow-unisolated`)"
@@ -158,15 +163,9 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
             .find_map(|r| r.workspace.as_ref()?.snapshot_ref.clone())
             .map_or_else(String::new, |reference| format!(" (`{reference}`)"));
         match assignment.role {
-            Role::Executor => {
-                let branch = mine
-                    .iter()
-                    .find_map(|r| r.branch.as_ref().map(|b| b.name.clone()))
-                    .map_or_else(String::new, |name| format!(" `{name}`"));
-                format!(
-                    "the Executor worked in its own git copy of the run's snapshot of the working tree{snapshot}; its change is on the branch{branch} and reaches the project only through `okstra land`"
-                )
-            }
+            Role::Executor => format!(
+                "the Executor worked in its own git copy of the run's snapshot of the working tree{snapshot}; its change is on the branch{branch} and reaches the project only through `okstra land`"
+            ),
             Role::Verifier => format!(
                 "{provider} worked in a git copy holding the Executor's change on the run's snapshot of the working tree{snapshot}, never in the project itself"
             ),
@@ -176,15 +175,9 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
         }
     } else if has(Isolation::Landlock) {
         match assignment.role {
-            Role::Executor => {
-                let branch = mine
-                    .iter()
-                    .find_map(|r| r.branch.as_ref().map(|b| b.name.clone()))
-                    .map_or_else(String::new, |name| format!(" `{name}`"));
-                format!(
-                    "the Executor worked in its own git copy of the run's snapshot of the working tree, confined to it by Landlock (it could not write the project); its change is on the branch{branch} and reaches the project only through `okstra land`"
-                )
-            }
+            Role::Executor => format!(
+                "the Executor worked in its own git copy of the run's snapshot of the working tree, confined to it by Landlock (it could not write the project); its change is on the branch{branch} and reaches the project only through `okstra land`"
+            ),
             Role::Verifier => format!(
                 "{provider} read the Executor's git copy (its change on the run's snapshot of the working tree) under Landlock, which let it write nothing there nor in the project"
             ),
