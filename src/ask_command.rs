@@ -47,16 +47,21 @@ pub fn ask_command(args: &AskArgs) -> Result<ExitStatus> {
             "missing the question: give it inline (`okstra ask \"Why are reservations oversold?\"`), as `-` to read it from stdin, or as `--task-brief FILE`"
         );
     }
-    fill_defaults(&mut launch, question.as_deref(), &cwd);
+    let text = fill_defaults(&mut launch, question.as_deref(), &cwd);
     crate::bundle::prepare();
     let env = |name: &str| std::env::var(name).ok();
+    // The profile the question asks for, unless a flag decides it.
+    let suggested = (launch.task_type.is_none() && launch.focus.is_none())
+        .then(|| text.as_deref().map(crate::profile::suggest))
+        .flatten();
     let inputs = Inputs {
         question: question.as_deref(),
         default_task_type: true,
+        suggested: suggested.as_ref().map(|s| s.profile),
     };
     let mut settings = settings::resolve_inputs(&launch, inputs, &env, &cwd)?;
     settings.engine = crate::run::settings::RunSettings::given(&args.engine);
-    show(&settings);
+    show(&settings, &launch, suggested.as_ref());
     if args.lead || settings.render_only {
         return crate::launch::render_and_start(&settings);
     }
@@ -104,10 +109,27 @@ fn question(args: &AskArgs) -> Result<Option<String>> {
 
 /// The task key's defaults, for each part no flag gave: the repository's
 /// name, the `ask` group, and a task id made from the question (or the
-/// brief file's first line) that the project has not used.
-fn fill_defaults(launch: &mut crate::cli::LaunchArgs, question: Option<&str>, cwd: &Path) {
+/// brief file's first line) that the project has not used. Returns the
+/// question's text (the brief file's, for `--task-brief`), when there is
+/// one yet.
+fn fill_defaults(
+    launch: &mut crate::cli::LaunchArgs,
+    question: Option<&str>,
+    cwd: &Path,
+) -> Option<String> {
+    let text = question.map(str::to_owned).or_else(|| {
+        let brief = launch.task_brief.as_ref()?;
+        let path: PathBuf = if brief.is_absolute() {
+            brief.clone()
+        } else {
+            cwd.join(brief)
+        };
+        crate::fsread::read(&path, crate::fsread::Kind::Brief)
+            .ok()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    });
     if launch.task_key.is_some() {
-        return;
+        return text;
     }
     let root = match &launch.project_root {
         Some(path) if path.is_absolute() => path.clone(),
@@ -124,32 +146,51 @@ fn fill_defaults(launch: &mut crate::cli::LaunchArgs, question: Option<&str>, cw
         .get_or_insert_with(|| settings::DEFAULT_TASK_GROUP.to_owned())
         .clone();
     if launch.task_id.is_none() {
-        let text = question.map(str::to_owned).or_else(|| {
-            let brief = launch.task_brief.as_ref()?;
-            let path: PathBuf = if brief.is_absolute() {
-                brief.clone()
-            } else {
-                cwd.join(brief)
-            };
-            crate::fsread::read(&path, crate::fsread::Kind::Brief)
-                .ok()
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        });
         // Without a question yet (asked on a terminal), settings asks for
         // the task id with one made from the answer.
-        if let Some(text) = text {
+        if let Some(text) = &text {
             launch.task_id = Some(settings::unique_task_id(
                 &root,
                 &project_id,
                 &task_group,
-                &text,
+                text,
             ));
         }
     }
+    text
 }
 
-/// What was chosen for the user, before anything starts.
-fn show(settings: &Settings) {
+/// What was chosen for the user, before anything starts: the run, and the
+/// profile it follows and why.
+fn show(
+    settings: &Settings,
+    launch: &crate::cli::LaunchArgs,
+    suggested: Option<&crate::profile::Suggestion>,
+) {
+    let profile = crate::profile::Profile {
+        task_type: settings.task_type,
+        focus: settings.focus,
+    };
+    let why = if launch.task_type.is_some() || launch.focus.is_some() {
+        "as the flags say".to_owned()
+    } else {
+        match suggested {
+            Some(suggestion) if suggestion.profile == profile => {
+                format!("because {}", suggestion.why)
+            }
+            Some(_) => "because the task's last run recommends it".to_owned(),
+            None => "the default".to_owned(),
+        }
+    };
+    diag::progress(format_args!(
+        "profile: {}, {why} (`--task-type` and `--focus` choose another)",
+        profile.name()
+    ));
+    show_run(settings);
+}
+
+/// The run `ask` starts.
+fn show_run(settings: &Settings) {
     let roster: Vec<String> = settings
         .analysers
         .iter()

@@ -36,6 +36,15 @@ closed_set! {
 }
 
 closed_set! {
+    /// A variant of a task type's profile, made for one kind of question
+    /// (`--focus`, `okstra ask`'s choice): see `crate::profile`.
+    Focus {
+        /// The defect hunt of `project-analysis`: every claim a defect.
+        Defects => "defects",
+    }
+}
+
+closed_set! {
     /// The host that runs the lead session (its adapter).
     LeadRuntime {
         ClaudeCode => "claude-code",

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueHint};
 
-use crate::catalog::{LeadRuntime, Provider, TaskType};
+use crate::catalog::{Focus, LeadRuntime, Provider, TaskType};
 use crate::cli_examples as examples;
 
 mod converge_args;
@@ -342,6 +342,17 @@ pub struct LaunchArgs {
     /// workflow.nextRecommendedPhase when resuming a task key.
     #[arg(long, value_name = "TASK_TYPE", value_parser = Offered::of(TaskType::ALL), hide_possible_values = true)]
     pub task_type: Option<String>,
+
+    /// A variant of the task type's profile: `defects` is the defect hunt of
+    /// project-analysis.
+    ///
+    /// With `--focus defects` every claim a worker writes is a defect (the
+    /// input that triggers it, what happens, what should), with a
+    /// reproduction where one can run, ranked by how likely a user hits it;
+    /// the description shrinks to a paragraph of scope. `okstra ask` picks it
+    /// for a question that asks for bugs, defects or vulnerabilities.
+    #[arg(long, value_name = "FOCUS", value_parser = Offered::of(Focus::ALL))]
+    pub focus: Option<String>,
 
     /// Comma-separated roster. Providers: claude, codex, antigravity, grok,
     /// kimi; plus report-writer. [default: claude,codex,report-writer]

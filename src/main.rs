@@ -52,6 +52,7 @@ mod lead;
 mod lifecycle;
 mod preflight;
 mod process_group;
+mod profile;
 mod provider_exec;
 mod publish;
 mod report;

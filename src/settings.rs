@@ -19,8 +19,8 @@ use regex::Regex;
 
 use crate::ask::{Ask, Prompt, Question, Terminal};
 use crate::catalog::{
-    self, EXECUTOR_PROVIDERS, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS, Role,
-    TaskType, WorkCategory, one_of,
+    self, EXECUTOR_PROVIDERS, Focus, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS,
+    Role, TaskType, WorkCategory, one_of,
 };
 use crate::cli::LaunchArgs;
 use crate::resume::RunRef;
@@ -63,6 +63,9 @@ pub enum Continuation {
 )]
 pub struct Settings {
     pub task_type: TaskType,
+    /// The variant of the task type's profile (`--focus`, or what `okstra
+    /// ask` suggested for the question).
+    pub focus: Option<Focus>,
     pub task_key: TaskKey,
     pub project_root: PathBuf,
     /// The brief's file; `None` when the question was given as text
@@ -125,9 +128,7 @@ impl Models {
 /// default a prompt offers).
 pub const DEFAULT_TASK_GROUP: &str = "ask";
 
-/// The task type a question gets when none is given (`okstra ask`, and the
-/// default a prompt offers).
-pub const DEFAULT_TASK_TYPE: TaskType = TaskType::ProjectAnalysis;
+pub use crate::profile::DEFAULT_TASK_TYPE;
 
 /// What a launch knows besides its flags: `okstra ask`'s question, and
 /// whether a missing task type falls back to [`DEFAULT_TASK_TYPE`] instead
@@ -140,6 +141,10 @@ pub struct Inputs<'a> {
     /// Without `--task-type`: ask on a terminal (this the default), use it
     /// without one.
     pub default_task_type: bool,
+    /// The profile the question suggests (`profile::suggest`): the default
+    /// task type in place of [`DEFAULT_TASK_TYPE`], and its focus when the
+    /// run takes that task type without `--focus`.
+    pub suggested: Option<crate::profile::Profile>,
 }
 
 /// Resolve and validate the launcher's arguments, asking on the terminal for
@@ -254,6 +259,7 @@ pub(crate) fn resolve_full(
     let history = crate::resume::runs(&project_root, &task_key)?;
     let previous = previous_run(&history, &request, &task_key)?;
     let task_type = task_type(args, inputs, &request, previous, &history, &mut prompt)?;
+    let focus = focus(args, inputs, task_type)?;
     let (task_brief, mut brief_text) = match early_brief {
         Some(brief) => brief,
         None => task_brief(args, inputs.question, cwd, &mut prompt)?,
@@ -277,6 +283,7 @@ pub(crate) fn resolve_full(
 
     Ok(Settings {
         task_type,
+        focus,
         task_key,
         project_root,
         task_brief,
@@ -629,7 +636,7 @@ fn task_type(
             if let Some(task_type) = crate::resume::next_phase(history)? {
                 task_type
             } else if inputs.default_task_type && !prompt.interactive {
-                DEFAULT_TASK_TYPE
+                inputs.suggested.map_or(DEFAULT_TASK_TYPE, |p| p.task_type)
             } else {
                 let choices: Vec<&str> = TaskType::ALL.iter().map(|t| t.as_str()).collect();
                 prompt.checked(
@@ -637,7 +644,13 @@ fn task_type(
                         flag: "task-type",
                         hint: None,
                         choices: &choices,
-                        default: Some(DEFAULT_TASK_TYPE.as_str().to_owned()),
+                        default: Some(
+                            inputs
+                                .suggested
+                                .map_or(DEFAULT_TASK_TYPE, |p| p.task_type)
+                                .as_str()
+                                .to_owned(),
+                        ),
                     },
                     None,
                     |raw| parse_value::<TaskType>("--task-type", raw),
@@ -655,6 +668,24 @@ fn task_type(
         );
     }
     Ok(task_type)
+}
+
+/// `--focus`, which must be a variant of `task_type`; without it, the
+/// suggested profile's when the run takes its task type.
+fn focus(args: &LaunchArgs, inputs: Inputs<'_>, task_type: TaskType) -> Result<Option<Focus>> {
+    let Some(raw) = args.focus.as_deref() else {
+        return Ok(inputs
+            .suggested
+            .filter(|p| p.task_type == task_type)
+            .and_then(|p| p.focus));
+    };
+    let focus = parse_value::<Focus>("--focus", raw)?;
+    if !crate::profile::Profile::allows(task_type, focus) {
+        bail!(
+            "`--focus {focus}` is a variant of `project-analysis`, not of `{task_type}`: drop `--focus` or pass `--task-type project-analysis`"
+        );
+    }
+    Ok(Some(focus))
 }
 
 /// The brief: `question` (text given inline or on stdin), else

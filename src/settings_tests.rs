@@ -390,6 +390,7 @@ fn a_question_needs_no_brief_file_and_defaults_the_task_type() {
     let inputs = Inputs {
         question: Some("What does the inventory module do?"),
         default_task_type: true,
+        suggested: None,
     };
     let settings = resolve_full(&args, inputs, &|_| None, dir.path(), false, &mut NoAsk).unwrap();
     assert_eq!(settings.task_type, DEFAULT_TASK_TYPE);
@@ -397,6 +398,7 @@ fn a_question_needs_no_brief_file_and_defaults_the_task_type() {
     let blank = Inputs {
         question: Some(" \n"),
         default_task_type: true,
+        suggested: None,
     };
     let err = resolve_full(&args, blank, &|_| None, dir.path(), false, &mut NoAsk).unwrap_err();
     assert!(
@@ -422,4 +424,83 @@ fn derived_task_ids_never_reuse_an_earlier_task() {
     fs::create_dir_all(repo.join(".git")).unwrap();
     fs::create_dir_all(repo.join("sub/dir")).unwrap();
     assert_eq!(default_project_id(&repo.join("sub/dir")), "my-repo");
+}
+
+/// (--task-type, --focus, suggested, expected task type and focus)
+type FocusRow = (
+    Option<&'static str>,
+    Option<&'static str>,
+    Option<crate::profile::Profile>,
+    (TaskType, Option<crate::catalog::Focus>),
+);
+
+#[test]
+fn the_focus_is_the_flags_or_the_suggested_profiles_for_its_task_type() {
+    use crate::catalog::Focus;
+    use crate::profile::Profile;
+    let dir = tempfile::tempdir().unwrap();
+    let hunt = Profile {
+        task_type: TaskType::ProjectAnalysis,
+        focus: Some(Focus::Defects),
+    };
+    let rows: [FocusRow; 5] = [
+        (
+            None,
+            None,
+            Some(hunt),
+            (TaskType::ProjectAnalysis, Some(Focus::Defects)),
+        ),
+        (None, None, None, (DEFAULT_TASK_TYPE, None)),
+        (
+            Some("error-analysis"),
+            None,
+            Some(hunt),
+            (TaskType::ErrorAnalysis, None),
+        ),
+        (
+            Some("project-analysis"),
+            Some("defects"),
+            None,
+            (TaskType::ProjectAnalysis, Some(Focus::Defects)),
+        ),
+        (
+            None,
+            None,
+            Some(Profile::of(TaskType::ErrorAnalysis)),
+            (TaskType::ErrorAnalysis, None),
+        ),
+    ];
+    for (task_type, focus, suggested, expected) in rows {
+        let mut args = base(dir.path());
+        args.task_type = task_type.map(str::to_owned);
+        args.focus = focus.map(str::to_owned);
+        let inputs = Inputs {
+            question: None,
+            default_task_type: true,
+            suggested,
+        };
+        let settings =
+            resolve_full(&args, inputs, &|_| None, dir.path(), false, &mut NoAsk).unwrap();
+        assert_eq!(
+            (settings.task_type, settings.focus),
+            expected,
+            "{task_type:?} {focus:?} {suggested:?}"
+        );
+    }
+    let mut args = base(dir.path());
+    args.task_type = Some("feature-analysis".into());
+    args.focus = Some("defects".into());
+    let err = resolve_full(
+        &args,
+        Inputs::default(),
+        &|_| None,
+        dir.path(),
+        false,
+        &mut NoAsk,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`--focus defects` is a variant of `project-analysis`, not of `feature-analysis`: drop `--focus` or pass `--task-type project-analysis`"
+    );
 }

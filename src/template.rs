@@ -69,7 +69,22 @@ pub fn environment() -> Environment<'static> {
     );
     env.set_auto_escape_callback(auto_escape);
     env.set_loader(|name| Ok(source(name).map(str::to_owned)));
+    env.add_filter("beneath", beneath);
     env
+}
+
+/// `{{ path | beneath(root) }}`: `path` relative to `root` when it lies
+/// inside it (`results/claude-worker.md`), else `path` as it is. A prompt
+/// names its root once and every other path relative to it.
+fn beneath(path: &str, root: &str) -> String {
+    Path::new(path)
+        .strip_prefix(root)
+        .ok()
+        .filter(|relative| !relative.as_os_str().is_empty())
+        .map_or_else(
+            || path.to_owned(),
+            |relative| relative.display().to_string(),
+        )
 }
 
 /// `name.html.j2` (or `.html`) escapes for HTML; `.md.j2` and everything else
@@ -121,6 +136,19 @@ mod tests {
         assert_eq!(render("t.md.j2"), "a & <b>");
         assert_eq!(render("t.j2"), "a & <b>");
         assert_eq!(render("html.md.j2"), "a & <b>");
+    }
+
+    #[test]
+    fn paths_beneath_a_root_are_shown_relative_to_it() {
+        for (path, root, shown) in [
+            ("/r/run/results/a.md", "/r/run", "results/a.md"),
+            ("/r/run/results/a.md", "/r/run/", "results/a.md"),
+            ("/r/runs/a.md", "/r/run", "/r/runs/a.md"),
+            ("/r/run", "/r/run", "/r/run"),
+            ("/elsewhere/a.md", "/r/run", "/elsewhere/a.md"),
+        ] {
+            assert_eq!(beneath(path, root), shown, "{path} in {root}");
+        }
     }
 
     #[test]

@@ -86,6 +86,7 @@ pub(super) fn run_manifest(
         sequence: context.run.sequence,
         task_key: &context.task.key,
         task_type: settings.task_type,
+        focus: settings.focus,
         project_root: &settings.project_root,
         run_dir: &context.run.dir,
         lead_runtime: settings.lead_runtime,

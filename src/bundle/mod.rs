@@ -163,6 +163,9 @@ struct TaskView<'a> {
     task_group: &'a str,
     task_id: &'a str,
     r#type: TaskType,
+    /// The profile's template stem: the task type's, or a variant of it
+    /// (`defect-hunt`).
+    profile: &'static str,
     is_analysis: bool,
     work_category: Option<&'static str>,
     related_tasks: &'a [String],
@@ -619,6 +622,11 @@ fn render_files(
             task_group: &settings.task_key.task_group,
             task_id: &settings.task_key.task_id,
             r#type: settings.task_type,
+            profile: crate::profile::Profile {
+                task_type: settings.task_type,
+                focus: settings.focus,
+            }
+            .stem(),
             is_analysis: settings.task_type.is_analysis(),
             work_category: settings.work_category.map(WorkCategory::as_str),
             related_tasks: &settings.related_tasks,
@@ -667,7 +675,7 @@ fn render_files(
     }
     text(
         relative.instruction(PROFILE_FILE),
-        &format!("prompts/profiles/{}.md.j2", settings.task_type),
+        &format!("prompts/profiles/{}.md.j2", context.task.profile),
         base.clone(),
     )?;
     text(
@@ -686,6 +694,8 @@ fn render_files(
         .iter()
         .find(|a| a.role == Role::Executor)
         .map(|a| a.worker_id.as_str());
+    // The report writer's fields, from the schema it writes against.
+    let report_fields = crate::report::fields::digest(REPORT_SCHEMA, settings.task_type)?;
     for assignment in &roster {
         let workspace = worker_workspace(settings, run_id, assignment, containment, executor_id)?;
         text(
@@ -694,6 +704,7 @@ fn render_files(
             minijinja::context! {
                 assignment => Serde(assignment),
                 workspace => Serde(&workspace),
+                reportFields => (assignment.role == Role::ReportWriter).then_some(report_fields.as_str()),
                 ..base.clone()
             },
         )?;

@@ -1,6 +1,6 @@
 //! Which result sections are claims for the other workers to cross-check,
-//! and which describe: each task type's numbered sections, as its profile
-//! (`prompts/profiles/results/<task type>.md.j2`) lists them. Only items of
+//! and which describe: each profile's numbered sections, as its template
+//! (`prompts/profiles/results/<profile stem>.md.j2`) lists them. Only items of
 //! claim sections go to convergence; a description (purpose, components,
 //! flow, build steps, recommendations) is the worker's account, not a
 //! finding to vote on.
@@ -11,6 +11,7 @@
 //! review because a model named a section its own way.
 
 use crate::catalog::TaskType;
+use crate::profile::Profile;
 
 /// One numbered section of a task type's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,14 @@ const PROJECT_ANALYSIS: &[Section] = &[
     claim(5, "Findings"),
     description(6, "Recommendations"),
     description(7, "Answers to the brief"),
+];
+
+/// The defect hunt of `project-analysis`: a paragraph of scope, the
+/// defects, and answers the defects do not give.
+const DEFECT_HUNT: &[Section] = &[
+    description(1, "Scope"),
+    claim(2, "Defects"),
+    description(3, "Other answers to the brief"),
 ];
 
 const ERROR_ANALYSIS: &[Section] = &[
@@ -103,9 +112,12 @@ const IMPLEMENTATION: &[Section] = &[
     description(5, "Assessment"),
 ];
 
-/// The sections a reviewer of `task_type` writes, in order.
-pub fn sections(task_type: TaskType) -> &'static [Section] {
-    match task_type {
+/// The sections a reviewer of `profile` writes, in order.
+pub fn sections(profile: Profile) -> &'static [Section] {
+    if profile.stem() == "defect-hunt" {
+        return DEFECT_HUNT;
+    }
+    match profile.task_type {
         TaskType::ProjectAnalysis => PROJECT_ANALYSIS,
         TaskType::ErrorAnalysis => ERROR_ANALYSIS,
         TaskType::FeatureAnalysis => FEATURE_ANALYSIS,
@@ -130,10 +142,10 @@ fn heading_parts(heading: &str) -> (Option<u32>, String) {
     (digits.parse().ok(), title.trim().to_owned())
 }
 
-/// The section `heading` is, if it matches one of `task_type`'s.
-pub fn section_of(task_type: TaskType, heading: &str) -> Option<&'static Section> {
+/// The section `heading` is, if it matches one of `profile`'s.
+pub fn section_of(profile: Profile, heading: &str) -> Option<&'static Section> {
     let (number, title) = heading_parts(heading);
-    let sections = sections(task_type);
+    let sections = sections(profile);
     if !title.is_empty() {
         // The longest matching title wins: "findings and recommendations"
         // before "findings".
@@ -152,8 +164,8 @@ pub fn section_of(task_type: TaskType, heading: &str) -> Option<&'static Section
 }
 
 /// Whether an item under `heading` is a claim for convergence.
-pub fn is_claim(task_type: TaskType, heading: &str) -> bool {
-    section_of(task_type, heading).is_none_or(|s| s.claim)
+pub fn is_claim(profile: Profile, heading: &str) -> bool {
+    section_of(profile, heading).is_none_or(|s| s.claim)
 }
 
 #[cfg(test)]
@@ -162,7 +174,7 @@ mod tests {
 
     #[test]
     fn headings_match_by_title_then_number() {
-        let pa = TaskType::ProjectAnalysis;
+        let pa = Profile::of(TaskType::ProjectAnalysis);
         assert!(is_claim(pa, "5. Findings"));
         assert!(
             is_claim(pa, "1. Findings"),
@@ -180,21 +192,43 @@ mod tests {
             "an unknown section is reviewed"
         );
         assert!(is_claim(pa, ""), "items before any heading are reviewed");
-        let fa = TaskType::FeatureAnalysis;
+        let fa = Profile::of(TaskType::FeatureAnalysis);
         assert_eq!(
             section_of(fa, "6. Findings and recommendations").map(|s| s.number),
             Some(6)
         );
-        assert!(is_claim(TaskType::Implementation, "3. Defects"));
-        assert!(!is_claim(TaskType::Implementation, "4. Checks run"));
+        let implementation = Profile::of(TaskType::Implementation);
+        assert!(is_claim(implementation, "3. Defects"));
+        assert!(!is_claim(implementation, "4. Checks run"));
+        let hunt = Profile {
+            task_type: TaskType::ProjectAnalysis,
+            focus: Some(crate::catalog::Focus::Defects),
+        };
+        assert!(is_claim(hunt, "2. Defects"));
+        assert!(!is_claim(hunt, "1. Scope"));
+        assert!(!is_claim(hunt, "3. Other answers to the brief"));
     }
 
     /// The profile each worker reads marks the same sections as claims as
     /// this table: `N. **Title** *(claims …)*`.
     #[test]
     fn every_profile_marks_the_claim_sections_of_this_table() {
-        for &task_type in TaskType::ALL {
-            let name = format!("prompts/profiles/results/{task_type}.md.j2");
+        let variants = crate::catalog::Focus::ALL.iter().filter_map(|&focus| {
+            TaskType::ALL
+                .iter()
+                .find(|&&t| Profile::allows(t, focus))
+                .map(|&task_type| Profile {
+                    task_type,
+                    focus: Some(focus),
+                })
+        });
+        for profile in TaskType::ALL
+            .iter()
+            .map(|&t| Profile::of(t))
+            .chain(variants)
+        {
+            let task_type = profile.task_type;
+            let name = format!("prompts/profiles/results/{}.md.j2", profile.stem());
             let source = crate::template::source(&name).unwrap();
             let mut listed = Vec::new();
             let mut in_verifier = task_type != TaskType::Implementation;
@@ -214,7 +248,7 @@ mod tests {
                     listed.push((number, title.to_owned(), after.starts_with(" *(claims")));
                 }
             }
-            let expected: Vec<_> = sections(task_type)
+            let expected: Vec<_> = sections(profile)
                 .iter()
                 .map(|s| (s.number, s.title.to_owned(), s.claim))
                 .collect();

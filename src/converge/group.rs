@@ -1,5 +1,8 @@
-//! Claims of different workers whose anchors overlap in the same file:
-//! presented to a reviewer once, as one entry listing the members.
+//! Claims whose anchors overlap in the same file: presented to a reviewer
+//! once, as one entry listing the members (joined pair by pair across
+//! workers, so a group may hold two claims of one worker); and whether two
+//! claims overlap ([`overlap`]), which puts a reviewer's own claim beside
+//! another's.
 //!
 //! Two claims overlap when an anchor of each resolved (`verified`, or
 //! `moved` — then at the lines the excerpt was found on) to line ranges of
@@ -40,6 +43,17 @@ fn spans(anchors: &[Checked]) -> Vec<(String, u32, u32)> {
             (last >= first && last - first < MAX_GROUP_SPAN).then_some((path, first, last))
         })
         .collect()
+}
+
+/// Whether an anchor of `a` and one of `b` resolved to lines of the same
+/// file that share a line (the overlap that groups claims).
+pub fn overlap(a: &[Checked], b: &[Checked]) -> bool {
+    let theirs = spans(b);
+    spans(a).iter().any(|(path, first, last)| {
+        theirs
+            .iter()
+            .any(|(p, f, l)| p == path && f <= last && first <= l)
+    })
 }
 
 /// Union-find over item indexes.

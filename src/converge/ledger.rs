@@ -215,8 +215,10 @@ pub struct VerdictEntry {
     /// How the evidence's anchors resolved when the verdict was recorded.
     #[serde(flatten)]
     pub anchoring: Anchoring,
-    /// The reviewer answered "same claim as" this item: the evidence is the
-    /// one it gave there.
+    /// The reviewer said this claim is the same as that item: `same claim as
+    /// Item 3a` (the evidence is the one it gave there), or `same claim as
+    /// my F-2`, one of its own claims shown beside (the evidence is its
+    /// own check that follows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_as: Option<String>,
 }
@@ -350,6 +352,11 @@ pub struct Reviewer {
     pub heartbeat_path: PathBuf,
     /// The reviewer's batch in the order its prompt shows it.
     pub labels: Vec<Label>,
+    /// The reviewer's own claims its prompt shows as context beside the
+    /// claims they overlap (item ids): `same claim as my <id>` may name
+    /// one of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub own_context: Vec<String>,
 }
 
 /// A neutral label and the item it stands for.

@@ -21,6 +21,7 @@
 //! the implementation fix cycle's request and `fix_check` the verifiers'
 //! check of the fix pass.
 
+mod blind;
 pub mod claims;
 pub mod fix;
 pub mod fix_check;
@@ -162,7 +163,7 @@ impl RunInfo {
         let checked = anchors::check_results(&self.records.run, &to_check)
             .context("cannot check the results' anchors")?;
         drop(to_check);
-        let task_type = self.records.run.task_type;
+        let profile = self.records.run.profile();
         Ok(parsed_all
             .into_iter()
             .zip(checked)
@@ -171,7 +172,7 @@ impl RunInfo {
                     .into_iter()
                     .zip(anchorings)
                     .map(|(item, anchoring)| Found {
-                        claim: claims::is_claim(task_type, &item.section),
+                        claim: claims::is_claim(profile, &item.section),
                         anchoring: anchoring.into(),
                         item,
                     })

@@ -5,14 +5,19 @@
 //! type's claim sections; descriptions are not reviewed) to every other
 //! completed analyser; round N ≥ 2 sends every item the ledger holds open to
 //! every available analyser, the owner included, with the earlier verdicts.
-//! Claims of different workers at overlapping lines are one entry of the
-//! prompt (`Item 3a`, `Item 3b`: one verdict each). Each claim shows what
+//! Claims at overlapping lines are one entry of the prompt (`Item 3a`,
+//! `Item 3b`: one verdict each), headed for what it is, never as one
+//! claim; beside an entry, the reviewer is shown its own claims at the same
+//! lines as context (`ownContext`), which it may name `same claim as my
+//! <id>` (with two analysers nobody else sees both). Each claim shows what
 //! okstra found of its anchors when they did not simply verify. Blind by
 //! default: a reviewer sees `Item 1 … Item k` in an order shuffled by the
 //! plan's seed and its own worker id, never another worker's id, provider
-//! or model; only the plan maps labels back to `worker:item`.
+//! or model, and claim texts with worker names and item ids hidden
+//! (`blind`); only the plan maps labels back to `worker:item`.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
@@ -28,6 +33,7 @@ use crate::run::layout::RunLayout;
 use crate::run::roster::DispatchPaths;
 use crate::template;
 
+use super::blind::Blind;
 use super::ledger::{
     self, Anchoring, FORMAT_VERSION, Label, Ledger, Plan, PlanItem, Reviewer, StopReason,
     VerdictEntry,
@@ -139,6 +145,9 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
     };
     let available: BTreeSet<String>;
     let mut budget = Budget::default();
+    // Every claim a reviewer may be shown as its own, beside a claim of
+    // another that it overlaps.
+    let mut pool: Vec<OwnClaim> = Vec::new();
     if round == 1 {
         available = info.available(None);
         let claims = claims(&info)?;
@@ -149,10 +158,28 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
                 plan.items.push(planned);
             }
         }
+        pool.extend(plan.items.iter().map(|item| OwnClaim {
+            item_id: item.item_id.clone(),
+            owner: item.owner.clone(),
+            text: item.text.clone(),
+            anchors: item.anchoring.anchors.clone(),
+        }));
     } else {
         let mut ledger = ledger.unwrap_or_default();
         apply_rules(&info, &mut ledger);
         available = info.available(Some(&ledger));
+        pool.extend(
+            ledger
+                .items
+                .iter()
+                .filter(|item| !item.anchoring.fails() && !item.withdrawn)
+                .map(|item| OwnClaim {
+                    item_id: item.item_id.clone(),
+                    owner: item.owner.clone(),
+                    text: item.text.clone().unwrap_or_default(),
+                    anchors: item.anchoring.anchors.clone(),
+                }),
+        );
         for item in ledger.items.iter().filter(|item| item.open) {
             let owner = info
                 .analysers
@@ -201,7 +228,7 @@ pub fn plan(run_dir: &Path, round: u32, options: PlanOptions) -> Result<Plan> {
         None
     };
     let prompts = if plan.stopped_because.is_none() {
-        render_prompts(&info, &mut plan)?
+        render_prompts(&info, &mut plan, &pool)?
     } else {
         Vec::new()
     };
@@ -324,8 +351,17 @@ fn shuffle<T>(items: &mut [T], seed: u64) {
     }
 }
 
-/// One entry of a reviewer's prompt: one claim, or the claims of several
-/// workers at overlapping lines (each with its own label).
+/// A claim a reviewer may be shown as its own, as context beside a claim
+/// of another worker at overlapping lines.
+struct OwnClaim {
+    item_id: String,
+    owner: String,
+    text: String,
+    anchors: Vec<anchors::Checked>,
+}
+
+/// One entry of a reviewer's prompt: one claim, or claims at overlapping
+/// lines (each with its own label).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ShownEntry<'a> {
@@ -334,6 +370,31 @@ struct ShownEntry<'a> {
     /// The file and lines a group's claims share.
     at: Option<&'a str>,
     members: Vec<ShownItem<'a>>,
+    /// The reviewer's own claims at the same lines, as context.
+    own_context: Vec<ShownOwn<'a>>,
+}
+
+/// One of the reviewer's own claims, shown as context.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ShownOwn<'a> {
+    /// Its id in the reviewer's own result.
+    id: &'a str,
+    /// Its first cell, cut to [`GIST_CHARS`]: enough to recognise it.
+    text: Cow<'a, str>,
+}
+
+/// How much of its own claim a reviewer is reminded of.
+const GIST_CHARS: usize = 160;
+
+/// The first cell of a claim's table row (or the whole of a bullet), at
+/// most [`GIST_CHARS`] characters.
+fn gist(text: &str) -> Cow<'_, str> {
+    let first = text.split(" | ").next().unwrap_or(text).trim();
+    match first.char_indices().nth(GIST_CHARS) {
+        Some((cut, _)) => Cow::Owned(format!("{}…", &first[..cut])),
+        None => Cow::Borrowed(first),
+    }
 }
 
 /// One item as a reviewer's prompt shows it.
@@ -348,7 +409,8 @@ struct ShownItem<'a> {
     owner: Option<&'a str>,
     /// Its section; `None` when it is the one of the claim shown before.
     section: Option<&'a str>,
-    text: &'a str,
+    /// As written, or with worker names and item ids hidden (`blind`).
+    text: Cow<'a, str>,
     /// What okstra found of the item's anchors, when they did not simply
     /// verify.
     anchors: Option<String>,
@@ -362,8 +424,8 @@ struct ShownVerdict<'a> {
     /// `you`, `the owner`, `another reviewer`, or the worker id (not blind).
     reviewer: String,
     verdict: &'static str,
-    evidence: &'a str,
-    addition: Option<&'a str>,
+    evidence: Cow<'a, str>,
+    addition: Option<Cow<'a, str>>,
 }
 
 /// The reverify dispatch a prompt is rendered for.
@@ -379,6 +441,8 @@ struct ReverifyView<'a> {
     count: usize,
     /// Some entry holds a group of claims.
     grouped: bool,
+    /// Some entry shows the reviewer's own claims as context.
+    own_context: bool,
     entries: Vec<ShownEntry<'a>>,
 }
 
@@ -450,7 +514,11 @@ fn entries<'p>(batch: &[&'p PlanItem]) -> Vec<Vec<&'p PlanItem>> {
 
 /// Give each reviewer its batch and labels, and render its prompt; returns
 /// each prompt with the path it goes to.
-fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, String)>> {
+fn render_prompts(
+    info: &RunInfo,
+    plan: &mut Plan,
+    pool: &[OwnClaim],
+) -> Result<Vec<(PathBuf, String)>> {
     let task = info.run().task()?;
     // The run's own copy of the brief, wherever the manifest says it is:
     // it must be inside the run.
@@ -488,6 +556,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         "task": {
             "key": task.task_key,
             "type": task.task_type,
+            "profile": info.run().profile().stem(),
             "workCategory": task.work_category,
             "relatedTasks": task.related_tasks,
             "directive": task.directive,
@@ -510,6 +579,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
     });
     let env = template::environment();
     let round = plan.round;
+    let blind = blind_of(info);
     let mut reviewers = Vec::new();
     let mut prompts = Vec::new();
     for analyser in &info.analysers {
@@ -533,49 +603,78 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
         let kind = DispatchKind::Reverify(round);
         let dispatch_name = kind.dispatch_name(&analyser.assignment.dispatch_name);
         let paths = DispatchPaths::new(info.dir(), &dispatch_name);
+        // Labels first: a hidden id of a claim in the batch reads as its
+        // label.
         let mut labels: Vec<Label> = Vec::new();
-        let mut shown: Vec<ShownEntry<'_>> = Vec::new();
-        let mut last_section: Option<&str> = None;
+        let mut entry_labels: Vec<String> = Vec::new();
         for (index, members) in grouped.iter().enumerate() {
             let number = index + 1;
-            let single = members.len() == 1;
+            if members.len() == 1 {
+                entry_labels.push(format!("Item {number}"));
+                labels.push(Label {
+                    label: format!("Item {number}"),
+                    item_id: members[0].item_id.clone(),
+                });
+                continue;
+            }
+            entry_labels.push(format!(
+                "Items {number}{}–{number}{}",
+                letters(0),
+                letters(members.len() - 1)
+            ));
+            for (position, item) in members.iter().enumerate() {
+                labels.push(Label {
+                    label: format!("Item {number}{}", letters(position)),
+                    item_id: item.item_id.clone(),
+                });
+            }
+        }
+        let by_item: HashMap<String, String> = labels
+            .iter()
+            .map(|l| (l.item_id.clone(), l.label.clone()))
+            .collect();
+        let hide = plan.blind.then_some((&blind, &by_item));
+        let mut own_context: BTreeSet<String> = BTreeSet::new();
+        let mut shown: Vec<ShownEntry<'_>> = Vec::new();
+        let mut last_section: Option<&str> = None;
+        for (members, label) in grouped.iter().zip(entry_labels) {
             let mut entry = ShownEntry {
-                label: if single {
-                    format!("Item {number}")
-                } else {
-                    format!(
-                        "Items {number}{}–{number}{}",
-                        letters(0),
-                        letters(members.len() - 1)
-                    )
-                },
+                label,
                 at: None,
                 members: Vec::new(),
+                own_context: Vec::new(),
             };
-            for (position, item) in members.iter().enumerate() {
-                let label = if single {
-                    format!("Item {number}")
-                } else {
-                    format!("Item {number}{}", letters(position))
-                };
-                if !single && entry.at.is_none() {
-                    entry.at = item
-                        .grouping
-                        .group
-                        .as_deref()
-                        .and_then(|id| plan.groups.iter().find(|g| g.id == id))
-                        .map(|g| g.at.as_str());
-                }
-                let mut member = show(item, &label, worker, plan.blind);
+            if members.len() > 1 {
+                entry.at = members
+                    .iter()
+                    .find_map(|item| item.grouping.group.as_deref())
+                    .and_then(|id| plan.groups.iter().find(|g| g.id == id))
+                    .map(|g| g.at.as_str());
+            }
+            for item in members {
+                let label = &by_item[&item.item_id];
+                let mut member = show(item, label, worker, hide);
                 if last_section == member.section {
                     member.section = None;
                 } else {
                     last_section = member.section;
                 }
                 entry.members.push(member);
-                labels.push(Label {
-                    label,
-                    item_id: item.item_id.clone(),
+            }
+            for mine in pool.iter().filter(|mine| {
+                mine.owner == *worker
+                    && !by_item.contains_key(&mine.item_id)
+                    && members
+                        .iter()
+                        .any(|item| group::overlap(&mine.anchors, &item.anchoring.anchors))
+            }) {
+                own_context.insert(mine.item_id.clone());
+                entry.own_context.push(ShownOwn {
+                    id: mine
+                        .item_id
+                        .split_once(':')
+                        .map_or(mine.item_id.as_str(), |(_, id)| id),
+                    text: gist(&mine.text),
                 });
             }
             shown.push(entry);
@@ -587,6 +686,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             paths: &paths,
             count: labels.len(),
             grouped: shown.iter().any(|entry| entry.members.len() > 1),
+            own_context: !own_context.is_empty(),
             entries: shown,
         };
         let assignment = serde_json::json!({
@@ -622,6 +722,7 @@ fn render_prompts(info: &RunInfo, plan: &mut Plan) -> Result<Vec<(PathBuf, Strin
             heartbeat_path: paths.heartbeat_path,
             dispatch_name,
             labels,
+            own_context: own_context.into_iter().collect(),
         });
         prompts.push((paths.prompt_path, prompt));
     }
@@ -658,8 +759,36 @@ fn reviewer_workspace(
     })
 }
 
-/// `item` as `reviewer` sees it under `label`.
-fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> ShownItem<'a> {
+/// What a blind round hides: the roster's worker ids, providers, their
+/// CLIs and models, and every item id of every analyser's result.
+fn blind_of(info: &RunInfo) -> Blind {
+    let mut names: Vec<&str> = Vec::new();
+    for assignment in &info.run().assignments {
+        names.push(&assignment.worker_id);
+        names.push(assignment.provider.as_str());
+        names.push(assignment.provider.binary());
+        names.push(&assignment.model_execution_value);
+    }
+    names.extend(crate::catalog::Provider::ALL.iter().map(|p| p.as_str()));
+    let ids = info
+        .records
+        .results
+        .own
+        .values()
+        .flat_map(|own| own.parsed.items.iter().map(|item| item.id.as_str()));
+    Blind::new(names, ids)
+}
+
+/// `item` as `reviewer` sees it under `label`; with `hide` (a blind round:
+/// what to hide, and the reviewer's labels by item id), its text and the
+/// earlier verdicts' words without worker names or item ids.
+fn show<'a>(
+    item: &'a PlanItem,
+    label: &str,
+    reviewer: &str,
+    hide: Option<(&Blind, &HashMap<String, String>)>,
+) -> ShownItem<'a> {
+    let blind = hide.is_some();
     let name = |entry: &VerdictEntry| -> String {
         if entry.reviewer == reviewer {
             "you".to_owned()
@@ -671,13 +800,19 @@ fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> Sho
             "another reviewer".to_owned()
         }
     };
+    let words = |text: &'a str, author: &str| -> Cow<'a, str> {
+        match hide {
+            Some((blind, labels)) => blind.text(text, author, labels),
+            None => Cow::Borrowed(text),
+        }
+    };
     ShownItem {
         label: label.to_owned(),
         own: item.owner == reviewer,
         item_id: (!blind).then_some(item.item_id.as_str()),
         owner: (!blind).then_some(item.owner.as_str()),
         section: Some(&item.section),
-        text: &item.text,
+        text: words(&item.text, &item.owner),
         anchors: anchor_note(&item.anchoring),
         previous_verdicts: item
             .previous_verdicts
@@ -686,8 +821,11 @@ fn show<'a>(item: &'a PlanItem, label: &str, reviewer: &str, blind: bool) -> Sho
                 round: entry.round,
                 reviewer: name(entry),
                 verdict: entry.verdict.as_str(),
-                evidence: &entry.evidence,
-                addition: entry.addition.as_deref(),
+                evidence: words(&entry.evidence, &entry.reviewer),
+                addition: entry
+                    .addition
+                    .as_deref()
+                    .map(|addition| words(addition, &entry.reviewer)),
             })
             .collect(),
     }

@@ -219,7 +219,7 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
             .iter()
             .map(|l| (l.label.as_str(), l.item_id.as_str()))
             .collect();
-        let (answers, found) = answers(&text, &labels, &reviewer.worker_id);
+        let (answers, found) = answers(&text, &labels, &reviewer.worker_id, &reviewer.own_context);
         problems.extend(found);
         for label in &reviewer.labels {
             let Some(&position) = index.get(&label.item_id) else {
@@ -302,8 +302,15 @@ fn parse_verdict(cell: &str) -> Option<Verdict> {
 type Answers = HashMap<String, Result<(Verdict, Row), String>>;
 
 /// Every label's answer in `text`: the row, or why it is no answer; and the
-/// problems found (malformed, duplicated and unknown rows).
-fn answers(text: &str, labels: &HashMap<&str, &str>, reviewer: &str) -> (Answers, Vec<RowProblem>) {
+/// problems found (malformed, duplicated and unknown rows). `own` are the
+/// reviewer's own claims its prompt showed as context (item ids), which
+/// `same claim as my <id>` may name.
+fn answers(
+    text: &str,
+    labels: &HashMap<&str, &str>,
+    reviewer: &str,
+    own: &[String],
+) -> (Answers, Vec<RowProblem>) {
     let mut answers: Answers = HashMap::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
     let mut problems = Vec::new();
@@ -354,6 +361,22 @@ fn answers(text: &str, labels: &HashMap<&str, &str>, reviewer: &str) -> (Answers
                 answers.insert(label, Err(message));
             }
             Ok(verdict) => {
+                let mut row = row;
+                if let Some(named) = same_as_own(&row.evidence) {
+                    let item = format!("{reviewer}:{named}");
+                    if own.contains(&item) {
+                        row.same_as = Some(item);
+                    } else {
+                        problems.push(problem(
+                            &label,
+                            row.line,
+                            format!(
+                                "`same claim as my {named}` names no claim of yours shown beside \
+                                 this one; the verdict stands, merging nothing"
+                            ),
+                        ));
+                    }
+                }
                 answers.insert(label, Ok((verdict, row)));
             }
         }
@@ -370,6 +393,24 @@ fn same_as_label(evidence: &str) -> Option<String> {
         .strip_prefix("same claim as ")
         .or_else(|| lower.strip_prefix("same as "))?;
     normalise_label(rest)
+}
+
+/// `same claim as my F-2; …` → `F-2`: the reviewer's own claim that an
+/// Evidence cell begins by naming (what follows is the reviewer's check,
+/// kept as the evidence).
+fn same_as_own(evidence: &str) -> Option<&str> {
+    const PREFIX: &str = "same claim as my ";
+    let text = evidence.trim_start();
+    let head = text.get(..PREFIX.len())?;
+    if !head.eq_ignore_ascii_case(PREFIX) {
+        return None;
+    }
+    let rest = text[PREFIX.len()..].trim_start().trim_start_matches('`');
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        .unwrap_or(rest.len());
+    let id = rest[..end].trim_end_matches(['.', '-', '_']);
+    (!id.is_empty()).then_some(id)
 }
 
 /// Give every row whose evidence is `same claim as Item N` the evidence of
@@ -547,7 +588,7 @@ mod tests {
 | Item 4 | AGREE | inside a fence | |
 ```
 ";
-        let (answers, problems) = answers(text, &labels(), "kimi");
+        let (answers, problems) = answers(text, &labels(), "kimi", &[]);
         let (verdict, row) = answers["Item 1"].as_ref().unwrap();
         assert_eq!((row.line, *verdict), (5, Verdict::Agree));
         assert!(answers["Item 2"].as_ref().unwrap_err().contains("`MAYBE`"));
@@ -577,7 +618,7 @@ mod tests {
 | Item 3 | AGREE |  | |
 | 4 | DISAGREE | src/x.rs:2 is empty |
 ";
-        let (answers, _) = answers(text, &labels(), "kimi");
+        let (answers, _) = answers(text, &labels(), "kimi", &[]);
         let (_, row) = answers["Item 1"].as_ref().unwrap();
         assert_eq!(row.evidence, "`grep -n x src | wc -l`");
         assert_eq!(row.addition, "adds z");
@@ -599,9 +640,41 @@ mod tests {
 | Item 1 | AGREE | src/a.rs:1 | |
 === OKSTRA RESULT END ===
 ";
-        let (answers, problems) = answers(text, &labels(), "kimi");
+        let (answers, problems) = answers(text, &labels(), "kimi", &[]);
         assert_eq!(answers["Item 1"].as_ref().unwrap().1.line, 3);
         assert!(problems.is_empty());
+    }
+
+    #[test]
+    fn same_claim_as_my_names_the_reviewers_own_claim_shown_beside() {
+        let labels: HashMap<&str, &str> = [("Item 1", "codex:F-1"), ("Item 2", "codex:F-2")]
+            .into_iter()
+            .collect();
+        let own = vec!["claude:F-002".to_owned()];
+        let text = "\
+| Item 1 | AGREE | Same claim as my `F-002`; `sed -n 18p src/inventory.py` \"if x:\" | |
+| Item 2 | AGREE | same claim as my F-009. | |
+";
+        let (answers, problems) = answers(text, &labels, "claude", &own);
+        let (_, row) = answers["Item 1"].as_ref().unwrap();
+        assert_eq!(row.same_as.as_deref(), Some("claude:F-002"));
+        // The reviewer's check stays its evidence.
+        assert!(row.evidence.contains("`sed -n 18p"), "{}", row.evidence);
+        // An id that was not shown merges nothing; the verdict stands.
+        let (_, row) = answers["Item 2"].as_ref().unwrap();
+        assert_eq!(row.same_as, None);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].message.contains("`same claim as my F-009`"));
+        for (evidence, named) in [
+            ("same claim as my F-1", Some("F-1")),
+            ("same claim as my F-1, and more", Some("F-1")),
+            ("SAME CLAIM AS MY 1.2: yes", Some("1.2")),
+            ("same claim as Item 3a", None),
+            ("same claim as my", None),
+            ("it is the same claim as my F-1", None),
+        ] {
+            assert_eq!(same_as_own(evidence), named, "{evidence}");
+        }
     }
 
     #[test]
@@ -637,7 +710,7 @@ mod tests {
 | Item 3c | DISAGREE | same claim as Item 4 | |
 | Item 4 | AGREE | same as Item 3c | |
 ";
-        let (answers, problems) = answers(text, &labels, "grok");
+        let (answers, problems) = answers(text, &labels, "grok", &[]);
         let (verdict, row) = answers["Item 3b"].as_ref().unwrap();
         assert_eq!(*verdict, Verdict::Agree);
         assert_eq!(row.evidence, "src/a.py:3 `x = 1` is unguarded");

@@ -15,11 +15,18 @@
 //! - A claim's owner withdraws it by a `DISAGREE` on its own claim in round
 //!   ≥ 2 (its latest word on it); a finding is withdrawn when every claim
 //!   of it is.
+//! - A finding merged from the claims of n owners was found n times, each
+//!   on its own (claims are written before any worker sees another's):
+//!   each owner after the first is one agreement, found independently,
+//!   though never a verifier of it (`counting`: a finder's verdict does not
+//!   count). With two analysers, a defect both found is one finding in
+//!   `full-consensus`, not two, and not `worker-unique`.
 //! - Withdrawn → `refuted`; at least [`REFUTE_QUORUM`] counted `DISAGREE`s
-//!   and no counted agreement → `refuted`; no counted verdict →
-//!   `worker-unique`; every counted verdict agrees → `full-consensus`;
-//!   agreeing > disagreeing ≥ 1 → `partial-consensus`; otherwise
-//!   `contested` (reviewers disagree and neither side was refuted).
+//!   and no agreement → `refuted`; no counted verdict and no second finder
+//!   → `worker-unique`; every agreement and no counted `DISAGREE` →
+//!   `full-consensus`; agreeing > disagreeing ≥ 1 → `partial-consensus`;
+//!   otherwise `contested` (reviewers disagree and neither side was
+//!   refuted).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,7 +58,10 @@ pub struct Outcome {
     pub open: bool,
     /// Every owner withdrew its claim.
     pub withdrawn: bool,
+    /// Counted agreeing verdicts of reviewers.
     pub agreeing: u32,
+    /// Owners after the first of the finding's claims: found independently.
+    pub independent: u32,
     pub disagreeing: u32,
 }
 
@@ -149,15 +159,17 @@ fn finding(
         })
     });
     let open = !withdrawn && !unverifiable && context.round >= 1 && (disagreed_now || unanswered);
+    let independent = u32::try_from(finders.len().saturating_sub(1)).unwrap_or(u32::MAX);
+    let agree = agreeing.saturating_add(independent);
     let class = if unverifiable {
         FinalClass::Unverifiable
-    } else if withdrawn || (disagreeing >= REFUTE_QUORUM && agreeing == 0) {
+    } else if withdrawn || (disagreeing >= REFUTE_QUORUM && agree == 0) {
         FinalClass::Refuted
-    } else if agreeing + disagreeing == 0 {
+    } else if agree + disagreeing == 0 {
         FinalClass::WorkerUnique
     } else if disagreeing == 0 {
         FinalClass::FullConsensus
-    } else if agreeing > disagreeing {
+    } else if agree > disagreeing {
         FinalClass::PartialConsensus
     } else {
         FinalClass::Contested
@@ -167,6 +179,7 @@ fn finding(
         open,
         withdrawn,
         agreeing,
+        independent,
         disagreeing,
     }
 }

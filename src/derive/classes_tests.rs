@@ -564,6 +564,55 @@ fn a_finding_of_merged_claims_is_judged_once_and_its_finders_never_verify_it() {
 }
 
 #[test]
+fn a_defect_two_analysers_both_found_is_one_finding_found_independently() {
+    let reviewers = set(&["claude", "codex"]);
+    let context = Context {
+        reviewers: &reviewers,
+        available: &reviewers,
+        round: 1,
+    };
+    // Each owner, shown its own claim beside the other's, named it.
+    let mut by_codex = verdict(1, "codex", A, CHECKED);
+    by_codex.same_as = Some("codex:1".to_owned());
+    let mut by_claude = verdict(1, "claude", A, CHECKED);
+    by_claude.same_as = Some("claude:F-1".to_owned());
+    let items = vec![
+        claim("claude:F-1", vec![by_codex]),
+        claim("codex:1", vec![by_claude]),
+    ];
+    let judged = judge(&items, &context);
+    assert_eq!(judged.findings.members, vec![vec![0, 1]]);
+    let outcome = judged.outcome(0);
+    assert_eq!(
+        (
+            outcome.class,
+            outcome.agreeing,
+            outcome.independent,
+            outcome.disagreeing
+        ),
+        (FinalClass::FullConsensus, 0, 1, 0)
+    );
+    // Neither finder verified it.
+    assert_eq!(
+        judged.counted,
+        vec![vec![Err(Uncounted::Finder)], vec![Err(Uncounted::Finder)]]
+    );
+    // Found twice and refuted by two counted reviewers: contested, not
+    // refuted.
+    let reviewers = set(&["claude", "codex", "kimi", "grok"]);
+    let context = Context {
+        reviewers: &reviewers,
+        available: &reviewers,
+        round: 1,
+    };
+    let mut items = items;
+    items[0].verdicts.push(verdict(1, "kimi", D, CHECKED));
+    items[1].verdicts.push(verdict(1, "grok", D, CHECKED));
+    let outcome = judge(&items, &context).outcome(0);
+    assert_eq!(outcome.class, FinalClass::Contested);
+}
+
+#[test]
 fn a_withdrawn_claim_merges_with_nothing() {
     let reviewers = set(&["claude", "codex", "kimi"]);
     let context = Context {

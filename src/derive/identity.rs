@@ -3,10 +3,15 @@
 //!
 //! Claims whose anchors overlap are shown to a reviewer side by side
 //! (`converge::group`), and a reviewer may answer one of them `same claim as
-//! Item 3a` (the ledger keeps it as the verdict's `sameAs`). Two claims of
-//! different workers are one finding when
+//! Item 3a`; beside a claim of another worker, a reviewer is shown its own
+//! claims at the same lines and may answer `same claim as my F-2` (the
+//! ledger keeps either as the verdict's `sameAs`). Two claims of different
+//! workers are one finding when
 //!
-//! - both their owners said so, or
+//! - both their owners said so: each, in a verdict on the other's claim,
+//!   named its own (`same claim as my …`), or answered both in one round
+//!   and called them the same — with two analysers nobody else ever sees
+//!   both, so this is how a defect both found becomes one finding; or
 //! - more than half of the reviewers who answered both in one round said
 //!   so (each reviewer's latest round with both), at least one of them,
 //!
@@ -156,7 +161,18 @@ fn said_same(items: &[LedgerItem], a: usize, b: usize) -> bool {
             said.insert(reviewer);
         }
     }
-    let owners = said.contains(items[a].owner.as_str()) && said.contains(items[b].owner.as_str());
+    // An owner also says so in a verdict on the other claim, by naming its
+    // own (`same claim as my …`): a later round's verdict that does not
+    // repeat it takes nothing back (one that disagrees keeps the two apart,
+    // `contradict`).
+    let owner_said = |own: &LedgerItem, other: &LedgerItem| {
+        said.contains(own.owner.as_str())
+            || other
+                .verdicts
+                .iter()
+                .any(|entry| entry.reviewer == own.owner && names(entry, own))
+    };
+    let owners = owner_said(&items[a], &items[b]) && owner_said(&items[b], &items[a]);
     owners || (!said.is_empty() && 2 * said.len() > saw)
 }
 
@@ -373,6 +389,58 @@ mod tests {
                     ("kimi:K-1", vec![said(1, "claude", A, Some("codex:1"))]),
                 ],
                 expected: vec![vec!["claude:F-1", "codex:1", "kimi:K-1"]],
+            },
+            Row {
+                name: "two analysers: each owner named its own claim beside the other's",
+                claims: vec![
+                    ("claude:F-1", vec![said(1, "codex", A, Some("codex:1"))]),
+                    ("codex:1", vec![said(1, "claude", A, Some("claude:F-1"))]),
+                ],
+                expected: vec![vec!["claude:F-1", "codex:1"]],
+            },
+            Row {
+                name: "one owner's word alone merges nothing",
+                claims: vec![
+                    ("claude:F-1", vec![said(1, "codex", A, None)]),
+                    ("codex:1", vec![said(1, "claude", A, Some("claude:F-1"))]),
+                ],
+                expected: vec![vec!["claude:F-1"], vec!["codex:1"]],
+            },
+            Row {
+                name: "an owner's word stands when it reviews again without repeating it",
+                claims: vec![
+                    (
+                        "claude:F-1",
+                        vec![
+                            said(1, "codex", A, Some("codex:1")),
+                            said(2, "codex", A, None),
+                        ],
+                    ),
+                    ("codex:1", vec![said(1, "claude", A, Some("claude:F-1"))]),
+                ],
+                expected: vec![vec!["claude:F-1", "codex:1"]],
+            },
+            Row {
+                name: "an owner who disputes the other claim later keeps the two apart",
+                claims: vec![
+                    (
+                        "claude:F-1",
+                        vec![
+                            said(1, "codex", A, Some("codex:1")),
+                            said(2, "codex", D, None),
+                        ],
+                    ),
+                    ("codex:1", vec![said(1, "claude", A, Some("claude:F-1"))]),
+                ],
+                expected: vec![vec!["claude:F-1"], vec!["codex:1"]],
+            },
+            Row {
+                name: "owners who name their own claims still never merge opposites",
+                claims: vec![
+                    ("claude:F-1", vec![said(1, "codex", D, Some("codex:1"))]),
+                    ("codex:1", vec![said(1, "claude", A, Some("claude:F-1"))]),
+                ],
+                expected: vec![vec!["claude:F-1"], vec!["codex:1"]],
             },
             Row {
                 name: "a worker's two claims are never merged",

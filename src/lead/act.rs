@@ -1,7 +1,6 @@
 //! Carrying out one step of the step machine for `okstra run`, and
 //! recording in the step journal what it was made from.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -332,38 +331,67 @@ impl Lead {
         Ok(())
     }
 
-    /// Dispatch the report writer once more, its prompt followed by the
-    /// validator's messages.
+    /// Dispatch the report writer once more, on a prompt of its own: the
+    /// validator's messages, the paths, the rules those messages break and
+    /// the fields they concern (not the whole first prompt again).
     pub(super) fn repair(&mut self, problems: &[String]) -> Result<Flow> {
         let writer = self
             .run
             .assignment(REPORT_WRITER)
             .context("the report writer is rostered")?;
-        let original = crate::fsread::read(&writer.paths.prompt_path, crate::fsread::Kind::Result)
-            .with_context(|| format!("cannot read `{}`", writer.paths.prompt_path.display()))?;
-        let mut prompt = String::from_utf8_lossy(&original).into_owned();
-        prompt.push_str("\n\n## Repair: your report failed validation\n\n");
         let problems = if problems.is_empty() {
             vec![format!(
                 "the report writer wrote no `{}`",
                 self.run.report_data_path.display()
             )]
         } else {
-            problems.to_vec()
+            problems
+                .iter()
+                .map(|problem| crate::run::events::one_line(problem))
+                .collect()
         };
-        let _ = write!(
-            prompt,
-            "`okstra validate` found these problems in the report you wrote (`{}`):\n\n",
-            self.run.report_data_path.display()
-        );
-        for problem in &problems {
-            let _ = writeln!(prompt, "- {}", crate::run::events::one_line(problem));
+        let mut rules: Vec<&str> = Vec::new();
+        let mut pointers: Vec<&str> = Vec::new();
+        for (pointer, rule) in problems
+            .iter()
+            .filter_map(|problem| crate::report::problem_parts(problem))
+        {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+            pointers.push(pointer);
         }
-        prompt.push_str(
-            "\nFix exactly these problems and nothing else: do not change a finding's substance \
-             or class. Then print the whole corrected data.json between the result markers, as \
-             your final message.\n",
-        );
+        let version = self
+            .run
+            .report_schema_version
+            .as_deref()
+            .unwrap_or(crate::report::CURRENT.0);
+        let schema = crate::report::schema_of(version).unwrap_or(crate::report::CURRENT.1);
+        let digest = crate::report::fields::digest(schema, self.run.task_type)?;
+        let fields = crate::report::fields::lines_for(&digest, &pointers).join("\n");
+        let task = self.run.task()?;
+        let context = serde_json::json!({
+            "task": { "key": task.task_key, "type": task.task_type },
+            "run": { "dir": self.run.dir, "projectRoot": task.project_root },
+            "assignment": {
+                "dispatchName": writer.dispatch_name,
+                "workerId": writer.worker_id,
+                "provider": writer.provider,
+                "runner": writer.runner,
+                "modelExecutionValue": writer.model_execution_value,
+                "resultPath": writer.paths.result_path,
+                "workerResultsPath": writer.paths.worker_results_path,
+            },
+            "problems": problems,
+            "rules": rules,
+            "fields": fields,
+        });
+        let env = crate::template::environment();
+        let prompt = crate::template::render(
+            &env,
+            "templates/repair-prompt.md.j2",
+            minijinja::Value::from(minijinja::value::Serde(&context)),
+        )?;
         let path = repair_prompt_path(&self.run);
         dispatch::write_if_changed(&path, prompt.as_bytes())?;
         self.event(

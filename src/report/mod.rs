@@ -35,6 +35,7 @@ pub mod anchor;
 mod blocks;
 mod checks;
 mod facts;
+pub mod fields;
 pub mod findings;
 mod floor;
 mod html;
@@ -97,7 +98,7 @@ const OKSTRA_RULES: [&str; 4] = ["reliability", "verification", "coverage", "usa
 const RELIABILITY_SINCE: &str = "2.1";
 
 /// The embedded schema of report version `version`, if okstra knows it.
-fn schema_of(version: &str) -> Option<&'static str> {
+pub fn schema_of(version: &str) -> Option<&'static str> {
     SCHEMAS
         .iter()
         .find(|(known, _)| *known == version)
@@ -424,6 +425,13 @@ fn write_outputs(loaded: Loaded, out_dir: Option<&Path>) -> Result<(PathBuf, Pat
     write_atomic_public(&html_path, html.as_bytes())
         .with_context(|| format!("cannot write `{}`", html_path.display()))?;
     Ok((markdown_path, html_path))
+}
+
+/// A line of [`problems`] taken apart: its JSON pointer and its rule.
+pub fn problem_parts(line: &str) -> Option<(&str, &str)> {
+    let (pointer, rest) = line.split_once(": [")?;
+    let (rule, _) = rest.split_once("] ")?;
+    Some((pointer, rule))
 }
 
 fn problem_line(problem: &Problem) -> String {

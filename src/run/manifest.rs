@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::{Capabilities, LeadRuntime, Provider, TaskType};
+use crate::catalog::{Capabilities, Focus, LeadRuntime, Provider, TaskType};
 use crate::change::{Change, Source};
 use crate::run::Run;
 use crate::run::layout::{RUN_MANIFEST, RunLayout};
@@ -95,6 +95,9 @@ pub struct NewRunManifest<'a> {
     pub sequence: u32,
     pub task_key: &'a str,
     pub task_type: TaskType,
+    /// The variant of the task type's profile (`--focus`), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focus: Option<Focus>,
     pub project_root: &'a Path,
     pub run_dir: &'a Path,
     pub lead_runtime: LeadRuntime,
@@ -172,6 +175,8 @@ struct Wire {
     #[serde(default)]
     task_key: String,
     task_type: TaskType,
+    #[serde(default)]
+    focus: Option<Focus>,
     #[serde(default)]
     project_root: Option<PathBuf>,
     #[serde(default)]
@@ -296,6 +301,7 @@ pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
         created_at: wire.created_at,
         task_key: wire.task_key,
         task_type: wire.task_type,
+        focus: wire.focus,
         lead_runtime: wire.lead_runtime,
         convergence: wire.convergence,
         source: wire.source,

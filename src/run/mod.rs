@@ -58,6 +58,8 @@ pub struct Run {
     pub created_at: String,
     pub task_key: String,
     pub task_type: TaskType,
+    /// The variant of the task type's profile (`--focus`), if any.
+    pub focus: Option<crate::catalog::Focus>,
     pub project_root: PathBuf,
     pub lead_runtime: LeadRuntime,
     pub convergence: Convergence,
@@ -104,6 +106,14 @@ impl Run {
     /// A run manifest's bytes, for the run in `dir`.
     pub fn parse(dir: &Path, bytes: &[u8]) -> Result<Run, Error> {
         manifest::parse(dir, bytes)
+    }
+
+    /// The profile the run follows: its task type, and its variant.
+    pub fn profile(&self) -> crate::profile::Profile {
+        crate::profile::Profile {
+            task_type: self.task_type,
+            focus: self.focus,
+        }
     }
 
     /// The layout of this run's folder.

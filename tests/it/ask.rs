@@ -14,7 +14,7 @@ use crate::run::team_project;
 use crate::support::{Project, read_json};
 
 const LIMIT: Duration = Duration::from_mins(2);
-const QUESTION: &str = "Why are reservations oversold?";
+const QUESTION: &str = "How do reservations work?";
 
 fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
     let output = cmd.timeout(LIMIT).output().unwrap();
@@ -35,11 +35,11 @@ fn one_line_reaches_a_rendered_run_with_everything_defaulted() {
     let world = team_project();
     let (code, stdout, stderr) = output(world.okstra().args(["ask", "--render-only", QUESTION]));
     assert_eq!(code, 0, "{stderr}");
-    let run = task_dir(&world, "why-are-reservations-oversold").join("project-analysis-001");
+    let run = task_dir(&world, "how-do-reservations-work").join("project-analysis-001");
     assert_eq!(stdout, format!("{}\n", run.join("handoff.md").display()));
     assert!(
         stderr.starts_with(
-            "okstra: asking: project-analysis run `project/ask/why-are-reservations-oversold` in "
+            "okstra: profile: project-analysis, because the question asks for neither defects nor why something fails (`--task-type` and `--focus` choose another)\nokstra: asking: project-analysis run `project/ask/how-do-reservations-work` in "
         ),
         "{stderr}"
     );
@@ -69,7 +69,7 @@ fn one_line_reaches_a_rendered_run_with_everything_defaulted() {
     let (code, stdout, _) = output(world.okstra().args(["ask", "--render-only", QUESTION]));
     assert_eq!(code, 0);
     assert!(
-        stdout.contains("/ask/why-are-reservations-oversold-2/"),
+        stdout.contains("/ask/how-do-reservations-work-2/"),
         "{stdout}"
     );
 }
@@ -79,7 +79,7 @@ fn one_line_runs_headless_to_a_report_and_reads_stdin() {
     let world = team_project();
     let (code, stdout, stderr) = output(world.okstra().args(["ask", QUESTION]));
     assert_eq!(code, 0, "{stderr}");
-    let run = task_dir(&world, "why-are-reservations-oversold").join("project-analysis-001");
+    let run = task_dir(&world, "how-do-reservations-work").join("project-analysis-001");
     assert!(run.join("report/final-report.html").is_file(), "{stderr}");
     assert!(
         stdout.contains(&run.join("report/final-report.md").display().to_string()),
@@ -103,6 +103,100 @@ fn one_line_runs_headless_to_a_report_and_reads_stdin() {
     assert_eq!(
         fs::read_to_string(run.join("inputs/task-brief.md")).unwrap(),
         "Where is stock reserved?\nAnd for how long?\n"
+    );
+}
+
+/// A question that asks for bugs gets the defect hunt, one that asks why
+/// something fails gets error-analysis, any other the map; `ask` says which
+/// and why, and a flag overrides it.
+#[test]
+fn a_defect_question_gets_the_defect_hunt_and_ask_says_why() {
+    let world = team_project();
+    let ask = |args: &[&str]| output(world.okstra().arg("ask").arg("--render-only").args(args));
+    let profile_line = |stderr: &str| stderr.lines().next().unwrap_or_default().to_owned();
+
+    let (code, stdout, stderr) = ask(&["Find bugs in src/inventory.py"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        profile_line(&stderr),
+        "okstra: profile: project-analysis (defect hunt), because the question asks for defects (\"bugs\") (`--task-type` and `--focus` choose another)"
+    );
+    let run = PathBuf::from(stdout.trim()).parent().unwrap().to_path_buf();
+    assert_eq!(
+        read_json(&run.join("run-manifest.json"))["focus"],
+        "defects"
+    );
+    let prompt = fs::read_to_string(run.join("prompts/claude-worker.md")).unwrap();
+    assert!(
+        prompt.contains("2. **Defects** *(claims: cross-checked)*"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Input → actual → expected"));
+    for tour in [
+        "strengths",
+        "Breadth first",
+        "Components",
+        "Recommendations",
+    ] {
+        assert!(!prompt.contains(tour), "the defect hunt asks for `{tour}`");
+    }
+    assert!(
+        fs::read_to_string(run.join("instruction-set/profile.md"))
+            .unwrap()
+            .starts_with("# Phase profile: `project-analysis` — defect hunt")
+    );
+
+    let (code, stdout, stderr) = ask(&[QUESTION]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        profile_line(&stderr),
+        "okstra: profile: project-analysis, because the question asks for neither defects nor why something fails (`--task-type` and `--focus` choose another)"
+    );
+    let run = PathBuf::from(stdout.trim()).parent().unwrap().to_path_buf();
+    assert!(
+        read_json(&run.join("run-manifest.json"))
+            .get("focus")
+            .is_none()
+    );
+    let prompt = fs::read_to_string(run.join("prompts/claude-worker.md")).unwrap();
+    assert!(prompt.contains("2. **Components**"), "{prompt}");
+
+    let (code, stdout, stderr) = ask(&["Why are reservations oversold?"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        profile_line(&stderr),
+        "okstra: profile: error-analysis, because the question asks why something fails (\"why\", \"oversold\") (`--task-type` and `--focus` choose another)"
+    );
+    assert!(stdout.contains("/error-analysis-001/"), "{stdout}");
+
+    // `--task-type` overrides the choice; `--focus` is for project-analysis.
+    let (code, stdout, stderr) = ask(&[
+        "--task-type",
+        "project-analysis",
+        "Find bugs in src/server.py",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        profile_line(&stderr),
+        "okstra: profile: project-analysis, as the flags say (`--task-type` and `--focus` choose another)"
+    );
+    let run = PathBuf::from(stdout.trim()).parent().unwrap().to_path_buf();
+    assert!(
+        read_json(&run.join("run-manifest.json"))
+            .get("focus")
+            .is_none()
+    );
+    let (code, stdout, stderr) = ask(&[
+        "--task-type",
+        "error-analysis",
+        "--focus",
+        "defects",
+        QUESTION,
+    ]);
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert_eq!(
+        stderr,
+        "error: `--focus defects` is a variant of `project-analysis`, not of `error-analysis`: drop `--focus` or pass `--task-type project-analysis`\n"
     );
 }
 
@@ -182,14 +276,14 @@ fn bare_okstra_on_a_terminal_lists_choices_and_defaults_and_asks_again() {
         "project-id (lowercase letters, digits, `.`, `_`, `-`) [project]: ",
         "task-group (lowercase letters, digits, `.`, `_`, `-`) [ask]: ",
         "invalid value `first look` for `--task-id`: expected a safe slug matching ^[a-z0-9][a-z0-9._-]{0,127}$; try again",
-        "task-id (lowercase letters, digits, `.`, `_`, `-`) [why-are-reservations-oversold]: ",
+        "task-id (lowercase letters, digits, `.`, `_`, `-`) [how-do-reservations-work]: ",
         "  4) project-analysis (default)",
         "task-type [project-analysis]: ",
     ] {
         assert!(screen.contains(shown), "{shown:?} not in:\n{screen}");
     }
     // Every earlier answer was kept through the refusal.
-    let run = task_dir(&world, "why-are-reservations-oversold").join("error-analysis-001");
+    let run = task_dir(&world, "how-do-reservations-work").join("error-analysis-001");
     assert!(run.join("handoff.md").is_file(), "{screen}");
 }
 

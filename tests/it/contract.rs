@@ -186,11 +186,19 @@ const REQUIRED_LISTS: [&str; 6] = [
     "stop reasons",
 ];
 
+/// Every profile: each task type's own, and the defect hunt of
+/// project-analysis (`--focus defects`), as (task type, extra flags).
+fn profiles() -> Vec<(&'static str, &'static [&'static str])> {
+    let mut all: Vec<(&str, &[&str])> = TASK_TYPES.iter().map(|t| (*t, &[][..])).collect();
+    all.push(("project-analysis", &["--focus", "defects"]));
+    all
+}
+
 fn check_runtime(runtime: &str) {
     let mut failures = Vec::new();
-    for task_type in TASK_TYPES {
+    for (task_type, focus) in profiles() {
         for roster in ROSTERS {
-            let bundle = Bundle::render(task_type, runtime, roster);
+            let bundle = Bundle::render(task_type, runtime, &[roster, focus].concat());
             let manifest: Value = serde_json::from_str(&bundle.read("run-manifest.json")).unwrap();
             let convergence = manifest["convergence"]["enabled"] == true;
             if convergence {
@@ -242,6 +250,79 @@ fn antigravity_bundles_agree_with_the_binary_and_the_schemas() {
 #[test]
 fn external_bundles_agree_with_the_binary_and_the_schemas() {
     check_runtime("external");
+}
+
+/// The most bytes a prompt of each kind may have, rendered for the
+/// three-analyser roster with a critic, in a project at a path as long as a
+/// real one, with a 50-byte brief and (for a reviewer) round 1 of four
+/// two-item results: what a prompt costs before the question and the
+/// claims make it longer. A prompt that grows past its budget fails here,
+/// so the prompts cannot drift back to what they were (about 7 400 bytes
+/// for an analyser, 16 600 for the report writer, 17 300 for its repair).
+/// An Executor run through its CLI has the coding-conventions preflight
+/// appended (about 2 000 bytes).
+const PROMPT_BUDGETS: [(&str, usize); 6] = [
+    ("analyser", 5_000),
+    ("executor", 7_100),
+    ("verifier", 5_200),
+    ("critic", 4_500),
+    ("report-writer", 10_400),
+    ("reverify", 4_000),
+];
+
+/// The kind of the prompt `file` (`prompts/<dispatch name>.md`).
+fn prompt_kind(file: &str) -> Option<&'static str> {
+    let name = file.strip_prefix("prompts/")?.strip_suffix(".md")?;
+    Some(if name.contains("-reverify-r") {
+        "reverify"
+    } else if name == "report-writer" {
+        "report-writer"
+    } else if name.ends_with("-worker-critic") {
+        "critic"
+    } else if name.ends_with("-executor") {
+        "executor"
+    } else if name.ends_with("-verifier") {
+        "verifier"
+    } else {
+        "analyser"
+    })
+}
+
+#[test]
+fn every_prompt_keeps_to_the_budget_of_its_kind() {
+    let mut over = Vec::new();
+    let mut largest: std::collections::BTreeMap<&str, (usize, String)> =
+        std::collections::BTreeMap::default();
+    for runtime in ["claude-code", "codex"] {
+        for (task_type, focus) in profiles() {
+            let bundle = Bundle::render(task_type, runtime, &[ROSTERS[1], focus].concat());
+            bundle.plan_round_one();
+            for (file, text) in bundle.documents() {
+                let Some(kind) = prompt_kind(&file) else {
+                    continue;
+                };
+                let budget = PROMPT_BUDGETS.iter().find(|(k, _)| *k == kind).unwrap().1;
+                let entry = largest.entry(kind).or_default();
+                if text.len() > entry.0 {
+                    *entry = (text.len(), bundle.label.clone());
+                }
+                if text.len() > budget {
+                    over.push(format!(
+                        "[{}] {file}: {} bytes, over the {kind} budget of {budget}",
+                        bundle.label,
+                        text.len()
+                    ));
+                }
+            }
+        }
+    }
+    // Every kind was measured.
+    assert_eq!(largest.len(), PROMPT_BUDGETS.len(), "{largest:?}");
+    assert!(
+        over.is_empty(),
+        "{}\nlargest: {largest:#?}",
+        over.join("\n")
+    );
 }
 
 /// Run the checker on a copy of the bundle's documents where `file` has

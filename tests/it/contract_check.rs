@@ -28,11 +28,12 @@ const SHIPPED: [(&str, &str); 4] = [
     ),
 ];
 /// Also `okstra next --json`'s answer, which the lead documents read field
-/// by field.
-const MANIFEST_SCHEMAS: [&str; 3] = [
+/// by field, and the report inputs, which the report writer does.
+const MANIFEST_SCHEMAS: [&str; 4] = [
     "run-manifest.schema.json",
     "task-manifest.schema.json",
     "next-answer.schema.json",
+    "report-inputs.schema.json",
 ];
 
 /// What the checker knows about one bundle: its files, its manifest's

@@ -19,6 +19,8 @@ mod anchors;
 mod plan;
 #[path = "converge_record.rs"]
 mod record;
+#[path = "converge_review.rs"]
+mod review;
 #[path = "converge_validate.rs"]
 mod validate;
 

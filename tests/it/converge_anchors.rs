@@ -218,7 +218,7 @@ fn only_claims_are_reviewed_and_overlapping_ones_are_presented_once() {
     assert!(labels.iter().all(|(label, _)| label.starts_with("Item 1")));
     let prompt = fs::read_to_string(kimi["promptPath"].as_str().unwrap()).unwrap();
     assert!(
-        prompt.contains("### Items 1a–1b: 2 claims at `src/inv.py:3-7`"),
+        prompt.contains("### Items 1a–1b: claims at overlapping lines (`src/inv.py:3-7`)"),
         "{prompt}"
     );
     assert_eq!(prompt.matches("#### Item 1").count(), 2);

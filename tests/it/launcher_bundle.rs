@@ -122,7 +122,18 @@ fn render_only_writes_a_complete_validated_bundle() {
             "**Model:** `{}`",
             assignment["modelExecutionValue"].as_str().unwrap()
         )));
-        assert!(text.contains(assignment["resultPath"].as_str().unwrap()));
+        // The run folder once, every path in it relative to it.
+        let run_dir = manifest["runDir"].as_str().unwrap();
+        let result = assignment["resultPath"].as_str().unwrap();
+        let relative = result
+            .strip_prefix(run_dir)
+            .unwrap()
+            .trim_start_matches('/');
+        assert!(
+            text.contains(&format!("**Result Path:** `{relative}`")),
+            "{text}"
+        );
+        assert!(!text.contains(result), "{text}");
         assert_eq!(assignment["promptSha256"].as_str().unwrap().len(), 64);
         for field in [
             "resultPath",

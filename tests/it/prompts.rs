@@ -242,6 +242,20 @@ fn every_task_type_and_runtime_renders_the_expected_bundle() {
             insta::assert_snapshot!(format!("{task_type}__{runtime}"), bundle.snapshot_text());
         }
     }
+    // The defect hunt of project-analysis, once.
+    let bundle = Bundle::render(
+        "project-analysis",
+        "claude-code",
+        &[
+            "--workers",
+            WORKERS,
+            "--critic",
+            CRITIC,
+            "--focus",
+            "defects",
+        ],
+    );
+    insta::assert_snapshot!("defect-hunt__claude-code", bundle.snapshot_text());
 }
 
 #[test]
@@ -412,10 +426,8 @@ fn a_cli_wrapper_executor_gets_the_preflight_appended_and_a_native_one_a_pointer
         !prompt.contains(marker),
         "the native executor got the preflight inlined"
     );
-    let preflight = native
-        .run_dir
-        .join("instruction-set/coding-conventions-preflight.md");
-    assert!(prompt.contains(preflight.to_str().unwrap()));
+    // Named relative to the run folder the prompt names once.
+    assert!(prompt.contains("`instruction-set/coding-conventions-preflight.md`"));
     assert!(
         native
             .read("instruction-set/coding-conventions-preflight.md")
@@ -455,20 +467,37 @@ fn analysis_bundles_carry_no_implementation_text_and_vice_versa() {
     }
 }
 
+/// Each worker prompt names its roots once (the project root, the run
+/// folder) and every other path relative to the run folder.
 #[test]
 fn every_prompt_names_its_exact_model_result_path_and_role() {
     for runtime in RUNTIMES {
         let bundle = Bundle::standard("feature-analysis", runtime);
         let manifest = bundle.manifest();
+        let run_dir = bundle.run_dir.to_str().unwrap();
+        let root = bundle.root.to_str().unwrap();
         for assignment in manifest["assignments"].as_array().unwrap() {
             let name = assignment["dispatchName"].as_str().unwrap();
             let prompt = bundle.read(&format!("prompts/{name}.md"));
             let model = assignment["modelExecutionValue"].as_str().unwrap();
             let result = assignment["resultPath"].as_str().unwrap();
             assert!(prompt.contains(&format!("**Model:** `{model}`")), "{name}");
+            let relative = result
+                .strip_prefix(run_dir)
+                .unwrap()
+                .trim_start_matches('/');
             assert!(
-                prompt.contains(&format!("**Result Path:** `{result}`")),
+                prompt.contains(&format!("**Result Path:** `{relative}`")),
                 "{name}"
+            );
+            assert_eq!(
+                prompt.matches(root).count(),
+                1,
+                "{name}: the root named more than once"
+            );
+            assert!(
+                !prompt.contains(run_dir),
+                "{name}: an absolute path into the run"
             );
             assert!(prompt.contains("**Role:** "), "{name}");
             assert!(prompt.contains("## 0. Reading confirmation"), "{name}");

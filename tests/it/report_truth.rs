@@ -99,16 +99,30 @@ fn a_headless_run_reports_every_attempt_and_no_lead_model() {
         .sum();
     assert_eq!(usage["totals"]["inputTokens"], summed, "{usage}");
 
-    // The report writer was given no usage to copy.
+    // The report writer was given none of okstra's own blocks to copy: no
+    // usage, no coverage, no verification, no reliability; the findings in
+    // the form a row cites them instead.
     let inputs = read_json(&run.join("state/report-inputs.json"));
-    assert!(inputs.get("usageSummary").is_none(), "{inputs}");
+    for block in [
+        "usageSummary",
+        "workerCoverage",
+        "verification",
+        "reliability",
+    ] {
+        assert!(inputs.get(block).is_none(), "{block} in {inputs}");
+    }
+    assert_eq!(inputs["crossVerified"], true, "{inputs}");
     assert!(
-        inputs["workerCoverage"]
+        inputs["findings"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|e| e["workerId"] != "report-writer"),
-        "{inputs}"
+            .all(|finding| {
+                finding["sourceItems"]
+                    .as_array()
+                    .is_some_and(|items| !items.is_empty())
+                    && finding["convergence"].is_string()
+            })
     );
 
     // `okstra usage` prints the summary the report has, to the byte.

@@ -384,6 +384,32 @@ fn an_invalid_report_gets_one_repair_attempt_with_the_validators_words() {
     let repair = fs::read_to_string(run.join("prompts/report-writer.repair.md")).unwrap();
     assert!(repair.contains("## Repair: your report failed validation"));
     assert!(repair.contains("verdictToken"), "{repair}");
+    // The repair carries the validator's messages, the paths and the rules
+    // those messages break, not the writer's whole prompt again: under a
+    // third of it.
+    let writer_prompt = fs::read_to_string(run.join("prompts/report-writer.md")).unwrap();
+    assert!(
+        repair.len() * 3 < writer_prompt.len(),
+        "the repair prompt is {} bytes, the writer's {}",
+        repair.len(),
+        writer_prompt.len()
+    );
+    for carried in [
+        "/verdictCard/verdictToken: [verdict-card]",
+        "**Result Path:** `report/data.json`",
+        "- `verdict-card`: `verdictCard.verdictToken` and `verdictCard.direction` repeat",
+        "verdictCard:\n",
+        "  verdictToken: HEALTHY | HEALTHY-WITH-GAPS | AT-RISK | CRITICAL-RISK\n",
+    ] {
+        assert!(repair.contains(carried), "`{carried}` not in:\n{repair}");
+    }
+    for left_out in [
+        "## How to fill them",
+        "consensus: list of",
+        "## The task brief",
+    ] {
+        assert!(!repair.contains(left_out), "`{left_out}` in:\n{repair}");
+    }
     let state_path = team_state_path(&run);
     let writer: Vec<Value> = read_json(&state_path)["dispatches"]
         .as_array()
@@ -446,7 +472,9 @@ fn a_run_that_loses_quorum_writes_an_unverified_report_and_exits_1() {
     assert!(markdown.contains("_No finding was cross-verified._"));
     // The report writer was told, through the report inputs.
     let inputs = read_json(&run.join("state/report-inputs.json"));
-    assert_eq!(inputs["reliability"], *reliability);
+    assert_eq!(inputs["crossVerified"], false);
+    assert_eq!(inputs["notCrossVerified"], reliability["detail"]);
+    assert!(inputs.get("reliability").is_none(), "{inputs}");
     let last = stderr.lines().last().unwrap();
     assert!(
         last.starts_with(
@@ -755,9 +783,8 @@ fn only_findings_go_to_review_and_the_same_defect_is_shown_once() {
     let snapshot = read_json(&run.join("state/snapshot.json"));
     assert_eq!(snapshot["taken"], "first-dispatch");
     // The false lead was refuted by the three others with evidence of their
-    // own; the race each of the four reported is each one's consensus (no
-    // reviewer said two of them are the same claim, so nobody is credited
-    // with another's).
+    // own; the race all four reported is one finding: each owner, shown its
+    // own claim beside the others', said `same claim as my …`.
     let ledger = read_json(&run.join("state/convergence-ledger.json"));
     let class = |id: &str| {
         ledger["items"]
@@ -770,6 +797,17 @@ fn only_findings_go_to_review_and_the_same_defect_is_shown_once() {
     };
     assert_eq!(class("claude:F-006"), "refuted");
     assert_eq!(class("claude:F-001"), "full-consensus");
+    let merged = ledger["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["itemId"] == "claude:F-001")
+        .unwrap()["mergedWith"]
+        .clone();
+    assert_eq!(
+        merged,
+        serde_json::json!(["codex:F-1", "antigravity:AG-1", "kimi:K-1"])
+    );
 
     // A description nobody was asked to check, promoted into a consensus
     // row of the report: rejected against the records.
