@@ -31,7 +31,8 @@ pub struct Facts<'a> {
     /// Whether the findings were cross-verified, in one line and the
     /// words every output uses, when there is a valid report.
     pub verification: Option<&'a str>,
-    /// Findings per convergence class.
+    /// The ledger's claims per convergence class: what the summary counts
+    /// when there is no report to count findings in.
     pub classes: BTreeMap<String, usize>,
     /// The report's findings, when there is a valid report.
     pub findings: &'a [crate::report::findings::Finding],
@@ -67,14 +68,18 @@ pub fn summary(facts: &Facts<'_>) -> String {
     if let Some(line) = facts.verification.filter(|_| facts.verdict.is_some()) {
         let _ = writeln!(text, "  {}", crate::fsread::escape(line));
     }
-    if !facts.classes.is_empty() {
+    if facts.verdict.is_some() {
+        let _ = writeln!(text, "  findings: {}", counted(facts.findings));
+    } else if facts.classes.values().any(|count| *count > 0) {
+        // No report, so no findings: what the ledger holds are claims, and
+        // several claims may have been one finding.
         let counts: Vec<String> = facts
             .classes
             .iter()
             .filter(|(_, count)| **count > 0)
             .map(|(class, count)| format!("{count} {class}"))
             .collect();
-        let _ = writeln!(text, "  findings: {}", counts.join(", "));
+        let _ = writeln!(text, "  claims: {}", counts.join(", "));
     }
     for finding in facts.findings.iter().take(MAX_FINDING_LINES) {
         let place = finding.anchors.first().map_or_else(
@@ -125,6 +130,23 @@ pub fn summary(facts: &Facts<'_>) -> String {
         let _ = writeln!(text, "  resume: `{}`", facts.resume);
     }
     text
+}
+
+/// `6 (3 full-consensus, 2 partial-consensus, 1 refuted)`: the report's
+/// findings, each counted once whatever number of claims it merges.
+fn counted(findings: &[crate::report::findings::Finding]) -> String {
+    if findings.is_empty() {
+        return "none".to_owned();
+    }
+    let mut per_class: BTreeMap<crate::converge::ledger::FinalClass, usize> = BTreeMap::new();
+    for finding in findings {
+        *per_class.entry(finding.class).or_default() += 1;
+    }
+    let counts: Vec<String> = per_class
+        .iter()
+        .map(|(class, count)| format!("{count} {class}"))
+        .collect();
+    format!("{} ({})", findings.len(), counts.join(", "))
 }
 
 /// Each rostered worker whose own dispatch's latest attempt did not

@@ -323,6 +323,44 @@ pub struct RowCredits<'a> {
     pub refuted: bool,
 }
 
+/// `found by claude; verified by codex; disputed by grok`: who found, who
+/// verified and who disputed a finding, in the one wording the report, the
+/// closing summary, SARIF and the pull-request review use, each name
+/// written by `name` (`` `claude` `` in Markdown). Several finders made the
+/// claim each on their own, which is corroboration of its own: that reads
+/// `found independently by claude, codex`, never "verified by nobody".
+pub fn credits_line<S: AsRef<str>>(
+    found_by: &[S],
+    verified_by: &[S],
+    disputed_by: &[S],
+    name: impl Fn(&str) -> String,
+) -> String {
+    let names = |list: &[S]| {
+        if list.is_empty() {
+            "nobody".to_owned()
+        } else {
+            list.iter()
+                .map(|who| name(who.as_ref()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let mut line = if found_by.len() > 1 {
+        format!("found independently by {}", names(found_by))
+    } else {
+        format!("found by {}", names(found_by))
+    };
+    if !verified_by.is_empty() || found_by.len() <= 1 {
+        line.push_str("; verified by ");
+        line.push_str(&names(verified_by));
+    }
+    if !disputed_by.is_empty() {
+        line.push_str("; disputed by ");
+        line.push_str(&names(disputed_by));
+    }
+    line
+}
+
 /// The credits of a row citing `sources`, of which `claims` are the ones
 /// the block holds.
 pub fn row<'a>(claims: &[&'a VerifiedItem], sources: &'a [String]) -> RowCredits<'a> {

@@ -202,29 +202,18 @@ pub fn review(summary: &Summary, findings: &[&Finding], diff: &Commentable) -> V
     })
 }
 
-fn who(names: &[String]) -> String {
-    if names.is_empty() {
-        "nobody".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
-
 /// One inline comment: class, severity, who found and who verified, the
 /// finding, the suggested fix.
 fn comment_body(finding: &Finding) -> String {
     let mut body = format!(
-        "**okstra · {} · {} · {}**\n\n{}\n\nFound by {} · verified by {}",
+        "**okstra · {} · {} · {}**\n\n{}\n\nF{}",
         finding.row,
         finding.severity.map_or("unranked", Severity::as_str),
         finding.class,
         neutral(&finding.text),
-        who(&finding.found_by),
-        who(&finding.agreed_by),
+        // `found by …`, in the words of the report and the summary.
+        finding.credits().trim_start_matches('f'),
     );
-    if !finding.disagreed_by.is_empty() {
-        let _ = write!(body, " · disputed by {}", who(&finding.disagreed_by));
-    }
     if !finding.severity_disputes.is_empty() {
         let _ = write!(
             body,
@@ -455,7 +444,7 @@ mod tests {
         assert_eq!(comments[0]["line"], 3);
         let comment = comments[0]["body"].as_str().unwrap();
         assert!(comment.starts_with("**okstra · C-001 · high · full-consensus**"));
-        assert!(comment.contains("Found by claude · verified by codex · disputed by kimi"));
+        assert!(comment.contains("Found by claude; verified by codex; disputed by kimi"));
         assert!(comment.contains("**Suggested fix:** use \\`a\\`"));
         let text = body["body"].as_str().unwrap();
         assert!(text.starts_with(&summary.marker), "{text}");

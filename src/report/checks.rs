@@ -80,6 +80,9 @@ pub struct Cell<'a> {
 /// and who disputed it, who said what.
 #[derive(Debug, Serialize)]
 pub struct RowCheck<'a> {
+    /// ``found by `claude`; verified by `codex` ``: the credits in the words
+    /// every output uses (`derive::verification::credits_line`).
+    pub credits: String,
     pub found_by: Vec<&'a str>,
     /// Counted verdicts that agree.
     pub verified_by: Vec<&'a str>,
@@ -343,6 +346,12 @@ impl<'a> Checks<'a> {
             }
         }
         Some(RowCheck {
+            credits: crate::derive::verification::credits_line(
+                &credits.found_by,
+                &credits.verified_by,
+                &credits.disputed_by,
+                |who| format!("`{who}`"),
+            ),
             found_by: credits.found_by,
             verified_by: credits.verified_by,
             disputed_by: credits.disputed_by,

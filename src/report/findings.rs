@@ -178,28 +178,17 @@ impl Finding {
         )
     }
 
-    /// `found by claude; verified by codex, kimi; disputed by grok`: who,
-    /// one line (what the closing summary and the review say).
+    /// `found by claude; verified by codex, kimi; disputed by grok`, or
+    /// `found independently by claude, codex` when several workers made the
+    /// claim and nobody else judged it: who, one line (what the closing
+    /// summary and the review say).
     pub fn credits(&self) -> String {
-        let names = |list: &[String]| {
-            if list.is_empty() {
-                "nobody".to_owned()
-            } else {
-                list.join(", ")
-            }
-        };
-        let mut line = format!(
-            "found by {}; verified by {}",
-            names(&self.found_by),
-            names(&self.agreed_by)
-        );
-        if !self.disagreed_by.is_empty() {
-            let _ = std::fmt::Write::write_fmt(
-                &mut line,
-                format_args!("; disputed by {}", names(&self.disagreed_by)),
-            );
-        }
-        line
+        credits::credits_line(
+            &self.found_by,
+            &self.agreed_by,
+            &self.disagreed_by,
+            str::to_owned,
+        )
     }
 }
 
@@ -698,5 +687,46 @@ mod tests {
         let said = verification(&block);
         assert!(!said.cross_verified);
         assert_eq!(said.line(), "not cross-verified (quorum-lost): only 1 of 3");
+    }
+
+    fn credited(found: &[&str], agreed: &[&str], disagreed: &[&str]) -> Finding {
+        let names = |list: &[&str]| list.iter().map(|name| (*name).to_owned()).collect();
+        Finding {
+            row: "C-001".to_owned(),
+            rule: Rule::Finding,
+            class: FinalClass::FullConsensus,
+            severity: None,
+            severity_disputes: Vec::new(),
+            text: String::new(),
+            claim: String::new(),
+            suggested_fix: None,
+            source_items: Vec::new(),
+            found_by: names(found),
+            agreed_by: names(agreed),
+            disagreed_by: names(disagreed),
+            anchors: Vec::new(),
+            fingerprint: String::new(),
+            pre_existing: None,
+        }
+    }
+
+    #[test]
+    fn credits_say_an_independent_finding_is_one_and_never_verified_by_nobody() {
+        assert_eq!(
+            credited(&["claude", "codex"], &[], &[]).credits(),
+            "found independently by claude, codex"
+        );
+        assert_eq!(
+            credited(&["claude", "codex"], &["kimi"], &["grok"]).credits(),
+            "found independently by claude, codex; verified by kimi; disputed by grok"
+        );
+        assert_eq!(
+            credited(&["claude"], &[], &[]).credits(),
+            "found by claude; verified by nobody"
+        );
+        assert_eq!(
+            credited(&["claude"], &["codex"], &[]).credits(),
+            "found by claude; verified by codex"
+        );
     }
 }

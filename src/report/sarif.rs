@@ -158,17 +158,11 @@ fn result(finding: &Finding, findings: &Findings) -> Value {
     let mut message = fsread::clip(&finding.text, MAX_MESSAGE_CHARS);
     let _ = write!(
         message,
-        " [{}, {}; found by {}",
+        " [{}, {}; {}",
         finding.class,
         finding.severity.map_or("unranked", Severity::as_str),
-        list(&finding.found_by)
+        finding.credits()
     );
-    if !finding.agreed_by.is_empty() {
-        let _ = write!(message, "; agreed by {}", list(&finding.agreed_by));
-    }
-    if !finding.disagreed_by.is_empty() {
-        let _ = write!(message, "; disagreed by {}", list(&finding.disagreed_by));
-    }
     if !finding.severity_disputes.is_empty() {
         let _ = write!(
             message,

@@ -281,8 +281,9 @@ fn an_agree_that_only_requotes_the_claims_own_anchor_is_not_counted() {
     );
 }
 
-/// `found by X; verified by Y` (and `; disputed by Z`) as a sorted pair of
-/// finder and verifier lists.
+/// `found by X; verified by Y` (and `; disputed by Z`), or `found
+/// independently by X, W` (several finders, maybe no other verdict), as a
+/// sorted pair of finder and verifier lists.
 fn credits(line: &str) -> (Vec<String>, Vec<String>) {
     let list = |text: &str| -> Vec<String> {
         let mut names: Vec<String> = text
@@ -293,10 +294,23 @@ fn credits(line: &str) -> (Vec<String>, Vec<String>) {
         names.sort();
         names
     };
-    let found = line.split("found by ").nth(1).unwrap();
-    let (found, rest) = found.split_once("; verified by ").unwrap();
-    let verified = rest.split(';').next().unwrap().trim_end_matches('.');
-    (list(found), list(verified))
+    let independent = line.contains("found independently by ");
+    let found = line
+        .replace("found independently by ", "found by ")
+        .split("found by ")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let (found, verified) = if let Some((found, rest)) = found.split_once("; verified by ") {
+        (found, rest.split(';').next().unwrap())
+    } else {
+        // Several finders and no other verdict: nobody else verified it.
+        assert!(independent, "no verifier named in {line:?}");
+        (found.split(';').next().unwrap(), "")
+    };
+    let found = list(found.trim_end_matches('.'));
+    assert_eq!(independent, found.len() > 1, "{line:?}");
+    (found, list(verified.trim_end_matches('.')))
 }
 
 #[test]
@@ -352,7 +366,7 @@ fn the_report_sarif_the_review_and_the_closing_summary_credit_every_row_alike() 
         .lines()
         .filter_map(|line| line.strip_prefix("- "))
         .filter(|line| line.starts_with("C-") || line.starts_with("D-"))
-        .filter(|line| line.contains(": found by "))
+        .filter(|line| line.contains(": found by ") || line.contains(": found independently by "))
         .map(|line| (line.split(':').next().unwrap().to_owned(), credits(line)))
         .collect();
     // SARIF.
@@ -403,11 +417,9 @@ fn the_report_sarif_the_review_and_the_closing_summary_credit_every_row_alike() 
             .to_owned();
         let line = text
             .lines()
-            .find(|l| l.starts_with("Found by "))
+            .find(|l| l.starts_with("Found "))
             .unwrap()
-            .replace("Found by ", "found by ")
-            .replace(" · verified by ", "; verified by ")
-            .replace(" · disputed by ", "; disputed by ");
+            .replacen("Found ", "found ", 1);
         review.insert(row, credits(&line));
     }
     for line in body["body"].as_str().unwrap().lines() {

@@ -257,6 +257,13 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
             && findings[0].contains(": found by claude; verified by "),
         "{stdout}"
     );
+    // The count is of findings (report rows), never of the claims they merge.
+    let counted: usize = lines[1]["  findings: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {:?}", lines[1]));
+    assert_eq!(counted, findings.len(), "{stdout}");
     let lines = &lines[findings.len()..];
     // codex's model has no price: its tokens are never worth `$0.00`; the
     // priced part is a floor, and one hint says how to give a price.
