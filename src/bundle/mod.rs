@@ -690,14 +690,18 @@ fn render_files(
             base.clone(),
         )?;
     }
-    let executor_id = roster
-        .iter()
-        .find(|a| a.role == Role::Executor)
-        .map(|a| a.worker_id.as_str());
     // The report writer's fields, from the schema it writes against.
     let report_fields = crate::report::fields::digest(REPORT_SCHEMA, settings.task_type)?;
     for assignment in &roster {
-        let workspace = worker_workspace(settings, run_id, assignment, containment, executor_id)?;
+        // Nothing is made here: the engine makes the copy at dispatch.
+        let workspace = crate::converge::plan::worker_workspace(
+            &settings.project_root,
+            &settings.task_key.joined(),
+            run_id,
+            &roster,
+            assignment,
+            containment,
+        )?;
         text(
             relative.prompt(&assignment.dispatch_name),
             "templates/worker-prompt.md.j2",
@@ -767,34 +771,6 @@ fn render_files(
         files.push((path, bytes));
     }
     Ok(files)
-}
-
-/// Where `assignment`'s CLI works when it works in a copy (its own, or the
-/// Executor's: `workspace::copy_owner`); nothing is made here, the engine
-/// makes it at dispatch.
-fn worker_workspace(
-    settings: &Settings,
-    run_id: &str,
-    assignment: &Assignment,
-    containment: crate::sandbox::Containment,
-    executor: Option<&str>,
-) -> Result<Option<PathBuf>> {
-    // A native worker that needs one gets it too: okstra makes it when it
-    // records the attempt, before the host starts it.
-    crate::workspace::prompt_root(
-        &settings.project_root,
-        &settings.task_key.joined(),
-        run_id,
-        &crate::workspace::Worker::of(assignment),
-        containment,
-        executor,
-    )
-    .with_context(|| {
-        format!(
-            "cannot place the isolated copy of `{}`",
-            assignment.worker_id
-        )
-    })
 }
 
 /// Every reverify dispatch of Phase 5.5: one per reviewing worker (analysers,

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 
 use crate::anchors::{self, Checked};
+use crate::derive::identity::Sets;
 
 use super::ledger::{Group, Grouping, PlanItem};
 
@@ -56,29 +57,6 @@ pub fn overlap(a: &[Checked], b: &[Checked]) -> bool {
     })
 }
 
-/// Union-find over item indexes.
-struct Sets(Vec<usize>);
-
-impl Sets {
-    fn find(&mut self, mut at: usize) -> usize {
-        while self.0[at] != at {
-            self.0[at] = self.0[self.0[at]];
-            at = self.0[at];
-        }
-        at
-    }
-
-    fn join(&mut self, a: usize, b: usize) {
-        let (a, b) = (self.find(a), self.find(b));
-        // The smaller index leads, so a group's order is the items' order.
-        if a < b {
-            self.0[b] = a;
-        } else {
-            self.0[a] = b;
-        }
-    }
-}
-
 /// Group `items` (ids `G-1`, `G-2` … in the order of their first member),
 /// set each member's grouping, and return the groups.
 pub fn assign(items: &mut [PlanItem]) -> Vec<Group> {
@@ -88,7 +66,8 @@ pub fn assign(items: &mut [PlanItem]) -> Vec<Group> {
             by_path.entry(path).or_default().push((first, last, index));
         }
     }
-    let mut sets = Sets((0..items.len()).collect());
+    // The smaller index leads, so a group's order is the items' order.
+    let mut sets = Sets::new(items.len());
     for spans in by_path.values_mut() {
         spans.sort_unstable();
         // Sweep: every span against the ones still open when it starts.

@@ -208,6 +208,20 @@ pub struct Classified {
     pub ledger: Ledger,
 }
 
+impl Classified {
+    /// `ledger`, kept at `ledger_path`, with `open` its open item ids.
+    fn of(ledger_path: PathBuf, ledger: Ledger, open: Vec<String>) -> Classified {
+        Classified {
+            ledger_path,
+            rounds_run: ledger.rounds_run,
+            stopped_because: ledger.stopped_because,
+            classes: class_counts(&ledger),
+            open,
+            ledger,
+        }
+    }
+}
+
 /// The ledger's classes as they stand, without recomputing or writing
 /// anything; `None` when the run has no ledger.
 pub fn summary(info: &RunInfo) -> Option<Classified> {
@@ -219,14 +233,7 @@ pub fn summary(info: &RunInfo) -> Option<Classified> {
         .filter(|item| item.open)
         .map(|item| item.item_id.clone())
         .collect();
-    Some(Classified {
-        ledger_path: path,
-        rounds_run: ledger.rounds_run,
-        stopped_because: ledger.stopped_because,
-        classes: class_counts(&ledger),
-        open,
-        ledger,
-    })
+    Some(Classified::of(path, ledger, open))
 }
 
 /// Take the ledger back to how it was after round `round` (0: no ledger
@@ -266,14 +273,8 @@ pub fn rewind(run: &Run, round: u32) -> Result<()> {
 /// Recompute every claim's finding, class, open state and withdrawal, and
 /// the stop reason of a ledger, in place (`derive::classes`, the one rule).
 pub fn apply_rules(info: &RunInfo, ledger: &mut Ledger) -> Vec<String> {
-    let rostered = info.rostered();
-    let available = info.available(Some(ledger));
-    let context = classes::Context {
-        reviewers: &rostered,
-        available: &available,
-        round: ledger.rounds_run,
-    };
-    let judged = classes::judge(&ledger.items, &context);
+    let ruling = reviewers::judge(&info.analysers, &info.records.state, ledger);
+    let judged = ruling.judged;
     let merged: Vec<Vec<String>> = (0..ledger.items.len())
         .map(|index| {
             judged
@@ -299,8 +300,8 @@ pub fn apply_rules(info: &RunInfo, ledger: &mut Ledger) -> Vec<String> {
     ledger.enabled = info.settings.enabled;
     ledger.adversarial = info.settings.adversarial;
     ledger.stopped_because = classes::stop(
-        rostered.len(),
-        available.len(),
+        ruling.rostered,
+        ruling.available,
         ledger.rounds_run,
         info.settings.effective_max_rounds,
         open.len(),
@@ -367,14 +368,7 @@ pub fn classify(run_dir: &Path) -> Result<Classified> {
     note_unavailable(&info, &mut ledger);
     let open = apply_rules(&info, &mut ledger);
     ledger::write(&path, ledger::LEDGER_SCHEMA, &ledger)?;
-    Ok(Classified {
-        ledger_path: path,
-        rounds_run: ledger.rounds_run,
-        stopped_because: ledger.stopped_because,
-        classes: class_counts(&ledger),
-        open,
-        ledger,
-    })
+    Ok(Classified::of(path, ledger, open))
 }
 
 fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {

@@ -699,7 +699,14 @@ fn render_prompts(
             "resultPath": analyser.assignment.paths.result_path,
             "writesProject": false,
         });
-        let workspace = reviewer_workspace(info, &task, &analyser.assignment)?;
+        let workspace = worker_workspace(
+            &task.project_root,
+            &task.task_key,
+            &info.run().run_id,
+            &info.run().assignments,
+            &analyser.assignment,
+            info.run().containment,
+        )?;
         let context = minijinja::context! {
             assignment => Serde(&assignment),
             reverifyDispatch => Serde(&view),
@@ -730,25 +737,29 @@ fn render_prompts(
     Ok(prompts)
 }
 
-/// The copy a reviewer works in, if any (`workspace::copy_owner`): the same
-/// place the bundle named in its initial prompt, which the engine makes at
-/// dispatch.
-fn reviewer_workspace(
-    info: &RunInfo,
-    task: &crate::run::task::TaskManifest,
+/// Where `assignment`'s CLI works when it works in a copy (its own, or the
+/// Executor's of `roster`: `workspace::copy_owner`), as its prompts name it:
+/// the bundle's first prompt and every round's reverify prompt name the one
+/// place, which the engine makes at dispatch (for a native worker, when it
+/// records the attempt, before the host starts it). `None`: the project.
+pub fn worker_workspace(
+    project_root: &Path,
+    task_key: &str,
+    run_id: &str,
+    roster: &[super::Assignment],
     assignment: &super::Assignment,
+    containment: crate::sandbox::Containment,
 ) -> Result<Option<PathBuf>> {
-    let executor = info
-        .run()
-        .in_role(crate::catalog::Role::Executor)
-        .next()
+    let executor = roster
+        .iter()
+        .find(|a| a.role == Role::Executor)
         .map(|a| a.worker_id.as_str());
     crate::workspace::prompt_root(
-        &task.project_root,
-        &task.task_key,
-        &info.run().run_id,
+        project_root,
+        task_key,
+        run_id,
         &crate::workspace::Worker::of(assignment),
-        info.run().containment,
+        containment,
         executor,
     )
     .with_context(|| {

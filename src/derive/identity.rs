@@ -73,7 +73,7 @@ pub fn of(items: &[LedgerItem]) -> Findings {
             }
         }
     }
-    let mut sets = Sets((0..items.len()).collect());
+    let mut sets = Sets::new(items.len());
     // Each root's claims, so a join checks only the two groups it joins.
     let mut groups: Vec<Vec<usize>> = (0..items.len()).map(|i| vec![i]).collect();
     for (a, b) in pairs {
@@ -199,11 +199,18 @@ fn contradict(items: &[LedgerItem], latest: &Latest<'_>, x: usize, y: usize) -> 
     })
 }
 
-/// Union-find over claim indexes; the smaller index leads.
-struct Sets(Vec<usize>);
+/// Union-find over indexes (claims here, the plan's items in
+/// `converge::group`); the smaller index leads.
+pub struct Sets(Vec<usize>);
 
 impl Sets {
-    fn find(&mut self, mut at: usize) -> usize {
+    /// `len` indexes, each alone.
+    pub fn new(len: usize) -> Sets {
+        Sets((0..len).collect())
+    }
+
+    /// The index that leads `at`'s set.
+    pub fn find(&mut self, mut at: usize) -> usize {
         while self.0[at] != at {
             self.0[at] = self.0[self.0[at]];
             at = self.0[at];
@@ -211,7 +218,8 @@ impl Sets {
         at
     }
 
-    fn join(&mut self, a: usize, b: usize) {
+    /// One set of `a`'s and `b`'s.
+    pub fn join(&mut self, a: usize, b: usize) {
         let (a, b) = (self.find(a), self.find(b));
         if a < b {
             self.0[b] = a;

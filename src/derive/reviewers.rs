@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 
+use super::classes::{self, Judged};
 use crate::catalog::DispatchKind;
 use crate::converge::ledger::Ledger;
 use crate::ending::Ending;
@@ -117,6 +118,35 @@ pub fn available(
         })
         .map(|r| r.assignment.worker_id.clone())
         .collect()
+}
+
+/// A ledger's claims judged for the run whose reviewers are `reviewers`:
+/// every rostered one counts, the available ones can still answer, the
+/// round is the ledger's last. `converge` writes the outcome back; the
+/// report's verification block reads it.
+pub struct Ruling {
+    pub judged: Judged,
+    /// How many reviewers are rostered.
+    pub rostered: usize,
+    /// How many of them can still review.
+    pub available: usize,
+}
+
+/// Judge `ledger` for the run whose reviewers are `reviewers` and whose team
+/// state is `state` (the one context the rules get).
+pub fn judge(reviewers: &[Reviewer], state: &TeamState, ledger: &Ledger) -> Ruling {
+    let rostered = rostered(reviewers);
+    let available = available(reviewers, state, Some(ledger));
+    let context = classes::Context {
+        reviewers: &rostered,
+        available: &available,
+        round: ledger.rounds_run,
+    };
+    Ruling {
+        judged: classes::judge(&ledger.items, &context),
+        rostered: rostered.len(),
+        available: available.len(),
+    }
 }
 
 #[cfg(test)]

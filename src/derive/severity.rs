@@ -30,6 +30,15 @@ pub struct Dispute {
     pub severity: Option<Severity>,
 }
 
+impl Dispute {
+    /// As a report shows it: `<reviewer> says <severity>`, or `says
+    /// overstated` when it proposes none.
+    pub fn shown(&self) -> String {
+        let severity = self.severity.map_or("overstated", Severity::as_str);
+        format!("{} says {severity}", self.reviewer)
+    }
+}
+
 /// What a reviewer says of a claim's severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Said {

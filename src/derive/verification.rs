@@ -133,15 +133,8 @@ pub struct Review {
 /// are `records`; `None` without a ledger.
 pub fn judged(records: &Records) -> Option<(&Ledger, Judged)> {
     let ledger = records.ledger.as_ref()?;
-    let reviewers = reviewers::of(records);
-    let rostered = reviewers::rostered(&reviewers);
-    let available = reviewers::available(&reviewers, &records.state, Some(ledger));
-    let context = classes::Context {
-        reviewers: &rostered,
-        available: &available,
-        round: ledger.rounds_run,
-    };
-    Some((ledger, classes::judge(&ledger.items, &context)))
+    let ruling = reviewers::judge(&reviewers::of(records), &records.state, ledger);
+    Some((ledger, ruling.judged))
 }
 
 /// Each claim's severity as its owner wrote it, by item id.

@@ -250,10 +250,3 @@ pub fn written_during(path: &Path, since: Option<i64>) -> Option<Vec<u8>> {
     // The result limit, as every reader of a result file has it.
     crate::fsread::read_no_follow(path, crate::fsread::Kind::Result).ok()
 }
-
-/// The sha256 of the prompt file, when it can be read.
-pub fn prompt_sha256(prompt: &Path) -> Option<String> {
-    crate::fsread::read(prompt, crate::fsread::Kind::Result)
-        .ok()
-        .map(|bytes| sha256_hex(&bytes))
-}

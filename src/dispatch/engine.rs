@@ -392,11 +392,7 @@ impl Engine {
         why: &str,
     ) -> Result<DispatchRecord> {
         let mut record = queued.record.unwrap_or_else(|| {
-            let sha = queued
-                .planned
-                .prompt_sha256
-                .clone()
-                .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
+            let sha = queued.planned.prompt_hash();
             attempt::record(&queued.planned, sha)
         });
         record.end(ending, why.to_owned());

@@ -53,11 +53,7 @@ impl Engine {
         reason: &'static str,
     ) -> Result<()> {
         let record = queued.record.get_or_insert_with(|| {
-            let sha = queued
-                .planned
-                .prompt_sha256
-                .clone()
-                .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
+            let sha = queued.planned.prompt_hash();
             attempt::record(&queued.planned, sha)
         });
         if !record.hold(why) {

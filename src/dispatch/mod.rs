@@ -46,7 +46,6 @@ use crate::run::Run;
 use crate::run::team_state::TeamState;
 
 pub use crate::run::live::liveness;
-pub use attempt::prompt_sha256;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
 pub use command::{dispatch_command, ignore_hangup};
 pub use engine::{budget_spent, record_budget_stop};
@@ -184,10 +183,7 @@ pub fn prepare(
 ) -> Result<Prepared> {
     let mut prepared = Prepared::default();
     for mut planned in candidates {
-        let prompt_sha256 = planned
-            .prompt_sha256
-            .clone()
-            .or_else(|| attempt::prompt_sha256(&planned.paths.prompt_path));
+        let prompt_sha256 = planned.prompt_hash();
         let mut decision;
         loop {
             let latest = state.latest(&planned.dispatch_name);

@@ -126,10 +126,7 @@ pub fn submit_line(run: &Run, dispatch_name: &str) -> String {
 /// again (`None`).
 pub fn hand_out(run: &Run, planned: &Planned) -> Result<Option<Handout>> {
     super::snapshot_before_reviewers(run, std::slice::from_ref(planned));
-    let prompt_sha256 = planned
-        .prompt_sha256
-        .clone()
-        .or_else(|| attempt::prompt_sha256(&planned.paths.prompt_path));
+    let prompt_sha256 = planned.prompt_hash();
     let Some(mut record) =
         team_state::transact(run, |state| decide(state, planned, prompt_sha256))?
     else {

@@ -50,6 +50,19 @@ pub struct Planned {
     pub inputs_sha256: Option<String>,
 }
 
+impl Planned {
+    /// The SHA-256 of the prompt its next attempt is given: the planner's
+    /// when it knows it, else the prompt file's as it is now (`None` when
+    /// the file cannot be read).
+    pub fn prompt_hash(&self) -> Option<String> {
+        self.prompt_sha256.clone().or_else(|| {
+            crate::fsread::read(&self.paths.prompt_path, crate::fsread::Kind::Result)
+                .ok()
+                .map(|bytes| crate::digest::sha256_hex(&bytes))
+        })
+    }
+}
+
 /// What to do about one candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {

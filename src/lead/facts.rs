@@ -434,10 +434,7 @@ impl Lead {
 /// Where `planned` stands: what [`dispatch::select::decide_in`] says of its
 /// attempts, in the step machine's words.
 fn need(lead: &Lead, state: &TeamState, planned: &Planned) -> Need {
-    let prompt_sha256 = planned
-        .prompt_sha256
-        .clone()
-        .or_else(|| dispatch::prompt_sha256(&planned.paths.prompt_path));
+    let prompt_sha256 = planned.prompt_hash();
     let latest = state.latest(&planned.dispatch_name);
     let facts = dispatch::select::Facts {
         prompt_sha256,

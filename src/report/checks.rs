@@ -306,13 +306,7 @@ impl<'a> Checks<'a> {
         let severity_disputes = credits
             .severity_disputes
             .iter()
-            .map(|d| {
-                format!(
-                    "{} says {}",
-                    d.reviewer,
-                    d.severity.map_or("overstated", Severity::as_str)
-                )
-            })
+            .map(|d| d.shown())
             .collect();
         let verdicts = items
             .iter()

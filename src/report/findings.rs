@@ -445,17 +445,7 @@ fn finding(
         rule,
         class,
         severity,
-        severity_disputes: credit
-            .severity_disputes
-            .iter()
-            .map(|d| {
-                format!(
-                    "{} says {}",
-                    d.reviewer,
-                    d.severity.map_or("overstated", Severity::as_str)
-                )
-            })
-            .collect(),
+        severity_disputes: credit.severity_disputes.iter().map(|d| d.shown()).collect(),
         claim: claim_text.unwrap_or_else(|| normalise_claim(&row_text)),
         text: row_text,
         suggested_fix: text("suggestedFix"),

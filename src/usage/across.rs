@@ -22,6 +22,7 @@ use super::cost::Cost;
 use crate::cli::UsageArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::run::layout::RunLayout;
 use crate::table::{Column, render};
 
 /// The window when `--since` is not given.
@@ -183,7 +184,7 @@ fn runs(project_root: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Re
     }
     Ok(dirs
         .into_iter()
-        .filter(|dir| dir.join("run-manifest.json").is_file())
+        .filter(|dir| RunLayout::of(dir).run_manifest().is_file())
         .collect())
 }
 

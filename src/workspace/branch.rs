@@ -19,7 +19,7 @@ use std::path::Path;
 
 use crate::git::{self, Git};
 
-use super::snapshot::as_okstra;
+use super::snapshot::{ADD_SNAPSHOT, as_okstra};
 use super::{Error, Location};
 
 /// The ref in okstra's git directory the user's repository fetches from.
@@ -53,14 +53,7 @@ pub fn commit(
     super::git_copy::forget_view(copy)?;
     let git = Git::own(&copy.git_dir, Some(&copy.root));
     let base = git.run(["ls-tree", "-r", "-z", parent]).map_err(failed)?;
-    git.run([
-        "add",
-        "--all",
-        "--",
-        ":/",
-        ":(top,exclude,glob)**/.okstra/**",
-    ])
-    .map_err(failed)?;
+    git.run(ADD_SNAPSHOT).map_err(failed)?;
     let staged = git.run(["ls-files", "--stage", "-z"]).map_err(failed)?;
     let nested = new_gitlinks(&base, &staged);
     if !nested.is_empty() {

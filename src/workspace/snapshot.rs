@@ -172,6 +172,17 @@ fn commit_working_tree(
     as_okstra(git).line(&args)
 }
 
+/// `git add` of what a snapshot holds: the whole working tree (tracked
+/// changes, untracked files that are not ignored), nothing under any
+/// `.okstra/`. The snapshot and an Executor's branch stage the same.
+pub(super) const ADD_SNAPSHOT: [&str; 5] = [
+    "add",
+    "--all",
+    "--",
+    ":/",
+    ":(top,exclude,glob)**/.okstra/**",
+];
+
 /// git run as okstra's own author and committer.
 pub(super) fn as_okstra(git: &Git) -> Git {
     git.clone()
@@ -207,12 +218,6 @@ fn working_tree(git: &Git, repo: &Repository, scratch: &Path) -> Result<String, 
         std::fs::copy(&repo.index, &index).map_err(io_error)?;
     }
     let scratch_git = git.clone().env("GIT_INDEX_FILE", &index);
-    scratch_git.run([
-        "add",
-        "--all",
-        "--",
-        ":/",
-        ":(top,exclude,glob)**/.okstra/**",
-    ])?;
+    scratch_git.run(ADD_SNAPSHOT)?;
     scratch_git.line(["write-tree"])
 }

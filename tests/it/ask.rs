@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -13,11 +12,10 @@ use serde_json::Value;
 use crate::run::team_project;
 use crate::support::{Project, read_json};
 
-const LIMIT: Duration = Duration::from_mins(2);
 const QUESTION: &str = "How do reservations work?";
 
 fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
-    let output = cmd.timeout(LIMIT).output().unwrap();
+    let output = cmd.output().unwrap();
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -242,10 +240,9 @@ fn on_a_terminal(world: &Project, args: &[&str], typed: &str) -> (i32, String) {
         Path::new("/usr/bin/script").is_file() || which("script"),
         "these tests need `script` (util-linux) for a pseudo-terminal"
     );
-    let mut cmd = assert_cmd::Command::from_std(world.command("script"));
+    let mut cmd = crate::support::bounded(world.command("script"));
     cmd.args(["-q", "-e", "-c", &command, "/dev/null"])
-        .write_stdin(typed)
-        .timeout(LIMIT);
+        .write_stdin(typed);
     let output = cmd.output().unwrap();
     (
         output.status.code().unwrap_or(-1),

@@ -18,17 +18,15 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use crate::run::{IMPLEMENTATION, attempts, run, run_dir, run_with, team_project};
 use crate::support::{
-    Group, Project, commit_all, git, manifest, okstra_path, read_json, team_state_path, wait_for,
+    Group, Project, commit_all, git, limit, manifest, okstra_path, read_json, team_state_path,
+    wait_for,
 };
-
-const LIMIT: Duration = Duration::from_mins(2);
 
 /// Everything of the user's repository a CLI must not change: the working
 /// tree's files (by content, mode and symlink target), `git status`, every
@@ -599,7 +597,6 @@ fn a_project_outside_git_too_large_to_copy_is_refused_unless_allowed() {
         .okstra()
         .args(["dispatch", "--workers", "kimi"])
         .arg(&run)
-        .timeout(LIMIT)
         .output()
         .unwrap();
     assert_eq!(
@@ -618,7 +615,6 @@ fn a_project_outside_git_too_large_to_copy_is_refused_unless_allowed() {
         .args(["dispatch", "--workers", "kimi"])
         .arg(&run)
         .env("FAKE_SCRIBBLE", "kimi")
-        .timeout(LIMIT)
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(1));
@@ -656,7 +652,6 @@ fn a_project_outside_git_too_large_to_copy_is_refused_unless_allowed() {
         .args(["dispatch", "--workers", "kimi", "--allow-unisolated"])
         .arg(&run)
         .env("FAKE_SCRIBBLE", "kimi")
-        .timeout(LIMIT)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&allowed.stderr);
@@ -714,7 +709,7 @@ fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
     let go = Go(world.path("fake/go"));
     let mut dispatcher = Group::start(command);
     let side = run.join("prompts/kimi-worker.md.status.json");
-    let (copy, wrapper) = wait_for(LIMIT, "kimi to start in its copy", || {
+    let (copy, wrapper) = wait_for(limit(), "kimi to start in its copy", || {
         let status = sidecar(&side)?;
         status.get("child_pid")?;
         let state = read_json(&team_state_path(&run));
@@ -728,7 +723,7 @@ fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
     });
     // The dispatcher is killed outright; its wrapper (own group) goes on.
     dispatcher.signal(nix::sys::signal::Signal::SIGKILL);
-    dispatcher.wait(LIMIT);
+    dispatcher.wait(limit());
     let before = UserTree::of(world.root());
 
     // Decoys the reaper must leave alone: another folder among the run's
@@ -755,7 +750,7 @@ fn reap_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
         if execute {
             args.push("--execute");
         }
-        let output = world.okstra().args(&args).timeout(LIMIT).output().unwrap();
+        let output = world.okstra().args(&args).output().unwrap();
         serde_json::from_slice::<Value>(&output.stdout).unwrap()
     };
     // While its wrapper still runs in it, the copy stays: a dry run plans to
@@ -845,7 +840,7 @@ fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
     let go = Go(world.path("fake/go"));
     let mut dispatcher = Group::start(command);
     let side = run.join("prompts/kimi-worker.md.status.json");
-    let copy = wait_for(LIMIT, "kimi to start in its copy", || {
+    let copy = wait_for(limit(), "kimi to start in its copy", || {
         sidecar(&side)?.get("child_pid")?;
         let state = read_json(&team_state_path(&run));
         let copy = PathBuf::from(state["dispatches"][0]["workspace"]["path"].as_str()?);
@@ -854,7 +849,7 @@ fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
             .then_some(copy)
     });
     dispatcher.signal(nix::sys::signal::Signal::SIGKILL);
-    dispatcher.wait(LIMIT);
+    dispatcher.wait(limit());
     let neighbour = copy.with_file_name("someone-else");
     fs::create_dir_all(&neighbour).unwrap();
     fs::write(neighbour.join("keep.txt"), "mine\n").unwrap();
@@ -863,7 +858,7 @@ fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
         if execute {
             args.push("--execute");
         }
-        let output = world.okstra().args(&args).timeout(LIMIT).output().unwrap();
+        let output = world.okstra().args(&args).output().unwrap();
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -883,7 +878,7 @@ fn cleanup_removes_the_copy_a_killed_dispatcher_left_and_nothing_else() {
         "{busy}"
     );
     drop(go);
-    let listed = wait_for(LIMIT, "the orphaned wrapper to end", || {
+    let listed = wait_for(limit(), "the orphaned wrapper to end", || {
         let listed = cleanup(false);
         (!listed["items"].as_array().unwrap().is_empty()).then_some(listed)
     });
@@ -943,7 +938,6 @@ fn pass_env_reaches_every_cli_through_dispatch() {
         .env("GITHUB_TOKEN", "ghp")
         .env("OPENAI_API_KEY", "sk-openai")
         .env("MOONSHOT_API_KEY", "moon")
-        .timeout(LIMIT)
         .output()
         .unwrap();
     assert!(output.status.code().is_some());
@@ -957,7 +951,6 @@ fn pass_env_reaches_every_cli_through_dispatch() {
         .okstra()
         .args(["dispatch", "--workers", "kimi", "--pass-env", "NOT-A-NAME"])
         .arg(&run)
-        .timeout(LIMIT)
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));

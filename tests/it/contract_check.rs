@@ -5,16 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::Write as _;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::Value;
 
 use super::schema_walk::{all_nodes, enum_of, path_segments, resolve};
-use crate::support::{okstra_path, repo_root};
+use crate::support::{okstra, repo_root};
 
 /// The schemas the bundle ships in `instruction-set/` (file there, file in
 /// `schemas/`), plus the manifests okstra writes, which prompts also name.
@@ -549,11 +547,7 @@ static SECTION_REF: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `okstra <args> --help`.
 fn help(args: &[&str]) -> String {
-    let output = std::process::Command::new(okstra_path())
-        .args(args)
-        .arg("--help")
-        .output()
-        .unwrap();
+    let output = okstra().args(args).arg("--help").output().unwrap();
     String::from_utf8(output.stdout).unwrap()
 }
 
@@ -621,11 +615,7 @@ static FLAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(--[a-z][a-z-]*)")
 /// Every long flag of every okstra (sub)command, from their `--help`.
 static CLI_FLAGS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
     let help = |args: &[&str]| -> String {
-        let output = std::process::Command::new(okstra_path())
-            .args(args)
-            .arg("--help")
-            .output()
-            .unwrap();
+        let output = okstra().args(args).arg("--help").output().unwrap();
         String::from_utf8(output.stdout).unwrap()
     };
     let top = help(&[]);
@@ -827,15 +817,11 @@ fn run_check_args(argvs: &[Vec<String>]) -> Vec<String> {
     if argvs.is_empty() {
         return Vec::new();
     }
-    let mut child = std::process::Command::new(okstra_path())
+    let output = okstra()
         .arg("__check-args")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
+        .write_stdin(serde_json::to_vec(argvs).unwrap())
+        .output()
         .unwrap();
-    let input = serde_json::to_vec(argvs).unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let output = child.wait_with_output().unwrap();
     let lines: Vec<String> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()

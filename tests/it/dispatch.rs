@@ -8,16 +8,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{Group, Project, okstra, okstra_path, team_state_path, wait_for};
-
-const LIMIT: Duration = Duration::from_mins(1);
+use crate::support::{Group, Project, limit, okstra, okstra_path, team_state_path, wait_for};
 
 /// Render a project analysis of `workers` with `runtime` as lead; its folder.
 fn render(project: &Project, workers: &str, runtime: &str) -> PathBuf {
@@ -37,7 +34,6 @@ fn okstra_with(project: &Project, args: &[&str]) -> assert_cmd::assert::Assert {
         .okstra()
         .env_remove("FAKE_SLEEP")
         .args(args)
-        .timeout(LIMIT)
         .assert()
 }
 
@@ -280,7 +276,7 @@ fn sigint_stops_every_worker_and_records_every_ending() {
     let run = render(&world, "claude,codex,report-writer", "external");
     let run_s = run.to_str().unwrap();
     let mut dispatcher = spawn(&world, &["dispatch", run_s], &[]);
-    let children: Vec<i32> = wait_for(LIMIT, "both CLIs running", || {
+    let children: Vec<i32> = wait_for(limit(), "both CLIs running", || {
         let pids: Vec<i32> = ["claude-worker", "codex-worker"]
             .iter()
             .filter_map(|name| {
@@ -294,7 +290,7 @@ fn sigint_stops_every_worker_and_records_every_ending() {
         (pids.len() == 2).then_some(pids)
     });
     dispatcher.signal(Signal::SIGINT);
-    assert_eq!(dispatcher.wait(LIMIT).code(), Some(130));
+    assert_eq!(dispatcher.wait(limit()).code(), Some(130));
     for pid in children {
         let gone = kill(Pid::from_raw(pid), None).is_err()
             || fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
@@ -316,7 +312,7 @@ fn a_closed_memory_gate_holds_the_start_back_and_says_so() {
         &["dispatch", run_s, "--min-free-memory", "1000T"],
         &[],
     );
-    let detail = wait_for(LIMIT, "a held record", || {
+    let detail = wait_for(limit(), "a held record", || {
         records(&run)
             .first()
             .and_then(|r| r["detail"].as_str().map(str::to_owned))
@@ -328,7 +324,7 @@ fn a_closed_memory_gate_holds_the_start_back_and_says_so() {
     assert!(records(&run)[0]["startedAt"].is_null());
     assert!(!run.join("prompts/claude-worker.md.status.json").exists());
     dispatcher.signal(Signal::SIGTERM);
-    assert_eq!(dispatcher.wait(LIMIT).code(), Some(143));
+    assert_eq!(dispatcher.wait(limit()).code(), Some(143));
     assert_eq!(records(&run)[0]["ending"], "cancelled");
 }
 
@@ -371,7 +367,7 @@ fn await_waits_for_native_and_wrapper_workers_alike() {
         "await ended before the native worker"
     );
     fs::write(run.join("results/claude-worker.md"), "## 1. Findings\n").unwrap();
-    let status = wait_for(LIMIT, "await to end", || waiter.0.try_wait().unwrap());
+    let status = wait_for(limit(), "await to end", || waiter.0.try_wait().unwrap());
     assert_eq!(status.code(), Some(0));
     let mut out = String::new();
     std::io::Read::read_to_string(waiter.0.stdout.as_mut().unwrap(), &mut out).unwrap();
@@ -403,7 +399,7 @@ fn await_finishes_a_record_whose_dispatcher_died() {
     let run = render(&world, "claude,report-writer", "external");
     let run_s = run.to_str().unwrap();
     let mut dispatcher = spawn(&world, &["dispatch", run_s], &[("FAKE_SLEEP", "2")]);
-    wait_for(LIMIT, "the attempt to start", || {
+    wait_for(limit(), "the attempt to start", || {
         run.join("prompts/claude-worker.md.status.json")
             .exists()
             .then_some(())
@@ -534,7 +530,7 @@ fn status_shows_a_running_workers_usage_live() {
     let run = render(&world, "claude,report-writer", "external");
     let run_s = run.to_str().unwrap();
     let _dispatcher = spawn(&world, &["dispatch", run_s], &[]);
-    let usage = wait_for(LIMIT, "live usage in status", || {
+    let usage = wait_for(limit(), "live usage in status", || {
         let output = okstra().args(["status", run_s, "--json"]).output().unwrap();
         let board: Value = serde_json::from_slice(&output.stdout).ok()?;
         let row = board["runs"][0]["dispatches"][0].clone();
@@ -625,7 +621,6 @@ fn detach_returns_once_the_dispatches_are_recorded_and_await_sees_them_end() {
     let assert = cmd
         .args(["dispatch", run_s, "--detach", "--json"])
         .env("FAKE_SLEEP", "2")
-        .timeout(LIMIT)
         .assert()
         .success();
     let detached = stdout_json(&assert);

@@ -14,9 +14,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{Project, okstra_path, wait_for};
-
-const LIMIT: Duration = Duration::from_secs(30);
+use crate::support::{Project, limit, okstra_path, wait_for};
 
 /// A provider-exec sandbox: `bin/codex` is a fixture script.
 struct Exec {
@@ -68,16 +66,16 @@ impl Exec {
 
     fn grandchild(&self) -> Pid {
         let path = self.path("fake/grandchild.pid");
-        Pid::from_raw(wait_for(LIMIT, "the grandchild's pid", || {
+        Pid::from_raw(wait_for(limit(), "the grandchild's pid", || {
             fs::read_to_string(&path).ok()?.trim().parse().ok()
         }))
     }
 }
 
-/// Wait for `child` at most `LIMIT`; how long it took.
+/// Wait for `child` at most [`limit`]; how long it took.
 fn finish(child: &mut Child) -> (i32, Duration) {
     let start = Instant::now();
-    let status = wait_for(LIMIT, "the wrapper to exit", || child.try_wait().unwrap());
+    let status = wait_for(limit(), "the wrapper to exit", || child.try_wait().unwrap());
     (status.code().unwrap_or(-1), start.elapsed())
 }
 
@@ -132,13 +130,13 @@ fn a_sigkilled_wrapper_takes_the_whole_cli_group_down() {
     // The guardian is started once the CLI has run for a moment: it is the
     // wrapper's second child.
     let wrapper = child.id();
-    wait_for(LIMIT, "the guardian to start", || {
+    wait_for(limit(), "the guardian to start", || {
         (children(wrapper).len() >= 2).then_some(())
     });
     child.kill().unwrap();
     child.wait().unwrap();
     wait_for(
-        LIMIT,
+        limit(),
         "the grandchild to be stopped by the guardian",
         || is_gone(grandchild).then_some(()),
     );

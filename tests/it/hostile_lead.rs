@@ -8,7 +8,6 @@
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{Signal, kill};
@@ -16,9 +15,8 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 use crate::run::{attempts, team_project};
-use crate::support::{Group, Project, okstra_path, unix_now, wait_for};
+use crate::support::{Group, Project, limit, okstra_path, unix_now, wait_for};
 
-const LIMIT: Duration = Duration::from_mins(1);
 /// One result row, anchored in the example project.
 const ROW: &str = "| F-001 | reservations are held in memory only | src/inventory.py:1 |\n";
 
@@ -70,14 +68,13 @@ fn message(tag: &str, body: &str) -> String {
     format!("Done.\n{tag}\n{body}=== OKSTRA RESULT END ===\n")
 }
 
-/// `okstra hook subagent-stop` fed `input`, bounded by [`LIMIT`]: exit code
+/// `okstra hook subagent-stop` fed `input`, bounded by [`limit`]: exit code
 /// (`None` when the limit stopped it) and stderr.
 fn hook(world: &Project, input: &Value) -> (Option<i32>, String) {
     let output = world
         .okstra()
         .args(["hook", "subagent-stop"])
         .write_stdin(input.to_string())
-        .timeout(LIMIT)
         .output()
         .unwrap();
     (
@@ -94,7 +91,6 @@ fn submit(world: &Project, run: &Path, message: &str) -> (Option<i32>, String) {
         .arg(run)
         .args(["claude-worker", "-"])
         .write_stdin(message.to_owned())
-        .timeout(LIMIT)
         .output()
         .unwrap();
     (
@@ -229,13 +225,7 @@ fn cancel_refuses_to_signal_a_lease_holder_that_is_not_the_runs_driver() {
                 .as_bytes(),
         )
         .unwrap();
-    let output = world
-        .okstra()
-        .arg("cancel")
-        .arg(&run)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let output = world.okstra().arg("cancel").arg(&run).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -284,28 +274,22 @@ fn a_cancel_during_the_preflight_stops_the_driver_cleanly_and_its_probe() {
         .env("FAKE_HANG_VERSION", "claude");
     let mut driver = Group::start(cmd);
     let pid_file = world.path("fake/probe-claude.pid");
-    let probe: i32 = wait_for(LIMIT, "the preflight's probe", || {
+    let probe: i32 = wait_for(limit(), "the preflight's probe", || {
         fs::read_to_string(&pid_file)
             .ok()
             .and_then(|text| text.trim().parse().ok())
     });
     let _reaped = Reaped(probe);
-    let cancel = world
-        .okstra()
-        .arg("cancel")
-        .arg(&run)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let cancel = world.okstra().arg("cancel").arg(&run).output().unwrap();
     assert!(
         cancel.status.success(),
         "{}",
         String::from_utf8_lossy(&cancel.stderr)
     );
-    let status = driver.wait(LIMIT);
+    let status = driver.wait(limit());
     // 128 + SIGTERM: it stopped itself, it was not killed by the signal.
     assert_eq!(status.code(), Some(143), "{status}");
-    wait_for(Duration::from_secs(10), "the probe to be stopped", || {
+    wait_for(limit(), "the probe to be stopped", || {
         gone(probe).then_some(())
     });
     let seen = events(&run);

@@ -7,14 +7,11 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::{Project, okstra_path, read_json, team_state_path};
 
-/// Wall-time bound on each command: the cut runs take a few seconds.
-const LIMIT: Duration = Duration::from_mins(1);
 /// The address-space cap the tester used (`ulimit -v`, in KiB): 1 GiB.
 const ADDRESS_SPACE_KIB: u32 = 1024 * 1024;
 
@@ -43,10 +40,7 @@ fn capped(project: &Project, args: &[&str], env: &[(&str, &str)]) -> Out {
         .arg(format!("ulimit -v {ADDRESS_SPACE_KIB}; exec \"$0\" \"$@\""))
         .arg(okstra_path())
         .args(args);
-    let output = assert_cmd::Command::from_std(cmd)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let output = crate::support::bounded(cmd).output().unwrap();
     Out {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -6,16 +6,14 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use crate::containment::UserTree;
 use crate::run::{IMPLEMENTATION, attempts, run_dir, run_with, team_project};
-use crate::support::{Group, Project, commit_all, git, read_json, team_state_path};
+use crate::support::{Group, Project, commit_all, git, limit, read_json, team_state_path};
 
-const LIMIT: Duration = Duration::from_mins(2);
 /// The branch of the first implementation run of the team project.
 const BRANCH: &str = "refs/heads/okstra/demo/review/reservations/implementation-001";
 
@@ -46,7 +44,6 @@ fn land(world: &Project, run: &Path, extra: &[&str]) -> (i32, String, String) {
         .arg("land")
         .arg(run)
         .args(extra)
-        .timeout(LIMIT)
         .output()
         .unwrap();
     (
@@ -186,13 +183,7 @@ fn an_executor_change_reaches_the_project_only_through_land() {
     assert_eq!(state["landing"]["commit"], tip.as_str());
     let report = read_json(&run.join("report/data.json"));
     assert_eq!(report["landing"]["state"], "landed", "{report}");
-    let status = world
-        .okstra()
-        .arg("status")
-        .arg(&run)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let status = world.okstra().arg("status").arg(&run).output().unwrap();
     let board = String::from_utf8_lossy(&status.stdout);
     assert!(
         board.contains("landing: landed `okstra/demo/review/reservations/implementation-001`"),
@@ -387,13 +378,7 @@ fn a_native_executor_that_writes_into_the_users_tree_fails() {
             .unwrap()
             .clone();
         assert_eq!(executor["runner"], "native-session");
-        let dispatched = world
-            .okstra()
-            .arg("dispatch")
-            .arg(&run)
-            .timeout(LIMIT)
-            .output()
-            .unwrap();
+        let dispatched = world.okstra().arg("dispatch").arg(&run).output().unwrap();
         assert_eq!(
             dispatched.status.code(),
             Some(0),
@@ -425,7 +410,6 @@ fn a_native_executor_that_writes_into_the_users_tree_fails() {
             .okstra()
             .args(["await", "--workers", "claude", "--json"])
             .arg(&run)
-            .timeout(LIMIT)
             .output()
             .unwrap();
         let record = attempts(&run, "claude-executor")[0].clone();
@@ -508,12 +492,7 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
     assert_eq!(snapshot_refs().lines().count(), 2);
     // By default a run that just finished keeps its logs (they say what
     // happened): only a run idle for `--older-than` loses them.
-    let fresh = world
-        .okstra()
-        .arg("cleanup")
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let fresh = world.okstra().arg("cleanup").output().unwrap();
     let fresh = String::from_utf8_lossy(&fresh.stdout);
     assert!(!fresh.contains("would remove log "), "{fresh}");
     assert!(
@@ -524,7 +503,6 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
         let output = world
             .okstra()
             .args([&["cleanup", "--json", "--older-than", "0s"], extra].concat())
-            .timeout(LIMIT)
             .output()
             .unwrap();
         assert_eq!(
@@ -548,13 +526,8 @@ fn cleanup_removes_what_okstra_left_and_never_a_user_branch() {
     // The second run's lease is held: it is left alone.
     let lease = taken.join("state/run.lease");
     let holder = Group::spawn(&["flock", lease.to_str().unwrap(), "sleep", "120"]);
-    crate::support::wait_for(LIMIT, "the lease to be taken", || {
-        let status = world
-            .okstra()
-            .args(["cleanup", "--json"])
-            .timeout(LIMIT)
-            .output()
-            .unwrap();
+    crate::support::wait_for(limit(), "the lease to be taken", || {
+        let status = world.okstra().args(["cleanup", "--json"]).output().unwrap();
         let report: Value = serde_json::from_slice(&status.stdout).unwrap();
         report["skipped"]
             .as_array()

@@ -31,8 +31,6 @@ mod resume;
 #[path = "lifecycle_status.rs"]
 mod status;
 
-const LIMIT: Duration = Duration::from_secs(30);
-
 /// The assignment with this dispatch name.
 fn assignment(run: &Path, dispatch: &str) -> Value {
     manifest(run)["assignments"]
@@ -71,7 +69,6 @@ fn status_json(run: &Path) -> Value {
     let output = okstra()
         .args(["status", "--json"])
         .arg(run)
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()

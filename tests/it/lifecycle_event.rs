@@ -5,6 +5,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 #[test]
 fn one_hundred_concurrent_events_get_distinct_sequence_numbers() {
     let project = Project::new();
@@ -22,7 +24,7 @@ fn one_hundred_concurrent_events_get_distinct_sequence_numbers() {
                 .unwrap()
         })
         .collect();
-    let statuses = wait_for(LIMIT, "100 `okstra event` processes", || {
+    let statuses = wait_for(limit(), "100 `okstra event` processes", || {
         let done: Vec<_> = children
             .iter_mut()
             .filter_map(|c| c.try_wait().unwrap())
@@ -70,7 +72,6 @@ fn event_prints_the_progress_line_and_refuses_bad_input() {
             "--field",
             "note=two words",
         ])
-        .timeout(LIMIT)
         .assert()
         .success()
         .stdout("PROGRESS: phase-start note=\"two words\" phase=4\n");
@@ -91,7 +92,6 @@ fn event_prints_the_progress_line_and_refuses_bad_input() {
             .arg("event")
             .arg(&run)
             .args(&args)
-            .timeout(LIMIT)
             .assert()
             .code(2)
             .stdout("");
@@ -113,7 +113,6 @@ fn event_prints_the_progress_line_and_refuses_bad_input() {
         .arg("event")
         .arg(&run)
         .arg("phase-end")
-        .timeout(LIMIT)
         .assert()
         .success();
     let log = fs::read_to_string(run.join("state/lead-events.jsonl")).unwrap();

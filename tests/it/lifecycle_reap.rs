@@ -5,12 +5,13 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 /// `okstra reap --execute --json` over a project: its report.
 fn reap_execute(project_root: &Path) -> Value {
     let output = okstra()
         .args(["reap", "--execute", "--json", "--project-root"])
         .arg(project_root)
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()
@@ -69,7 +70,6 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
     let output = okstra()
         .args(["reap", "--project-root"])
         .arg(project.root())
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()
@@ -95,7 +95,7 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
         .unwrap();
     assert_eq!(stop["pgid"], orphan.pid());
     assert_eq!(stop["outcome"], "terminated");
-    wait_for(LIMIT, "the orphan group to end", || {
+    wait_for(limit(), "the orphan group to end", || {
         (!orphan.is_running()).then_some(())
     });
     assert!(
@@ -123,7 +123,6 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
     okstra()
         .args(["reap", "--project-root"])
         .arg(project.root())
-        .timeout(LIMIT)
         .assert()
         .success()
         .stdout("");
@@ -145,7 +144,7 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace_period() {
     );
     let report = reap_execute(project.root());
     assert_eq!(report["actions"][0]["outcome"], "killed", "{report}");
-    wait_for(LIMIT, "the stubborn group to end", || {
+    wait_for(limit(), "the stubborn group to end", || {
         (!stubborn.is_running()).then_some(())
     });
     let after = read_json(&sidecar_path(&codex));

@@ -9,7 +9,6 @@ use super::*;
 fn launch(project: &Project, extra: &[&str]) -> assert_cmd::assert::Assert {
     project
         .render_command(&[&["--json"], extra].concat())
-        .timeout(LIMIT)
         .assert()
 }
 
@@ -149,7 +148,6 @@ fn task_key_form_resumes_the_same_task() {
             "--task-type",
             "project-analysis",
         ])
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()

@@ -5,6 +5,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 /// Write both Result Paths of an assignment.
 fn write_results(assignment: &Value) {
     for field in ["resultPath", "workerResultsPath"] {
@@ -44,7 +46,6 @@ fn a_silent_worker_is_stale_and_activity_revives_it() {
         .arg("status")
         .arg(&run)
         .args(["--log-tail", "1"])
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()
@@ -191,13 +192,13 @@ fn watch_appends_a_snapshot_per_change_and_ends_when_all_are_terminal() {
         .unwrap();
     let output = collect_stdout(&mut child);
     let mut child = Killed(child);
-    wait_for(LIMIT, "the first snapshot", || {
+    wait_for(limit(), "the first snapshot", || {
         output.lock().unwrap().contains("1 running").then_some(())
     });
     // Several intervals pass with no change: still one snapshot. Evidence,
     // not a pause: a second watcher looks every 50 ms until its timeout
     // and prints only the first snapshot.
-    let quiet = Command::new(okstra_path())
+    let quiet = okstra()
         .arg("status")
         .arg(&run)
         .args(["--watch", "--interval", "50ms", "--timeout", "400ms"])
@@ -215,9 +216,9 @@ fn watch_appends_a_snapshot_per_change_and_ends_when_all_are_terminal() {
                 "started_ts": started, "stage": "exited", "exit_code": 0,
                 "ended_ts": unix_now(), "duration_ms": 1500}),
     );
-    let status = wait_for(LIMIT, "watch to end", || child.0.try_wait().unwrap());
+    let status = wait_for(limit(), "watch to end", || child.0.try_wait().unwrap());
     assert!(status.success());
-    let text = wait_for(LIMIT, "the last snapshot", || {
+    let text = wait_for(limit(), "the last snapshot", || {
         let text = output.lock().unwrap().clone();
         text.contains("3 workers: 3 done").then_some(text)
     });
@@ -268,7 +269,6 @@ fn status_and_event_follow_a_run_folder_that_was_copied() {
     let tail = okstra()
         .args(["status", "--log-tail", "1"])
         .arg(&moved)
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()
@@ -284,7 +284,6 @@ fn status_and_event_follow_a_run_folder_that_was_copied() {
         .arg("event")
         .arg(&moved)
         .arg("phase-started")
-        .timeout(LIMIT)
         .assert()
         .success();
     let events = |dir: &Path| fs::read_to_string(dir.join("state/lead-events.jsonl")).unwrap();
@@ -307,7 +306,6 @@ fn watch_gives_up_at_its_timeout_with_exit_1() {
             "--timeout",
             "300ms",
         ])
-        .timeout(LIMIT)
         .assert()
         .code(1)
         .stderr("error: `--timeout` expired before every worker finished\n");
@@ -353,7 +351,6 @@ fn project_status_covers_every_run() {
     let output = okstra()
         .args(["status", "--json", "--project-root"])
         .arg(project.root())
-        .timeout(LIMIT)
         .assert()
         .success()
         .get_output()
@@ -370,7 +367,6 @@ fn project_status_covers_every_run() {
     okstra()
         .args(["status", "--project-root"])
         .arg(project.root().join("missing"))
-        .timeout(LIMIT)
         .assert()
         .code(2);
 }
@@ -381,13 +377,7 @@ fn project_status_covers_every_run() {
 fn project_status_is_one_line_per_run_and_all_draws_every_board() {
     let project = Project::new();
     let text = |args: &[&str]| {
-        let out = project
-            .okstra()
-            .arg("status")
-            .args(args)
-            .timeout(LIMIT)
-            .output()
-            .unwrap();
+        let out = project.okstra().arg("status").args(args).output().unwrap();
         assert!(out.status.success());
         String::from_utf8(out.stdout).unwrap()
     };

@@ -6,7 +6,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
 use pretty_assertions::assert_eq;
@@ -20,8 +19,6 @@ use crate::support::{Project, copy_dir, okstra, read_json, repo_root, team_state
 mod publish;
 #[path = "outputs_truth.rs"]
 mod truth;
-
-const LIMIT: Duration = Duration::from_mins(1);
 
 /// The official SARIF 2.1.0 schema, compiled once per test.
 fn sarif_validator() -> jsonschema::Validator {
@@ -53,7 +50,7 @@ struct Out {
 }
 
 fn okstra_in(args: &[&str]) -> Out {
-    let output = okstra().args(args).timeout(LIMIT).output().unwrap();
+    let output = okstra().args(args).output().unwrap();
     Out {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -99,7 +98,7 @@ impl Drop for Server {
 /// Read one request from `stream`, answer it with `route`.
 fn serve(stream: TcpStream, route: &Route) -> Option<Request> {
     stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(crate::support::limit()))
         .ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();

@@ -15,7 +15,7 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use super::publish::{Github, TOKEN, publish, serve_github};
-use super::{LIMIT, gate, git, okstra_in, results, sarif_of};
+use super::{gate, git, okstra_in, results, sarif_of};
 use crate::run::{run_dir, run_with, team_project};
 use crate::support::{Project, commit_all, read_json};
 
@@ -331,7 +331,6 @@ fn the_report_sarif_the_review_and_the_closing_summary_credit_every_row_alike() 
             ],
         )
         .env("FAKE_SCENARIO", "truth")
-        .timeout(LIMIT * 4)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

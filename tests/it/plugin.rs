@@ -7,11 +7,10 @@ use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{okstra_path, read_json, repo_root, wait_for};
+use crate::support::{limit, okstra_path, read_json, repo_root, wait_for};
 
 /// A path a manifest names (`./x/y`), under the plugin root.
 fn named(root: &Path, relative: &str) -> PathBuf {
@@ -93,9 +92,7 @@ fn check_version(bin: &Path) -> (String, i32) {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let status = wait_for(Duration::from_secs(20), "the version check", || {
-        child.try_wait().unwrap()
-    });
+    let status = wait_for(limit(), "the version check", || child.try_wait().unwrap());
     let mut out = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
     (out, status.code().unwrap())

@@ -1,8 +1,9 @@
 //! Integration tests: the prompt library, as rendered into real bundles.
 //!
-//! Every task type × lead runtime is rendered by the real binary and
-//! snapshotted (one file per combination), and the rules the prompts must
-//! keep are checked directly: rosters and phase rules appear where they must,
+//! Every task type × lead runtime is rendered by the real binary and each
+//! section of each kind of document is snapshotted once, with the bundles
+//! and prompts it stands in (`prompts__<kind>__<section>`, and the kind's
+//! outline), and the rules the prompts must keep are checked directly: rosters and phase rules appear where they must,
 //! shared text is delivered the right way, nothing is left unrendered, and no
 //! bundle carries text meant for another task type.
 
@@ -107,50 +108,23 @@ impl Bundle {
         files
     }
 
-    /// All rendered Markdown, each file under a `--- <path> ---` header, with
-    /// the run folder shown as `[RUN]` and the project as `[PROJECT]`.
-    ///
-    /// To keep the snapshot reviewable, text is shown once: a handoff or
-    /// prompt shows each instruction-set document it embeds as a reference,
-    /// and a prompt of the same kind as one already shown (another analyser,
-    /// a later convergence round) is shown as a line diff against it.
-    fn snapshot_text(&self) -> String {
-        let files = self.markdown_files();
-        let documents: Vec<(String, String)> = files
-            .iter()
-            .filter(|f| f.starts_with("instruction-set/"))
-            .map(|f| (f.clone(), self.read(f)))
-            .collect();
-        let embed = |mut text: String| {
-            for (file, body) in &documents {
-                text = text.replace(body, &format!("[embedded: {file}]\n"));
-            }
-            text
-        };
-        let mut shown_by_kind: Vec<(String, String, String)> = Vec::new();
-        let mut out = String::new();
-        for file in &files {
-            let body = if file.starts_with("instruction-set/") {
-                self.read(file)
-            } else {
-                embed(self.read(file))
-            };
-            let kind = prompt_kind(file);
-            let base = kind
-                .as_ref()
-                .and_then(|kind| shown_by_kind.iter().find(|(k, _, _)| k == kind));
-            if let Some((_, base_file, base_body)) = base {
-                let diff = line_diff(base_body, &body);
-                writeln!(out, "--- {file} (diff against {base_file}) ---\n{diff}").unwrap();
-            } else {
-                writeln!(out, "--- {file} ---\n{body}").unwrap();
-                if let Some(kind) = kind {
-                    shown_by_kind.push((kind, file.clone(), body));
-                }
+    /// `file` as the section snapshots show it: each instruction-set
+    /// document a handoff or prompt embeds shown as a reference, the run
+    /// folder as `[RUN]`, the project as `[PROJECT]`, copies hidden.
+    fn shown(&self, file: &str) -> String {
+        let mut text = self.read(file);
+        if !file.starts_with("instruction-set/") {
+            for document in self
+                .markdown_files()
+                .iter()
+                .filter(|f| f.starts_with("instruction-set/"))
+            {
+                text = text.replace(&self.read(document), &format!("[embedded: {document}]\n"));
             }
         }
         hide_workspaces(
-            &out.replace(self.run_dir.to_str().unwrap(), "[RUN]")
+            &text
+                .replace(self.run_dir.to_str().unwrap(), "[RUN]")
                 .replace(self.root.to_str().unwrap(), "[PROJECT]"),
         )
     }
@@ -166,22 +140,185 @@ impl Bundle {
     }
 }
 
-/// Prompts of one kind share most of their text: initial prompts of one
-/// role, and reverify prompts. Other files have no kind.
-fn prompt_kind(file: &str) -> Option<String> {
-    let name = file.strip_prefix("prompts/")?;
-    if name.contains("-reverify-r") {
-        return Some("reverify".to_owned());
+/// `text` with the bundle's own values as placeholders, so that the bundles
+/// and prompts that differ only by them share a section text: its task
+/// type (`[TASK-TYPE]`, where a heading or the run id names it; not in a
+/// list of every task type) and, in a prompt, the
+/// prompt's dispatch name (`[DISPATCH]`), model (`[MODEL]`) and worker id
+/// in its result's first line (`[WORKER]`). Another
+/// bundle's or prompt's value stays as it is, so a prompt that names the
+/// wrong one still shows.
+fn own_values(bundle: &Bundle, text: &str, dispatch: Option<&str>) -> String {
+    let manifest = bundle.manifest();
+    let task_type = manifest["taskType"].as_str().unwrap();
+    let mut text = text.to_owned();
+    for form in [
+        "({}",
+        "{}-0",
+        "(`{}`)",
+        "`{}` for",
+        "profile: `{}`",
+        "— {} result",
+    ] {
+        let (left, right) = form.split_once("{}").unwrap();
+        text = text.replace(
+            &format!("{left}{task_type}{right}"),
+            &format!("{left}[TASK-TYPE]{right}"),
+        );
+    }
+    let Some(dispatch) = dispatch else {
+        return text;
+    };
+    let assignment = manifest["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["dispatchName"] == dispatch)
+        .unwrap();
+    let model = assignment["modelExecutionValue"].as_str().unwrap();
+    let worker = assignment["workerId"].as_str().unwrap();
+    let text = text
+        .replace(&format!("`{model}`"), "`[MODEL]`")
+        .replace(&format!("`# {worker} — "), "`# [WORKER] — ");
+    replace_name(&text, dispatch, "[DISPATCH]")
+}
+
+/// `text` with each `name` that is a whole name (no letter, digit or `-`
+/// on either side: `kimi-worker` is not part of `kimi-worker-critic`)
+/// replaced by `with`.
+fn replace_name(text: &str, name: &str, with: &str) -> String {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-');
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(name) {
+        let before = rest[..at].chars().last().or_else(|| out.chars().last());
+        let after = rest[at + name.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if part(before) || part(after) {
+            out.push_str(name);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + name.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What a rendered file is, for the section snapshots: a prompt's kind
+/// (`worker`, `worker-critic`, `executor`, `verifier`, `report-writer`:
+/// every prompt of one kind shares its sections), else the document's name
+/// (`handoff`, `lead-contract`, …).
+fn document_kind(file: &str) -> String {
+    let name = file.rsplit('/').next().unwrap().trim_end_matches(".md");
+    if !file.starts_with("prompts/") {
+        return name.to_owned();
     }
     [
-        "-executor.md",
-        "-verifier.md",
-        "-worker-critic.md",
-        "-worker.md",
+        "executor",
+        "verifier",
+        "worker-critic",
+        "worker",
+        "report-writer",
     ]
-    .iter()
-    .find(|suffix| name.ends_with(*suffix))
-    .map(|suffix| (*suffix).to_owned())
+    .into_iter()
+    .find(|kind| name.ends_with(kind))
+    .unwrap_or(name)
+    .to_owned()
+}
+
+/// `text` cut at its `## ` headings outside code fences: (the heading, or
+/// `head` for what comes before the first, and the section's text).
+fn sections(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vec![("head".to_owned(), String::new())];
+    let mut fenced = false;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if !fenced && let Some(heading) = line.strip_prefix("## ") {
+            out.push((heading.trim_end().to_owned(), String::new()));
+        }
+        out.last_mut().unwrap().1.push_str(line);
+    }
+    out.retain(|(heading, text)| heading != "head" || !text.is_empty());
+    out
+}
+
+/// A snapshot name for `heading`: its words, lower case, joined by `-`,
+/// without a leading section number.
+fn slug(heading: &str) -> String {
+    let words: Vec<String> = heading
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let start = usize::from(
+        words
+            .first()
+            .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit())),
+    );
+    let slug = words[start..].join("-");
+    slug.chars()
+        .take(48)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_owned()
+}
+
+/// Where a section text stands: the bundle (`<task type> × <runtime>`) and,
+/// for a prompt, its dispatch name.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    bundle: usize,
+    dispatch: Option<String>,
+}
+
+/// The places a section text stands in, in few lines: for each dispatch
+/// name (of a prompt), the task types under the same runtimes on one line,
+/// the runtimes listed unless they are every one; `every bundle` when it
+/// stands in all of them.
+fn places_text(places: &[Place], labels: &[(String, String)]) -> String {
+    let mut by_dispatch: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    for place in places {
+        match by_dispatch.iter_mut().find(|(d, _)| *d == place.dispatch) {
+            Some((_, bundles)) => bundles.push(place.bundle),
+            None => by_dispatch.push((place.dispatch.clone(), vec![place.bundle])),
+        }
+    }
+    let mut out = String::new();
+    for (dispatch, bundles) in by_dispatch {
+        let prefix = dispatch.map_or(String::new(), |d| format!("{d} in "));
+        if bundles.len() == labels.len() {
+            writeln!(out, "- {prefix}every bundle").unwrap();
+            continue;
+        }
+        let mut tasks: Vec<(&str, Vec<&str>)> = Vec::new();
+        for &bundle in &bundles {
+            let (task, runtime) = &labels[bundle];
+            match tasks.iter_mut().find(|(t, _)| t == task) {
+                Some((_, runtimes)) => runtimes.push(runtime),
+                None => tasks.push((task, vec![runtime])),
+            }
+        }
+        // Task types with the same runtimes share a line.
+        let mut lines: Vec<(String, Vec<&str>)> = Vec::new();
+        for (task, runtimes) in tasks {
+            let runtimes = if runtimes.len() == RUNTIMES.len() {
+                "every runtime".to_owned()
+            } else {
+                runtimes.join(", ")
+            };
+            match lines.iter_mut().find(|(r, _)| *r == runtimes) {
+                Some((_, tasks)) => tasks.push(task),
+                None => lines.push((runtimes, vec![task])),
+            }
+        }
+        for (runtimes, tasks) in lines {
+            writeln!(out, "- {prefix}{} × {runtimes}", tasks.join(", ")).unwrap();
+        }
+    }
+    out
 }
 
 /// A minimal line diff (longest common subsequence): `- ` lines only in
@@ -234,16 +371,20 @@ fn assert_no_text(bundle: &Bundle, label: &str, forbidden: &[&str]) {
     }
 }
 
-#[test]
-fn every_task_type_and_runtime_renders_the_expected_bundle() {
+/// A section's texts, each with the places it stands in.
+type Texts = Vec<(String, Vec<Place>)>;
+
+/// Every bundle of the matrix: each task type under each runtime with the
+/// standard roster, and the defect hunt of `project-analysis` once.
+fn matrix() -> Vec<((String, String), Bundle)> {
+    let mut bundles = Vec::new();
     for task_type in TASK_TYPES {
         for runtime in RUNTIMES {
-            let bundle = Bundle::standard(task_type, runtime);
-            insta::assert_snapshot!(format!("{task_type}__{runtime}"), bundle.snapshot_text());
+            let label = (task_type.to_owned(), runtime.to_owned());
+            bundles.push((label, Bundle::standard(task_type, runtime)));
         }
     }
-    // The defect hunt of project-analysis, once.
-    let bundle = Bundle::render(
+    let defects = Bundle::render(
         "project-analysis",
         "claude-code",
         &[
@@ -255,7 +396,146 @@ fn every_task_type_and_runtime_renders_the_expected_bundle() {
             "defects",
         ],
     );
-    insta::assert_snapshot!("defect-hunt__claude-code", bundle.snapshot_text());
+    bundles.push((
+        ("defect-hunt".to_owned(), "claude-code".to_owned()),
+        defects,
+    ));
+    bundles
+}
+
+/// Each section of each kind of document is snapshotted once, whatever
+/// number of bundles and prompts carry it: `prompts__<kind>__<section>`
+/// holds every text the section has across the matrix (the first whole, the
+/// others as a line diff against it where that is shorter), each with the
+/// places it stands in;
+/// `prompts__<kind>__outline` the kind's headings in order. A change to one
+/// template section changes one small snapshot; a section that appears in,
+/// leaves or moves in one bundle changes its places or the outline.
+#[test]
+fn every_section_of_every_bundle_is_snapshotted_once() {
+    let bundles = matrix();
+    let labels: Vec<(String, String)> = bundles.iter().map(|(label, _)| label.clone()).collect();
+    // (kind, section slug) → the section's heading and its texts, each
+    // with where it stands, in the order first met.
+    let mut units: std::collections::BTreeMap<(String, String), (String, Texts)> =
+        std::collections::BTreeMap::new();
+    for (index, (_, bundle)) in bundles.iter().enumerate() {
+        for file in bundle.markdown_files() {
+            let kind = document_kind(&file);
+            let dispatch = file
+                .strip_prefix("prompts/")
+                .map(|name| name.trim_end_matches(".md").to_owned());
+            let mut seen: Vec<String> = Vec::new();
+            let text = own_values(bundle, &bundle.shown(&file), dispatch.as_deref());
+            let sections = sections(&text);
+            // The document's outline: its headings in order, so a section
+            // moved shows too.
+            let outline = sections.iter().fold(String::new(), |mut outline, (h, _)| {
+                writeln!(outline, "{h}").unwrap();
+                outline
+            });
+            let mut all = vec![("outline".to_owned(), outline)];
+            all.extend(sections);
+            for (heading, text) in all {
+                let mut key = slug(&heading);
+                let mut n = 1;
+                while seen.contains(&key) {
+                    n += 1;
+                    key = format!("{}-{n}", slug(&heading));
+                }
+                seen.push(key.clone());
+                let place = Place {
+                    bundle: index,
+                    dispatch: dispatch.clone(),
+                };
+                let (_, texts) = units
+                    .entry((kind.clone(), key))
+                    .or_insert_with(|| (heading.clone(), Vec::new()));
+                match texts.iter_mut().find(|(t, _)| *t == text) {
+                    Some((_, places)) => places.push(place),
+                    None => texts.push((text, vec![place])),
+                }
+            }
+        }
+    }
+    for ((kind, key), (heading, texts)) in &units {
+        let mut out = format!("`{heading}` of {kind}: {} text(s)\n", texts.len());
+        let (first, _) = &texts[0];
+        for (n, (text, places)) in texts.iter().enumerate() {
+            let mut places = places.clone();
+            places.sort();
+            // Another text as a diff against the first while that is the
+            // shorter; whole when it has little in common with it.
+            let diff = line_diff(first, text);
+            let shown = if n > 0 && diff.lines().count() < text.lines().count() {
+                (" (diff against 1)", diff.as_str())
+            } else {
+                ("", text.as_str())
+            };
+            writeln!(
+                out,
+                "\n=== {}{} in:\n{}===",
+                n + 1,
+                shown.0,
+                places_text(&places, &labels)
+            )
+            .unwrap();
+            out.push_str(shown.1);
+        }
+        insta::assert_snapshot!(format!("{kind}__{key}"), out);
+    }
+    // A section no bundle has any more leaves no snapshot behind.
+    let mut stale = Vec::new();
+    for entry in fs::read_dir(crate::support::repo_root().join("tests/it/snapshots")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(unit) = name
+            .strip_prefix("it__prompts__")
+            .and_then(|rest| rest.strip_suffix(".snap"))
+            && !units
+                .keys()
+                .any(|(kind, key)| format!("{kind}__{key}") == unit)
+        {
+            stale.push(name);
+        }
+    }
+    assert!(stale.is_empty(), "snapshots of no section: {stale:?}");
+}
+
+/// Every bundle holds what it must: the handoff, every instruction-set
+/// document (the preflight in `implementation` only), one prompt per
+/// assignment of its manifest and nothing else; every worker prompt opens
+/// with its reading confirmation.
+#[test]
+fn every_bundle_holds_its_documents_and_one_prompt_per_assignment() {
+    for ((task_type, runtime), bundle) in matrix() {
+        let mut expected: Vec<String> = [
+            "handoff.md",
+            "instruction-set/adapter.md",
+            "instruction-set/common-contract.md",
+            "instruction-set/convergence.md",
+            "instruction-set/lead-contract.md",
+            "instruction-set/profile.md",
+            "instruction-set/team-contract.md",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        if task_type == "implementation" {
+            expected.push("instruction-set/coding-conventions-preflight.md".to_owned());
+        }
+        for assignment in bundle.manifest()["assignments"].as_array().unwrap() {
+            let name = assignment["dispatchName"].as_str().unwrap();
+            expected.push(format!("prompts/{name}.md"));
+        }
+        expected.sort();
+        assert_eq!(bundle.markdown_files(), expected, "{task_type} × {runtime}");
+        for file in expected.iter().filter(|f| f.starts_with("prompts/")) {
+            let prompt = bundle.read(file);
+            assert!(
+                prompt.contains("## 0. Reading confirmation"),
+                "{task_type} × {runtime}: `{file}` has no reading confirmation"
+            );
+        }
+    }
 }
 
 #[test]
@@ -647,14 +927,45 @@ fn the_report_rules_list_every_ending_with_its_report_status() {
     assert!(!worker.contains("reply with one line naming the Result Path"));
 }
 
-/// The snapshot filter leaves no temporary path behind, and its diff is exact.
+/// The snapshot filter leaves no temporary path behind, the sections are
+/// cut at headings outside code, and the diff is exact.
 #[test]
 fn snapshot_filter_only_rewrites_the_project_path() {
     let bundle = Bundle::standard("project-analysis", "external");
-    let text = bundle.snapshot_text();
-    assert!(text.contains("`[RUN]/run-manifest.json`"));
-    assert!(text.contains("`[PROJECT]`"));
+    let text = bundle.shown("handoff.md");
+    assert!(text.contains("`[RUN]`"));
+    assert!(text.contains("[embedded: instruction-set/lead-contract.md]"));
+    assert!(
+        bundle
+            .shown("prompts/claude-worker.md")
+            .contains("`[PROJECT]`")
+    );
     assert!(!text.contains(Path::new(&bundle.root).to_str().unwrap()));
+    assert_eq!(
+        sections("# T\nintro\n## 1. A b\nx\n```\n## not\n```\n## C\n"),
+        [
+            ("head".to_owned(), "# T\nintro\n".to_owned()),
+            (
+                "1. A b".to_owned(),
+                "## 1. A b\nx\n```\n## not\n```\n".to_owned()
+            ),
+            ("C".to_owned(), "## C\n".to_owned()),
+        ]
+    );
+    assert_eq!(slug("3. Root cause (`why`)"), "root-cause-why");
+    assert_eq!(
+        replace_name(
+            "kimi-worker, kimi-worker-critic, `kimi-worker`",
+            "kimi-worker",
+            "[D]"
+        ),
+        "[D], kimi-worker-critic, `[D]`"
+    );
+    assert_eq!(
+        document_kind("prompts/kimi-worker-critic.md"),
+        "worker-critic"
+    );
+    assert_eq!(document_kind("instruction-set/profile.md"), "profile");
     assert_eq!(
         line_diff("a\nb\nc\n", "a\nB\nc\nd\n"),
         "@@ 2\n+ B\n- b\n@@ 4\n+ d\n"

@@ -20,7 +20,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{Project, okstra_path, repo_root, wait_for};
+use crate::support::{Project, limit, okstra_path, repo_root, wait_for};
 
 #[path = "provider_exec_input.rs"]
 mod input;
@@ -30,9 +30,6 @@ mod output;
 mod preflight;
 #[path = "provider_exec_stop.rs"]
 mod stop;
-
-/// Generous bound for a run that should finish promptly on a loaded machine.
-const QUICK: Duration = Duration::from_secs(30);
 
 static STATUS_SCHEMA: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     let text = fs::read_to_string(repo_root().join("schemas/status.schema.json")).unwrap();
@@ -126,7 +123,7 @@ impl World {
     }
 
     fn run(&self, args: &[OsString]) -> Run {
-        self.run_with(self.spawn(args), QUICK)
+        self.run_with(self.spawn(args), limit())
     }
 
     /// Wait for `child` within `limit` (killing it and failing otherwise).
@@ -146,7 +143,7 @@ impl World {
 
     /// Wait until the sidecar names the CLI's process group (it is running).
     fn wait_running(&self) -> Value {
-        wait_for(QUICK, "the sidecar to record the pgid", || {
+        wait_for(limit(), "the sidecar to record the pgid", || {
             let text = fs::read(self.sidecar()).ok()?;
             let value: Value = serde_json::from_slice(&text).ok()?;
             value.get("pgid")?;
@@ -155,7 +152,7 @@ impl World {
     }
 
     fn grandchild(&self) -> Pid {
-        let text = wait_for(QUICK, "the grandchild pid file", || {
+        let text = wait_for(limit(), "the grandchild pid file", || {
             fs::read_to_string(self.fake().join("grandchild.pid"))
                 .ok()
                 .filter(|text| text.ends_with('\n'))

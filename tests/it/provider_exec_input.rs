@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 #[test]
 fn a_one_mib_prompt_reaches_a_stdin_cli_byte_for_byte() {
     let world = World::new("claude", "record.sh");
@@ -107,7 +109,7 @@ fn host_session_markers_are_removed_and_the_cwd_is_the_worktree() {
         .env("OKSTRA_PASS_ENV", "FAKE_*,KEEP_ME,CLAUDECODE")
         .stdout(File::create(world.path("stdout")).unwrap())
         .stderr(File::create(world.path("stderr")).unwrap());
-    let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+    let run = world.run_with(cmd.spawn().unwrap(), limit());
     assert_eq!(run.code(), 0);
     let env = String::from_utf8(world.recorded("env")).unwrap();
     assert!(!env.contains("CLAUDECODE="));
@@ -150,7 +152,7 @@ fn a_cli_sees_only_its_own_providers_secrets() {
             .env("OKSTRA_PASS_ENV", pass)
             .stdout(File::create(world.path("stdout")).unwrap())
             .stderr(File::create(world.path("stderr")).unwrap());
-        let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+        let run = world.run_with(cmd.spawn().unwrap(), limit());
         assert_eq!(run.code(), 0, "{}", run.stderr);
         let env = String::from_utf8(world.recorded("env")).unwrap();
         let mut names: Vec<String> = env
@@ -218,7 +220,7 @@ fn a_bad_pass_env_list_is_refused_before_anything_starts() {
     cmd.env("OKSTRA_PASS_ENV", "FAKE_*,NOT-A-NAME")
         .stdout(File::create(world.path("stdout")).unwrap())
         .stderr(File::create(world.path("stderr")).unwrap());
-    let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+    let run = world.run_with(cmd.spawn().unwrap(), limit());
     assert_eq!(run.code(), 64);
     assert_eq!(
         run.stderr,
@@ -251,7 +253,7 @@ fn runs_through_a_symlink_named_after_the_provider() {
     let mut cmd = world.command(&wrapper, &args);
     cmd.stdout(File::create(world.path("stdout")).unwrap())
         .stderr(File::create(world.path("stderr")).unwrap());
-    let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+    let run = world.run_with(cmd.spawn().unwrap(), limit());
     assert_eq!(run.code(), 0, "{}", run.stderr);
     assert_eq!(
         world.recorded_argv(),
@@ -289,7 +291,7 @@ fn a_non_utf8_model_reaches_the_cli_unchanged() {
 fn okstra_install_links_every_wrapper() {
     let world = World::empty();
     let target = world.path("links");
-    let output = Command::new(okstra_path())
+    let output = crate::support::okstra()
         .args(["install", "--bin-dir"])
         .arg(&target)
         .env("HOME", world.path("home"))

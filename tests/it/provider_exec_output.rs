@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 /// Size of a file, and whether two files are identical, read in chunks (a
 /// 200 MiB stream is never held in memory).
 fn same_contents(left: &Path, right: &Path) -> (u64, bool) {
@@ -105,7 +107,7 @@ fn two_hundred_mib_reach_stdout_and_the_log_identically() {
     cmd.env("FAKE_BYTES", BYTES.to_string())
         .stdout(File::create(world.path("stdout")).unwrap())
         .stderr(File::create(world.path("stderr")).unwrap());
-    let run = world.run_with(cmd.spawn().unwrap(), Duration::from_mins(2));
+    let run = world.run_with(cmd.spawn().unwrap(), limit());
     assert_eq!(run.code(), 0, "{}", run.stderr);
     assert_eq!(
         same_contents(&world.path("stdout"), &world.log()),
@@ -127,7 +129,7 @@ fn with_stdout_on_dev_null_the_log_still_gets_every_byte() {
     cmd.env("FAKE_BYTES", BYTES.to_string())
         .stdout(std::process::Stdio::null())
         .stderr(File::create(world.path("stderr")).unwrap());
-    let run = world.run_with(cmd.spawn().unwrap(), QUICK);
+    let run = world.run_with(cmd.spawn().unwrap(), limit());
     assert_eq!(run.code(), 0, "{}", run.stderr);
     let log = fs::read(world.log()).unwrap();
     assert_eq!(log.len() as u64, BYTES);
@@ -158,7 +160,7 @@ fn a_reader_closing_our_stdout_stops_neither_the_child_nor_the_log() {
         .read_exact(&mut head)
         .unwrap();
     drop(child.stdout.take());
-    let status = wait_child(&mut child, QUICK);
+    let status = wait_child(&mut child, limit());
     assert_eq!(status.code(), Some(0));
     assert!(
         world.fake().join("finished").exists(),

@@ -5,6 +5,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 /// Runs a refused invocation: the code, one `error:` line naming `needle`,
 /// and nothing started or written.
 fn refused(world: &World, args: &[OsString], code: i32, needle: &str) {
@@ -201,7 +203,7 @@ fn a_status_folder_removed_mid_run_keeps_the_childs_exit_code() {
     world.wait_running();
     fs::remove_dir_all(world.path("run")).unwrap();
     fs::write(world.fake().join("go"), b"").unwrap();
-    let run = world.run_with(child, QUICK);
+    let run = world.run_with(child, limit());
     assert_eq!(run.code(), 7);
     assert_eq!(run.stdout, b"started\nfinishing\n");
     assert!(

@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+use crate::support::limit;
+
 /// Gone, or a zombie nobody reaps (our container's pid 1 may not reap).
 fn is_gone(pid: Pid) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -17,7 +19,7 @@ fn is_gone(pid: Pid) -> bool {
 }
 
 fn assert_gone(pid: Pid) {
-    wait_for(QUICK, "the grandchild to be gone", || {
+    wait_for(limit(), "the grandchild to be gone", || {
         is_gone(pid).then_some(())
     });
 }
@@ -98,7 +100,7 @@ fn a_grandchild_holding_stdout_does_not_keep_us_waiting() {
     let child = world.spawn(&world.args("codex", &[]));
     let grandchild = world.grandchild();
     let _reap = Reap(grandchild);
-    let run = world.run_with(child, QUICK);
+    let run = world.run_with(child, limit());
     assert_eq!(run.code(), 0);
     assert_eq!(run.stdout, b"started\n");
     assert_gone(grandchild);
@@ -111,7 +113,7 @@ fn a_setsid_grandchild_holding_stdout_does_not_keep_us_waiting() {
     let child = world.spawn(&world.args("kimi", &[]));
     let grandchild = world.grandchild();
     let _reap = Reap(grandchild);
-    let run = world.run_with(child, QUICK);
+    let run = world.run_with(child, limit());
     assert_eq!(run.code(), 0);
     // It left our process group, but it re-parented to us and was stopped.
     assert_gone(grandchild);
@@ -138,7 +140,7 @@ fn signal_test(signal: Signal, expected: i32) {
     let running = world.wait_running();
     assert_eq!(running["stage"], "started");
     kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), signal).unwrap();
-    let run = world.run_with(child, QUICK);
+    let run = world.run_with(child, limit());
     assert_eq!(run.code(), expected);
     let status = world.status();
     assert_eq!(status["stage"], "exited");

@@ -8,12 +8,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{copy_dir, okstra, repo_root, wait_for};
+use crate::support::{copy_dir, limit, okstra, repo_root, wait_for};
 
 #[path = "report_reliability.rs"]
 mod reliability;
@@ -31,11 +30,7 @@ struct Run {
 }
 
 fn run(args: &[&str]) -> Run {
-    let output = okstra()
-        .args(args)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
+    let output = okstra().args(args).output().unwrap();
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8(output.stdout).unwrap(),
@@ -633,9 +628,7 @@ fn run_chromium(browser: &Path, page: &Path, extra: &[String]) -> String {
         std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
         text
     });
-    let status = wait_for(Duration::from_secs(90), "chromium to finish", || {
-        child.try_wait().unwrap()
-    });
+    let status = wait_for(limit(), "chromium to finish", || child.try_wait().unwrap());
     assert!(status.success(), "chromium failed: {status}");
     reader.join().unwrap()
 }
@@ -773,7 +766,6 @@ fn the_verification_matrix_of_five_workers_fits_a_1400_pixel_window() {
         )
         .env("FAKE_FULL", "1")
         .env("XAI_API_KEY", "fake-xai")
-        .timeout(Duration::from_mins(2))
         .output()
         .unwrap();
     assert_eq!(

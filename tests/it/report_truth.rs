@@ -8,15 +8,12 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 use crate::run::{run, run_dir, team_project};
 use crate::support::{copy_dir, okstra, read_json, repo_root, tree};
-
-const LIMIT: Duration = Duration::from_mins(2);
 
 struct Checked {
     code: i32,
@@ -27,7 +24,7 @@ struct Checked {
 /// `okstra validate <target>` (with `--json` when `json`).
 fn validate(target: &Path, json: bool) -> Checked {
     let mut cmd = okstra();
-    cmd.arg("validate").timeout(LIMIT);
+    cmd.arg("validate");
     if json {
         cmd.arg("--json");
     }
@@ -352,7 +349,6 @@ fn the_example_run_answers_items_from_what_it_ships_and_writes_nothing() {
     let output = okstra()
         .args(["items", "--json"])
         .arg(&example)
-        .timeout(LIMIT)
         .output()
         .unwrap();
     assert!(

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::{Project, WALL_LIMIT, read_json};
+use crate::support::{Project, limit, read_json};
 
 use super::{attempts, team_project};
 
@@ -94,7 +94,7 @@ impl<'a> Host<'a> {
             std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
             text
         });
-        let status = crate::support::wait_for(WALL_LIMIT, "the sub-agent to answer", || {
+        let status = crate::support::wait_for(limit(), "the sub-agent to answer", || {
             child.try_wait().unwrap()
         });
         assert!(status.success(), "{status}");
@@ -224,9 +224,8 @@ fn feed(mut cmd: Command, stdin: &[u8]) -> i32 {
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let status = crate::support::wait_for(WALL_LIMIT, "the command to end", || {
-        child.try_wait().unwrap()
-    });
+    let status =
+        crate::support::wait_for(limit(), "the command to end", || child.try_wait().unwrap());
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     if !status.success() {

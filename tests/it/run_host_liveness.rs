@@ -12,7 +12,7 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::{Project, WALL_LIMIT, read_json};
+use crate::support::{Project, limit, read_json};
 
 use super::host::{Host, ROSTER, Via, hosted, next_in, run_line};
 use super::{attempts, team_project};
@@ -21,7 +21,7 @@ use super::{attempts, team_project};
 /// ended), as `okstra status` says, and assert that only the host holds
 /// its next step; then `okstra next`'s answer.
 fn until_only_the_host_is_left(world: &Project, run: &Path) -> Value {
-    let state = crate::support::wait_for(WALL_LIMIT, "the background driver to end", || {
+    let state = crate::support::wait_for(limit(), "the background driver to end", || {
         let output = world
             .okstra()
             .args(["status", "--json"])
@@ -281,7 +281,7 @@ fn a_lead_launch_keeps_the_runs_settings_and_starts_claude_with_the_hook() {
     };
     let answer = next(&[]);
     assert_eq!(answer["state"], "host-work", "{answer}");
-    let answer = crate::support::wait_for(WALL_LIMIT, "the run to stop", || {
+    let answer = crate::support::wait_for(limit(), "the run to stop", || {
         let answer = next(&[]);
         (answer["state"] == "failed").then_some(answer)
     });
@@ -329,7 +329,7 @@ fn a_cancelled_host_led_run_reads_cancelled_and_cleanup_removes_what_it_left() {
     let run = hosted(&world, "claude-code", "claude,codex,report-writer");
     let (answer, _) = next_in(&world, &run, &["--max-tokens", "1"], &[]);
     assert_eq!(answer["state"], "host-work", "{answer}");
-    let line = crate::support::wait_for(WALL_LIMIT, "the run to stop", || {
+    let line = crate::support::wait_for(limit(), "the run to stop", || {
         let line = run_line_of(&world, &run);
         (line["state"] == "failed").then_some(line)
     });
@@ -402,7 +402,7 @@ fn a_driver_stopped_by_ctrl_c_counts_its_cancelled_attempts_usage_from_their_log
     );
     assert_eq!(answer["state"], "host-work", "{answer}");
     let log = run.join("prompts/claude-worker.log");
-    crate::support::wait_for(WALL_LIMIT, "claude's first step", || {
+    crate::support::wait_for(limit(), "claude's first step", || {
         fs::read_to_string(&log)
             .ok()
             .filter(|text| text.contains("step-1"))
@@ -415,7 +415,7 @@ fn a_driver_stopped_by_ctrl_c_counts_its_cancelled_attempts_usage_from_their_log
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let claude = crate::support::wait_for(WALL_LIMIT, "claude's attempt to end", || {
+    let claude = crate::support::wait_for(limit(), "claude's attempt to end", || {
         let claude = attempts(&run, "claude-worker").remove(0);
         (!claude["ending"].is_null()).then_some(claude)
     });
@@ -429,7 +429,7 @@ fn a_driver_stopped_by_ctrl_c_counts_its_cancelled_attempts_usage_from_their_log
         "{usage}"
     );
     // The run says who stopped it.
-    let line = crate::support::wait_for(WALL_LIMIT, "the driver to record it", || {
+    let line = crate::support::wait_for(limit(), "the driver to record it", || {
         let line = run_line_of(&world, &run);
         (line["state"] == "cancelled").then_some(line)
     });

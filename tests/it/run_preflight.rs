@@ -5,7 +5,6 @@
 //! probe in `fake/probes.log`; a model call would go to `fake/calls.log`.
 
 use std::fs;
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 
@@ -13,7 +12,6 @@ use crate::support::Project;
 
 use super::{team_project, team_without_credentials};
 
-const LIMIT: Duration = Duration::from_mins(2);
 const DEFAULT: &[&str] = &[
     "--task-type",
     "project-analysis",
@@ -26,7 +24,6 @@ const DEFAULT: &[&str] = &[
 /// `okstra run` with `flags` and `env`: exit code, stdout, stderr.
 fn run(world: &Project, flags: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = world.task_command(&["run"], flags);
-    cmd.timeout(LIMIT);
     for (name, value) in env {
         cmd.env(name, value);
     }
@@ -200,10 +197,7 @@ fn a_resumed_run_is_checked_again_and_its_roster_is_fixed() {
     ]);
     let mut cmd = world.command(crate::support::okstra_path());
     cmd.arg("run").arg(&run_dir).env_remove("ANTHROPIC_API_KEY");
-    let output = assert_cmd::Command::from_std(cmd)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let output = crate::support::bounded(cmd).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(

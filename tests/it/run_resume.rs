@@ -8,17 +8,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{Group, Project, read_json, wait_for};
+use crate::support::{Group, Project, limit, read_json, wait_for};
 
 use super::{attempts, team_project};
 
-const LIMIT: Duration = Duration::from_mins(2);
 const ANALYSERS: &str = "claude,codex,antigravity,report-writer";
 
 /// A headless run of `workers`, rendered and not started.
@@ -66,7 +64,7 @@ fn start(world: &Project, run: &Path, env: &[(&str, &str)]) -> Group {
 /// `okstra run <run> --json` to the end: outcome, exit code, stderr.
 fn resume(world: &Project, run: &Path, env: &[(&str, &str)]) -> (Value, i32, String) {
     let mut cmd = world.okstra();
-    cmd.arg("run").arg(run).arg("--json").timeout(LIMIT);
+    cmd.arg("run").arg(run).arg("--json");
     for (name, value) in env {
         cmd.env(name, value);
     }
@@ -126,11 +124,11 @@ fn ctrl_c_during_convergence_then_resume_pays_no_analyser_twice() {
     let world = team_project();
     let run = rendered(&world, ANALYSERS);
     let mut driver = start(&world, &run, &[("FAKE_SLEEP_REVIEWER", "60")]);
-    wait_for(LIMIT, "round 1's reviewers to start", || {
+    wait_for(limit(), "round 1's reviewers to start", || {
         started(&run, &REVIEWERS_R1).then_some(())
     });
     driver.signal(Signal::SIGINT);
-    let status = driver.wait(LIMIT);
+    let status = driver.wait(limit());
     assert_eq!(status.code(), Some(130));
     let mut stderr = String::new();
     std::io::Read::read_to_string(driver.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
@@ -192,12 +190,12 @@ fn a_killed_driver_leaves_wrappers_the_next_one_adopts() {
     let world = team_project();
     let run = rendered(&world, ANALYSERS);
     let mut driver = start(&world, &run, &[("FAKE_SLEEP_REVIEWER", "3")]);
-    wait_for(LIMIT, "round 1's reviewers to start", || {
+    wait_for(limit(), "round 1's reviewers to start", || {
         started(&run, &REVIEWERS_R1).then_some(())
     });
     // The driver only: its wrappers lead groups of their own and go on.
     driver.signal(Signal::SIGKILL);
-    driver.wait(LIMIT);
+    driver.wait(limit());
     let (outcome, code, stderr) = resume(&world, &run, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(outcome["valid"], true);
@@ -218,20 +216,14 @@ fn a_second_driver_waits_then_refuses_and_nothing_runs_twice() {
     let world = team_project();
     let run = rendered(&world, ANALYSERS);
     let mut first = start(&world, &run, &[("FAKE_SLEEP_ANALYSER", "15")]);
-    wait_for(LIMIT, "the analysers to start", || {
+    wait_for(limit(), "the analysers to start", || {
         started(
             &run,
             &["claude-worker", "codex-worker", "antigravity-worker"],
         )
         .then_some(())
     });
-    let second = world
-        .okstra()
-        .arg("run")
-        .arg(&run)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let second = world.okstra().arg("run").arg(&run).output().unwrap();
     assert_eq!(second.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(
@@ -241,7 +233,7 @@ fn a_second_driver_waits_then_refuses_and_nothing_runs_twice() {
     assert!(stderr.contains("another okstra drives"), "{stderr}");
     // A dispatch on the same run is refused the same way.
     world.okstra().arg("dispatch").arg(&run).assert().code(2);
-    assert_eq!(first.wait(LIMIT).code(), Some(0));
+    assert_eq!(first.wait(limit()).code(), Some(0));
     let all = calls(&world);
     assert_eq!(count_role(&all, "analyser"), 3, "{all:?}");
     assert_eq!(count_role(&all, "report"), 1, "{all:?}");
@@ -331,18 +323,17 @@ fn cancel_stops_a_detached_dispatch_and_the_run_resumes_after_it() {
     cmd.env("FAKE_SLEEP", "60")
         .arg("dispatch")
         .arg(&run)
-        .arg("--detach")
-        .timeout(LIMIT);
+        .arg("--detach");
     cmd.assert().success();
     let names = ["claude-worker", "codex-worker", "antigravity-worker"];
-    wait_for(LIMIT, "the detached workers to start", || {
+    wait_for(limit(), "the detached workers to start", || {
         started(&run, &names).then_some(())
     });
     let pids: Vec<i32> = names
         .iter()
         .map(|name| {
             let sidecar = run.join(format!("prompts/{name}.md.status.json"));
-            wait_for(LIMIT, "a sidecar", || {
+            wait_for(limit(), "a sidecar", || {
                 fs::read(&sidecar)
                     .ok()
                     .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -356,7 +347,6 @@ fn cancel_stops_a_detached_dispatch_and_the_run_resumes_after_it() {
         .arg("cancel")
         .arg(&run)
         .arg("--json")
-        .timeout(LIMIT)
         .output()
         .unwrap();
     assert!(
@@ -387,11 +377,11 @@ fn reap_stops_the_wrappers_of_a_killed_driver_and_the_run_resumes() {
     let world = team_project();
     let run = rendered(&world, ANALYSERS);
     let mut driver = start(&world, &run, &[("FAKE_SLEEP_REVIEWER", "60")]);
-    wait_for(LIMIT, "round 1's reviewers to start", || {
+    wait_for(limit(), "round 1's reviewers to start", || {
         started(&run, &REVIEWERS_R1).then_some(())
     });
     driver.signal(Signal::SIGKILL);
-    driver.wait(LIMIT);
+    driver.wait(limit());
     let listed = world.okstra().arg("reap").output().unwrap();
     let text = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(text.matches("would stop wrapper").count(), 3, "{text}");

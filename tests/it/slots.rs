@@ -10,14 +10,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{Group, Project, okstra_path, read_json, team_state_path};
-
-const LIMIT: Duration = Duration::from_mins(2);
+use crate::support::{Group, Project, limit, okstra_path, read_json, team_state_path};
 
 /// A project with the fake team as claude and codex, and a rendered
 /// project analysis of both (an external lead); its run folder.
@@ -59,7 +56,7 @@ fn finish(mut group: Group) -> (i32, String) {
         let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
         text
     });
-    let status = group.wait(LIMIT);
+    let status = group.wait(limit());
     let text = reader.join().unwrap();
     (status.code().unwrap_or(-1), text)
 }

@@ -18,6 +18,7 @@ use std::os::unix::fs::symlink;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -25,9 +26,35 @@ use nix::unistd::Pid;
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// Wall-time bound on every `okstra` a [`Project`] runs, so a hang fails the
-/// test instead of CI. Generous: the slowest test (`okstra run`) takes seconds.
-pub const WALL_LIMIT: Duration = Duration::from_mins(2);
+/// The one wall-time bound of the suite when [`LIMIT_VARIABLE`] is unset.
+/// Generous: the slowest test (a whole `okstra run`) takes seconds.
+const DEFAULT_LIMIT: Duration = Duration::from_mins(2);
+
+/// Whole seconds that replace [`DEFAULT_LIMIT`] on a slow machine.
+pub const LIMIT_VARIABLE: &str = "OKSTRA_TEST_LIMIT_SECS";
+
+/// The one wall-time bound on every command a test runs ([`okstra`],
+/// [`Project::okstra`], [`bounded`]) and on every wait for something to
+/// happen ([`wait_for`], [`Group::wait`]), so a hang fails the test instead
+/// of CI. No test sets its own: a slow machine sets [`LIMIT_VARIABLE`].
+pub fn limit() -> Duration {
+    static LIMIT: OnceLock<Duration> = OnceLock::new();
+    *LIMIT.get_or_init(|| match std::env::var(LIMIT_VARIABLE) {
+        Err(_) => DEFAULT_LIMIT,
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(seconds) if seconds > 0 => Duration::from_secs(seconds),
+            _ => panic!("{LIMIT_VARIABLE}={text:?}: whole seconds above 0, please"),
+        },
+    })
+}
+
+/// `cmd` as an `assert_cmd` command bounded by [`limit`]: for an end-to-end
+/// command that is not `okstra` itself (a shell, `script`).
+pub fn bounded(cmd: Command) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::from_std(cmd);
+    cmd.timeout(limit());
+    cmd
+}
 
 /// okstra's own variables and host-session markers: never inherited.
 const OKSTRA_ENV: [&str; 10] = [
@@ -66,16 +93,16 @@ const PROVIDER_ENV: [&str; 18] = [
     "XDG_STATE_HOME",
 ];
 
-/// The `okstra` binary under test, with a clean environment for okstra's own
-/// variables so the developer's settings never leak into a test. For a
-/// command that needs no project (`--help`, `validate` on a fixture).
+/// The `okstra` binary under test, bounded by [`limit`], with a clean
+/// environment for okstra's own variables so the developer's settings never
+/// leak into a test. For a command that needs no project (`--help`,
+/// `validate` on a fixture).
 pub fn okstra() -> assert_cmd::Command {
-    let mut cmd =
-        assert_cmd::Command::cargo_bin("okstra").expect("the okstra binary is built for tests");
+    let mut cmd = Command::new(okstra_path());
     for name in OKSTRA_ENV {
         cmd.env_remove(name);
     }
-    cmd
+    bounded(cmd)
 }
 
 /// Path of the built binary (for tests that spawn it themselves).
@@ -312,11 +339,9 @@ impl Project {
         cmd
     }
 
-    /// `okstra` as [`Project::command`] runs it, bounded by [`WALL_LIMIT`].
+    /// `okstra` as [`Project::command`] runs it, bounded by [`limit`].
     pub fn okstra(&self) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::from_std(self.command(okstra_path()));
-        cmd.timeout(WALL_LIMIT);
-        cmd
+        bounded(self.command(okstra_path()))
     }
 
     /// `okstra <leading>`, each default (task key, `--task-brief brief.md`,
@@ -639,4 +664,32 @@ pub fn tree(root: &Path) -> BTreeMap<PathBuf, Node> {
     let mut out = BTreeMap::new();
     walk(root, root, &mut out);
     out
+}
+
+/// The one time limit stays one: no test file bounds a command or a wait
+/// by a figure of its own ([`limit`] is the bound, [`LIMIT_VARIABLE`] its
+/// knob), so a slow machine never has to hunt through files for them.
+#[test]
+fn no_test_file_sets_its_own_time_limit() {
+    let own =
+        regex::Regex::new(r"\.timeout\(|wait_for\(Duration|\.wait\(Duration|const \w+: Duration")
+            .unwrap();
+    let mut found = Vec::new();
+    for entry in fs::read_dir(repo_root().join("tests/it")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension() != Some(OsStr::new("rs")) || path.ends_with("support.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if own.is_match(line) {
+                found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "use support::limit():\n{}",
+        found.join("\n")
+    );
 }

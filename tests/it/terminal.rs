@@ -13,10 +13,7 @@ use std::time::{Duration, Instant};
 use nix::pty::{Winsize, openpty};
 
 use crate::run::team_project;
-use crate::support::{Project, okstra_path};
-
-/// How long one question may take to appear, or the program to end.
-const LIMIT: Duration = Duration::from_mins(1);
+use crate::support::{Project, limit, okstra_path};
 
 /// A running okstra whose stdin, stdout and stderr are one terminal.
 struct Session {
@@ -72,7 +69,7 @@ impl Session {
 
     /// Wait until `text` shows after what was already expected.
     fn expect(&mut self, text: &str) {
-        let deadline = Instant::now() + LIMIT;
+        let deadline = Instant::now() + limit();
         loop {
             let screen = self.screen();
             if let Some(at) = screen[self.seen..].find(text) {
@@ -100,7 +97,7 @@ impl Session {
 
     /// The exit code, once the program ends.
     fn finish(mut self) -> (i32, String) {
-        let deadline = Instant::now() + LIMIT;
+        let deadline = Instant::now() + limit();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 // Let the reader take the last output.

@@ -14,7 +14,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::run::{run, run_dir, team_project};
-use crate::support::{Project, WALL_LIMIT, okstra_path, read_json, team_state_path, wait_for};
+use crate::support::{Project, limit, okstra_path, read_json, team_state_path, wait_for};
 
 /// `okstra status --json <extra…>`; the document.
 fn status(project: &Project, extra: &[&str]) -> Value {
@@ -258,7 +258,7 @@ fn await_on_a_fresh_render_returns_at_once_naming_what_to_run() {
             runtime,
         ]);
         // Without and with a timeout far beyond the test's own bound
-        // (`WALL_LIMIT`): either way it must come back at once.
+        // ([`limit`](crate::support::limit)): either way it must come back at once.
         for extra in [&[][..], &["--timeout", "1h"][..]] {
             let output = project
                 .okstra()
@@ -482,7 +482,6 @@ fn active_keeps_only_runs_still_going_and_a_project_watch_ends_with_them() {
             "--project-root",
             &root,
         ])
-        .timeout(WALL_LIMIT)
         .assert()
         .success();
     // So does a watch of the failed run alone: a worker is pending for
@@ -491,7 +490,6 @@ fn active_keeps_only_runs_still_going_and_a_project_watch_ends_with_them() {
         .okstra()
         .args(["status", "--watch", "--interval", "50ms"])
         .arg(&failed)
-        .timeout(WALL_LIMIT)
         .assert()
         .success();
 
@@ -544,7 +542,7 @@ fn active_keeps_only_runs_still_going_and_a_project_watch_ends_with_them() {
                 .push_str(&String::from_utf8_lossy(&chunk[..n]));
         }
     });
-    let first = wait_for(WALL_LIMIT, "the first snapshot", || {
+    let first = wait_for(limit(), "the first snapshot", || {
         let text = printed.lock().unwrap().clone();
         text.split_once('\n').map(|(line, _)| line.to_owned())
     });
@@ -570,7 +568,7 @@ fn active_keeps_only_runs_still_going_and_a_project_watch_ends_with_them() {
         .status()
         .unwrap();
     assert!(status.success());
-    let ended = watcher.wait(WALL_LIMIT);
+    let ended = watcher.wait(limit());
     assert!(ended.success(), "{ended}");
     let line = board(&project, &fresh)["run"].clone();
     assert_eq!(line["outcome"], "ended-without-report");

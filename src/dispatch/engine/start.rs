@@ -80,11 +80,7 @@ impl Engine {
                 self.ended_early.push(record);
                 continue;
             }
-            let sha = queued
-                .planned
-                .prompt_sha256
-                .clone()
-                .or_else(|| attempt::prompt_sha256(&queued.planned.paths.prompt_path));
+            let sha = queued.planned.prompt_hash();
             let mut record = queued
                 .record
                 .unwrap_or_else(|| attempt::record(&queued.planned, sha));
