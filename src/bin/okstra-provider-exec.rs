@@ -19,7 +19,7 @@
 //!
 //! Only what the wrapper reaches is included, and most of those modules
 //! serve okstra too, so items this binary never calls are expected here.
-#![allow(
+#![expect(
     dead_code,
     unused_imports,
     reason = "the included modules are okstra's; this binary uses only the wrapper's part of them"

@@ -12,6 +12,14 @@
 //! `provider` builds each CLI's command line, `supervise` runs it, `status`
 //! owns the sidecar and `watchdog` the idle deadline.
 //!
+//! The wrapper is built twice: into `okstra` and alone, as
+//! `okstra-provider-exec` (`src/bin/okstra-provider-exec.rs`, which includes
+//! this folder and the few modules it reaches by path, so that a wrapper's
+//! memory does not grow with okstra). What okstra starts is [`Launcher`]'s
+//! choice. Nothing the wrapper reaches may import the launcher's modules
+//! (command line, templates, schemas, HTTP): the small binary would not
+//! build.
+//!
 //! Decisions beyond the reference (documented for hosts):
 //! - An empty optional argument means its default, the idle timeout included
 //!   (the reference rejected an empty timeout; no working host relied on that).
