@@ -5,7 +5,9 @@ Not a test: prints figures, asserts nothing.
 
     python3 benches/leftovers.py [okstra-binary ...]   (default target/release/okstra)
 
-Several binaries (e.g. one built before a change) are measured side by side.
+Several binaries (e.g. one built before a change) are measured side by side;
+for each, the wrapper `okstra dispatch` starts: the okstra-provider-exec binary
+beside it when there is one, else `<okstra-binary> provider-exec`.
 For each it prints:
   exit after leftovers  wall time of a run whose CLI leaves `sleep 300` behind
                         and exits at once (target: about the CLI's own time,
@@ -36,7 +38,9 @@ def fake(work, body):
 
 
 def argv(binary, work):
-    return [binary, "provider-exec", "grok", os.path.join(work, "project"), "m",
+    own = os.path.join(os.path.dirname(binary), "okstra-provider-exec")
+    lead = [own] if os.path.isfile(own) and os.access(own, os.X_OK) else [binary, "provider-exec"]
+    return [*lead, "grok", os.path.join(work, "project"), "m",
             os.path.join(work, "prompt.md"), "", "worker", "600"]
 
 

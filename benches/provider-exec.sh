@@ -1,11 +1,14 @@
 #!/bin/sh
-# Benchmark `okstra provider-exec` side by side with the reference Python
-# wrapper (okstra-provider-exec.py), both driving the same fake `grok`.
+# Benchmark okstra's provider-exec wrapper side by side with the reference
+# Python wrapper (okstra-provider-exec.py), both driving the same fake `grok`.
 # Not a test: it prints figures (medians and ratios) and never asserts.
 #
 # Usage: benches/provider-exec.sh <reference-dir> [okstra-binary]
 #   <reference-dir>  folder holding okstra-provider-exec.py (kept outside the repo)
 #   [okstra-binary]  default: target/release/okstra (build with `cargo build --release`)
+# The wrapper measured is the one `okstra dispatch` starts: the
+# okstra-provider-exec binary beside okstra-binary when there is one, else
+# `okstra-binary provider-exec` (an older okstra, or a lone copied binary).
 # Env: RUNS (start-up samples, default 40), STREAM_MIB (default 1024),
 #      STREAM_RUNS (default 3), SILENT_SECS (default 5).
 #
@@ -26,6 +29,15 @@ ref_dir="${1:?usage: benches/provider-exec.sh <reference-dir> [okstra-binary]}"
 okstra="${2:-target/release/okstra}"
 [ -f "$ref_dir/okstra-provider-exec.py" ] || { echo "bench: error: no okstra-provider-exec.py in \`$ref_dir\`" >&2; exit 2; }
 [ -x "$okstra" ] || { echo "bench: error: \`$okstra\` is not executable; run \`cargo build --release\`" >&2; exit 2; }
+# The same choice as provider_exec::Launcher.
+own="$(dirname "$okstra")/okstra-provider-exec"
+if [ -f "$own" ] && [ -x "$own" ]; then
+    wrapper="$own"
+    lead=""
+else
+    wrapper="$okstra"
+    lead="provider-exec"
+fi
 
 work="$(mktemp -d /dev/shm/okstra-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -42,11 +54,15 @@ esac
 FAKE
 chmod +x "$work/bin/grok"
 
-OKSTRA="$okstra" REF="$ref_dir/okstra-provider-exec.py" WORK="$work" \
+# The wrapper hands its CLI an allowlisted environment: the fake's switches
+# pass by name, as `--pass-env` would pass them.
+OKSTRA_PASS_ENV="FAKE_MODE,FAKE_BYTES,FAKE_SLEEP" \
+WRAPPER="$wrapper" LEAD="$lead" REF="$ref_dir/okstra-provider-exec.py" WORK="$work" \
 PATH="$work/bin:$PATH" exec python3 - <<'PY'
 import os, statistics, subprocess, sys, time
 
-work, okstra, ref = os.environ["WORK"], os.environ["OKSTRA"], os.environ["REF"]
+work, wrapper, ref = os.environ["WORK"], os.environ["WRAPPER"], os.environ["REF"]
+lead = [os.environ["LEAD"]] if os.environ["LEAD"] else []
 runs = int(os.environ.get("RUNS", "40"))
 stream_mib = int(os.environ.get("STREAM_MIB", "1024"))
 stream_runs = int(os.environ.get("STREAM_RUNS", "3"))
@@ -55,7 +71,7 @@ tick = os.sysconf("SC_CLK_TCK")
 prompt = f"{work}/prompt.md"
 tail = [f"{work}/project", "bench-model", prompt, "", "worker", "600"]
 wrappers = {
-    "okstra": [okstra, "provider-exec", "grok", *tail],
+    "okstra": [wrapper, *lead, "grok", *tail],
     "reference": [sys.executable, ref, "grok", *tail],
 }
 
@@ -110,6 +126,7 @@ def median_wall(argv, env, n):
 
 print(f"# provider-exec benchmark  ({time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, "
       f"{os.cpu_count()} CPUs, {os.uname().release})")
+print(f"okstra's wrapper: {' '.join([wrapper, *lead])} ({os.path.getsize(wrapper) / 2**20:.1f} MiB binary)")
 
 # 1. start-up
 direct = median_wall([f"{work}/bin/grok"], {"FAKE_MODE": "exit"}, runs)

@@ -22,7 +22,8 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 
 say "building okstra (cargo build: a first build takes several minutes on 2 cores; cargo shows its progress)"
-cargo build --locked --manifest-path "$repo/Cargo.toml" --bin okstra
+# Both binaries: okstra starts the wrapper's own, okstra-provider-exec, beside it.
+cargo build --locked --manifest-path "$repo/Cargo.toml" --bins
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/okstra-demo.XXXXXX")
 project="$tmp/tiny-service"

@@ -28,7 +28,7 @@
 use std::fmt::Display;
 use std::io::{self, Write};
 
-use crate::{fsread, schema, template};
+use crate::fsread;
 
 /// The kind of a line, which picks its prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +79,17 @@ pub fn detail(message: impl Display) {
 }
 
 /// Print an error chain once: `error: outer: cause: root`. Each cause is
-/// escaped, so the message stays one line; only the errors that list several
-/// items one a line (schema violations, template excerpts) keep their line
-/// breaks.
-pub fn error_chain(err: &anyhow::Error) {
-    write(&chain_line(err));
+/// escaped, so the message stays one line; only the causes `lists_items`
+/// picks (errors that list several items one a line: schema violations,
+/// template excerpts) keep their line breaks. The caller names them, so this
+/// module knows no error type and the provider-exec binary, which shares it,
+/// links neither the schema validator nor the template engine.
+pub fn error_chain(err: &anyhow::Error, lists_items: impl Fn(&Cause) -> bool) {
+    write(&chain_line(err, lists_items));
 }
+
+/// One cause of an `anyhow` chain.
+pub type Cause = dyn std::error::Error + 'static;
 
 /// A command line clap refused, in clap's own words and whole: the
 /// `error: …` line, then every line clap adds (a tip naming the similar
@@ -154,14 +159,14 @@ fn line(program: Option<&str>, level: Level, message: &str) -> String {
     out
 }
 
-fn chain_line(err: &anyhow::Error) -> String {
+fn chain_line(err: &anyhow::Error, lists_items: impl Fn(&Cause) -> bool) -> String {
     let mut out = String::from(Level::Error.prefix());
     for (index, cause) in err.chain().enumerate() {
         if index > 0 {
             out.push_str(": ");
         }
         let text = cause.to_string();
-        if cause.is::<schema::Error>() || cause.is::<template::Error>() {
+        if lists_items(cause) {
             out.push_str(&fsread::escape_keep_lines(&text));
         } else {
             out.push_str(&fsread::escape(&text));
@@ -186,7 +191,7 @@ mod tests {
     use anyhow::Context as _;
 
     use super::*;
-    use crate::schema::{Violation, Violations};
+    use crate::schema::{self, Violation, Violations};
 
     #[test]
     fn each_level_has_its_prefix() {
@@ -255,7 +260,7 @@ mod tests {
             .context("cannot read `brief.md`")
             .unwrap_err();
         assert_eq!(
-            chain_line(&err),
+            chain_line(&err, |_| false),
             "error: cannot read `brief.md`: no such\\e[31m file\\nx\n"
         );
     }
@@ -279,7 +284,7 @@ mod tests {
         })
         .context("cannot load the run");
         assert_eq!(
-            chain_line(&err),
+            chain_line(&err, Cause::is::<schema::Error>),
             "error: cannot load the run: manifest breaks `run-manifest.schema.json`:\n\
              /a: is not a \\estring\n/b: is required\n"
         );

@@ -139,10 +139,17 @@ fn main() -> ExitCode {
     match outcome {
         Ok(status) => status.into(),
         Err(err) => {
-            diag::error_chain(&err);
+            diag::error_chain(&err, lists_items);
             ExitStatus::Error.into()
         }
     }
+}
+
+/// The errors whose message lists several items one a line (schema
+/// violations, template excerpts): [`diag::error_chain`] keeps their line
+/// breaks.
+fn lists_items(cause: &diag::Cause) -> bool {
+    cause.is::<schema::Error>() || cause.is::<template::Error>()
 }
 
 /// A command line clap refused: help and version go out as clap prints

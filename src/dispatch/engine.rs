@@ -1,8 +1,10 @@
 //! The dispatcher's loop: start the planned attempts (at most `max_parallel`
-//! at once, each only when the gates are open), each as a child `okstra
-//! provider-exec` in its own process group; finish each attempt when its
-//! wrapper exits; spend the one shared retry where the ending allows it;
-//! and on SIGINT/SIGTERM stop every wrapper and record every ending.
+//! at once, each only when the gates are open), each as a child
+//! provider-exec wrapper (`okstra-provider-exec` beside okstra, else `okstra
+//! provider-exec`: `provider_exec::Launcher`) in its own process group;
+//! finish each attempt when its wrapper exits; spend the one shared retry
+//! where the ending allows it; and on SIGINT/SIGTERM stop every wrapper and
+//! record every ending.
 //!
 //! Each wrapper is a full supervisor of its own (idle watchdog, group stop,
 //! sidecar), so this loop only waits on wrapper exits, signals and a one

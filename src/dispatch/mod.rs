@@ -5,7 +5,7 @@
 //! - `select` lists a kind's candidates and `decide`s, per candidate, to
 //!   start, adopt, settle or skip (never paying twice for a completed
 //!   attempt);
-//! - `engine` runs the attempts concurrently as `okstra provider-exec`
+//! - `engine` runs the attempts concurrently as provider-exec wrapper
 //!   children, behind the memory and disk `gate`s, waits for adopted ones,
 //!   waits out a CLI's retry-after (`limit`), and stops them all on a
 //!   signal;

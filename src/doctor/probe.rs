@@ -1,6 +1,6 @@
 //! `okstra doctor --probe`: one real headless run of a provider CLI through
-//! `okstra provider-exec` (a tiny prompt, a 20 s idle timeout, a scratch
-//! project), and the class of how it ended.
+//! the provider-exec wrapper (`provider_exec::Launcher`: a tiny prompt, a
+//! 20 s idle timeout, a scratch project), and the class of how it ended.
 //!
 //! The ending is decided by the dispatch engine's own classifier
 //! (`dispatch::classify_answer`), from the wrapper's exit code, the sidecar's
@@ -52,10 +52,10 @@ pub fn probe(provider: Provider, subreaper: Option<&Subreaper>) -> io::Result<Pr
     std::fs::create_dir(&project)?;
     let prompt = scratch.path().join("probe.md");
     std::fs::write(&prompt, PROBE_PROMPT)?;
-    let okstra = std::env::current_exe()?;
+    let launcher = crate::provider_exec::Launcher::current()?;
     let timeout = PROBE_IDLE_SECS.to_string();
-    let args = [
-        "provider-exec",
+    let mut args = launcher.lead.to_vec();
+    args.extend([
         provider.as_str(),
         path_str(&project)?,
         model,
@@ -63,9 +63,9 @@ pub fn probe(provider: Provider, subreaper: Option<&Subreaper>) -> io::Result<Pr
         "",
         "worker",
         timeout.as_str(),
-    ];
+    ]);
     let started = Instant::now();
-    let captured = check::run_bounded(&okstra, &args, PROBE_LIMIT, subreaper)?;
+    let captured = check::run_bounded(&launcher.program, &args, PROBE_LIMIT, subreaper)?;
     let seconds = started.elapsed().as_secs_f64();
     let sidecar = crate::run::layout::sidecar(&prompt);
     let reason = crate::provider_exec::sidecar::read(&sidecar)

@@ -1,6 +1,7 @@
 //! Starting the CLI under Landlock when the dispatcher asks
 //! (`sandbox::CONFINE_ENV`): the wrapper stays unconfined (it writes the
-//! log and the sidecar in the run folder) and starts `okstra sandbox-exec`,
+//! log and the sidecar in the run folder) and starts `sandbox-exec` of its
+//! own binary (`okstra` or `okstra-provider-exec`, which both answer it),
 //! which confines itself and execs the CLI in its place — same pid, so the
 //! supervision around it is unchanged.
 //!
@@ -20,7 +21,7 @@ use super::{PROGRAM, Ready};
 /// A CLI about to start confined.
 #[derive(Debug)]
 pub(super) struct Contained {
-    /// The okstra binary (the helper).
+    /// The wrapper's own binary (the helper).
     pub program: PathBuf,
     /// The helper's arguments, the CLI's command line at their end.
     pub args: Vec<OsString>,
@@ -40,7 +41,7 @@ pub(super) fn prepare(
         return Ok(None);
     }
     let program = std::env::current_exe()
-        .map_err(|err| format!("cannot find the okstra binary for `okstra sandbox-exec`: {err}"))?;
+        .map_err(|err| format!("cannot find the wrapper's own binary for `sandbox-exec`: {err}"))?;
     let state = crate::user_dirs::state_dir(&|name| std::env::var_os(name)).ok_or(
         "neither `XDG_STATE_HOME` nor `HOME` names an absolute folder for the CLI's scratch folder",
     )?;

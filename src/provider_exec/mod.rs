@@ -12,6 +12,14 @@
 //! `provider` builds each CLI's command line, `supervise` runs it, `status`
 //! owns the sidecar and `watchdog` the idle deadline.
 //!
+//! The wrapper is built twice: into `okstra` and alone, as
+//! `okstra-provider-exec` (`src/bin/okstra-provider-exec.rs`, which includes
+//! this folder and the few modules it reaches by path, so that a wrapper's
+//! memory does not grow with okstra). What okstra starts is [`Launcher`]'s
+//! choice. Nothing the wrapper reaches may import the launcher's modules
+//! (command line, templates, schemas, HTTP): the small binary would not
+//! build.
+//!
 //! Decisions beyond the reference (documented for hosts):
 //! - An empty optional argument means its default, the idle timeout included
 //!   (the reference rejected an empty timeout; no working host relied on that).
@@ -56,6 +64,48 @@ const LONG_IDLE_SECS: u64 = 1500;
 const DEFAULT_IDLE_SECS: u64 = 600;
 /// Role when none (or an empty one) is given.
 const DEFAULT_ROLE: &str = "worker";
+
+/// The wrapper's own binary, installed beside `okstra`
+/// (`src/bin/okstra-provider-exec.rs`).
+pub const BINARY: &str = "okstra-provider-exec";
+
+/// How okstra starts a wrapper: the wrapper's own binary when it sits
+/// beside the running okstra (its peak memory does not grow with okstra),
+/// else `okstra provider-exec` (a lone copied `okstra` still works). Both
+/// take the same arguments after [`Launcher::lead`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launcher {
+    pub program: PathBuf,
+    /// The arguments before the provider.
+    pub lead: &'static [&'static str],
+}
+
+impl Launcher {
+    /// The launcher beside the running okstra.
+    pub fn current() -> io::Result<Launcher> {
+        std::env::current_exe().map(|okstra| Launcher::beside(&okstra))
+    }
+
+    /// The launcher for the okstra binary at `okstra`: [`BINARY`] in the
+    /// same folder when it is an executable file there.
+    pub fn beside(okstra: &Path) -> Launcher {
+        use std::os::unix::fs::PermissionsExt;
+        let small = okstra.with_file_name(BINARY);
+        let executable = std::fs::metadata(&small)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0);
+        if executable {
+            Launcher {
+                program: small,
+                lead: &[],
+            }
+        } else {
+            Launcher {
+                program: okstra.to_owned(),
+                lead: &["provider-exec"],
+            }
+        }
+    }
+}
 
 /// The provider fixed by an `okstra-<provider>-exec` program name.
 pub fn alias(arg0: &Path) -> Option<Provider> {
@@ -415,6 +465,35 @@ fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wrapper_binary_beside_okstra_is_started_when_it_can_be() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let okstra = dir.path().join("okstra");
+        std::fs::write(&okstra, "").unwrap();
+        let alone = Launcher {
+            program: okstra.clone(),
+            lead: &["provider-exec"],
+        };
+        assert_eq!(Launcher::beside(&okstra), alone);
+        let small = dir.path().join(BINARY);
+        std::fs::write(&small, "").unwrap();
+        // Not executable: okstra itself.
+        assert_eq!(Launcher::beside(&okstra), alone);
+        std::fs::set_permissions(&small, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            Launcher::beside(&okstra),
+            Launcher {
+                program: small.clone(),
+                lead: &[],
+            }
+        );
+        // A folder of that name is not a binary.
+        std::fs::remove_file(&small).unwrap();
+        std::fs::create_dir(&small).unwrap();
+        assert_eq!(Launcher::beside(&okstra), alone);
+    }
 
     #[test]
     fn idle_timeouts_are_plain_digits() {

@@ -16,9 +16,9 @@
 //! environment and open descriptors as they are), so whoever supervises it
 //! sees no difference.
 //!
-//! A hidden subcommand of the okstra binary, started by provider-exec: it
-//! is parsed here, before the launcher's own command line, and has no
-//! `--help`.
+//! A hidden subcommand of the okstra binary (and of the wrapper's own
+//! binary, `okstra-provider-exec`), started by provider-exec: it is parsed
+//! here, before the launcher's own command line, and has no `--help`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -147,6 +147,21 @@ fn four_wrappers_run_at_once_and_each_result_is_recovered_from_its_stream() {
 }
 
 #[test]
+fn the_engine_starts_the_wrappers_own_binary_beside_okstra() {
+    let world = Project::new();
+    world.fake_cli("claude", "workers/parent.sh");
+    let run = render(&world, "claude,report-writer", "external");
+    let assert = okstra_with(&world, &["dispatch", run.to_str().unwrap(), "--json"]).success();
+    assert_eq!(stdout_json(&assert)["allCompleted"], true);
+    let parent = fs::read_to_string(world.path("fake/parent")).unwrap();
+    let own = Path::new(env!("CARGO_BIN_EXE_okstra-provider-exec"));
+    assert_eq!(
+        fs::canonicalize(parent.trim_end()).unwrap(),
+        fs::canonicalize(own).unwrap()
+    );
+}
+
+#[test]
 fn a_fast_failure_is_retried_once_and_both_attempts_keep_their_files() {
     let world = Project::new();
     world

@@ -1,10 +1,13 @@
-//! Integration tests for `okstra provider-exec`: the real binary against fake
-//! provider CLIs (`tests/fixtures/providers/*.sh`) put first on `PATH` under
-//! each provider's binary name. Every test bounds its own wall time and waits
-//! on the status sidecar or the process, never on fixed sleeps.
+//! Integration tests for the provider-exec wrapper: the real binaries against
+//! fake provider CLIs (`tests/fixtures/providers/*.sh`) put first on `PATH`
+//! under each provider's binary name. [`World::run`] starts the wrapper's own
+//! binary, `okstra-provider-exec` (the one `okstra dispatch` starts); the
+//! tests that name [`okstra_path`] run `okstra provider-exec`, and `entries`
+//! checks that the two behave the same. Every test bounds its own wall time
+//! and waits on the status sidecar or the process, never on fixed sleeps.
 //!
 //! This file holds the `World` fixture and shared helpers; the tests live in
-//! `output`, `stop`, `input` and `preflight`.
+//! `output`, `stop`, `input`, `preflight` and `entries`.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
@@ -22,6 +25,8 @@ use serde_json::Value;
 
 use crate::support::{Project, limit, okstra_path, repo_root, wait_for};
 
+#[path = "provider_exec_entries.rs"]
+mod entries;
 #[path = "provider_exec_input.rs"]
 mod input;
 #[path = "provider_exec_output.rs"]
@@ -35,6 +40,11 @@ static STATUS_SCHEMA: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     let text = fs::read_to_string(repo_root().join("schemas/status.schema.json")).unwrap();
     jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
 });
+
+/// The wrapper's own binary, built beside `okstra`.
+fn wrapper_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_okstra-provider-exec"))
+}
 
 /// A project (fake CLIs in its `bin/`, first on `PATH`; `FAKE_DIR` where
 /// they record what they saw) with a prompt at `run/task.md` beside it.
@@ -96,7 +106,8 @@ impl World {
         self.path("run/task.log")
     }
 
-    /// `okstra provider-exec <provider> <project> <model> <prompt> [extra…]`.
+    /// `<provider> <project> <model> <prompt> [extra…]`: the arguments
+    /// after `okstra-provider-exec` or `okstra provider-exec`.
     fn args(&self, provider: &str, extra: &[&str]) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             provider.into(),
@@ -114,9 +125,14 @@ impl World {
         cmd
     }
 
-    /// `okstra provider-exec …`, stdout and stderr to files.
+    /// `okstra-provider-exec …`, stdout and stderr to files.
     fn spawn(&self, args: &[OsString]) -> Child {
-        let mut cmd = self.command(&okstra_path(), &prepend("provider-exec", args));
+        self.spawn_program(&wrapper_path(), args)
+    }
+
+    /// `program args…`, stdout and stderr to files.
+    fn spawn_program(&self, program: &Path, args: &[OsString]) -> Child {
+        let mut cmd = self.command(program, args);
         cmd.stdout(File::create(self.path("stdout")).unwrap())
             .stderr(File::create(self.path("stderr")).unwrap());
         cmd.spawn().unwrap()

@@ -246,15 +246,20 @@ fn a_symlinked_prompt_gets_its_sidecar_beside_the_link() {
 
 #[test]
 fn runs_through_a_symlink_named_after_the_provider() {
+    // A link to okstra (what `okstra install` makes) or to the wrapper's own
+    // binary.
+    for target in [okstra_path(), wrapper_path()] {
+        runs_through_a_link_to(&target);
+    }
+}
+
+fn runs_through_a_link_to(target: &Path) {
     let world = World::new("grok", "record.sh");
     let wrapper = world.path("bin/okstra-grok-exec");
-    symlink(okstra_path(), &wrapper).unwrap();
+    symlink(target, &wrapper).unwrap();
     let args: Vec<OsString> = world.args("grok", &[]).split_off(1);
-    let mut cmd = world.command(&wrapper, &args);
-    cmd.stdout(File::create(world.path("stdout")).unwrap())
-        .stderr(File::create(world.path("stderr")).unwrap());
-    let run = world.run_with(cmd.spawn().unwrap(), limit());
-    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let run = world.run_with(world.spawn_program(&wrapper, &args), limit());
+    assert_eq!(run.code(), 0, "{}: {}", target.display(), run.stderr);
     assert_eq!(
         world.recorded_argv(),
         [

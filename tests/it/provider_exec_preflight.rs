@@ -56,9 +56,12 @@ fn help_prints_the_contract_and_exits_0() {
     let world = World::empty();
     let link = world.path("okstra-kimi-exec");
     symlink(okstra_path(), &link).unwrap();
+    fs::create_dir(world.path("own")).unwrap();
+    let own_link = world.path("own/okstra-kimi-exec");
+    symlink(wrapper_path(), &own_link).unwrap();
     let wrapper = "okstra provider-exec <provider>";
     let fixed = "okstra-kimi-exec <project-root>";
-    let runs: [(PathBuf, &[&str], &str); 5] = [
+    let runs: [(PathBuf, &[&str], &str); 9] = [
         (okstra_path(), &["provider-exec", "--help"], wrapper),
         (okstra_path(), &["provider-exec", "-h"], wrapper),
         (
@@ -66,8 +69,12 @@ fn help_prints_the_contract_and_exits_0() {
             &["provider-exec", "codex", "--help"],
             wrapper,
         ),
+        (wrapper_path(), &["--help"], wrapper),
+        (wrapper_path(), &["codex", "-h"], wrapper),
         (link.clone(), &["--help"], fixed),
         (link.clone(), &["-h"], fixed),
+        (own_link.clone(), &["--help"], fixed),
+        (own_link.clone(), &["-h"], fixed),
     ];
     for (program, args, usage) in runs {
         let run = Command::new(program).args(args).output().unwrap();

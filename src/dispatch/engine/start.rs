@@ -395,16 +395,16 @@ impl Engine {
         Option<i32>,
         std::io::Result<impl std::future::Future<Output = Exit> + Send + 'static>,
     ) {
-        let program = match std::env::current_exe() {
-            Ok(program) => program,
+        let launcher = match provider_exec::Launcher::current() {
+            Ok(launcher) => launcher,
             Err(err) => return (None, Err(err)),
         };
         // Its own group (a terminal's Ctrl-C reaches us only, and we decide
         // how the wrappers stop; they forward to their CLIs), no PDEATHSIG
         // (a dispatcher killed outright leaves them to finish).
-        let mut builder = child::Builder::new(program);
+        let mut builder = child::Builder::new(launcher.program);
         builder
-            .arg("provider-exec")
+            .args(launcher.lead)
             .args(wrapper_args(
                 planned,
                 &self.run.project_root,
