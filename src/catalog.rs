@@ -11,16 +11,7 @@ use serde::Serialize;
 
 pub use crate::words::one_of;
 
-closed_set! {
-    /// A vendor whose coding CLI can run as a worker.
-    Provider {
-        Claude => "claude",
-        Codex => "codex",
-        Antigravity => "antigravity",
-        Grok => "grok",
-        Kimi => "kimi",
-    }
-}
+pub use crate::providers::Provider;
 
 closed_set! {
     /// A phase profile: what kind of question the run answers.

@@ -1,0 +1,227 @@
+//! grok: xAI's Grok Build (`--output-format streaming-json`) and the
+//! community vibe-kit `grok`, which prints its messages as JSON lines only
+//! at the end. Their lines as events.
+//!
+//! Grok Build sends the answer as `text` pieces, per-response usage on
+//! `usage` lines and its totals, session id and cost on `end` (an all-zero
+//! usage there means unknown). vibe-kit prints `role: assistant` messages
+//! and reports an API failure as one of them, exiting 0.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    ErrorKind, Event, ModelTokens, Scope, Tokens, UsageReport, content_text, owned, text, usage_of,
+};
+
+/// How vibe-kit grok starts the message it prints for an API failure.
+const VIBE_KIT_ERROR: &str = "Sorry, I encountered an error";
+
+/// Why an `end` line's usage does not count.
+const ZERO_END: &str =
+    "the grok `end` line reported all-zero usage, which Grok Build uses for unknown";
+
+pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
+    match text(event, "/type").unwrap_or("") {
+        "text" => {
+            if let Some(piece) = owned(event, "/data") {
+                out.push(Event::TextDelta(piece));
+            }
+        }
+        "thought" => out.push(Event::Thinking),
+        "tool_call" => out.push(Event::ToolUse {
+            name: text(event, "/title")
+                .or_else(|| text(event, "/toolName"))
+                .unwrap_or("a tool")
+                .to_owned(),
+            argument: None,
+        }),
+        "tool_call_update" => out.push(Event::ToolResult),
+        "error" => out.push(Event::Error {
+            kind: ErrorKind::Other,
+            code: None,
+            text: text(event, "/message")
+                .or_else(|| text(event, "/data"))
+                .unwrap_or("")
+                .to_owned(),
+        }),
+        "usage" => {
+            if let Some(usage) = usage_of::<GrokUsage>(event.get("usage")) {
+                out.push(Event::Usage(UsageReport {
+                    scope: Scope::Step {
+                        id: owned(event, "/messageId"),
+                    },
+                    models: vec![ModelTokens::unnamed(usage.tokens())],
+                    cost_usd: None,
+                }));
+            }
+        }
+        "end" => end(event, out),
+        _ if text(event, "/role") == Some("assistant") => {
+            match content_text(event.get("content")) {
+                Some(said) if said.starts_with(VIBE_KIT_ERROR) => out.push(Event::Error {
+                    kind: ErrorKind::Other,
+                    code: None,
+                    text: said,
+                }),
+                Some(said) => out.push(Event::Text(said)),
+                None => {}
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Grok Build's `end`: the totals (the model named when `modelUsage` names
+/// exactly one; the cost only when the usage is complete), the session id.
+fn end(event: &Value, out: &mut Vec<Event>) {
+    let tokens = usage_of::<GrokUsage>(event.get("usage"))
+        .map(|usage| usage.tokens())
+        .unwrap_or_default();
+    if tokens.total() == 0 {
+        out.push(Event::UsageUnknown(ZERO_END.to_owned()));
+    } else {
+        let model = event
+            .get("modelUsage")
+            .and_then(Value::as_object)
+            .filter(|models| models.len() == 1)
+            .and_then(|models| models.keys().next().cloned());
+        let complete = event.get("usage_is_incomplete").and_then(Value::as_bool) != Some(true);
+        out.push(Event::Usage(UsageReport {
+            scope: Scope::Final,
+            models: vec![ModelTokens {
+                model,
+                fast: false,
+                tokens,
+            }],
+            cost_usd: event
+                .get("total_cost_usd")
+                .and_then(Value::as_f64)
+                .filter(|_| complete),
+        }));
+    }
+    if let Some(session) = owned(event, "/sessionId") {
+        out.push(Event::SessionId(session));
+    }
+    out.push(Event::Final {
+        failed: false,
+        error: None,
+    });
+}
+
+/// Grok Build's `usage` object (on `usage` and `end` lines).
+#[derive(Debug, Default, Deserialize)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "the names are the CLI's wire format"
+)]
+struct GrokUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    reasoning_tokens: Option<u64>,
+}
+
+impl GrokUsage {
+    /// `input_tokens` is uncached only; reasoning is inside output.
+    fn tokens(&self) -> Tokens {
+        Tokens {
+            input: self.input_tokens,
+            cache_read: self.cache_read_input_tokens,
+            cache_write: self.cache_creation_input_tokens,
+            cache_write_1h: 0,
+            output: self.output_tokens,
+            reasoning: self.reasoning_tokens,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{assert_table, fixture, io};
+    use super::super::{Line, Provider, decode};
+    use super::*;
+
+    /// The fake grok's recorded stream lines (`tests/fixtures/workers/`).
+    #[test]
+    fn recorded_lines_decode_to_events() {
+        assert_table(
+            Provider::Grok,
+            &fixture("workers/grok.sh"),
+            &[
+                vec![Event::TextDelta(
+                    "=== OKSTRA RESULT BEGIN ===\n## 1. Findings\n".into(),
+                )],
+                vec![Event::TextDelta(
+                    "| F-001 | grok sees it | src/a.py:7 |\n=== OKSTRA RESULT END ===".into(),
+                )],
+                vec![
+                    Event::Usage(UsageReport {
+                        scope: Scope::Final,
+                        models: vec![ModelTokens::unnamed(io(4, 2))],
+                        cost_usd: None,
+                    }),
+                    Event::SessionId("g-1".into()),
+                    Event::Final {
+                        failed: false,
+                        error: None,
+                    },
+                ],
+            ],
+        );
+    }
+
+    /// Grok Build's documented lines and vibe-kit's failure message.
+    #[test]
+    fn usage_tools_and_failures_are_typed() {
+        let cases: &[(&str, Vec<Event>)] = &[
+            (
+                r#"{"type":"usage","messageId":"resp_1","usage":{"input_tokens":812,"output_tokens":45}}"#,
+                vec![Event::Usage(UsageReport {
+                    scope: Scope::Step {
+                        id: Some("resp_1".into()),
+                    },
+                    models: vec![ModelTokens::unnamed(io(812, 45))],
+                    cost_usd: None,
+                })],
+            ),
+            (
+                r#"{"type":"end","stopReason":"end_turn","usage":{"input_tokens":0,"output_tokens":0}}"#,
+                vec![
+                    Event::UsageUnknown(ZERO_END.into()),
+                    Event::Final {
+                        failed: false,
+                        error: None,
+                    },
+                ],
+            ),
+            (
+                r#"{"type":"tool_call","toolCallId":"c","title":"Read","toolName":"read_file"}"#,
+                vec![Event::ToolUse {
+                    name: "Read".into(),
+                    argument: None,
+                }],
+            ),
+            (
+                r#"{"role":"assistant","content":"Sorry, I encountered an error: 401"}"#,
+                vec![Event::Error {
+                    kind: ErrorKind::Other,
+                    code: None,
+                    text: "Sorry, I encountered an error: 401".into(),
+                }],
+            ),
+        ];
+        for (line, events) in cases {
+            assert_eq!(
+                decode(Provider::Grok, line),
+                Line::Events(events.clone()),
+                "{line}"
+            );
+        }
+    }
+}

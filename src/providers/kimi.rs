@@ -1,0 +1,146 @@
+//! Kimi Code (`kimi -p … --output-format stream-json`): its lines as
+//! events.
+//!
+//! Each assistant message is printed whole when its step ends (the last
+//! one holds the answer); `meta` lines say the version, the retries of a
+//! failed request (`turn.step.retrying`) and, last, the session id
+//! (`session.resume_hint`). It prints no token usage: its session log has it.
+
+use serde_json::Value;
+
+use super::{Event, RetryCause, content_text, number, owned, text};
+
+pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
+    match (text(event, "/role"), text(event, "/type").unwrap_or("")) {
+        (Some("meta"), "system.version") => out.push(Event::Started {
+            session: None,
+            model: None,
+        }),
+        (Some("meta"), "turn.step.retrying") => out.push(retry(event)),
+        (Some("meta"), "session.resume_hint") => {
+            if let Some(session) = owned(event, "/session_id") {
+                out.push(Event::SessionId(session));
+            }
+            out.push(Event::Final {
+                failed: false,
+                error: None,
+            });
+        }
+        (Some("assistant"), _) => {
+            if let Some(said) = content_text(event.get("content")) {
+                out.push(Event::Text(said));
+            }
+            for call in event
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push(Event::ToolUse {
+                    name: text(call, "/function/name").unwrap_or("a tool").to_owned(),
+                    argument: None,
+                });
+            }
+        }
+        (Some("tool"), _) => out.push(Event::ToolResult),
+        _ => {}
+    }
+}
+
+/// `turn.step.retrying`: its error's name says why.
+fn retry(event: &Value) -> Event {
+    let name = text(event, "/error_name").unwrap_or("");
+    let message = text(event, "/error_message").unwrap_or("");
+    let cause = if name.contains("RateLimit") || message.contains("429") {
+        RetryCause::RateLimit
+    } else if name.contains("Connection") || message.to_lowercase().contains("connection") {
+        RetryCause::Network
+    } else {
+        RetryCause::Other(name.to_owned())
+    };
+    Event::Retry {
+        cause,
+        attempt: number(event, "/failed_attempt"),
+        max: number(event, "/max_attempts"),
+        delay_ms: number(event, "/delay_ms"),
+        text: format!("retrying: {name} {message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{assert_table, fixture};
+    use super::super::{Line, Provider, decode};
+    use super::*;
+
+    /// The fake kimi's recorded stream lines (`tests/fixtures/workers/`).
+    #[test]
+    fn recorded_lines_decode_to_events() {
+        assert_table(
+            Provider::Kimi,
+            &fixture("workers/kimi.sh"),
+            &[
+                vec![Event::Started {
+                    session: None,
+                    model: None,
+                }],
+                vec![Event::Text("Let me look.".into())],
+                vec![Event::Text(
+                    "=== OKSTRA RESULT BEGIN ===\n## 1. Findings\n| F-001 | kimi sees it | src/a.py:6 |\n=== OKSTRA RESULT END ===".into(),
+                )],
+                vec![
+                    Event::SessionId("k-1".into()),
+                    Event::Final {
+                        failed: false,
+                        error: None,
+                    },
+                ],
+            ],
+        );
+    }
+
+    /// Retries as measured offline (research/provider-clis.md §6, §7).
+    #[test]
+    fn retries_name_their_cause() {
+        let cases: &[(&str, Event)] = &[
+            (
+                r#"{"role":"meta","type":"turn.step.retrying","failed_attempt":1,"next_attempt":2,"max_attempts":10,"delay_ms":528.9,"error_name":"APIConnectionError","error_message":"Connection error."}"#,
+                Event::Retry {
+                    cause: RetryCause::Network,
+                    attempt: Some(1.0),
+                    max: Some(10.0),
+                    delay_ms: Some(528.9),
+                    text: "retrying: APIConnectionError Connection error.".into(),
+                },
+            ),
+            (
+                r#"{"role":"meta","type":"turn.step.retrying","failed_attempt":2,"max_attempts":10,"delay_ms":39000,"error_name":"RateLimitError","error_message":"429"}"#,
+                Event::Retry {
+                    cause: RetryCause::RateLimit,
+                    attempt: Some(2.0),
+                    max: Some(10.0),
+                    delay_ms: Some(39000.0),
+                    text: "retrying: RateLimitError 429".into(),
+                },
+            ),
+        ];
+        for (line, event) in cases {
+            assert_eq!(
+                decode(Provider::Kimi, line),
+                Line::Events(vec![event.clone()]),
+                "{line}"
+            );
+        }
+        let tools = r#"{"role":"assistant","content":"","tool_calls":[{"type":"function","function":{"name":"ReadFile"}}]}"#;
+        assert_eq!(
+            decode(Provider::Kimi, tools),
+            Line::Events(vec![
+                Event::Text(String::new()),
+                Event::ToolUse {
+                    name: "ReadFile".into(),
+                    argument: None
+                }
+            ])
+        );
+    }
+}
