@@ -22,7 +22,7 @@ use std::path::Path;
 
 use crate::diag;
 use crate::fsread::{self, LineReader};
-use crate::providers::{self, Event, Line, Provider};
+use crate::providers::{self, ErrorKind, Event, Line, Provider, RetryCause};
 
 /// First line of the result block a worker prints.
 pub const RESULT_BEGIN: &str = "=== OKSTRA RESULT BEGIN ===";
@@ -62,12 +62,53 @@ pub struct Transcript {
     /// The CLI's own "this run failed" flag (claude `is_error`, codex
     /// `turn.failed`, gemini `status: error`).
     pub reported_failure: bool,
+    /// What the CLI's events said, typed, of its credentials and limits:
+    /// the classifier reads these before any wording.
+    pub signals: Vec<Signal>,
     /// The last lines of the log, for the dispatch record.
     pub tail: Vec<String>,
     /// Bytes of the log.
     pub bytes: u64,
     /// What had to be cut to stay within the bounds.
     pub cuts: Cuts,
+}
+
+/// A problem a CLI's event named as such, with the error line it made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// The credentials were refused or are missing.
+    Auth(String),
+    /// The provider refused a request for a limit: its own name for the
+    /// limit (`five_hour`, `seven_day` …) and when it resets (Unix seconds).
+    Limit {
+        window: Option<String>,
+        resets_at: Option<i64>,
+        line: String,
+    },
+}
+
+/// The typed problem `event` names, with its error `line`.
+fn signal(event: &Event, line: &str) -> Option<Signal> {
+    match event {
+        Event::Error {
+            kind: ErrorKind::Auth,
+            ..
+        }
+        | Event::Retry {
+            cause: RetryCause::Auth,
+            ..
+        } => Some(Signal::Auth(line.to_owned())),
+        Event::RateLimit {
+            rejected: true,
+            window,
+            resets_at,
+        } => Some(Signal::Limit {
+            window: window.clone(),
+            resets_at: *resets_at,
+            line: line.to_owned(),
+        }),
+        _ => None,
+    }
 }
 
 /// What a parse cut to keep its memory bounded (all zero for a sane log).
@@ -234,6 +275,9 @@ fn parse_lines(provider: Provider, reader: impl Read, mid_line: bool) -> Transcr
         for event in events {
             if let Some(line) = event.error_line().filter(|line| !line.is_empty()) {
                 push_error(&mut transcript.errors, &line);
+                if let Some(signal) = signal(&event, &line) {
+                    push_signal(&mut transcript.signals, signal);
+                }
             }
             match event {
                 Event::Text(message) => push_message(&mut transcript, message),
@@ -285,12 +329,29 @@ fn push_error(errors: &mut Vec<String>, line: &str) {
     keep_last(errors, TAIL_LINES);
 }
 
+fn push_signal(signals: &mut Vec<Signal>, signal: Signal) {
+    let clipped = match signal {
+        Signal::Auth(line) => Signal::Auth(fsread::clip(&line, MAX_ERROR_LINE)),
+        Signal::Limit {
+            window,
+            resets_at,
+            line,
+        } => Signal::Limit {
+            window,
+            resets_at,
+            line: fsread::clip(&line, MAX_ERROR_LINE),
+        },
+    };
+    signals.push(clipped);
+    keep_last(signals, TAIL_LINES);
+}
+
 fn push_tail(tail: &mut Vec<String>, line: &str) {
     tail.push(fsread::clip(line, MAX_TAIL_LINE));
     keep_last(tail, TAIL_LINES);
 }
 
-fn keep_last(lines: &mut Vec<String>, count: usize) {
+fn keep_last<T>(lines: &mut Vec<T>, count: usize) {
     if lines.len() > count {
         let extra = lines.len() - count;
         lines.drain(..extra);
