@@ -258,30 +258,6 @@ pub const CONVERGENCE_MAX_ROUNDS: u32 = 2;
 pub const CLAUDE_FAMILY_TOKENS: &[&str] = &["fable", "opus", "sonnet", "haiku"];
 
 impl Provider {
-    /// The executable the provider's CLI installs.
-    pub fn binary(self) -> &'static str {
-        match self {
-            Provider::Claude => "claude",
-            Provider::Codex => "codex",
-            Provider::Antigravity => "agy",
-            Provider::Grok => "grok",
-            Provider::Kimi => "kimi",
-        }
-    }
-
-    /// How many calls to this provider one user's okstra runs make at once
-    /// by default (`--provider-slots` overrides): enough for a run's
-    /// analyser and its reviews beside a second run, few enough that two
-    /// runs on one subscription do not trip its rate limit together. The
-    /// smaller vendors' subscription CLIs throttle concurrent sessions
-    /// sooner.
-    pub fn default_slots(self) -> u32 {
-        match self {
-            Provider::Claude | Provider::Codex => 4,
-            Provider::Antigravity | Provider::Grok | Provider::Kimi => 2,
-        }
-    }
-
     /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
     pub fn wrapper(self) -> String {
         format!("okstra-{}-exec", self.as_str())
@@ -306,46 +282,6 @@ impl Provider {
         match self {
             Provider::Claude => "opus",
             other => other.default_model(Role::Analyser),
-        }
-    }
-
-    /// The credential and configuration variables this provider's CLI reads
-    /// (research/provider-clis.md, hosts.md): only these, besides
-    /// [`NEUTRAL_ENV`], reach it, so no CLI is handed another provider's
-    /// key. A name ending in `*` is a prefix.
-    pub fn env_names(self) -> &'static [&'static str] {
-        match self {
-            // API key or OAuth token, a relocated config folder, and the
-            // Bedrock (AWS) and Vertex (Google) routes.
-            Provider::Claude => &[
-                "ANTHROPIC_*",
-                "CLAUDE_CONFIG_DIR",
-                "CLAUDE_CODE_OAUTH_TOKEN",
-                "CLAUDE_CODE_USE_BEDROCK",
-                "CLAUDE_CODE_USE_VERTEX",
-                "AWS_*",
-                "CLOUD_ML_REGION",
-                "GOOGLE_APPLICATION_CREDENTIALS",
-            ],
-            Provider::Codex => &["OPENAI_*", "CODEX_HOME", "CODEX_API_KEY"],
-            // Gemini keys and settings, Google Cloud (Vertex) and gcloud's config.
-            Provider::Antigravity => &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_CONFIG"],
-            // Grok Build reads `XAI_API_KEY`; vibe-kit `GROK_API_KEY`,
-            // `GROK_BASE_URL`, `GROK_MODEL`.
-            Provider::Grok => &["XAI_*", "GROK_*"],
-            // `KIMI_MODEL_*` env-key auth, `KIMI_CODE_HOME`, telemetry and
-            // update switches; Moonshot's platform keys.
-            Provider::Kimi => &["KIMI_*", "MOONSHOT_*"],
-        }
-    }
-
-    /// The environment variable that overrides this provider's worker default, if any.
-    pub fn model_env(self) -> Option<&'static str> {
-        match self {
-            Provider::Claude => Some("OKSTRA_DEFAULT_CLAUDE_MODEL"),
-            Provider::Codex => Some("OKSTRA_DEFAULT_CODEX_MODEL"),
-            Provider::Antigravity => Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
-            Provider::Grok | Provider::Kimi => None,
         }
     }
 }

@@ -46,13 +46,7 @@ impl Program {
     /// A short name for tables and warnings.
     pub fn label(self, provider: Provider) -> &'static str {
         match self {
-            Program::Expected => match provider {
-                Provider::Claude => "claude-code",
-                Provider::Codex => "codex-cli",
-                Provider::Antigravity => "agy",
-                Provider::Grok => "grok-build",
-                Provider::Kimi => "kimi-code",
-            },
+            Program::Expected => provider.descriptor().program,
             Program::VibeKitGrok => "vibe-kit-grok",
             Program::LegacyKimiCli => "legacy-kimi-cli",
             Program::Unrecognised => "unrecognised",

@@ -200,57 +200,13 @@ pub fn credentials(
     home: Option<&Path>,
 ) -> Vec<String> {
     let set = |name: &str| env(name).is_some_and(|value| !value.is_empty());
-    let dir = |var: &str, fallback: &str| -> Option<PathBuf> {
-        env(var)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home.map(|home| home.join(fallback)))
-    };
-    let (vars, files): (&[&str], Vec<PathBuf>) = match provider {
-        Provider::Claude => (
-            &[
-                "ANTHROPIC_API_KEY",
-                "ANTHROPIC_AUTH_TOKEN",
-                "CLAUDE_CODE_OAUTH_TOKEN",
-                "CLAUDE_CODE_USE_BEDROCK",
-                "CLAUDE_CODE_USE_VERTEX",
-            ],
-            dir("CLAUDE_CONFIG_DIR", ".claude")
-                .map(|d| d.join(".credentials.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Codex => (
-            &["OPENAI_API_KEY", "CODEX_API_KEY"],
-            dir("CODEX_HOME", ".codex")
-                .map(|d| d.join("auth.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Antigravity => (
-            &[
-                "GEMINI_API_KEY",
-                "GOOGLE_API_KEY",
-                "GOOGLE_GENAI_USE_VERTEXAI",
-            ],
-            home.map(|h| h.join(".gemini/oauth_creds.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Grok => (
-            &["XAI_API_KEY", "GROK_API_KEY"],
-            home.map(|h| h.join(".grok/user-settings.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Kimi => (
-            &["KIMI_MODEL_API_KEY"],
-            dir("KIMI_CODE_HOME", ".kimi-code")
-                .map(|d| d.join("config.toml"))
-                .into_iter()
-                .collect(),
-        ),
-    };
+    let descriptor = provider.descriptor();
+    let folder = descriptor.state.folder(env, home);
+    let vars = descriptor.credentials.env;
+    let files: Vec<PathBuf> = folder
+        .map(|folder| folder.join(descriptor.credentials.file))
+        .into_iter()
+        .collect();
     let mut seen: Vec<String> = vars
         .iter()
         .filter(|name| set(name))
@@ -279,11 +235,8 @@ pub fn kimi_model_note(
     if env("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()) {
         return None;
     }
-    let dir = env("KIMI_CODE_HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home.map(|home| home.join(".kimi-code")))?;
-    let config = dir.join("config.toml");
+    let kimi = Provider::Kimi.descriptor();
+    let config = kimi.state.folder(env, home)?.join(kimi.credentials.file);
     let model = Provider::Kimi.default_model(crate::catalog::Role::Analyser);
     // Only a regular file is opened: a FIFO would block the open itself.
     let named = Some(&config)

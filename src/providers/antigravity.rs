@@ -11,8 +11,37 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    ErrorKind, Event, ModelTokens, Scope, Tokens, UsageReport, content_text, owned, text, tool_use,
-    usage_of,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, Scope, State, Tokens,
+    UsageReport, content_text, owned, text, tool_use, usage_of,
+};
+
+/// antigravity's `agy`.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    binary: "agy",
+    program: "agy",
+    read_only: ReadOnly::Mode("without `--dangerously-skip-permissions`"),
+    // Gemini keys and settings, Google Cloud (Vertex) and gcloud's config.
+    env: &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_CONFIG"],
+    model_env: Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
+    state: State {
+        home: ".gemini",
+        relocated_by: None,
+        file_beside: None,
+    },
+    credentials: Credentials {
+        env: &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+        ],
+        file: "oauth_creds.json",
+    },
+    // The smaller vendors' subscription CLIs throttle concurrent sessions sooner.
+    default_slots: 2,
+    install: "install Antigravity's `agy` from Google's Antigravity download",
+    log_in: "run `agy` once and sign in, or set `GEMINI_API_KEY`",
+    usage_missing: "no `result` line with `stats` in the log",
+    usage_in_session_log: false,
 };
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {

@@ -15,13 +15,54 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    ErrorKind, Event, ModelTokens, RetryCause, Scope, Tokens, UsageReport, content_text, number,
-    owned, text, tool_use, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
+    Tokens, UsageReport, content_text, number, owned, text, tool_use, usage_of,
 };
 
 /// The model claude names for a message it made up itself (an error shown
 /// as a message): no tokens of a real model.
 const SYNTHETIC_MODEL: &str = "<synthetic>";
+
+/// Claude Code.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    binary: "claude",
+    program: "claude-code",
+    read_only: ReadOnly::Mode("`--permission-mode plan`"),
+    // API key or OAuth token, a relocated config folder, and the Bedrock
+    // (AWS) and Vertex (Google) routes.
+    env: &[
+        "ANTHROPIC_*",
+        "CLAUDE_CONFIG_DIR",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "CLAUDE_CODE_USE_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+        "AWS_*",
+        "CLOUD_ML_REGION",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    ],
+    model_env: Some("OKSTRA_DEFAULT_CLAUDE_MODEL"),
+    // Relocated, its `.claude.json` lives inside the folder.
+    state: State {
+        home: ".claude",
+        relocated_by: Some("CLAUDE_CONFIG_DIR"),
+        file_beside: Some(".claude.json"),
+    },
+    credentials: Credentials {
+        env: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+        ],
+        file: ".credentials.json",
+    },
+    default_slots: 4,
+    install: "install Claude Code: `npm install -g @anthropic-ai/claude-code`",
+    log_in: "run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`)",
+    usage_missing: "no claude `result` or `assistant` usage line in the log",
+    usage_in_session_log: false,
+};
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match text(event, "/type").unwrap_or("") {

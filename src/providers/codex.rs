@@ -9,7 +9,31 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    ErrorKind, Event, ModelTokens, RetryCause, Scope, Tokens, UsageReport, owned, text, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
+    Tokens, UsageReport, owned, text, usage_of,
+};
+
+/// Codex CLI.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    binary: "codex",
+    program: "codex-cli",
+    read_only: ReadOnly::Mode("`-s read-only`"),
+    env: &["OPENAI_*", "CODEX_HOME", "CODEX_API_KEY"],
+    model_env: Some("OKSTRA_DEFAULT_CODEX_MODEL"),
+    state: State {
+        home: ".codex",
+        relocated_by: Some("CODEX_HOME"),
+        file_beside: None,
+    },
+    credentials: Credentials {
+        env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        file: "auth.json",
+    },
+    default_slots: 4,
+    install: "install the Codex CLI: `npm install -g @openai/codex`",
+    log_in: "run `codex login`, or set `OPENAI_API_KEY`",
+    usage_missing: "no codex `turn.completed` usage line in the log",
+    usage_in_session_log: false,
 };
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    ErrorKind, Event, ModelTokens, Scope, Tokens, UsageReport, content_text, owned, text, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, Scope, State, Tokens,
+    UsageReport, content_text, owned, text, usage_of,
 };
 
 /// How vibe-kit grok starts the message it prints for an API failure.
@@ -20,6 +21,33 @@ const VIBE_KIT_ERROR: &str = "Sorry, I encountered an error";
 /// Why an `end` line's usage does not count.
 const ZERO_END: &str =
     "the grok `end` line reported all-zero usage, which Grok Build uses for unknown";
+
+/// xAI's Grok Build, or the vibe-kit `grok` under the same name.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    binary: "grok",
+    program: "grok-build",
+    read_only: ReadOnly::Missing(
+        "the vibe-kit `grok` that npm installs under the same name always auto-approves",
+    ),
+    // Grok Build reads `XAI_API_KEY`; vibe-kit `GROK_API_KEY`,
+    // `GROK_BASE_URL`, `GROK_MODEL`.
+    env: &["XAI_*", "GROK_*"],
+    model_env: None,
+    state: State {
+        home: ".grok",
+        relocated_by: None,
+        file_beside: None,
+    },
+    credentials: Credentials {
+        env: &["XAI_API_KEY", "GROK_API_KEY"],
+        file: "user-settings.json",
+    },
+    default_slots: 2,
+    install: "install xAI's Grok Build CLI (`grok`)",
+    log_in: "set `XAI_API_KEY` (Grok Build) or `GROK_API_KEY` (vibe-kit grok)",
+    usage_missing: "no grok `usage` or `end` line (the vibe-kit `grok` prints no usage; Grok Build prints it on `end`)",
+    usage_in_session_log: false,
+};
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match text(event, "/type").unwrap_or("") {

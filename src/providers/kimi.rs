@@ -8,7 +8,34 @@
 
 use serde_json::Value;
 
-use super::{Event, RetryCause, content_text, number, owned, text};
+use super::{
+    Credentials, Descriptor, Event, ReadOnly, RetryCause, State, content_text, number, owned, text,
+};
+
+/// Kimi Code.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    binary: "kimi",
+    program: "kimi-code",
+    read_only: ReadOnly::Missing("`-p` forces auto-approval of every tool call"),
+    // `KIMI_MODEL_*` env-key auth, `KIMI_CODE_HOME`, telemetry and update
+    // switches; Moonshot's platform keys.
+    env: &["KIMI_*", "MOONSHOT_*"],
+    model_env: None,
+    state: State {
+        home: ".kimi-code",
+        relocated_by: Some("KIMI_CODE_HOME"),
+        file_beside: None,
+    },
+    credentials: Credentials {
+        env: &["KIMI_MODEL_API_KEY"],
+        file: "config.toml",
+    },
+    default_slots: 2,
+    install: "install Kimi Code: `npm install -g @moonshot-ai/kimi-code` (node 22.19 or newer)",
+    log_in: "run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
+    usage_missing: "kimi's stream output carries no token usage (`okstra usage` reads its session log)",
+    usage_in_session_log: true,
+};
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match (text(event, "/role"), text(event, "/type").unwrap_or("")) {

@@ -13,6 +13,7 @@
 mod antigravity;
 mod claude;
 mod codex;
+mod descriptor;
 mod events;
 mod grok;
 mod kimi;
@@ -20,6 +21,7 @@ mod kimi;
 use serde_json::Value;
 
 pub use claude::ClaudeUsage;
+pub use descriptor::{Credentials, Descriptor, ReadOnly, State};
 pub use events::{ErrorKind, Event, Line, ModelTokens, RetryCause, Scope, Tokens, UsageReport};
 
 closed_set! {
@@ -30,6 +32,43 @@ closed_set! {
         Antigravity => "antigravity",
         Grok => "grok",
         Kimi => "kimi",
+    }
+}
+
+impl Provider {
+    /// What okstra knows of this provider's CLI: the catalog line each
+    /// provider adds.
+    pub fn descriptor(self) -> &'static Descriptor {
+        match self {
+            Provider::Claude => &claude::DESCRIPTOR,
+            Provider::Codex => &codex::DESCRIPTOR,
+            Provider::Antigravity => &antigravity::DESCRIPTOR,
+            Provider::Grok => &grok::DESCRIPTOR,
+            Provider::Kimi => &kimi::DESCRIPTOR,
+        }
+    }
+
+    /// The executable the provider's CLI installs.
+    pub fn binary(self) -> &'static str {
+        self.descriptor().binary
+    }
+
+    /// How many calls to this provider one user's okstra runs make at once
+    /// by default ([`Descriptor::default_slots`]).
+    pub fn default_slots(self) -> u32 {
+        self.descriptor().default_slots
+    }
+
+    /// The credential and configuration variables this provider's CLI
+    /// reads ([`Descriptor::env`]).
+    pub fn env_names(self) -> &'static [&'static str] {
+        self.descriptor().env
+    }
+
+    /// The environment variable that overrides this provider's worker
+    /// default, if any.
+    pub fn model_env(self) -> Option<&'static str> {
+        self.descriptor().model_env
     }
 }
 

@@ -128,3 +128,42 @@ fn problems_become_the_classifier_lines() {
     );
     assert_eq!(Event::Text("hi".into()).error_line(), None);
 }
+
+/// Whether variable `name` is `pattern`, or starts with it when the
+/// pattern ends in `*`.
+fn env_matches(name: &str, pattern: &str) -> bool {
+    pattern
+        .strip_suffix('*')
+        .map_or(name == pattern, |prefix| name.starts_with(prefix))
+}
+
+/// The descriptors agree with themselves: a CLI sees the variables that
+/// hold its credentials and relocate its state (else it could not log in
+/// or find its folder), and no two CLIs share a binary or a program name.
+#[test]
+fn every_descriptor_lets_its_cli_see_its_own_setup() {
+    for provider in Provider::ALL {
+        let descriptor = provider.descriptor();
+        let relocation = descriptor.state.relocated_by.into_iter();
+        for name in descriptor.credentials.env.iter().copied().chain(relocation) {
+            assert!(
+                descriptor
+                    .env
+                    .iter()
+                    .any(|pattern| env_matches(name, pattern)),
+                "{provider}: `{name}` never reaches its CLI"
+            );
+        }
+        assert!(!descriptor.state.home.is_empty() && !descriptor.credentials.file.is_empty());
+        for other in Provider::ALL.iter().filter(|other| *other != provider) {
+            assert_ne!(descriptor.binary, other.descriptor().binary);
+            assert_ne!(descriptor.program, other.descriptor().program);
+        }
+    }
+    let without: Vec<Provider> = Provider::ALL
+        .iter()
+        .copied()
+        .filter(|provider| !provider.descriptor().read_only.exists())
+        .collect();
+    assert_eq!(without, [Provider::Grok, Provider::Kimi]);
+}

@@ -74,27 +74,13 @@ const DEVICE_FILES: [&str; 2] = ["/dev/null", "/dev/tty"];
 fn state_of(provider: Provider, env: Env<'_>) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let home = absolute(env, "HOME");
     let in_home = |name: &str| home.as_ref().map(|home| home.join(name));
-    let relocated = |name: &str, fallback: &str| absolute(env, name).or_else(|| in_home(fallback));
-    match provider {
-        Provider::Claude => match absolute(env, "CLAUDE_CONFIG_DIR") {
-            // Relocated, its `.claude.json` lives inside the folder.
-            Some(dir) => (vec![dir], Vec::new()),
-            None => (
-                in_home(".claude").into_iter().collect(),
-                in_home(".claude.json").into_iter().collect(),
-            ),
-        },
-        Provider::Codex => (
-            relocated("CODEX_HOME", ".codex").into_iter().collect(),
-            Vec::new(),
-        ),
-        Provider::Antigravity => (in_home(".gemini").into_iter().collect(), Vec::new()),
-        Provider::Grok => (in_home(".grok").into_iter().collect(), Vec::new()),
-        Provider::Kimi => (
-            relocated("KIMI_CODE_HOME", ".kimi-code")
-                .into_iter()
-                .collect(),
-            Vec::new(),
+    let state = provider.descriptor().state;
+    match state.relocated_by.and_then(|name| absolute(env, name)) {
+        // Relocated, the file it keeps beside the folder lives inside it.
+        Some(dir) => (vec![dir], Vec::new()),
+        None => (
+            in_home(state.home).into_iter().collect(),
+            state.file_beside.and_then(in_home).into_iter().collect(),
         ),
     }
 }

@@ -128,8 +128,8 @@ impl Meter {
                 self.stream_model = model;
                 self.current_thread = session.unwrap_or_default();
             }
-            // kimi prints no usage; its last line names the session.
-            Event::SessionId(session) if self.provider == Provider::Kimi => {
+            // A CLI whose usage is in its session log names the session.
+            Event::SessionId(session) if self.provider.descriptor().usage_in_session_log => {
                 self.kimi_session = Some(session);
             }
             Event::UsageUnknown(reason) => self.unknown_final = Some(reason),
@@ -216,17 +216,10 @@ impl Meter {
                 ..available(models, None, Some(reason))
             };
         }
-        let reason = match self.provider {
-            Provider::Kimi => {
-                "kimi's stream output carries no token usage (`okstra usage` reads its session log)"
-                    .to_owned()
-            }
-            _ if let Some(reason) = &self.unknown_final => reason.clone(),
-            Provider::Grok => "no grok `usage` or `end` line (the vibe-kit `grok` prints no usage; Grok Build prints it on `end`)".to_owned(),
-            Provider::Claude => "no claude `result` or `assistant` usage line in the log".to_owned(),
-            Provider::Codex => "no codex `turn.completed` usage line in the log".to_owned(),
-            Provider::Antigravity => "no `result` line with `stats` in the log".to_owned(),
-        };
+        let reason = self
+            .unknown_final
+            .clone()
+            .unwrap_or_else(|| self.provider.descriptor().usage_missing.to_owned());
         Usage::unavailable(provider, reason)
     }
 }
