@@ -87,7 +87,7 @@ pub fn identify(provider: Provider, path: &Path, subreaper: Option<&Subreaper>) 
             };
         }
     };
-    let help = if provider == Provider::Grok && version.code == Some(0) {
+    let help = if provider.descriptor().identity.reads_help && version.code == Some(0) {
         run_bounded(path, &["--help"], VERSION_LIMIT, subreaper).ok()
     } else {
         None
@@ -111,17 +111,16 @@ pub fn classify(provider: Provider, version: &Captured, help: Option<&Captured>)
             VERSION_LIMIT.as_secs()
         ));
     }
-    if provider == Provider::Kimi
-        && (text.contains("kimi-cli is no longer maintained")
-            || text.starts_with("kimi, version 1."))
-    {
+    // `--help` was read only after a `--version` that succeeded; read but
+    // unreadable, it shows nothing.
+    let identity = provider.descriptor().identity;
+    let help = (identity.reads_help && version.code == Some(0))
+        .then(|| help.map_or("", |help| help.output.as_str()));
+    if let Some(other) = (identity.look_alike)(text, help) {
         return Identity {
             version: parsed,
-            program: Program::LegacyKimiCli,
-            detail: Some(
-                "this is the archived PyPI `kimi-cli`, which runs nothing headless; install `@moonshot-ai/kimi-code` (npm) instead"
-                    .to_owned(),
-            ),
+            program: other.program,
+            detail: Some(other.detail.to_owned()),
         };
     }
     if text.contains("createZstdDecompress") {
@@ -139,27 +138,6 @@ pub fn classify(provider: Provider, version: &Captured, help: Option<&Captured>)
             ),
             first_line(text)
         ));
-    }
-    if provider == Provider::Grok {
-        let help = help.map_or("", |help| help.output.as_str());
-        let vibe_kit = help.contains("--max-tool-rounds")
-            || (help.contains("--directory") && !help.contains("--output-format"));
-        if vibe_kit {
-            return Identity {
-                version: parsed,
-                program: Program::VibeKitGrok,
-                detail: Some(
-                    "the community vibe-kit grok, not xAI's Grok Build: okstra drives it with `-p`, `-d`, `-m` (no streaming, no read-only mode)"
-                        .to_owned(),
-                ),
-            };
-        }
-        if !help.contains("--output-format") {
-            return unrecognised(
-                "`grok --help` shows neither Grok Build's `--output-format` nor vibe-kit's `--max-tool-rounds`"
-                    .to_owned(),
-            );
-        }
     }
     Identity {
         version: parsed,

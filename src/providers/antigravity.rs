@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::descriptor::UNIQUE;
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, Scope, State, Tokens,
     UsageReport, content_text, owned, text, tool_use, usage_of,
@@ -42,6 +43,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     log_in: "run `agy` once and sign in, or set `GEMINI_API_KEY`",
     usage_missing: "no `result` line with `stats` in the log",
     usage_in_session_log: false,
+    identity: UNIQUE,
 };
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::descriptor::UNIQUE;
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
     Tokens, UsageReport, content_text, number, owned, text, tool_use, usage_of,
@@ -62,6 +63,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     log_in: "run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`)",
     usage_missing: "no claude `result` or `assistant` usage line in the log",
     usage_in_session_log: false,
+    identity: UNIQUE,
 };
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {

@@ -8,6 +8,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::descriptor::UNIQUE;
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
     Tokens, UsageReport, owned, text, usage_of,
@@ -34,6 +35,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     log_in: "run `codex login`, or set `OPENAI_API_KEY`",
     usage_missing: "no codex `turn.completed` usage line in the log",
     usage_in_session_log: false,
+    identity: UNIQUE,
 };
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {

@@ -7,8 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
+use super::Provider;
+
 /// One provider CLI, as okstra drives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Descriptor {
     /// The executable its CLI installs, looked up on `PATH`.
     pub binary: &'static str,
@@ -41,7 +45,64 @@ pub struct Descriptor {
     /// Whether its usage is read from its own session log, whose id its
     /// stream names, rather than from the stream.
     pub usage_in_session_log: bool,
+    /// How the doctor tells this CLI from another program installed under
+    /// its name.
+    pub identity: Identity,
 }
+
+/// How a CLI is told from a look-alike, from what `--version` (and, when
+/// `reads_help`, `--help` after a `--version` that succeeded) printed.
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    pub reads_help: bool,
+    /// The other program the outputs show, if they show one; `help` is
+    /// `None` when it was not read.
+    pub look_alike: fn(version: &str, help: Option<&str>) -> Option<LookAlike>,
+}
+
+/// Another program than the CLI okstra drives, and why it is taken for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookAlike {
+    pub program: Program,
+    pub detail: &'static str,
+}
+
+/// Which program answers to the provider's binary name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Program {
+    /// The CLI okstra drives (Claude Code, Codex CLI, agy, Grok Build, Kimi Code).
+    Expected,
+    /// The community `@vibe-kit/grok-cli`: driven with the flags it has.
+    VibeKitGrok,
+    /// The archived `PyPI` `kimi-cli` stub: refused (it runs nothing headless).
+    LegacyKimiCli,
+    /// `--version` failed or timed out, or `--help` matched nothing we know.
+    Unrecognised,
+}
+
+impl Program {
+    /// A short name for tables and warnings.
+    pub fn label(self, provider: Provider) -> &'static str {
+        match self {
+            Program::Expected => provider.descriptor().program,
+            Program::VibeKitGrok => "vibe-kit-grok",
+            Program::LegacyKimiCli => "legacy-kimi-cli",
+            Program::Unrecognised => "unrecognised",
+        }
+    }
+
+    /// Whether okstra can drive this program at all.
+    pub fn is_usable(self) -> bool {
+        matches!(self, Program::Expected | Program::VibeKitGrok)
+    }
+}
+
+/// The identity of a CLI no other program is known to take the name of.
+pub const UNIQUE: Identity = Identity {
+    reads_help: false,
+    look_alike: |_, _| None,
+};
 
 /// A CLI's way of not writing the project.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

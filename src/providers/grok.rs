@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, Scope, State, Tokens,
-    UsageReport, content_text, owned, text, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, Identity, LookAlike, ModelTokens, Program, ReadOnly,
+    Scope, State, Tokens, UsageReport, content_text, owned, text, usage_of,
 };
 
 /// How vibe-kit grok starts the message it prints for an API failure.
@@ -47,7 +47,29 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     log_in: "set `XAI_API_KEY` (Grok Build) or `GROK_API_KEY` (vibe-kit grok)",
     usage_missing: "no grok `usage` or `end` line (the vibe-kit `grok` prints no usage; Grok Build prints it on `end`)",
     usage_in_session_log: false,
+    identity: Identity {
+        reads_help: true,
+        look_alike,
+    },
 };
+
+/// vibe-kit grok has `--max-tool-rounds` and `--directory` but no
+/// `--output-format`; Grok Build has `--output-format`.
+fn look_alike(_version: &str, help: Option<&str>) -> Option<LookAlike> {
+    let help = help?;
+    if help.contains("--max-tool-rounds")
+        || (help.contains("--directory") && !help.contains("--output-format"))
+    {
+        return Some(LookAlike {
+            program: Program::VibeKitGrok,
+            detail: "the community vibe-kit grok, not xAI's Grok Build: okstra drives it with `-p`, `-d`, `-m` (no streaming, no read-only mode)",
+        });
+    }
+    (!help.contains("--output-format")).then_some(LookAlike {
+        program: Program::Unrecognised,
+        detail: "`grok --help` shows neither Grok Build's `--output-format` nor vibe-kit's `--max-tool-rounds`",
+    })
+}
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match text(event, "/type").unwrap_or("") {

@@ -9,7 +9,8 @@
 use serde_json::Value;
 
 use super::{
-    Credentials, Descriptor, Event, ReadOnly, RetryCause, State, content_text, number, owned, text,
+    Credentials, Descriptor, Event, Identity, LookAlike, Program, ReadOnly, RetryCause, State,
+    content_text, number, owned, text,
 };
 
 /// Kimi Code.
@@ -35,7 +36,20 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     log_in: "run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
     usage_missing: "kimi's stream output carries no token usage (`okstra usage` reads its session log)",
     usage_in_session_log: true,
+    identity: Identity {
+        reads_help: false,
+        look_alike,
+    },
 };
+
+/// The archived `PyPI` `kimi-cli` says so, or names a 1.x version.
+fn look_alike(version: &str, _help: Option<&str>) -> Option<LookAlike> {
+    (version.contains("kimi-cli is no longer maintained") || version.starts_with("kimi, version 1."))
+        .then_some(LookAlike {
+            program: Program::LegacyKimiCli,
+            detail: "this is the archived PyPI `kimi-cli`, which runs nothing headless; install `@moonshot-ai/kimi-code` (npm) instead",
+        })
+}
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match (text(event, "/role"), text(event, "/type").unwrap_or("")) {
