@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::descriptor::UNIQUE;
+use super::descriptor::{Argv, Request, pointer_prompt};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, Scope, State, Tokens,
     UsageReport, content_text, owned, text, tool_use, usage_of,
@@ -44,7 +45,38 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     usage_missing: "no `result` line with `stats` in the log",
     usage_in_session_log: false,
     identity: UNIQUE,
+    argv,
 };
+
+/// antigravity's own wall-clock limit for `--print` (default 5 min). Our
+/// idle watchdog is the liveness guard, so the CLI's limit must never fire
+/// first: a day, or the idle timeout if that is longer.
+const PRINT_TIMEOUT_FLOOR_SECS: u64 = 24 * 60 * 60;
+
+/// No prompt on stdin: a pointer prompt in `-p`. Without
+/// `--dangerously-skip-permissions` it does not write.
+fn argv(request: &Request<'_>) -> Argv {
+    let idle = request.idle_timeout_secs.unwrap_or(0);
+    let print_timeout = idle.max(PRINT_TIMEOUT_FLOOR_SECS);
+    let mut args = vec![
+        "-p".into(),
+        pointer_prompt(request.prompt_path),
+        "--output-format".into(),
+        "stream-json".into(),
+        "--model".into(),
+        request.model.to_owned(),
+        "--print-timeout".into(),
+        format!("{print_timeout}s").into(),
+    ];
+    if request.may_write {
+        args.push("--dangerously-skip-permissions".into());
+    }
+    Argv {
+        args,
+        prompt_on_stdin: false,
+        env_set: Vec::new(),
+    }
+}
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match text(event, "/type").unwrap_or("") {

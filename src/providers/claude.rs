@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::descriptor::UNIQUE;
+use super::descriptor::{Argv, Request, os};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
     Tokens, UsageReport, content_text, number, owned, text, tool_use, usage_of,
@@ -64,7 +65,33 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     usage_missing: "no claude `result` or `assistant` usage line in the log",
     usage_in_session_log: false,
     identity: UNIQUE,
+    argv,
 };
+
+/// The prompt on stdin. stream-json in print mode requires `--verbose`.
+/// `plan` is the documented read-only mode and ignores allow-rules from the
+/// user's settings that `default` would honour; `acceptEdits` lets the
+/// executor edit (`bypassPermissions` is refused when run as root).
+fn argv(request: &Request<'_>) -> Argv {
+    let mode = if request.may_write {
+        "acceptEdits"
+    } else {
+        "plan"
+    };
+    Argv {
+        args: os(&["-p", "--output-format", "stream-json", "--verbose"])
+            .into_iter()
+            .chain([
+                "--model".into(),
+                request.model.to_owned(),
+                "--permission-mode".into(),
+                mode.into(),
+            ])
+            .collect(),
+        prompt_on_stdin: true,
+        env_set: vec![("DISABLE_AUTOUPDATER", "1".into())],
+    }
+}
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match text(event, "/type").unwrap_or("") {

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::descriptor::UNIQUE;
+use super::descriptor::{Argv, Request};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
     Tokens, UsageReport, owned, text, usage_of,
@@ -36,7 +37,34 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     usage_missing: "no codex `turn.completed` usage line in the log",
     usage_in_session_log: false,
     identity: UNIQUE,
+    argv,
 };
+
+/// `exec` already forces approval `never`; `-` reads the prompt from stdin;
+/// outside a git repo it refuses to run without the check skip.
+fn argv(request: &Request<'_>) -> Argv {
+    let sandbox = if request.may_write {
+        "workspace-write"
+    } else {
+        "read-only"
+    };
+    Argv {
+        args: vec![
+            "exec".into(),
+            "--json".into(),
+            "-m".into(),
+            request.model.to_owned(),
+            "-s".into(),
+            sandbox.into(),
+            "-C".into(),
+            request.execution_root.as_os_str().to_owned(),
+            "--skip-git-repo-check".into(),
+            "-".into(),
+        ],
+        prompt_on_stdin: true,
+        env_set: Vec::new(),
+    }
+}
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
     match text(event, "/type").unwrap_or("") {

@@ -5,6 +5,7 @@
 //! failure, the usage meter — take their facts from here instead of
 //! matching on the provider themselves.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,54 @@ pub struct Descriptor {
     /// How the doctor tells this CLI from another program installed under
     /// its name.
     pub identity: Identity,
+    /// Its headless command line: a pure function, pinned per CLI by the
+    /// wrapper's tests (`provider_exec::provider`).
+    pub argv: fn(&Request<'_>) -> Argv,
+}
+
+/// What a CLI's headless command line is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub model: &'a OsStr,
+    /// The prompt's absolute path.
+    pub prompt_path: &'a Path,
+    /// The folder the CLI works in; absolute.
+    pub execution_root: &'a Path,
+    /// The role may write (only the Executor); any other runs read-only.
+    pub may_write: bool,
+    /// `None` when the idle watchdog is disabled.
+    pub idle_timeout_secs: Option<u64>,
+    /// kimi: the model is named through `KIMI_MODEL_NAME` (env-key auth).
+    pub kimi_env_auth: bool,
+    /// grok: the `grok` on `PATH` is the community vibe-kit one.
+    pub vibe_kit_grok: bool,
+}
+
+/// A CLI's headless command line, before the environment okstra gives
+/// every CLI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argv {
+    pub args: Vec<OsString>,
+    /// The prompt's bytes go to its stdin (else stdin is `/dev/null` and
+    /// argv names the prompt's path).
+    pub prompt_on_stdin: bool,
+    /// Variables set for it.
+    pub env_set: Vec<(&'static str, OsString)>,
+}
+
+/// The short instruction argv-only CLIs get instead of the prompt itself:
+/// the prompt's own bytes never go into argv (Linux caps one argument at
+/// 128 KiB).
+pub fn pointer_prompt(prompt_path: &Path) -> OsString {
+    let mut text = OsString::from("Read the task in ");
+    text.push(prompt_path.as_os_str());
+    text.push(" and follow it.");
+    text
+}
+
+/// `items` as arguments.
+pub fn os(items: &[&str]) -> Vec<OsString> {
+    items.iter().map(OsString::from).collect()
 }
 
 /// How a CLI is told from a look-alike, from what `--version` (and, when

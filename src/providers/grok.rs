@@ -10,6 +10,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::descriptor::{Argv, Request, pointer_prompt};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, Identity, LookAlike, ModelTokens, Program, ReadOnly,
     Scope, State, Tokens, UsageReport, content_text, owned, text, usage_of,
@@ -51,7 +52,54 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         reads_help: true,
         look_alike,
     },
+    argv,
 };
+
+fn argv(request: &Request<'_>) -> Argv {
+    let dir = request.execution_root.as_os_str().to_owned();
+    let model = request.model.to_owned();
+    let args = if request.vibe_kit_grok {
+        // vibe-kit grok: no prompt file, no stdin, no output format, no
+        // read-only mode (headless always auto-approves); it prints its
+        // messages as JSON lines only at the end. A pointer prompt keeps
+        // argv small; `-d` sets its folder.
+        vec![
+            "-p".into(),
+            pointer_prompt(request.prompt_path),
+            "-d".into(),
+            dir,
+            "-m".into(),
+            model,
+        ]
+    } else {
+        // xAI's Grok Build (`--output-format streaming-json`, `--cwd`): its
+        // `--prompt-file` reads the prompt itself, byte for byte.
+        let mut args = vec![
+            "--prompt-file".into(),
+            request.prompt_path.as_os_str().to_owned(),
+            "-m".into(),
+            model,
+            "--output-format".into(),
+            "streaming-json".into(),
+            "--cwd".into(),
+            dir,
+            "--no-auto-update".into(),
+        ];
+        // Its own Landlock sandbox too: writes only to `~/.grok` and temp
+        // folders (docs.x.ai/build/features/sandbox), nested inside okstra's.
+        if request.may_write {
+            args.push("--always-approve".into());
+        } else {
+            args.extend(["--sandbox".into(), "read-only".into()]);
+        }
+        args
+    };
+    Argv {
+        args,
+        prompt_on_stdin: false,
+        env_set: Vec::new(),
+    }
+}
 
 /// vibe-kit grok has `--max-tool-rounds` and `--directory` but no
 /// `--output-format`; Grok Build has `--output-format`.

@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use super::descriptor::{Argv, Request, os, pointer_prompt};
 use super::{
     Credentials, Descriptor, Event, Identity, LookAlike, Program, ReadOnly, RetryCause, State,
     content_text, number, owned, text,
@@ -40,7 +41,28 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         reads_help: false,
         look_alike,
     },
+    argv,
 };
+
+/// kimi-code has no stdin or file prompt and no read-only headless mode
+/// (`-p` forces auto-approval); the role cannot change that. With env-key
+/// auth, `-m` names an alias from `config.toml`, so the model goes in
+/// `KIMI_MODEL_NAME`.
+fn argv(request: &Request<'_>) -> Argv {
+    let mut env_set = vec![("KIMI_CODE_NO_AUTO_UPDATE", "1".into())];
+    let mut args = vec!["-p".into(), pointer_prompt(request.prompt_path)];
+    if request.kimi_env_auth {
+        env_set.push(("KIMI_MODEL_NAME", request.model.to_owned()));
+    } else {
+        args.extend(["-m".into(), request.model.to_owned()]);
+    }
+    args.extend(os(&["--output-format", "stream-json"]));
+    Argv {
+        args,
+        prompt_on_stdin: false,
+        env_set,
+    }
+}
 
 /// The archived `PyPI` `kimi-cli` says so, or names a 1.x version.
 fn look_alike(version: &str, _help: Option<&str>) -> Option<LookAlike> {

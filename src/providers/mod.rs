@@ -21,7 +21,9 @@ mod kimi;
 use serde_json::Value;
 
 pub use claude::ClaudeUsage;
-pub use descriptor::{Credentials, Descriptor, Identity, LookAlike, Program, ReadOnly, State};
+pub use descriptor::{
+    Credentials, Descriptor, Identity, LookAlike, Program, ReadOnly, Request, State,
+};
 pub use events::{ErrorKind, Event, Line, ModelTokens, RetryCause, Scope, Tokens, UsageReport};
 
 closed_set! {
