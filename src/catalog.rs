@@ -1,9 +1,12 @@
-//! The catalog: providers, roles, task types, lead runtimes and default models.
+//! The catalog: roles, task types, lead runtimes, dispatch kinds, and what
+//! okstra gives every provider CLI.
 //!
-//! This is data, kept in one place. Everything that needs to know "which
-//! providers exist", "what binary does antigravity use" or "what model does a
-//! grok critic get by default" asks here. Resolution (flags > env > catalog)
-//! lives in `settings`; this module only knows the catalog's own defaults.
+//! This is data, kept in one place. The providers themselves — which exist,
+//! what binary antigravity uses, what model a grok critic gets by default —
+//! are listed and described in `crate::providers` (one file per CLI);
+//! [`Provider`] is re-exported here with the catalog's own questions about
+//! it. Resolution (flags > env > catalog) lives in `settings`; this module
+//! only knows the catalog's own defaults.
 
 use std::fmt;
 
@@ -263,26 +266,21 @@ impl Provider {
         format!("okstra-{}-exec", self.as_str())
     }
 
-    /// The catalog's default model for this provider in `role`.
+    /// The default model for this provider in `role` (its descriptor's).
     pub fn default_model(self, role: Role) -> &'static str {
-        match (self, role) {
-            (Provider::Claude, Role::ReportWriter) => "sonnet",
-            (Provider::Claude, _) => "opus",
-            (Provider::Codex, _) => "gpt-5.6-sol",
-            (Provider::Antigravity, _) => "gemini-3.1-pro",
-            (Provider::Grok, Role::Critic) => "grok-4.5",
-            (Provider::Grok, _) => "grok-build-0.1",
-            (Provider::Kimi, Role::Critic) => "kimi-k3",
-            (Provider::Kimi, _) => "kimi-k2.7-code",
-        }
+        let models = self.descriptor().models;
+        let special = match role {
+            Role::Critic => models.critic,
+            Role::ReportWriter => models.report_writer,
+            Role::Analyser | Role::Executor | Role::Verifier => None,
+        };
+        special.unwrap_or(models.worker)
     }
 
-    /// The default model of a lead session hosted by this provider.
+    /// The default model of a lead session hosted by this provider: its
+    /// worker model.
     pub fn default_lead_model(self) -> &'static str {
-        match self {
-            Provider::Claude => "opus",
-            other => other.default_model(Role::Analyser),
-        }
+        self.descriptor().models.worker
     }
 }
 

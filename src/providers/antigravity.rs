@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::descriptor::UNIQUE;
 use super::descriptor::{Argv, Request, pointer_prompt};
 use super::{
-    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, Scope, State, Tokens,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, Models, ReadOnly, Scope, State, Tokens,
     UsageReport, content_text, owned, text, tool_use, usage_of,
 };
 
@@ -24,6 +24,11 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     read_only: ReadOnly::Mode("without `--dangerously-skip-permissions`"),
     // Gemini keys and settings, Google Cloud (Vertex) and gcloud's config.
     env: &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_CONFIG"],
+    models: Models {
+        worker: "gemini-3.1-pro",
+        critic: None,
+        report_writer: None,
+    },
     model_env: Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
     state: State {
         home: ".gemini",

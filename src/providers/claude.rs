@@ -17,8 +17,8 @@ use serde_json::Value;
 use super::descriptor::UNIQUE;
 use super::descriptor::{Argv, Request, os};
 use super::{
-    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
-    Tokens, UsageReport, content_text, number, owned, text, tool_use, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, Models, ReadOnly, RetryCause, Scope,
+    State, Tokens, UsageReport, content_text, number, owned, text, tool_use, usage_of,
 };
 
 /// The model claude names for a message it made up itself (an error shown
@@ -42,6 +42,11 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         "CLOUD_ML_REGION",
         "GOOGLE_APPLICATION_CREDENTIALS",
     ],
+    models: Models {
+        worker: "opus",
+        critic: None,
+        report_writer: Some("sonnet"),
+    },
     model_env: Some("OKSTRA_DEFAULT_CLAUDE_MODEL"),
     // Relocated, its `.claude.json` lives inside the folder.
     state: State {

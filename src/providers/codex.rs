@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::descriptor::UNIQUE;
 use super::descriptor::{Argv, Request};
 use super::{
-    Credentials, Descriptor, ErrorKind, Event, ModelTokens, ReadOnly, RetryCause, Scope, State,
-    Tokens, UsageReport, owned, text, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, ModelTokens, Models, ReadOnly, RetryCause, Scope,
+    State, Tokens, UsageReport, owned, text, usage_of,
 };
 
 /// Codex CLI.
@@ -21,6 +21,11 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     program: "codex-cli",
     read_only: ReadOnly::Mode("`-s read-only`"),
     env: &["OPENAI_*", "CODEX_HOME", "CODEX_API_KEY"],
+    models: Models {
+        worker: "gpt-5.6-sol",
+        critic: None,
+        report_writer: None,
+    },
     model_env: Some("OKSTRA_DEFAULT_CODEX_MODEL"),
     state: State {
         home: ".codex",

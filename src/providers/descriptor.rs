@@ -26,6 +26,8 @@ pub struct Descriptor {
     /// catalog's neutral ones, reach it, so no CLI is handed another
     /// provider's key. A name ending in `*` is a prefix.
     pub env: &'static [&'static str],
+    /// Its default models, by role.
+    pub models: Models,
     /// The variable that overrides its worker model default, if any.
     pub model_env: Option<&'static str>,
     /// Where the CLI keeps its own state.
@@ -52,6 +54,15 @@ pub struct Descriptor {
     /// Its headless command line: a pure function, pinned per CLI by the
     /// wrapper's tests (`provider_exec::provider`).
     pub argv: fn(&Request<'_>) -> Argv,
+}
+
+/// A CLI's default models: the worker's, and the critic's and report
+/// writer's where they differ from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Models {
+    pub worker: &'static str,
+    pub critic: Option<&'static str>,
+    pub report_writer: Option<&'static str>,
 }
 
 /// What a CLI's headless command line is built from.

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::descriptor::{Argv, Request, pointer_prompt};
 use super::{
-    Credentials, Descriptor, ErrorKind, Event, Identity, LookAlike, ModelTokens, Program, ReadOnly,
-    Scope, State, Tokens, UsageReport, content_text, owned, text, usage_of,
+    Credentials, Descriptor, ErrorKind, Event, Identity, LookAlike, ModelTokens, Models, Program,
+    ReadOnly, Scope, State, Tokens, UsageReport, content_text, owned, text, usage_of,
 };
 
 /// How vibe-kit grok starts the message it prints for an API failure.
@@ -33,6 +33,11 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     // Grok Build reads `XAI_API_KEY`; vibe-kit `GROK_API_KEY`,
     // `GROK_BASE_URL`, `GROK_MODEL`.
     env: &["XAI_*", "GROK_*"],
+    models: Models {
+        worker: "grok-build-0.1",
+        critic: Some("grok-4.5"),
+        report_writer: None,
+    },
     model_env: None,
     state: State {
         home: ".grok",

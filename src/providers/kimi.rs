@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::descriptor::{Argv, Request, os, pointer_prompt};
 use super::{
-    Credentials, Descriptor, Event, Identity, LookAlike, Program, ReadOnly, RetryCause, State,
-    content_text, number, owned, text,
+    Credentials, Descriptor, Event, Identity, LookAlike, Models, Program, ReadOnly, RetryCause,
+    State, content_text, number, owned, text,
 };
 
 /// Kimi Code.
@@ -22,6 +22,11 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     // `KIMI_MODEL_*` env-key auth, `KIMI_CODE_HOME`, telemetry and update
     // switches; Moonshot's platform keys.
     env: &["KIMI_*", "MOONSHOT_*"],
+    models: Models {
+        worker: "kimi-k2.7-code",
+        critic: Some("kimi-k3"),
+        report_writer: None,
+    },
     model_env: None,
     state: State {
         home: ".kimi-code",

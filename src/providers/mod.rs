@@ -1,55 +1,70 @@
 //! The provider CLIs, one file each: what okstra knows of a CLI and how to
-//! read its stream.
+//! read its stream. The `catalog!` line below lists them.
 //!
-//! Each file holds one CLI's decoder: one line of its stream (its own JSON
-//! format, `research/provider-clis.md` §6) in, typed [`Event`]s out. Every
-//! reader of a worker's log consumes those events — the result recovery
-//! (`dispatch::recover`), the live line (`dispatch::activity`), the usage
-//! meter (`usage::stream`) — and none of them reads a CLI's JSON itself.
+//! Each file fills one [`Descriptor`] (binary, headless command line,
+//! environment names, read-only mode, state folder, credentials, identity
+//! probe, default models, the advice's words) and holds one decoder: one
+//! line of its stream (its own JSON format, `research/provider-clis.md` §6)
+//! in, typed [`Event`]s out. Every reader of a worker's log consumes those
+//! events — the result recovery (`dispatch::recover`), the live line
+//! (`dispatch::activity`), the usage meter (`usage::stream`) and, through
+//! the recovered errors and signals, the classifier — and none of them
+//! reads a CLI's JSON itself.
 //!
 //! A leaf: it uses only std, serde and `serde_json`, so a small binary that
 //! supervises a CLI can link it without the rest of okstra.
 
-mod antigravity;
-mod claude;
-mod codex;
 mod descriptor;
 mod events;
-mod grok;
-mod kimi;
 
 use serde_json::Value;
 
 pub use claude::ClaudeUsage;
 pub use descriptor::{
-    Credentials, Descriptor, Identity, LookAlike, Program, ReadOnly, Request, State,
+    Credentials, Descriptor, Identity, LookAlike, Models, Program, ReadOnly, Request, State,
 };
 pub use events::{ErrorKind, Event, Line, ModelTokens, RetryCause, Scope, Tokens, UsageReport};
 
-closed_set! {
-    /// A vendor whose coding CLI can run as a worker.
-    Provider {
-        Claude => "claude",
-        Codex => "codex",
-        Antigravity => "antigravity",
-        Grok => "grok",
-        Kimi => "kimi",
-    }
+/// The provider catalog: one line per CLI — its variant, its wire word and
+/// the file (a module of this folder) that describes it and decodes its
+/// stream. Adding a provider is that file and its line here
+/// (docs/contributing.md, "Adding a provider").
+macro_rules! catalog {
+    ($($variant:ident => $word:literal in $file:ident),+ $(,)?) => {
+        $(mod $file;)+
+
+        closed_set! {
+            /// A vendor whose coding CLI can run as a worker.
+            Provider { $($variant => $word),+ }
+        }
+
+        impl Provider {
+            /// What okstra knows of this provider's CLI.
+            pub fn descriptor(self) -> &'static Descriptor {
+                match self {
+                    $(Provider::$variant => &$file::DESCRIPTOR),+
+                }
+            }
+
+            /// Its decoder of one JSON line of its stream.
+            fn decoder(self) -> fn(&Value, &mut Vec<Event>) {
+                match self {
+                    $(Provider::$variant => $file::decode),+
+                }
+            }
+        }
+    };
+}
+
+catalog! {
+    Claude => "claude" in claude,
+    Codex => "codex" in codex,
+    Antigravity => "antigravity" in antigravity,
+    Grok => "grok" in grok,
+    Kimi => "kimi" in kimi,
 }
 
 impl Provider {
-    /// What okstra knows of this provider's CLI: the catalog line each
-    /// provider adds.
-    pub fn descriptor(self) -> &'static Descriptor {
-        match self {
-            Provider::Claude => &claude::DESCRIPTOR,
-            Provider::Codex => &codex::DESCRIPTOR,
-            Provider::Antigravity => &antigravity::DESCRIPTOR,
-            Provider::Grok => &grok::DESCRIPTOR,
-            Provider::Kimi => &kimi::DESCRIPTOR,
-        }
-    }
-
     /// The executable the provider's CLI installs.
     pub fn binary(self) -> &'static str {
         self.descriptor().binary
@@ -88,13 +103,7 @@ pub fn decode(provider: Provider, line: &str) -> Line {
         return Line::Plain;
     };
     let mut events = Vec::new();
-    match provider {
-        Provider::Claude => claude::decode(&event, &mut events),
-        Provider::Codex => codex::decode(&event, &mut events),
-        Provider::Antigravity => antigravity::decode(&event, &mut events),
-        Provider::Grok => grok::decode(&event, &mut events),
-        Provider::Kimi => kimi::decode(&event, &mut events),
-    }
+    (provider.decoder())(&event, &mut events);
     Line::Events(events)
 }
 
