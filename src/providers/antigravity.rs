@@ -35,6 +35,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         relocated_by: None,
         file_beside: None,
     },
+    landlock: true,
     credentials: Credentials {
         env: &[
             "GEMINI_API_KEY",

@@ -54,6 +54,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         relocated_by: Some("CLAUDE_CONFIG_DIR"),
         file_beside: Some(".claude.json"),
     },
+    landlock: true,
     credentials: Credentials {
         env: &[
             "ANTHROPIC_API_KEY",

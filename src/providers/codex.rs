@@ -32,6 +32,13 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         relocated_by: Some("CODEX_HOME"),
         file_beside: None,
     },
+    // Not confined: its read-only and workspace-write modes are a
+    // bubblewrap sandbox of its own (a user namespace, mounts, uid maps),
+    // which cannot be set up inside a Landlock domain (measured: `bwrap:
+    // setting up uid map: Permission denied`), so every shell command codex
+    // ran would fail. Its own sandbox, which okstra always turns on, keeps
+    // it from the project.
+    landlock: false,
     credentials: Credentials {
         env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
         file: "auth.json",

@@ -32,6 +32,9 @@ pub struct Descriptor {
     pub model_env: Option<&'static str>,
     /// Where the CLI keeps its own state.
     pub state: State,
+    /// Whether okstra confines the CLI with Landlock (its write set is its
+    /// state folder, its scratch and a copy it owns).
+    pub landlock: bool,
     /// Where its credentials are seen, by name only.
     pub credentials: Credentials,
     /// How many calls to it one user's okstra runs make at once by default

@@ -44,6 +44,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         relocated_by: None,
         file_beside: None,
     },
+    landlock: true,
     credentials: Credentials {
         env: &["XAI_API_KEY", "GROK_API_KEY"],
         file: "user-settings.json",

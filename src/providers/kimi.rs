@@ -33,6 +33,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         relocated_by: Some("KIMI_CODE_HOME"),
         file_beside: None,
     },
+    landlock: true,
     credentials: Credentials {
         env: &["KIMI_MODEL_API_KEY"],
         file: "config.toml",

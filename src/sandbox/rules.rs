@@ -29,14 +29,11 @@ use crate::catalog::Provider;
 /// A way to read the CLI's environment (`HOME`, `CLAUDE_CONFIG_DIR` …).
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
-/// Whether okstra confines `provider`'s CLI with Landlock. codex is the one
-/// it does not: its read-only and workspace-write modes are a bubblewrap
-/// sandbox of its own (a user namespace, mounts, uid maps), which cannot be
-/// set up inside a Landlock domain (measured: `bwrap: setting up uid map:
-/// Permission denied`), so every shell command codex runs would fail. Its
-/// own sandbox, which okstra always turns on, keeps it from the project.
+/// Whether okstra confines `provider`'s CLI with Landlock (its
+/// descriptor says; codex, whose own sandbox cannot run inside a Landlock
+/// domain, is the one it does not).
 pub fn confined(provider: Provider) -> bool {
-    !matches!(provider, Provider::Codex)
+    provider.descriptor().landlock
 }
 
 /// One attempt, as far as its write set goes.
