@@ -15,32 +15,14 @@ use crate::ending::Ending;
 
 use crate::shell::word as shell_word;
 
-/// How `provider`'s CLI is installed.
+/// How `provider`'s CLI is installed (its descriptor's words).
 pub fn install(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Claude => "install Claude Code: `npm install -g @anthropic-ai/claude-code`",
-        Provider::Codex => "install the Codex CLI: `npm install -g @openai/codex`",
-        Provider::Antigravity => "install Antigravity's `agy` from Google's Antigravity download",
-        Provider::Grok => "install xAI's Grok Build CLI (`grok`)",
-        Provider::Kimi => {
-            "install Kimi Code: `npm install -g @moonshot-ai/kimi-code` (node 22.19 or newer)"
-        }
-    }
+    provider.descriptor().install
 }
 
 /// How `provider`'s CLI is given credentials (names only, never values).
 pub fn log_in(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Claude => {
-            "run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`)"
-        }
-        Provider::Codex => "run `codex login`, or set `OPENAI_API_KEY`",
-        Provider::Antigravity => "run `agy` once and sign in, or set `GEMINI_API_KEY`",
-        Provider::Grok => "set `XAI_API_KEY` (Grok Build) or `GROK_API_KEY` (vibe-kit grok)",
-        Provider::Kimi => {
-            "run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`"
-        }
-    }
+    provider.descriptor().log_in
 }
 
 /// What to do about a CLI that is not the program okstra drives.

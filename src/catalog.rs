@@ -1,9 +1,12 @@
-//! The catalog: providers, roles, task types, lead runtimes and default models.
+//! The catalog: roles, task types, lead runtimes, dispatch kinds, and what
+//! okstra gives every provider CLI.
 //!
-//! This is data, kept in one place. Everything that needs to know "which
-//! providers exist", "what binary does antigravity use" or "what model does a
-//! grok critic get by default" asks here. Resolution (flags > env > catalog)
-//! lives in `settings`; this module only knows the catalog's own defaults.
+//! This is data, kept in one place. The providers themselves — which exist,
+//! what binary antigravity uses, what model a grok critic gets by default —
+//! are listed and described in `crate::providers` (one file per CLI);
+//! [`Provider`] is re-exported here with the catalog's own questions about
+//! it. Resolution (flags > env > catalog) lives in `settings`; this module
+//! only knows the catalog's own defaults.
 
 use std::fmt;
 
@@ -11,16 +14,7 @@ use serde::Serialize;
 
 pub use crate::words::one_of;
 
-closed_set! {
-    /// A vendor whose coding CLI can run as a worker.
-    Provider {
-        Claude => "claude",
-        Codex => "codex",
-        Antigravity => "antigravity",
-        Grok => "grok",
-        Kimi => "kimi",
-    }
-}
+pub use crate::providers::Provider;
 
 closed_set! {
     /// A phase profile: what kind of question the run answers.
@@ -267,95 +261,26 @@ pub const CONVERGENCE_MAX_ROUNDS: u32 = 2;
 pub const CLAUDE_FAMILY_TOKENS: &[&str] = &["fable", "opus", "sonnet", "haiku"];
 
 impl Provider {
-    /// The executable the provider's CLI installs.
-    pub fn binary(self) -> &'static str {
-        match self {
-            Provider::Claude => "claude",
-            Provider::Codex => "codex",
-            Provider::Antigravity => "agy",
-            Provider::Grok => "grok",
-            Provider::Kimi => "kimi",
-        }
-    }
-
-    /// How many calls to this provider one user's okstra runs make at once
-    /// by default (`--provider-slots` overrides): enough for a run's
-    /// analyser and its reviews beside a second run, few enough that two
-    /// runs on one subscription do not trip its rate limit together. The
-    /// smaller vendors' subscription CLIs throttle concurrent sessions
-    /// sooner.
-    pub fn default_slots(self) -> u32 {
-        match self {
-            Provider::Claude | Provider::Codex => 4,
-            Provider::Antigravity | Provider::Grok | Provider::Kimi => 2,
-        }
-    }
-
     /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
     pub fn wrapper(self) -> String {
         format!("okstra-{}-exec", self.as_str())
     }
 
-    /// The catalog's default model for this provider in `role`.
+    /// The default model for this provider in `role` (its descriptor's).
     pub fn default_model(self, role: Role) -> &'static str {
-        match (self, role) {
-            (Provider::Claude, Role::ReportWriter) => "sonnet",
-            (Provider::Claude, _) => "opus",
-            (Provider::Codex, _) => "gpt-5.6-sol",
-            (Provider::Antigravity, _) => "gemini-3.1-pro",
-            (Provider::Grok, Role::Critic) => "grok-4.5",
-            (Provider::Grok, _) => "grok-build-0.1",
-            (Provider::Kimi, Role::Critic) => "kimi-k3",
-            (Provider::Kimi, _) => "kimi-k2.7-code",
-        }
+        let models = self.descriptor().models;
+        let special = match role {
+            Role::Critic => models.critic,
+            Role::ReportWriter => models.report_writer,
+            Role::Analyser | Role::Executor | Role::Verifier => None,
+        };
+        special.unwrap_or(models.worker)
     }
 
-    /// The default model of a lead session hosted by this provider.
+    /// The default model of a lead session hosted by this provider: its
+    /// worker model.
     pub fn default_lead_model(self) -> &'static str {
-        match self {
-            Provider::Claude => "opus",
-            other => other.default_model(Role::Analyser),
-        }
-    }
-
-    /// The credential and configuration variables this provider's CLI reads
-    /// (research/provider-clis.md, hosts.md): only these, besides
-    /// [`NEUTRAL_ENV`], reach it, so no CLI is handed another provider's
-    /// key. A name ending in `*` is a prefix.
-    pub fn env_names(self) -> &'static [&'static str] {
-        match self {
-            // API key or OAuth token, a relocated config folder, and the
-            // Bedrock (AWS) and Vertex (Google) routes.
-            Provider::Claude => &[
-                "ANTHROPIC_*",
-                "CLAUDE_CONFIG_DIR",
-                "CLAUDE_CODE_OAUTH_TOKEN",
-                "CLAUDE_CODE_USE_BEDROCK",
-                "CLAUDE_CODE_USE_VERTEX",
-                "AWS_*",
-                "CLOUD_ML_REGION",
-                "GOOGLE_APPLICATION_CREDENTIALS",
-            ],
-            Provider::Codex => &["OPENAI_*", "CODEX_HOME", "CODEX_API_KEY"],
-            // Gemini keys and settings, Google Cloud (Vertex) and gcloud's config.
-            Provider::Antigravity => &["GEMINI_*", "GOOGLE_*", "CLOUDSDK_CONFIG"],
-            // Grok Build reads `XAI_API_KEY`; vibe-kit `GROK_API_KEY`,
-            // `GROK_BASE_URL`, `GROK_MODEL`.
-            Provider::Grok => &["XAI_*", "GROK_*"],
-            // `KIMI_MODEL_*` env-key auth, `KIMI_CODE_HOME`, telemetry and
-            // update switches; Moonshot's platform keys.
-            Provider::Kimi => &["KIMI_*", "MOONSHOT_*"],
-        }
-    }
-
-    /// The environment variable that overrides this provider's worker default, if any.
-    pub fn model_env(self) -> Option<&'static str> {
-        match self {
-            Provider::Claude => Some("OKSTRA_DEFAULT_CLAUDE_MODEL"),
-            Provider::Codex => Some("OKSTRA_DEFAULT_CODEX_MODEL"),
-            Provider::Antigravity => Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
-            Provider::Grok | Provider::Kimi => None,
-        }
+        self.descriptor().models.worker
     }
 }
 

@@ -28,42 +28,7 @@ pub const CACHE_VERSION: u32 = 2;
 /// A cache bigger than this is not ours (five CLIs take a few KiB).
 const MAX_CACHE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Which program answers to the provider's binary name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Program {
-    /// The CLI okstra drives (Claude Code, Codex CLI, agy, Grok Build, Kimi Code).
-    Expected,
-    /// The community `@vibe-kit/grok-cli`: driven with the flags it has.
-    VibeKitGrok,
-    /// The archived `PyPI` `kimi-cli` stub: refused (it runs nothing headless).
-    LegacyKimiCli,
-    /// `--version` failed or timed out, or `--help` matched nothing we know.
-    Unrecognised,
-}
-
-impl Program {
-    /// A short name for tables and warnings.
-    pub fn label(self, provider: Provider) -> &'static str {
-        match self {
-            Program::Expected => match provider {
-                Provider::Claude => "claude-code",
-                Provider::Codex => "codex-cli",
-                Provider::Antigravity => "agy",
-                Provider::Grok => "grok-build",
-                Provider::Kimi => "kimi-code",
-            },
-            Program::VibeKitGrok => "vibe-kit-grok",
-            Program::LegacyKimiCli => "legacy-kimi-cli",
-            Program::Unrecognised => "unrecognised",
-        }
-    }
-
-    /// Whether okstra can drive this program at all.
-    pub fn is_usable(self) -> bool {
-        matches!(self, Program::Expected | Program::VibeKitGrok)
-    }
-}
+pub use crate::providers::Program;
 
 /// The file identity an entry is valid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -54,6 +54,7 @@ mod preflight;
 mod process_group;
 mod profile;
 mod provider_exec;
+mod providers;
 mod publish;
 mod report;
 mod resume;

@@ -55,6 +55,8 @@ mod process_group;
 mod profile;
 #[path = "../provider_exec/mod.rs"]
 mod provider_exec;
+#[path = "../providers/mod.rs"]
+mod providers;
 #[path = "../sandbox/mod.rs"]
 mod sandbox;
 #[path = "../user_dirs.rs"]

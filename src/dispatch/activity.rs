@@ -1,256 +1,93 @@
 //! A CLI's latest output line, in words, for the live view: "reconnecting
 //! (network) 2/5", "rate limited, retry in 40 s", "using Bash: cargo test",
-//! "writing: The reservations are…". Pure: one line of a CLI's stream (its
-//! own format, `research/provider-clis.md` §6) in, a short phrase out.
+//! "writing: The reservations are…". Pure: one line of a CLI's stream in,
+//! decoded by its CLI's decoder (`crate::providers`), a short phrase out.
 //! A line that is not one of the CLI's events is shown as it is, escaped.
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
-use crate::catalog::Provider;
+use crate::providers::{self, ErrorKind, Event, Line, Provider, RetryCause};
 
 /// Characters of free text (an answer, a command) kept in a phrase.
 const TEXT: usize = 60;
 
 /// `line` (one line of `provider`'s output) in words; `None` for a blank
-/// line or an event that says nothing a person needs.
+/// line or an event that says nothing a person needs. Of a line's events,
+/// the last that has words speaks; the assistant's text only when no other
+/// does (a message that calls a tool is shown by its tool).
 pub fn describe(provider: Provider, line: &str) -> Option<String> {
-    let line = line.trim();
-    if line.is_empty() {
-        return None;
-    }
-    let Ok(event) = serde_json::from_str::<Value>(line) else {
-        return Some(clip(line));
+    let events = match providers::decode(provider, line) {
+        Line::Blank => return None,
+        Line::Plain => return Some(clip(line.trim())),
+        Line::Events(events) => events,
     };
-    let kind = text(&event, "/type").unwrap_or("");
-    match provider {
-        Provider::Claude => claude(&event, kind),
-        Provider::Codex => codex(&event, kind),
-        Provider::Antigravity => gemini(&event, kind),
-        Provider::Grok => grok(&event, kind),
-        Provider::Kimi => kimi(&event, kind),
-    }
+    let last = |text: bool| {
+        events
+            .iter()
+            .rev()
+            .filter(|event| matches!(event, Event::Text(_) | Event::TextDelta(_)) == text)
+            .find_map(phrase)
+    };
+    last(false).or_else(|| last(true))
 }
 
-fn claude(event: &Value, kind: &str) -> Option<String> {
-    match kind {
-        "system" => match text(event, "/subtype")? {
-            "init" => Some("started".to_owned()),
-            "api_retry" => {
-                let attempt = number(event, "/attempt");
-                let max = number(event, "/max_retries");
-                let delay = seconds(event, "/retry_delay_ms");
-                let status = number(event, "/error_status");
-                let error = text(event, "/error").unwrap_or("");
-                Some(if status == Some(429.0) || error.contains("rate_limit") {
-                    format!(
-                        "rate limited, retry in {}",
-                        delay.unwrap_or_else(|| "a moment".into())
-                    )
-                } else if error.contains("auth") {
-                    "credentials refused".to_owned()
-                } else {
-                    retrying("reconnecting (network)", attempt, max, delay)
-                })
-            }
-            other => Some(other.replace('_', " ")),
-        },
-        "assistant" => {
-            if let Some(error) = text(event, "/error") {
-                return Some(format!(
-                    "{}: {}",
-                    error.replace('_', " "),
-                    clip(&content(event.pointer("/message/content")).unwrap_or_default())
-                ));
-            }
-            let parts = event.pointer("/message/content")?.as_array()?;
-            if let Some(tool) = parts
-                .iter()
-                .rev()
-                .find(|p| text(p, "/type") == Some("tool_use"))
-            {
-                return Some(using(
-                    text(tool, "/name").unwrap_or("a tool"),
-                    tool.get("input"),
-                ));
-            }
-            content(event.pointer("/message/content")).map(|t| format!("writing: {}", clip(&t)))
-        }
-        "user" => Some("reading a tool's output".to_owned()),
-        "rate_limit_event" => Some("rate limited".to_owned()),
-        "result" => Some(
-            if event.get("is_error").and_then(Value::as_bool) == Some(true) {
-                format!("failed: {}", clip(text(event, "/result").unwrap_or("")))
-            } else {
-                "finished".to_owned()
-            },
-        ),
-        _ => None,
-    }
-}
-
-fn codex(event: &Value, kind: &str) -> Option<String> {
-    match kind {
-        "thread.started" => Some("started".to_owned()),
-        "turn.started" => Some("thinking".to_owned()),
-        "error" => {
-            let message = text(event, "/message").unwrap_or("");
-            let lower = message.to_lowercase();
-            Some(if lower.contains("waiting for network") {
-                "waiting for the network".to_owned()
-            } else if let Some(rest) = message.strip_prefix("Reconnecting... ") {
-                let count = rest.split_whitespace().next().unwrap_or("");
-                format!("reconnecting (network) {count}")
-                    .trim_end()
-                    .to_owned()
-            } else if lower.contains("rate limit") || lower.contains("429") {
-                "rate limited".to_owned()
-            } else {
-                format!("error: {}", clip(message))
-            })
-        }
-        "item.started" | "item.completed" => {
-            let item = event.get("item")?;
-            match text(item, "/type")? {
-                "command_execution" => Some(format!(
-                    "running `{}`",
-                    clip(text(item, "/command").unwrap_or(""))
-                )),
-                "agent_message" => Some(format!(
-                    "writing: {}",
-                    clip(text(item, "/text").unwrap_or(""))
-                )),
-                "reasoning" => Some("thinking".to_owned()),
-                "file_change" => Some("editing files".to_owned()),
-                "web_search" => Some("searching the web".to_owned()),
-                "mcp_tool_call" => Some("using a tool".to_owned()),
-                "error" => Some(format!(
-                    "error: {}",
-                    clip(text(item, "/message").unwrap_or(""))
-                )),
-                _ => None,
-            }
-        }
-        "turn.completed" => Some("finished".to_owned()),
-        "turn.failed" => Some(format!(
-            "failed: {}",
-            clip(text(event, "/error/message").unwrap_or(""))
-        )),
-        _ => None,
-    }
-}
-
-fn gemini(event: &Value, kind: &str) -> Option<String> {
-    match kind {
-        "init" => Some("started".to_owned()),
-        "message" if text(event, "/role") == Some("assistant") => {
-            content(event.get("content")).map(|t| format!("writing: {}", clip(&t)))
-        }
-        "tool_use" => Some(using(
-            text(event, "/tool_name").unwrap_or("a tool"),
-            event.get("parameters"),
-        )),
-        "tool_result" => Some("reading a tool's output".to_owned()),
-        "step_update" => Some(format!(
-            "step: {}",
-            text(event, "/step_type")
-                .unwrap_or("working")
-                .replace('_', " ")
-        )),
-        "error" => Some(format!(
-            "error: {}",
-            clip(text(event, "/message").unwrap_or(""))
-        )),
-        "result" => Some(if text(event, "/status") == Some("error") {
-            format!(
-                "failed: {}",
-                clip(text(event, "/error/message").unwrap_or(""))
-            )
-        } else {
-            "finished".to_owned()
-        }),
-        _ => None,
-    }
-}
-
-fn grok(event: &Value, kind: &str) -> Option<String> {
-    match kind {
-        "text" => text(event, "/data").map(|t| format!("writing: {}", clip(t))),
-        "thought" => Some("thinking".to_owned()),
-        "tool_call" => Some(format!(
-            "using {}",
-            text(event, "/title")
-                .or_else(|| text(event, "/toolName"))
-                .unwrap_or("a tool")
-        )),
-        "tool_call_update" => Some("reading a tool's output".to_owned()),
-        "error" => Some(format!(
-            "error: {}",
-            clip(
-                text(event, "/message")
-                    .or_else(|| text(event, "/data"))
-                    .unwrap_or("")
-            )
-        )),
-        "end" => Some("finished".to_owned()),
-        _ if text(event, "/role") == Some("assistant") => {
-            content(event.get("content")).map(|t| format!("writing: {}", clip(&t)))
-        }
-        _ => None,
-    }
-}
-
-fn kimi(event: &Value, kind: &str) -> Option<String> {
-    match (text(event, "/role"), kind) {
-        (Some("meta"), "system.version") => Some("started".to_owned()),
-        (Some("meta"), "turn.step.retrying") => {
-            let name = text(event, "/error_name").unwrap_or("");
-            let message = text(event, "/error_message").unwrap_or("");
-            let delay = seconds(event, "/delay_ms");
-            let attempt = number(event, "/failed_attempt");
-            let max = number(event, "/max_attempts");
-            Some(if name.contains("RateLimit") || message.contains("429") {
-                format!(
+/// One event in words, `None` for one a person does not need.
+fn phrase(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::Started { .. } => "started".to_owned(),
+        Event::Text(text) | Event::TextDelta(text) => format!("writing: {}", clip(text)),
+        Event::Thinking => "thinking".to_owned(),
+        Event::ToolUse {
+            name,
+            argument: Some(argument),
+        } => format!("using {name}: {}", clip(argument)),
+        Event::ToolUse { name, .. } => format!("using {name}"),
+        Event::Command(command) => format!("running `{}`", clip(command)),
+        Event::EditFiles => "editing files".to_owned(),
+        Event::WebSearch => "searching the web".to_owned(),
+        Event::ToolResult => "reading a tool's output".to_owned(),
+        Event::Step(step) => format!("step: {step}"),
+        Event::Notice(notice) => notice.clone(),
+        Event::RateLimit { .. }
+        | Event::Error {
+            kind: ErrorKind::RateLimit,
+            code: None,
+            ..
+        } => "rate limited".to_owned(),
+        Event::Retry {
+            cause,
+            attempt,
+            max,
+            delay_ms,
+            ..
+        } => {
+            let delay = delay_ms.map(seconds);
+            match cause {
+                RetryCause::RateLimit => format!(
                     "rate limited, retry in {}",
                     delay.unwrap_or_else(|| "a moment".into())
-                )
-            } else if name.contains("Connection") || message.to_lowercase().contains("connection") {
-                retrying("reconnecting (network)", attempt, max, delay)
-            } else {
-                retrying(&format!("retrying ({name})"), attempt, max, delay)
-            })
-        }
-        (Some("meta"), "session.resume_hint") => Some("finished".to_owned()),
-        (Some("assistant"), _) => {
-            if let Some(call) = event
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .and_then(|calls| calls.last())
-            {
-                return Some(format!(
-                    "using {}",
-                    text(call, "/function/name").unwrap_or("a tool")
-                ));
+                ),
+                RetryCause::Auth => "credentials refused".to_owned(),
+                RetryCause::Offline => "waiting for the network".to_owned(),
+                RetryCause::Network => retrying("reconnecting (network)", *attempt, *max, delay),
+                RetryCause::Other(name) => {
+                    retrying(&format!("retrying ({name})"), *attempt, *max, delay)
+                }
             }
-            content(event.get("content")).map(|t| format!("writing: {}", clip(&t)))
         }
-        (Some("tool"), _) => Some("reading a tool's output".to_owned()),
-        _ => None,
-    }
-}
-
-/// `using Bash: cargo test` — the tool and its most telling argument.
-fn using(tool: &str, input: Option<&Value>) -> String {
-    let argument = input.and_then(|input| {
-        ["command", "file_path", "path", "pattern", "url", "query"]
-            .iter()
-            .find_map(|key| input.get(*key).and_then(Value::as_str))
-    });
-    match argument {
-        Some(argument) => format!("using {tool}: {}", clip(argument)),
-        None => format!("using {tool}"),
-    }
+        Event::Error {
+            code: Some(code),
+            text,
+            ..
+        } => format!("{}: {}", code.replace('_', " "), clip(text)),
+        Event::Error { text, .. } => format!("error: {}", clip(text)),
+        Event::Final {
+            failed: true,
+            error,
+        } => format!("failed: {}", clip(error.as_deref().unwrap_or(""))),
+        Event::Final { failed: false, .. } => "finished".to_owned(),
+        Event::Usage(_) | Event::UsageUnknown(_) | Event::SessionId(_) => return None,
+    })
 }
 
 /// `reconnecting (network) 3/10, retry in 2 s`.
@@ -265,37 +102,12 @@ fn retrying(what: &str, attempt: Option<f64>, max: Option<f64>, delay: Option<St
     text
 }
 
-fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str)
-}
-
-fn number(value: &Value, pointer: &str) -> Option<f64> {
-    value.pointer(pointer).and_then(Value::as_f64)
-}
-
-/// Milliseconds at `pointer` as whole seconds (`40 s`, or `< 1 s`).
-fn seconds(value: &Value, pointer: &str) -> Option<String> {
-    let ms = number(value, pointer)?;
-    Some(if ms < 1000.0 {
+/// Milliseconds as whole seconds (`40 s`, or `< 1 s`).
+fn seconds(ms: f64) -> String {
+    if ms < 1000.0 {
         "< 1 s".to_owned()
     } else {
         format!("{:.0} s", ms / 1000.0)
-    })
-}
-
-/// Text of a message's `content`: a string, or the text parts of a list.
-fn content(content: Option<&Value>) -> Option<String> {
-    match content? {
-        Value::String(text) => Some(text.clone()),
-        Value::Array(parts) => {
-            let joined: Vec<&str> = parts
-                .iter()
-                .filter(|p| text(p, "/type").is_none_or(|t| t == "text"))
-                .filter_map(|p| text(p, "/text"))
-                .collect();
-            (!joined.is_empty()).then(|| joined.join(" "))
-        }
-        _ => None,
     }
 }
 

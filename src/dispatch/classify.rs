@@ -6,8 +6,10 @@
 //! Order matters and is deliberate: our own cancellation first; then a
 //! recovered result (a CLI that hung after printing its answer still
 //! answered); then a wrapper that never started the CLI; then what the CLI's
-//! own error text says (auth before network: a CLI with no credentials may
-//! also fail to connect; a limit is `limit`'s to tell rate from quota); then
+//! own events and error text say (auth before network: a CLI with no
+//! credentials may also fail to connect; a limit is `limit`'s to tell rate
+//! from quota). A refused login or a limit the CLI's decoder typed
+//! (`recover::Signal`) decides before any wording; then
 //! how the wrapper ended it; then the exit code.
 
 use std::time::Duration;
@@ -17,7 +19,7 @@ use crate::exit;
 use crate::provider_exec::status::Reason;
 
 use super::limit::{self, contains_word};
-use super::recover::{Cuts, Transcript};
+use super::recover::{Cuts, Signal, Transcript};
 
 /// A `crash` this quick with no output is worth the one retry: a CLI that
 /// fell over at start-up, not one that worked and failed.
@@ -51,6 +53,7 @@ static SILENT: Transcript = Transcript {
     messages: Vec::new(),
     errors: Vec::new(),
     reported_failure: false,
+    signals: Vec::new(),
     tail: Vec::new(),
     bytes: 0,
     cuts: Cuts {
@@ -165,10 +168,10 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
         );
     }
     let errors = error_text(evidence);
-    if let Some(hit) = find(&errors, AUTH) {
+    if let Some(hit) = typed_auth(evidence.transcript).or_else(|| find(&errors, AUTH)) {
         return (Ending::Auth, hit);
     }
-    if let Some(limit) = limit::read(&errors, evidence.now) {
+    if let Some(limit) = read_limit(evidence, &errors) {
         return (limit.ending(), one_line(&limit.detail()));
     }
     if let Some(hit) = find(&errors, USAGE) {
@@ -214,7 +217,49 @@ pub fn classify(evidence: &Evidence<'_>) -> (Ending, String) {
 /// The CLI's retry-after hint, for an attempt [`classify`] calls
 /// `rate-limit`.
 pub fn retry_after(evidence: &Evidence<'_>) -> Option<Duration> {
-    limit::read(&error_text(evidence), evidence.now).and_then(|limit| limit.retry_after)
+    read_limit(evidence, &error_text(evidence)).and_then(|limit| limit.retry_after)
+}
+
+/// The first refusal of credentials the CLI's events named as one.
+fn typed_auth(transcript: &Transcript) -> Option<String> {
+    transcript.signals.iter().find_map(|signal| match signal {
+        Signal::Auth(line) => Some(one_line(line)),
+        Signal::Limit { .. } => None,
+    })
+}
+
+/// The limit the CLI's events named (the latest reset wins), else the one
+/// its error lines speak of; a spent quota the words name outweighs a
+/// brief refusal the events name.
+fn read_limit(evidence: &Evidence<'_>, errors: &[&str]) -> Option<limit::Limit> {
+    let typed = evidence
+        .transcript
+        .signals
+        .iter()
+        .filter_map(|signal| match signal {
+            Signal::Limit {
+                window,
+                resets_at,
+                line,
+            } => Some(limit::from_event(
+                window.as_deref(),
+                *resets_at,
+                line,
+                evidence.now,
+            )),
+            Signal::Auth(_) => None,
+        })
+        .max_by_key(|limit| limit.retry_after);
+    let worded = limit::read(errors, evidence.now);
+    match (typed, worded) {
+        (Some(typed), Some(worded))
+            if typed.kind == limit::Kind::RateLimit && worded.kind == limit::Kind::Quota =>
+        {
+            Some(worded)
+        }
+        (Some(typed), _) => Some(typed),
+        (None, worded) => worded,
+    }
 }
 
 /// The text the patterns are matched against: the CLI's error events and

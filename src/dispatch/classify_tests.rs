@@ -378,3 +378,58 @@ fn details_are_one_printable_line() {
     assert_eq!(end, Ending::Crash);
     assert!(!detail.chars().any(char::is_control), "{detail}");
 }
+
+/// What a CLI's events name as a refused login or a limit decides, whatever
+/// the words: claude retrying on an `authentication_error` is `auth` (its
+/// line names no auth word), and a refusal on a weekly window is a spent
+/// quota with the window's reset as its hint.
+#[test]
+fn typed_signals_decide_before_the_words() {
+    use serde_json::json;
+    let now = crate::clock::unix_now();
+    let refused = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"error_status":401,"error":"authentication_error"}),
+        ],
+        &[],
+    );
+    let evidence = Evidence {
+        exit_code: Some(1),
+        sidecar: true,
+        reason: Some(Reason::Exited),
+        transcript: &refused,
+        now,
+        ..Evidence::default()
+    };
+    assert_eq!(
+        classify(&evidence),
+        (Ending::Auth, "api_retry: authentication_error".to_owned())
+    );
+    let weekly = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":now + 3 * 86_400,"rateLimitType":"seven_day"}}),
+        ],
+        &[],
+    );
+    let evidence = Evidence {
+        transcript: &weekly,
+        ..evidence
+    };
+    assert_eq!(classify(&evidence).0, Ending::Quota);
+    assert_eq!(retry_after(&evidence), Some(Duration::from_hours(72)));
+    // A spent quota the words name outweighs a brief refusal the events name.
+    let credits = transcript(
+        Provider::Claude,
+        &[
+            json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":now + 90,"rateLimitType":"five_hour"}}),
+        ],
+        &["Your credit balance is too low"],
+    );
+    let evidence = Evidence {
+        transcript: &credits,
+        ..evidence
+    };
+    assert_eq!(classify(&evidence).0, Ending::Quota);
+}

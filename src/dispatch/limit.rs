@@ -11,7 +11,8 @@
 //!
 //! - claude: a `rate_limit_event` whose `status` is `rejected`, with
 //!   `resetsAt` (Unix seconds) and `rateLimitType` (`five_hour`,
-//!   `seven_day` …), which `recover` turns into one error line; the text
+//!   `seven_day` …), which its decoder types (`crate::providers`) and
+//!   [`from_event`] reads without wording; the text
 //!   `You've hit your limit · resets 2pm (…)`; the older
 //!   `Claude AI usage limit reached|<unix seconds>`; `Your credit balance is
 //!   too low`.
@@ -179,6 +180,26 @@ pub fn read(lines: &[&str], now: i64) -> Option<Limit> {
         return Some(limit(Kind::Quota, None, line));
     }
     Some(limit(Kind::RateLimit, None, first.0))
+}
+
+/// The limit a CLI's rate-limit event names: the provider's own `window`
+/// (a long one — a day, a week — is a spent quota) and its reset time
+/// (Unix seconds, read at `now`), with the error `line` it made.
+pub fn from_event(window: Option<&str>, resets_at: Option<i64>, line: &str, now: i64) -> Limit {
+    let retry_after = resets_at.map(|at| {
+        Duration::from_secs(u64::try_from(at.saturating_sub(now)).unwrap_or(0)).min(LONGEST_HINT)
+    });
+    let long_window = window.is_some_and(|window| has_any(&window.to_lowercase(), LONG_WINDOW));
+    let kind = if long_window || retry_after.is_some_and(|after| after > QUOTA_AFTER) {
+        Kind::Quota
+    } else {
+        Kind::RateLimit
+    };
+    Limit {
+        kind,
+        retry_after,
+        line: line.trim().to_owned(),
+    }
 }
 
 fn has_any(lower: &str, words: &[&str]) -> bool {

@@ -2,11 +2,11 @@
 //!
 //! Read-only workers cannot write their Result Path, so the normal path is
 //! that a worker prints its result between marker lines as its final message
-//! and okstra writes the files. This module reads one attempt's log in that
-//! CLI's stream format, collects the assistant's text (never the prompt a
-//! CLI may echo, which holds the markers as an example), finds the last
-//! complete marked block of each kind, and gathers the error text the
-//! classifier reads.
+//! and okstra writes the files. This module reads one attempt's log as the
+//! events its CLI's decoder (`crate::providers`) finds in it, collects the
+//! assistant's text (never the prompt a CLI may echo, which holds the
+//! markers as an example), finds the last complete marked block of each
+//! kind, and gathers the error text the classifier reads.
 //!
 //! Memory is bounded by what is kept, never by the log: lines come from the
 //! one bounded line reader (`fsread::LineReader`), so a line past
@@ -20,11 +20,9 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::catalog::Provider;
 use crate::diag;
 use crate::fsread::{self, LineReader};
+use crate::providers::{self, ErrorKind, Event, Line, Provider, RetryCause};
 
 /// First line of the result block a worker prints.
 pub const RESULT_BEGIN: &str = "=== OKSTRA RESULT BEGIN ===";
@@ -64,12 +62,53 @@ pub struct Transcript {
     /// The CLI's own "this run failed" flag (claude `is_error`, codex
     /// `turn.failed`, gemini `status: error`).
     pub reported_failure: bool,
+    /// What the CLI's events said, typed, of its credentials and limits:
+    /// the classifier reads these before any wording.
+    pub signals: Vec<Signal>,
     /// The last lines of the log, for the dispatch record.
     pub tail: Vec<String>,
     /// Bytes of the log.
     pub bytes: u64,
     /// What had to be cut to stay within the bounds.
     pub cuts: Cuts,
+}
+
+/// A problem a CLI's event named as such, with the error line it made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// The credentials were refused or are missing.
+    Auth(String),
+    /// The provider refused a request for a limit: its own name for the
+    /// limit (`five_hour`, `seven_day` …) and when it resets (Unix seconds).
+    Limit {
+        window: Option<String>,
+        resets_at: Option<i64>,
+        line: String,
+    },
+}
+
+/// The typed problem `event` names, with its error `line`.
+fn signal(event: &Event, line: &str) -> Option<Signal> {
+    match event {
+        Event::Error {
+            kind: ErrorKind::Auth,
+            ..
+        }
+        | Event::Retry {
+            cause: RetryCause::Auth,
+            ..
+        } => Some(Signal::Auth(line.to_owned())),
+        Event::RateLimit {
+            rejected: true,
+            window,
+            resets_at,
+        } => Some(Signal::Limit {
+            window: window.clone(),
+            resets_at: *resets_at,
+            line: line.to_owned(),
+        }),
+        _ => None,
+    }
 }
 
 /// What a parse cut to keep its memory bounded (all zero for a sane log).
@@ -209,180 +248,49 @@ fn parse_lines(provider: Provider, reader: impl Read, mid_line: bool) -> Transcr
             continue;
         }
         // A cut line is no JSON: it is kept as (clipped) plain text.
-        let parsed = (!cut && text.trim_start().starts_with('{'))
-            .then(|| serde_json::from_str::<Value>(text).ok())
-            .flatten();
-        let Some(event) = parsed else {
-            // Plain text: stderr, or a CLI without a JSON stream.
-            push_error(&mut transcript.errors, text);
-            continue;
+        let events = if cut {
+            Line::Plain
+        } else {
+            providers::decode(provider, text)
         };
-        let step = read_event(provider, &event);
-        if let Some(piece) = step.delta {
+        let events = match events {
+            Line::Events(events) => events,
+            // Plain text: stderr, or a CLI without a JSON stream.
+            Line::Plain | Line::Blank => {
+                push_error(&mut transcript.errors, text);
+                continue;
+            }
+        };
+        // A piece of a message joins the ones before it; any other event
+        // ends the message they make.
+        if let [Event::TextDelta(piece)] = events.as_slice() {
             let joined = delta.get_or_insert_with(String::new);
-            joined.push_str(&piece);
+            joined.push_str(piece);
             transcript.cuts.text += keep_newest(joined);
             continue;
         }
         if let Some(joined) = delta.take() {
             push_message(&mut transcript, joined);
         }
-        if let Some(message) = step.message {
-            push_message(&mut transcript, message);
+        for event in events {
+            if let Some(line) = event.error_line().filter(|line| !line.is_empty()) {
+                push_error(&mut transcript.errors, &line);
+                if let Some(signal) = signal(&event, &line) {
+                    push_signal(&mut transcript.signals, signal);
+                }
+            }
+            match event {
+                Event::Text(message) => push_message(&mut transcript, message),
+                Event::Final { failed: true, .. } => transcript.reported_failure = true,
+                _ => {}
+            }
         }
-        if let Some(error) = step.error {
-            push_error(&mut transcript.errors, &error);
-        }
-        transcript.reported_failure |= step.failed;
     }
     if let Some(joined) = delta.take() {
         push_message(&mut transcript, joined);
     }
     transcript.bytes = lines.bytes_read();
     transcript
-}
-
-/// What one stream event contributes.
-#[derive(Debug, Default)]
-struct Step {
-    message: Option<String>,
-    delta: Option<String>,
-    error: Option<String>,
-    failed: bool,
-}
-
-fn read_event(provider: Provider, event: &Value) -> Step {
-    let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
-    let mut step = Step::default();
-    match provider {
-        Provider::Claude => match kind {
-            "result" => {
-                let failed = event.get("is_error").and_then(Value::as_bool) == Some(true);
-                step.failed = failed;
-                let result = text(event.get("result"));
-                if failed {
-                    step.error = result;
-                } else {
-                    step.message = result;
-                }
-            }
-            "assistant" => {
-                step.message = content_text(event.pointer("/message/content"));
-                if let Some(error) = text(event.get("error")) {
-                    step.error = Some(format!(
-                        "{error}: {}",
-                        step.message.take().unwrap_or_default()
-                    ));
-                }
-            }
-            // Sent on every turn; only a refusal is an error. Its reset time
-            // and window are the hint `limit` reads.
-            "rate_limit_event" => {
-                let info = event.get("rate_limit_info");
-                let field = |name| info.and_then(|i| i.get(name));
-                if field("status").and_then(Value::as_str) == Some("rejected") {
-                    let window = field("rateLimitType").and_then(Value::as_str);
-                    let resets = field("resetsAt").and_then(Value::as_i64);
-                    step.error = Some(format!(
-                        "rate_limit_event: rejected {}{}",
-                        window.unwrap_or("unknown"),
-                        resets.map_or_else(String::new, |at| format!(" resetsAt={at}"))
-                    ));
-                }
-            }
-            "system" if event.get("subtype").and_then(Value::as_str) == Some("api_retry") => {
-                step.error = Some(format!(
-                    "api_retry: {}",
-                    text(event.get("error")).unwrap_or_default()
-                ));
-            }
-            _ => {}
-        },
-        Provider::Codex => match kind {
-            "item.completed" => match event.pointer("/item/type").and_then(Value::as_str) {
-                Some("agent_message") => step.message = text(event.pointer("/item/text")),
-                Some("error") => step.error = text(event.pointer("/item/message")),
-                _ => {}
-            },
-            "error" => step.error = text(event.get("message")),
-            "turn.failed" => {
-                step.failed = true;
-                step.error = text(event.pointer("/error/message"));
-            }
-            _ => {}
-        },
-        Provider::Antigravity => match kind {
-            "message" if event.get("role").and_then(Value::as_str) == Some("assistant") => {
-                let content = content_text(event.get("content"));
-                if event.get("delta").and_then(Value::as_bool) == Some(true) {
-                    step.delta = content;
-                } else {
-                    step.message = content;
-                }
-            }
-            "result" => {
-                step.failed = event.get("status").and_then(Value::as_str) == Some("error")
-                    || event.get("is_error").and_then(Value::as_bool) == Some(true);
-                step.message = text(event.get("response"));
-                step.error = text(event.pointer("/error/message"));
-            }
-            "error" => step.error = text(event.get("message")),
-            _ => {}
-        },
-        Provider::Grok => match kind {
-            "text" => step.delta = text(event.get("data")),
-            "error" => {
-                step.error = text(event.get("message")).or_else(|| text(event.get("data")));
-            }
-            _ if event.get("role").and_then(Value::as_str) == Some("assistant") => {
-                let content = content_text(event.get("content"));
-                // vibe-kit grok reports API failures as an assistant
-                // message and exits 0 (measured): that is an error, not an answer.
-                match content {
-                    Some(text) if text.starts_with("Sorry, I encountered an error") => {
-                        step.error = Some(text);
-                    }
-                    other => step.message = other,
-                }
-            }
-            _ => {}
-        },
-        Provider::Kimi => {
-            let role = event.get("role").and_then(Value::as_str);
-            if role == Some("assistant") {
-                step.message = content_text(event.get("content"));
-            } else if role == Some("meta") && kind == "turn.step.retrying" {
-                step.error = Some(format!(
-                    "retrying: {} {}",
-                    text(event.get("error_name")).unwrap_or_default(),
-                    text(event.get("error_message")).unwrap_or_default()
-                ));
-            }
-        }
-    }
-    step
-}
-
-/// Text of a message `content`: a string, or the `text` parts of a list.
-fn content_text(content: Option<&Value>) -> Option<String> {
-    match content? {
-        Value::String(text) => Some(text.clone()),
-        Value::Array(parts) => {
-            let joined: String = parts
-                .iter()
-                .filter(|part| {
-                    part.get("type")
-                        .and_then(Value::as_str)
-                        .is_none_or(|kind| kind == "text")
-                })
-                .filter_map(|part| part.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n");
-            (!joined.is_empty()).then_some(joined)
-        }
-        _ => None,
-    }
 }
 
 fn push_message(transcript: &mut Transcript, message: String) {
@@ -421,12 +329,29 @@ fn push_error(errors: &mut Vec<String>, line: &str) {
     keep_last(errors, TAIL_LINES);
 }
 
+fn push_signal(signals: &mut Vec<Signal>, signal: Signal) {
+    let clipped = match signal {
+        Signal::Auth(line) => Signal::Auth(fsread::clip(&line, MAX_ERROR_LINE)),
+        Signal::Limit {
+            window,
+            resets_at,
+            line,
+        } => Signal::Limit {
+            window,
+            resets_at,
+            line: fsread::clip(&line, MAX_ERROR_LINE),
+        },
+    };
+    signals.push(clipped);
+    keep_last(signals, TAIL_LINES);
+}
+
 fn push_tail(tail: &mut Vec<String>, line: &str) {
     tail.push(fsread::clip(line, MAX_TAIL_LINE));
     keep_last(tail, TAIL_LINES);
 }
 
-fn keep_last(lines: &mut Vec<String>, count: usize) {
+fn keep_last<T>(lines: &mut Vec<T>, count: usize) {
     if lines.len() > count {
         let extra = lines.len() - count;
         lines.drain(..extra);

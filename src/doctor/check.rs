@@ -87,7 +87,7 @@ pub fn identify(provider: Provider, path: &Path, subreaper: Option<&Subreaper>) 
             };
         }
     };
-    let help = if provider == Provider::Grok && version.code == Some(0) {
+    let help = if provider.descriptor().identity.reads_help && version.code == Some(0) {
         run_bounded(path, &["--help"], VERSION_LIMIT, subreaper).ok()
     } else {
         None
@@ -111,17 +111,16 @@ pub fn classify(provider: Provider, version: &Captured, help: Option<&Captured>)
             VERSION_LIMIT.as_secs()
         ));
     }
-    if provider == Provider::Kimi
-        && (text.contains("kimi-cli is no longer maintained")
-            || text.starts_with("kimi, version 1."))
-    {
+    // `--help` was read only after a `--version` that succeeded; read but
+    // unreadable, it shows nothing.
+    let identity = provider.descriptor().identity;
+    let help = (identity.reads_help && version.code == Some(0))
+        .then(|| help.map_or("", |help| help.output.as_str()));
+    if let Some(other) = (identity.look_alike)(text, help) {
         return Identity {
             version: parsed,
-            program: Program::LegacyKimiCli,
-            detail: Some(
-                "this is the archived PyPI `kimi-cli`, which runs nothing headless; install `@moonshot-ai/kimi-code` (npm) instead"
-                    .to_owned(),
-            ),
+            program: other.program,
+            detail: Some(other.detail.to_owned()),
         };
     }
     if text.contains("createZstdDecompress") {
@@ -139,27 +138,6 @@ pub fn classify(provider: Provider, version: &Captured, help: Option<&Captured>)
             ),
             first_line(text)
         ));
-    }
-    if provider == Provider::Grok {
-        let help = help.map_or("", |help| help.output.as_str());
-        let vibe_kit = help.contains("--max-tool-rounds")
-            || (help.contains("--directory") && !help.contains("--output-format"));
-        if vibe_kit {
-            return Identity {
-                version: parsed,
-                program: Program::VibeKitGrok,
-                detail: Some(
-                    "the community vibe-kit grok, not xAI's Grok Build: okstra drives it with `-p`, `-d`, `-m` (no streaming, no read-only mode)"
-                        .to_owned(),
-                ),
-            };
-        }
-        if !help.contains("--output-format") {
-            return unrecognised(
-                "`grok --help` shows neither Grok Build's `--output-format` nor vibe-kit's `--max-tool-rounds`"
-                    .to_owned(),
-            );
-        }
     }
     Identity {
         version: parsed,
@@ -200,57 +178,13 @@ pub fn credentials(
     home: Option<&Path>,
 ) -> Vec<String> {
     let set = |name: &str| env(name).is_some_and(|value| !value.is_empty());
-    let dir = |var: &str, fallback: &str| -> Option<PathBuf> {
-        env(var)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home.map(|home| home.join(fallback)))
-    };
-    let (vars, files): (&[&str], Vec<PathBuf>) = match provider {
-        Provider::Claude => (
-            &[
-                "ANTHROPIC_API_KEY",
-                "ANTHROPIC_AUTH_TOKEN",
-                "CLAUDE_CODE_OAUTH_TOKEN",
-                "CLAUDE_CODE_USE_BEDROCK",
-                "CLAUDE_CODE_USE_VERTEX",
-            ],
-            dir("CLAUDE_CONFIG_DIR", ".claude")
-                .map(|d| d.join(".credentials.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Codex => (
-            &["OPENAI_API_KEY", "CODEX_API_KEY"],
-            dir("CODEX_HOME", ".codex")
-                .map(|d| d.join("auth.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Antigravity => (
-            &[
-                "GEMINI_API_KEY",
-                "GOOGLE_API_KEY",
-                "GOOGLE_GENAI_USE_VERTEXAI",
-            ],
-            home.map(|h| h.join(".gemini/oauth_creds.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Grok => (
-            &["XAI_API_KEY", "GROK_API_KEY"],
-            home.map(|h| h.join(".grok/user-settings.json"))
-                .into_iter()
-                .collect(),
-        ),
-        Provider::Kimi => (
-            &["KIMI_MODEL_API_KEY"],
-            dir("KIMI_CODE_HOME", ".kimi-code")
-                .map(|d| d.join("config.toml"))
-                .into_iter()
-                .collect(),
-        ),
-    };
+    let descriptor = provider.descriptor();
+    let folder = descriptor.state.folder(env, home);
+    let vars = descriptor.credentials.env;
+    let files: Vec<PathBuf> = folder
+        .map(|folder| folder.join(descriptor.credentials.file))
+        .into_iter()
+        .collect();
     let mut seen: Vec<String> = vars
         .iter()
         .filter(|name| set(name))
@@ -279,11 +213,8 @@ pub fn kimi_model_note(
     if env("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()) {
         return None;
     }
-    let dir = env("KIMI_CODE_HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home.map(|home| home.join(".kimi-code")))?;
-    let config = dir.join("config.toml");
+    let kimi = Provider::Kimi.descriptor();
+    let config = kimi.state.folder(env, home)?.join(kimi.credentials.file);
     let model = Provider::Kimi.default_model(crate::catalog::Role::Analyser);
     // Only a regular file is opened: a FIFO would block the open itself.
     let named = Some(&config)

@@ -2,6 +2,9 @@
 //!
 //! [`plan`] turns a validated [`Invocation`] into a [`CommandPlan`]: program,
 //! argv, environment changes, where the prompt goes and the working folder.
+//! Each CLI's own part (its flags, its read-only switch, where its prompt
+//! goes) is its descriptor's `argv` in `crate::providers`; the environment
+//! every CLI gets is here.
 //! Nothing here touches the system, so every provider's exact command line is
 //! pinned by unit tests. The facts behind each form (flags, stdin handling,
 //! permissions) were measured against the installed CLIs; see
@@ -26,16 +29,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::catalog::{HOST_SESSION_MARKERS, NEUTRAL_ENV, Provider};
+use crate::providers::Request;
 
 /// Extra variable names (or `PREFIX*` patterns) a CLI may see, comma
 /// separated: how `--pass-env` reaches provider-exec without changing its
 /// positional argv contract. Never passed on to the CLI itself.
 pub const PASS_ENV: &str = "OKSTRA_PASS_ENV";
-
-/// antigravity's own wall-clock limit for `--print` (default 5 min). Our idle
-/// watchdog is the liveness guard, so the CLI's limit must never fire first:
-/// a day, or the idle timeout if that is longer.
-const AGY_PRINT_TIMEOUT_FLOOR_SECS: u64 = 24 * 60 * 60;
 
 /// Everything `plan` needs, already validated by preflight.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,147 +93,28 @@ pub struct CommandPlan {
     pub cwd: PathBuf,
 }
 
-/// The short instruction argv-only CLIs get instead of the prompt itself.
-pub fn pointer_prompt(prompt_path: &std::path::Path) -> OsString {
-    let mut text = OsString::from("Read the task in ");
-    text.push(prompt_path.as_os_str());
-    text.push(" and follow it.");
-    text
-}
-
-/// Build the headless command for `invocation`.
+/// Build the headless command for `invocation`: the CLI's own line from
+/// its descriptor (`crate::providers`), the environment okstra gives every
+/// CLI around it.
 pub fn plan(invocation: &Invocation) -> CommandPlan {
     let inv = invocation;
-    let dir = inv.execution_root.clone().into_os_string();
-    let model = inv.model.clone();
-    let mut env_set: Vec<(&'static str, OsString)> = Vec::new();
-    let (args, stdin): (Vec<OsString>, Stdin) = match inv.provider {
-        Provider::Claude => {
-            // stream-json in print mode requires --verbose. `plan` is the
-            // documented read-only mode and ignores allow-rules from the user's
-            // settings that `default` would honour; `acceptEdits` lets the
-            // executor edit (bypassPermissions is refused when run as root).
-            env_set.push(("DISABLE_AUTOUPDATER", "1".into()));
-            let mode = if inv.may_write() {
-                "acceptEdits"
-            } else {
-                "plan"
-            };
-            (
-                os(&["-p", "--output-format", "stream-json", "--verbose"])
-                    .into_iter()
-                    .chain([
-                        "--model".into(),
-                        model,
-                        "--permission-mode".into(),
-                        mode.into(),
-                    ])
-                    .collect(),
-                Stdin::Prompt,
-            )
-        }
-        Provider::Codex => {
-            // `exec` already forces approval `never`; `-` reads the prompt from
-            // stdin; outside a git repo it refuses to run without the check skip.
-            let sandbox = if inv.may_write() {
-                "workspace-write"
-            } else {
-                "read-only"
-            };
-            (
-                vec![
-                    "exec".into(),
-                    "--json".into(),
-                    "-m".into(),
-                    model,
-                    "-s".into(),
-                    sandbox.into(),
-                    "-C".into(),
-                    dir,
-                    "--skip-git-repo-check".into(),
-                    "-".into(),
-                ],
-                Stdin::Prompt,
-            )
-        }
-        Provider::Antigravity => {
-            let idle = inv.idle_timeout_secs.unwrap_or(0);
-            let print_timeout = idle.max(AGY_PRINT_TIMEOUT_FLOOR_SECS);
-            let mut args = vec![
-                "-p".into(),
-                pointer_prompt(&inv.prompt_path),
-                "--output-format".into(),
-                "stream-json".into(),
-                "--model".into(),
-                model,
-                "--print-timeout".into(),
-                format!("{print_timeout}s").into(),
-            ];
-            if inv.may_write() {
-                args.push("--dangerously-skip-permissions".into());
-            }
-            (args, Stdin::Null)
-        }
-        Provider::Grok if inv.vibe_kit_grok => {
-            // vibe-kit grok: no prompt file, no stdin, no output format, no
-            // read-only mode (headless always auto-approves); it prints its
-            // messages as JSON lines only at the end. A pointer prompt keeps
-            // argv small; `-d` sets its folder.
-            (
-                vec![
-                    "-p".into(),
-                    pointer_prompt(&inv.prompt_path),
-                    "-d".into(),
-                    dir,
-                    "-m".into(),
-                    model,
-                ],
-                Stdin::Null,
-            )
-        }
-        Provider::Grok => {
-            // The reference targets xAI's Grok Build (`--output-format
-            // streaming-json`, `--cwd`); its `--prompt-file` reads the prompt
-            // itself, byte for byte. Without `--always-approve` tools that need
-            // permission are cancelled, which is our read-only mode.
-            let mut args = vec![
-                "--prompt-file".into(),
-                inv.prompt_path.clone().into_os_string(),
-                "-m".into(),
-                model,
-                "--output-format".into(),
-                "streaming-json".into(),
-                "--cwd".into(),
-                dir,
-                "--no-auto-update".into(),
-            ];
-            // Its own Landlock sandbox too: writes only to `~/.grok` and
-            // temp folders (docs.x.ai/build/features/sandbox), nested
-            // inside okstra's.
-            if inv.may_write() {
-                args.push("--always-approve".into());
-            } else {
-                args.extend(["--sandbox".into(), "read-only".into()]);
-            }
-            (args, Stdin::Null)
-        }
-        Provider::Kimi => {
-            // kimi-code has no stdin or file prompt and no read-only headless
-            // mode (`-p` forces auto-approval); the role cannot change that.
-            env_set.push(("KIMI_CODE_NO_AUTO_UPDATE", "1".into()));
-            let mut args = vec!["-p".into(), pointer_prompt(&inv.prompt_path)];
-            if inv.kimi_env_auth {
-                env_set.push(("KIMI_MODEL_NAME", model));
-            } else {
-                args.extend(["-m".into(), model]);
-            }
-            args.extend(os(&["--output-format", "stream-json"]));
-            (args, Stdin::Null)
-        }
+    let line = (inv.provider.descriptor().argv)(&Request {
+        model: &inv.model,
+        prompt_path: &inv.prompt_path,
+        execution_root: &inv.execution_root,
+        may_write: inv.may_write(),
+        idle_timeout_secs: inv.idle_timeout_secs,
+        kimi_env_auth: inv.kimi_env_auth,
+        vibe_kit_grok: inv.vibe_kit_grok,
+    });
+    let stdin = if line.prompt_on_stdin {
+        Stdin::Prompt
+    } else {
+        Stdin::Null
     };
     CommandPlan {
         program: inv.provider.binary(),
-        args,
+        args: line.args,
         env_keep: NEUTRAL_ENV
             .iter()
             .chain(inv.provider.env_names())
@@ -251,7 +131,7 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
                 crate::sandbox::WRITABLE_ENV,
             ])
             .collect(),
-        env_set,
+        env_set: line.env_set,
         stdin,
         cwd: inv.execution_root.clone(),
     }
@@ -316,10 +196,6 @@ pub fn check_pass_env(entry: &str) -> Result<(), String> {
             "`{entry}` is not an environment variable name: expected one like `AWS_PROFILE`, or a prefix ending in `*` like `AWS_*`"
         ))
     }
-}
-
-fn os(items: &[&str]) -> Vec<OsString> {
-    items.iter().map(OsString::from).collect()
 }
 
 #[cfg(test)]

@@ -29,14 +29,11 @@ use crate::catalog::Provider;
 /// A way to read the CLI's environment (`HOME`, `CLAUDE_CONFIG_DIR` …).
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
-/// Whether okstra confines `provider`'s CLI with Landlock. codex is the one
-/// it does not: its read-only and workspace-write modes are a bubblewrap
-/// sandbox of its own (a user namespace, mounts, uid maps), which cannot be
-/// set up inside a Landlock domain (measured: `bwrap: setting up uid map:
-/// Permission denied`), so every shell command codex runs would fail. Its
-/// own sandbox, which okstra always turns on, keeps it from the project.
+/// Whether okstra confines `provider`'s CLI with Landlock (its
+/// descriptor says; codex, whose own sandbox cannot run inside a Landlock
+/// domain, is the one it does not).
 pub fn confined(provider: Provider) -> bool {
-    !matches!(provider, Provider::Codex)
+    provider.descriptor().landlock
 }
 
 /// One attempt, as far as its write set goes.
@@ -74,27 +71,13 @@ const DEVICE_FILES: [&str; 2] = ["/dev/null", "/dev/tty"];
 fn state_of(provider: Provider, env: Env<'_>) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let home = absolute(env, "HOME");
     let in_home = |name: &str| home.as_ref().map(|home| home.join(name));
-    let relocated = |name: &str, fallback: &str| absolute(env, name).or_else(|| in_home(fallback));
-    match provider {
-        Provider::Claude => match absolute(env, "CLAUDE_CONFIG_DIR") {
-            // Relocated, its `.claude.json` lives inside the folder.
-            Some(dir) => (vec![dir], Vec::new()),
-            None => (
-                in_home(".claude").into_iter().collect(),
-                in_home(".claude.json").into_iter().collect(),
-            ),
-        },
-        Provider::Codex => (
-            relocated("CODEX_HOME", ".codex").into_iter().collect(),
-            Vec::new(),
-        ),
-        Provider::Antigravity => (in_home(".gemini").into_iter().collect(), Vec::new()),
-        Provider::Grok => (in_home(".grok").into_iter().collect(), Vec::new()),
-        Provider::Kimi => (
-            relocated("KIMI_CODE_HOME", ".kimi-code")
-                .into_iter()
-                .collect(),
-            Vec::new(),
+    let state = provider.descriptor().state;
+    match state.relocated_by.and_then(|name| absolute(env, name)) {
+        // Relocated, the file it keeps beside the folder lives inside it.
+        Some(dir) => (vec![dir], Vec::new()),
+        None => (
+            in_home(state.home).into_iter().collect(),
+            state.file_beside.and_then(in_home).into_iter().collect(),
         ),
     }
 }

@@ -17,18 +17,16 @@ use serde::Deserialize;
 use super::ids::is_valid_id;
 use super::lines;
 use super::{ModelKey, Source, Tokens, Usage};
+use crate::providers::Provider;
 
 /// The folder holding kimi's sessions, from the environment.
 pub fn sessions_root(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let home = env("KIMI_CODE_HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            env("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| Path::new(&h).join(".kimi-code"))
-        })?;
-    Some(home.join("sessions"))
+    let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let folder = Provider::Kimi
+        .descriptor()
+        .state
+        .folder(env, home.as_deref())?;
+    Some(folder.join("sessions"))
 }
 
 #[derive(Debug, Deserialize)]

@@ -88,43 +88,8 @@ pub fn summary_of(run: &crate::run::Run, team_state: &serde_json::Value) -> Summ
     ledger::from_records(run, team_state)
 }
 
-/// Token counts in the normalised buckets. `cache_write_1h` is the part of
-/// `cache_write` that Claude keeps for an hour (priced higher); `reasoning`
-/// is already inside `output` and `None` when the CLI does not say.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub cache_write_1h: u64,
-    pub output: u64,
-    pub reasoning: Option<u64>,
-}
-
-impl Tokens {
-    /// Add `other` bucket by bucket; reasoning stays unknown only if both
-    /// are unknown.
-    pub fn add(&mut self, other: &Tokens) {
-        self.input = self.input.saturating_add(other.input);
-        self.cache_read = self.cache_read.saturating_add(other.cache_read);
-        self.cache_write = self.cache_write.saturating_add(other.cache_write);
-        self.cache_write_1h = self.cache_write_1h.saturating_add(other.cache_write_1h);
-        self.output = self.output.saturating_add(other.output);
-        self.reasoning = match (self.reasoning, other.reasoning) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
-        };
-    }
-
-    /// Every billed token: input, cache reads and writes, output (reasoning
-    /// is inside output, so it is not added again).
-    pub fn total(&self) -> u64 {
-        self.input
-            .saturating_add(self.cache_read)
-            .saturating_add(self.cache_write)
-            .saturating_add(self.output)
-    }
-}
+/// Token counts in the normalised buckets, as the CLIs' decoders report them.
+pub use crate::providers::Tokens;
 
 /// Where a usage record's numbers came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::lines;
-use super::stream::ClaudeUsage;
 use super::{ModelKey, Source, Tokens, Usage};
+use crate::providers::ClaudeUsage;
 
 /// Who a transcript's tokens are charged to: the lead (`None`) or a worker.
 type Owner = Option<String>;

@@ -2,9 +2,11 @@
 //!
 //! A [`Meter`] is fed the log's lines as they arrive and can be asked for the
 //! running total at any time; [`from_log`] streams a finished log through
-//! one. Each CLI reports differently (research/provider-clis.md §6 and
-//! research/usage.md), and each has a final line that is authoritative and
-//! per-step lines that would double-count if added to it:
+//! one. The meter reads the usage events each CLI's decoder
+//! (`crate::providers`) finds, never the JSON: a final report is
+//! authoritative, per-step reports would double-count if added to it, and a
+//! cumulative one replaces the one before. What each CLI reports
+//! (research/provider-clis.md §6 and research/usage.md):
 //!
 //! | CLI | final | per step (used only until the final arrives) |
 //! |---|---|---|
@@ -24,245 +26,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde::Deserialize;
-
 use super::lines;
 use super::{ModelKey, Source, Tokens, Usage};
-use crate::catalog::Provider;
-
-/// Claude's `usage` object (stream-json and session JSONL alike).
-#[derive(Debug, Default, Deserialize)]
-pub struct ClaudeUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    cache_creation_input_tokens: u64,
-    #[serde(default)]
-    cache_read_input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    cache_creation: Option<CacheCreation>,
-    output_tokens_details: Option<OutputDetails>,
-    pub speed: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct CacheCreation {
-    #[serde(default)]
-    ephemeral_5m_input_tokens: u64,
-    #[serde(default)]
-    ephemeral_1h_input_tokens: u64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct OutputDetails {
-    thinking_tokens: Option<u64>,
-}
-
-impl ClaudeUsage {
-    /// Claude's buckets are already disjoint; the 5m/1h breakdown, when
-    /// present, replaces the plain cache-creation count (never added to it).
-    pub fn tokens(&self) -> Tokens {
-        let (cache_write, cache_write_1h) = match &self.cache_creation {
-            Some(split)
-                if split.ephemeral_5m_input_tokens + split.ephemeral_1h_input_tokens > 0 =>
-            {
-                (
-                    split.ephemeral_5m_input_tokens + split.ephemeral_1h_input_tokens,
-                    split.ephemeral_1h_input_tokens,
-                )
-            }
-            _ => (self.cache_creation_input_tokens, 0),
-        };
-        Tokens {
-            input: self.input_tokens,
-            cache_read: self.cache_read_input_tokens,
-            cache_write,
-            cache_write_1h,
-            output: self.output_tokens,
-            reasoning: self
-                .output_tokens_details
-                .as_ref()
-                .and_then(|d| d.thinking_tokens),
-        }
-    }
-
-    pub fn is_fast(&self) -> bool {
-        self.speed.as_deref() == Some("fast")
-    }
-}
-
-/// One entry of claude's or Grok Build's `modelUsage` (camelCase).
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[expect(
-    clippy::struct_field_names,
-    reason = "the names are the CLI's wire format"
-)]
-struct ModelUsageWire {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    cache_read_input_tokens: u64,
-    #[serde(default)]
-    cache_creation_input_tokens: u64,
-}
-
-impl ModelUsageWire {
-    fn tokens(&self) -> Tokens {
-        Tokens {
-            input: self.input_tokens,
-            cache_read: self.cache_read_input_tokens,
-            cache_write: self.cache_creation_input_tokens,
-            output: self.output_tokens,
-            ..Tokens::default()
-        }
-    }
-}
-
-/// The fields of any CLI's line that carry usage, read in one pass.
-#[derive(Debug, Default, Deserialize)]
-struct LineWire {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    subtype: Option<String>,
-    model: Option<String>,
-    message: Option<MessageWire>,
-    usage: Option<serde_json::Value>,
-    #[serde(rename = "modelUsage")]
-    model_usage: Option<BTreeMap<String, ModelUsageWire>>,
-    total_cost_usd: Option<f64>,
-    thread_id: Option<String>,
-    stats: Option<GeminiStats>,
-    #[serde(rename = "messageId")]
-    message_id: Option<String>,
-    usage_is_incomplete: Option<bool>,
-    session_id: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct MessageWire {
-    id: Option<String>,
-    model: Option<String>,
-    usage: Option<ClaudeUsage>,
-}
-
-/// codex `turn.completed.usage`: `input_tokens` includes the cached ones.
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[expect(
-    clippy::struct_field_names,
-    reason = "the names are the CLI's wire format"
-)]
-struct CodexUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    cached_input_tokens: u64,
-    #[serde(default)]
-    cache_write_input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    reasoning_output_tokens: Option<u64>,
-}
-
-impl CodexUsage {
-    fn tokens(&self) -> Tokens {
-        Tokens {
-            input: self
-                .input_tokens
-                .saturating_sub(self.cached_input_tokens)
-                .saturating_sub(self.cache_write_input_tokens),
-            cache_read: self.cached_input_tokens,
-            cache_write: self.cache_write_input_tokens,
-            cache_write_1h: 0,
-            output: self.output_tokens,
-            reasoning: self.reasoning_output_tokens,
-        }
-    }
-}
-
-/// gemini / antigravity `result.stats` (or one entry of its `models`).
-#[derive(Debug, Default, Deserialize)]
-struct GeminiStats {
-    total_tokens: Option<u64>,
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    cached: Option<u64>,
-    input: Option<u64>,
-    /// antigravity's name: cache reads apart from an uncached `input_tokens`.
-    cache_read_tokens: Option<u64>,
-    models: Option<BTreeMap<String, GeminiStats>>,
-}
-
-impl GeminiStats {
-    /// gemini: `input_tokens` is the whole prompt, `cached` its cache hits,
-    /// `output_tokens` excludes thinking, which only `total_tokens` shows
-    /// (with tool-use prompt tokens, a small over-count) and which is billed
-    /// as output. antigravity: `input_tokens` is uncached, `cache_read_tokens`
-    /// apart, and thinking is not reported.
-    fn tokens(&self) -> Tokens {
-        if let Some(cache_read) = self.cache_read_tokens {
-            return Tokens {
-                input: self.input_tokens,
-                cache_read,
-                output: self.output_tokens,
-                ..Tokens::default()
-            };
-        }
-        let cached = self.cached.unwrap_or(0);
-        let thoughts = self.total_tokens.map(|total| {
-            total
-                .saturating_sub(self.input_tokens)
-                .saturating_sub(self.output_tokens)
-        });
-        Tokens {
-            input: self
-                .input
-                .unwrap_or_else(|| self.input_tokens.saturating_sub(cached)),
-            cache_read: cached,
-            cache_write: 0,
-            cache_write_1h: 0,
-            output: self.output_tokens.saturating_add(thoughts.unwrap_or(0)),
-            reasoning: thoughts,
-        }
-    }
-}
-
-/// Grok Build's `usage` object (on `usage` and `end` lines).
-#[derive(Debug, Default, Deserialize)]
-#[expect(
-    clippy::struct_field_names,
-    reason = "the names are the CLI's wire format"
-)]
-struct GrokUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    cache_read_input_tokens: u64,
-    #[serde(default)]
-    cache_creation_input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    reasoning_tokens: Option<u64>,
-}
-
-impl GrokUsage {
-    /// `input_tokens` is uncached only; reasoning is inside output.
-    fn tokens(&self) -> Tokens {
-        Tokens {
-            input: self.input_tokens,
-            cache_read: self.cache_read_input_tokens,
-            cache_write: self.cache_creation_input_tokens,
-            cache_write_1h: 0,
-            output: self.output_tokens,
-            reasoning: self.reasoning_tokens,
-        }
-    }
-}
+use crate::providers::{self, Event, Line, ModelTokens, Provider, Scope, UsageReport};
 
 /// Per-model tokens plus the CLI's own cost: what a final line says.
 #[derive(Debug, Default, Clone)]
@@ -297,11 +63,11 @@ pub struct Meter {
     finals: Option<Final>,
     /// Per-step usage by message id, used until a final line arrives.
     steps: HashMap<String, (ModelKey, Tokens)>,
-    /// codex: the latest cumulative usage per thread.
-    threads: BTreeMap<String, CodexUsage>,
+    /// The latest cumulative usage per session (codex: per thread).
+    threads: BTreeMap<String, Tokens>,
     current_thread: String,
-    /// A final line said its usage is unknown (Grok's all-zero `end`).
-    unknown_final: bool,
+    /// Why a final line said its usage is unknown (Grok's all-zero `end`).
+    unknown_final: Option<String>,
     kimi_session: Option<String>,
 }
 
@@ -316,7 +82,7 @@ impl Meter {
             steps: HashMap::new(),
             threads: BTreeMap::new(),
             current_thread: String::new(),
-            unknown_final: false,
+            unknown_final: None,
             kimi_session: None,
         }
     }
@@ -345,149 +111,73 @@ impl Meter {
 
     /// Feed one line of the log (without or with its newline).
     pub fn feed_line(&mut self, line: &[u8]) {
-        let line = line.trim_ascii();
-        if line.first() != Some(&b'{') {
-            return;
-        }
-        let Ok(wire) = serde_json::from_slice::<LineWire>(line) else {
+        let Ok(line) = std::str::from_utf8(line) else {
             return;
         };
-        match self.provider {
-            Provider::Claude => self.feed_claude(wire),
-            Provider::Codex => self.feed_codex(wire),
-            Provider::Antigravity => self.feed_gemini(wire),
-            Provider::Grok => self.feed_grok(wire),
-            Provider::Kimi => {
-                // kimi prints no usage; its last line names the session.
-                if wire.kind.as_deref() == Some("session.resume_hint") {
-                    self.kimi_session = wire.session_id;
-                }
-            }
+        let Line::Events(events) = providers::decode(self.provider, line) else {
+            return;
+        };
+        for event in events {
+            self.feed(event);
         }
     }
 
-    fn feed_claude(&mut self, wire: LineWire) {
-        match wire.kind.as_deref() {
-            Some("system") if wire.subtype.as_deref() == Some("init") => {
-                self.stream_model = wire.model;
+    fn feed(&mut self, event: Event) {
+        match event {
+            Event::Started { session, model } => {
+                self.stream_model = model;
+                self.current_thread = session.unwrap_or_default();
             }
-            Some("assistant") => {
-                let Some(message) = wire.message else { return };
-                let (Some(id), Some(usage)) = (message.id, message.usage) else {
-                    return;
-                };
-                let model = message.model.unwrap_or_else(|| self.model().id);
-                if model == "<synthetic>" {
-                    return;
-                }
-                let key = ModelKey {
-                    id: model,
-                    fast: usage.is_fast(),
-                };
-                keep_largest(&mut self.steps, id, key, usage.tokens());
+            // A CLI whose usage is in its session log names the session.
+            Event::SessionId(session) if self.provider.descriptor().usage_in_session_log => {
+                self.kimi_session = Some(session);
             }
-            Some("result") => {
-                let usage: ClaudeUsage = wire
-                    .usage
-                    .and_then(|u| serde_json::from_value(u).ok())
-                    .unwrap_or_default();
-                let whole = usage.tokens();
-                let fallback = self.model();
-                let finals = self.finals.get_or_insert_with(Final::default);
-                match wire.model_usage.filter(|m| !m.is_empty()) {
-                    Some(models) => {
-                        let single = models.len() == 1;
-                        for (model, entry) in models {
-                            let mut tokens = entry.tokens();
-                            if single {
-                                // Only `usage` has the 1h split and thinking.
-                                tokens.cache_write_1h =
-                                    whole.cache_write_1h.min(tokens.cache_write);
-                                tokens.reasoning = whole.reasoning;
-                            }
-                            finals.add(ModelKey::new(model), &tokens);
-                        }
-                    }
-                    None => finals.add(fallback, &whole),
-                }
-                finals.add_cost(wire.total_cost_usd);
-            }
+            Event::UsageUnknown(reason) => self.unknown_final = Some(reason),
+            Event::Usage(report) => self.feed_usage(report),
             _ => {}
         }
     }
 
-    fn feed_codex(&mut self, wire: LineWire) {
-        match wire.kind.as_deref() {
-            Some("thread.started") => {
-                self.current_thread = wire.thread_id.unwrap_or_default();
-            }
-            Some("turn.completed") => {
-                if let Some(usage) = wire.usage.and_then(|u| serde_json::from_value(u).ok()) {
-                    // Thread-cumulative: the latest snapshot replaces the last.
-                    self.threads.insert(self.current_thread.clone(), usage);
-                }
-            }
-            _ => {}
+    fn key(&self, model: &ModelTokens) -> ModelKey {
+        match &model.model {
+            Some(id) => ModelKey {
+                id: id.clone(),
+                fast: model.fast,
+            },
+            None => ModelKey {
+                fast: model.fast,
+                ..self.model()
+            },
         }
     }
 
-    fn feed_gemini(&mut self, wire: LineWire) {
-        match wire.kind.as_deref() {
-            Some("init") => self.stream_model = wire.model,
-            Some("result") => {
-                let stats = wire
-                    .stats
-                    .or_else(|| wire.usage.and_then(|u| serde_json::from_value(u).ok()));
-                let Some(stats) = stats else { return };
-                let fallback = self.model();
-                let finals = self.finals.get_or_insert_with(Final::default);
-                match stats.models.as_ref().filter(|m| !m.is_empty()) {
-                    Some(models) => {
-                        for (model, entry) in models {
-                            finals.add(ModelKey::new(model.clone()), &entry.tokens());
-                        }
-                    }
-                    None => finals.add(fallback, &stats.tokens()),
-                }
-                finals.add_cost(None);
-            }
-            _ => {}
-        }
-    }
-
-    fn feed_grok(&mut self, wire: LineWire) {
-        let usage: Option<GrokUsage> = wire.usage.and_then(|u| serde_json::from_value(u).ok());
-        match wire.kind.as_deref() {
-            Some("usage") => {
-                if let Some(usage) = usage {
-                    let id = wire
-                        .message_id
+    fn feed_usage(&mut self, report: UsageReport) {
+        match report.scope {
+            Scope::Step { id } => {
+                for model in &report.models {
+                    let id = id
+                        .clone()
                         .unwrap_or_else(|| format!("#{}", self.steps.len()));
-                    let model = self.model();
-                    keep_largest(&mut self.steps, id, model, usage.tokens());
+                    let key = self.key(model);
+                    keep_largest(&mut self.steps, id, key, model.tokens);
                 }
             }
-            Some("end") => {
-                let tokens = usage.map(|u| u.tokens()).unwrap_or_default();
-                if tokens.total() == 0 {
-                    // Grok Build: an all-zero usage means "unknown".
-                    self.unknown_final = true;
-                    return;
+            Scope::Cumulative => {
+                let mut tokens = Tokens::default();
+                for model in &report.models {
+                    tokens.add(&model.tokens);
                 }
-                let fallback = self.model();
+                // The latest snapshot replaces the last.
+                self.threads.insert(self.current_thread.clone(), tokens);
+            }
+            Scope::Final => {
+                let keys: Vec<ModelKey> = report.models.iter().map(|m| self.key(m)).collect();
                 let finals = self.finals.get_or_insert_with(Final::default);
-                match wire.model_usage.filter(|m| m.len() == 1) {
-                    Some(models) => {
-                        for model in models.into_keys() {
-                            finals.add(ModelKey::new(model), &tokens);
-                        }
-                    }
-                    None => finals.add(fallback, &tokens),
+                for (key, model) in keys.into_iter().zip(&report.models) {
+                    finals.add(key, &model.tokens);
                 }
-                let complete = wire.usage_is_incomplete != Some(true);
-                finals.add_cost(wire.total_cost_usd.filter(|_| complete));
+                finals.add_cost(report.cost_usd);
             }
-            _ => {}
         }
     }
 
@@ -509,7 +199,7 @@ impl Meter {
         if !self.threads.is_empty() {
             let mut tokens = Tokens::default();
             for usage in self.threads.values() {
-                tokens.add(&usage.tokens());
+                tokens.add(usage);
             }
             return available(BTreeMap::from([(self.model(), tokens)]), None, None);
         }
@@ -526,20 +216,10 @@ impl Meter {
                 ..available(models, None, Some(reason))
             };
         }
-        let reason = match self.provider {
-            Provider::Kimi => {
-                "kimi's stream output carries no token usage (`okstra usage` reads its session log)"
-                    .to_owned()
-            }
-            Provider::Grok if self.unknown_final => {
-                "the grok `end` line reported all-zero usage, which Grok Build uses for unknown"
-                    .to_owned()
-            }
-            Provider::Grok => "no grok `usage` or `end` line (the vibe-kit `grok` prints no usage; Grok Build prints it on `end`)".to_owned(),
-            Provider::Claude => "no claude `result` or `assistant` usage line in the log".to_owned(),
-            Provider::Codex => "no codex `turn.completed` usage line in the log".to_owned(),
-            Provider::Antigravity => "no `result` line with `stats` in the log".to_owned(),
-        };
+        let reason = self
+            .unknown_final
+            .clone()
+            .unwrap_or_else(|| self.provider.descriptor().usage_missing.to_owned());
         Usage::unavailable(provider, reason)
     }
 }

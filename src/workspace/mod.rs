@@ -173,13 +173,13 @@ impl fmt::Display for Kind {
 
 /// Whether `provider` in `role` works in a copy of its own when the run is
 /// contained by copies (or runs natively, where okstra confines nothing):
-/// the CLIs with no read-only mode, whatever their role; and, in an
-/// implementation run, the Executor (whose change goes onto a branch and
-/// reaches the project only through `okstra land`) and every verifier
-/// (whose copy holds the Executor's change, which the project does not).
+/// the CLIs with no read-only mode (their descriptor's `read_only`),
+/// whatever their role; and, in an implementation run, the Executor (whose
+/// change goes onto a branch and reaches the project only through `okstra
+/// land`) and every verifier (whose copy holds the Executor's change, which
+/// the project does not).
 pub fn needs_copy(provider: Provider, role: Role) -> bool {
-    matches!(provider, Provider::Kimi | Provider::Grok)
-        || matches!(role, Role::Executor | Role::Verifier)
+    !provider.descriptor().read_only.exists() || matches!(role, Role::Executor | Role::Verifier)
 }
 
 /// Whose copy a worker works in, if any: the worker id of the copy's owner

@@ -1,0 +1,218 @@
+//! What okstra knows of one provider CLI apart from its stream: one
+//! [`Descriptor`] per CLI, filled in that CLI's own file. The readers —
+//! the command line's environment, the workspace's choice of a copy, the
+//! sandbox's write set, the doctor's credential check, the advice after a
+//! failure, the usage meter — take their facts from here instead of
+//! matching on the provider themselves.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Provider;
+
+/// One provider CLI, as okstra drives it.
+#[derive(Debug, Clone, Copy)]
+pub struct Descriptor {
+    /// The executable its CLI installs, looked up on `PATH`.
+    pub binary: &'static str,
+    /// The program okstra drives under that name, as the doctor shows it.
+    pub program: &'static str,
+    /// How a worker that may not write is kept from writing the project.
+    pub read_only: ReadOnly,
+    /// The credential and configuration variables the CLI reads
+    /// (research/provider-clis.md, hosts.md): only these, besides the
+    /// catalog's neutral ones, reach it, so no CLI is handed another
+    /// provider's key. A name ending in `*` is a prefix.
+    pub env: &'static [&'static str],
+    /// Its default models, by role.
+    pub models: Models,
+    /// The variable that overrides its worker model default, if any.
+    pub model_env: Option<&'static str>,
+    /// Where the CLI keeps its own state.
+    pub state: State,
+    /// Whether okstra confines the CLI with Landlock (its write set is its
+    /// state folder, its scratch and a copy it owns).
+    pub landlock: bool,
+    /// Where its credentials are seen, by name only.
+    pub credentials: Credentials,
+    /// How many calls to it one user's okstra runs make at once by default
+    /// (`--provider-slots` overrides): enough for a run's analyser and its
+    /// reviews beside a second run, few enough that two runs on one
+    /// subscription do not trip its rate limit together.
+    pub default_slots: u32,
+    /// How its CLI is installed: one line, commands in backticks.
+    pub install: &'static str,
+    /// How its CLI is given credentials: one line, names only.
+    pub log_in: &'static str,
+    /// Why a log of it holds no usage, when it holds none.
+    pub usage_missing: &'static str,
+    /// Whether its usage is read from its own session log, whose id its
+    /// stream names, rather than from the stream.
+    pub usage_in_session_log: bool,
+    /// How the doctor tells this CLI from another program installed under
+    /// its name.
+    pub identity: Identity,
+    /// Its headless command line: a pure function, pinned per CLI by the
+    /// wrapper's tests (`provider_exec::provider`).
+    pub argv: fn(&Request<'_>) -> Argv,
+}
+
+/// A CLI's default models: the worker's, and the critic's and report
+/// writer's where they differ from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Models {
+    pub worker: &'static str,
+    pub critic: Option<&'static str>,
+    pub report_writer: Option<&'static str>,
+}
+
+/// What a CLI's headless command line is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub model: &'a OsStr,
+    /// The prompt's absolute path.
+    pub prompt_path: &'a Path,
+    /// The folder the CLI works in; absolute.
+    pub execution_root: &'a Path,
+    /// The role may write (only the Executor); any other runs read-only.
+    pub may_write: bool,
+    /// `None` when the idle watchdog is disabled.
+    pub idle_timeout_secs: Option<u64>,
+    /// kimi: the model is named through `KIMI_MODEL_NAME` (env-key auth).
+    pub kimi_env_auth: bool,
+    /// grok: the `grok` on `PATH` is the community vibe-kit one.
+    pub vibe_kit_grok: bool,
+}
+
+/// A CLI's headless command line, before the environment okstra gives
+/// every CLI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argv {
+    pub args: Vec<OsString>,
+    /// The prompt's bytes go to its stdin (else stdin is `/dev/null` and
+    /// argv names the prompt's path).
+    pub prompt_on_stdin: bool,
+    /// Variables set for it.
+    pub env_set: Vec<(&'static str, OsString)>,
+}
+
+/// The short instruction argv-only CLIs get instead of the prompt itself:
+/// the prompt's own bytes never go into argv (Linux caps one argument at
+/// 128 KiB).
+pub fn pointer_prompt(prompt_path: &Path) -> OsString {
+    let mut text = OsString::from("Read the task in ");
+    text.push(prompt_path.as_os_str());
+    text.push(" and follow it.");
+    text
+}
+
+/// `items` as arguments.
+pub fn os(items: &[&str]) -> Vec<OsString> {
+    items.iter().map(OsString::from).collect()
+}
+
+/// How a CLI is told from a look-alike, from what `--version` (and, when
+/// `reads_help`, `--help` after a `--version` that succeeded) printed.
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    pub reads_help: bool,
+    /// The other program the outputs show, if they show one; `help` is
+    /// `None` when it was not read.
+    pub look_alike: fn(version: &str, help: Option<&str>) -> Option<LookAlike>,
+}
+
+/// Another program than the CLI okstra drives, and why it is taken for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookAlike {
+    pub program: Program,
+    pub detail: &'static str,
+}
+
+/// Which program answers to the provider's binary name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Program {
+    /// The CLI okstra drives (Claude Code, Codex CLI, agy, Grok Build, Kimi Code).
+    Expected,
+    /// The community `@vibe-kit/grok-cli`: driven with the flags it has.
+    VibeKitGrok,
+    /// The archived `PyPI` `kimi-cli` stub: refused (it runs nothing headless).
+    LegacyKimiCli,
+    /// `--version` failed or timed out, or `--help` matched nothing we know.
+    Unrecognised,
+}
+
+impl Program {
+    /// A short name for tables and warnings.
+    pub fn label(self, provider: Provider) -> &'static str {
+        match self {
+            Program::Expected => provider.descriptor().program,
+            Program::VibeKitGrok => "vibe-kit-grok",
+            Program::LegacyKimiCli => "legacy-kimi-cli",
+            Program::Unrecognised => "unrecognised",
+        }
+    }
+
+    /// Whether okstra can drive this program at all.
+    pub fn is_usable(self) -> bool {
+        matches!(self, Program::Expected | Program::VibeKitGrok)
+    }
+}
+
+/// The identity of a CLI no other program is known to take the name of.
+pub const UNIQUE: Identity = Identity {
+    reads_help: false,
+    look_alike: |_, _| None,
+};
+
+/// A CLI's way of not writing the project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOnly {
+    /// Its own read-only mode, as okstra asks for it.
+    Mode(&'static str),
+    /// None okstra can rely on (why): each of its workers works in a copy
+    /// of the project.
+    Missing(&'static str),
+}
+
+/// The folder a CLI keeps its state in: `home` under `$HOME`, unless the
+/// variable `relocated_by` names another; and a file it keeps beside that
+/// folder in `$HOME` when it is not relocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct State {
+    pub home: &'static str,
+    pub relocated_by: Option<&'static str>,
+    pub file_beside: Option<&'static str>,
+}
+
+/// Where a CLI's credentials are: variables, and a file in its state folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credentials {
+    pub env: &'static [&'static str],
+    pub file: &'static str,
+}
+
+impl State {
+    /// The state folder in the environment `env` (a variable set empty
+    /// counts as unset), `home` the user's home folder.
+    pub fn folder(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        home: Option<&Path>,
+    ) -> Option<PathBuf> {
+        self.relocated_by
+            .and_then(env)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.map(|home| home.join(self.home)))
+    }
+}
+
+impl ReadOnly {
+    /// Whether the CLI has a read-only mode okstra relies on.
+    pub fn exists(self) -> bool {
+        matches!(self, ReadOnly::Mode(_))
+    }
+}

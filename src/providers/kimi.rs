@@ -1,0 +1,215 @@
+//! Kimi Code (`kimi -p … --output-format stream-json`): its lines as
+//! events.
+//!
+//! Each assistant message is printed whole when its step ends (the last
+//! one holds the answer); `meta` lines say the version, the retries of a
+//! failed request (`turn.step.retrying`) and, last, the session id
+//! (`session.resume_hint`). It prints no token usage: its session log has it.
+
+use serde_json::Value;
+
+use super::descriptor::{Argv, Request, os, pointer_prompt};
+use super::{
+    Credentials, Descriptor, Event, Identity, LookAlike, Models, Program, ReadOnly, RetryCause,
+    State, content_text, number, owned, text,
+};
+
+/// Kimi Code.
+pub(super) const DESCRIPTOR: Descriptor = Descriptor {
+    binary: "kimi",
+    program: "kimi-code",
+    read_only: ReadOnly::Missing("`-p` forces auto-approval of every tool call"),
+    // `KIMI_MODEL_*` env-key auth, `KIMI_CODE_HOME`, telemetry and update
+    // switches; Moonshot's platform keys.
+    env: &["KIMI_*", "MOONSHOT_*"],
+    models: Models {
+        worker: "kimi-k2.7-code",
+        critic: Some("kimi-k3"),
+        report_writer: None,
+    },
+    model_env: None,
+    state: State {
+        home: ".kimi-code",
+        relocated_by: Some("KIMI_CODE_HOME"),
+        file_beside: None,
+    },
+    landlock: true,
+    credentials: Credentials {
+        env: &["KIMI_MODEL_API_KEY"],
+        file: "config.toml",
+    },
+    default_slots: 2,
+    install: "install Kimi Code: `npm install -g @moonshot-ai/kimi-code` (node 22.19 or newer)",
+    log_in: "run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
+    usage_missing: "kimi's stream output carries no token usage (`okstra usage` reads its session log)",
+    usage_in_session_log: true,
+    identity: Identity {
+        reads_help: false,
+        look_alike,
+    },
+    argv,
+};
+
+/// kimi-code has no stdin or file prompt and no read-only headless mode
+/// (`-p` forces auto-approval); the role cannot change that. With env-key
+/// auth, `-m` names an alias from `config.toml`, so the model goes in
+/// `KIMI_MODEL_NAME`.
+fn argv(request: &Request<'_>) -> Argv {
+    let mut env_set = vec![("KIMI_CODE_NO_AUTO_UPDATE", "1".into())];
+    let mut args = vec!["-p".into(), pointer_prompt(request.prompt_path)];
+    if request.kimi_env_auth {
+        env_set.push(("KIMI_MODEL_NAME", request.model.to_owned()));
+    } else {
+        args.extend(["-m".into(), request.model.to_owned()]);
+    }
+    args.extend(os(&["--output-format", "stream-json"]));
+    Argv {
+        args,
+        prompt_on_stdin: false,
+        env_set,
+    }
+}
+
+/// The archived `PyPI` `kimi-cli` says so, or names a 1.x version.
+fn look_alike(version: &str, _help: Option<&str>) -> Option<LookAlike> {
+    (version.contains("kimi-cli is no longer maintained") || version.starts_with("kimi, version 1."))
+        .then_some(LookAlike {
+            program: Program::LegacyKimiCli,
+            detail: "this is the archived PyPI `kimi-cli`, which runs nothing headless; install `@moonshot-ai/kimi-code` (npm) instead",
+        })
+}
+
+pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
+    match (text(event, "/role"), text(event, "/type").unwrap_or("")) {
+        (Some("meta"), "system.version") => out.push(Event::Started {
+            session: None,
+            model: None,
+        }),
+        (Some("meta"), "turn.step.retrying") => out.push(retry(event)),
+        (Some("meta"), "session.resume_hint") => {
+            if let Some(session) = owned(event, "/session_id") {
+                out.push(Event::SessionId(session));
+            }
+            out.push(Event::Final {
+                failed: false,
+                error: None,
+            });
+        }
+        (Some("assistant"), _) => {
+            if let Some(said) = content_text(event.get("content")) {
+                out.push(Event::Text(said));
+            }
+            for call in event
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push(Event::ToolUse {
+                    name: text(call, "/function/name").unwrap_or("a tool").to_owned(),
+                    argument: None,
+                });
+            }
+        }
+        (Some("tool"), _) => out.push(Event::ToolResult),
+        _ => {}
+    }
+}
+
+/// `turn.step.retrying`: its error's name says why.
+fn retry(event: &Value) -> Event {
+    let name = text(event, "/error_name").unwrap_or("");
+    let message = text(event, "/error_message").unwrap_or("");
+    let cause = if name.contains("RateLimit") || message.contains("429") {
+        RetryCause::RateLimit
+    } else if name.contains("Connection") || message.to_lowercase().contains("connection") {
+        RetryCause::Network
+    } else {
+        RetryCause::Other(name.to_owned())
+    };
+    Event::Retry {
+        cause,
+        attempt: number(event, "/failed_attempt"),
+        max: number(event, "/max_attempts"),
+        delay_ms: number(event, "/delay_ms"),
+        text: format!("retrying: {name} {message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{assert_table, fixture};
+    use super::super::{Line, Provider, decode};
+    use super::*;
+
+    /// The fake kimi's recorded stream lines (`tests/fixtures/workers/`).
+    #[test]
+    fn recorded_lines_decode_to_events() {
+        assert_table(
+            Provider::Kimi,
+            &fixture("workers/kimi.sh"),
+            &[
+                vec![Event::Started {
+                    session: None,
+                    model: None,
+                }],
+                vec![Event::Text("Let me look.".into())],
+                vec![Event::Text(
+                    "=== OKSTRA RESULT BEGIN ===\n## 1. Findings\n| F-001 | kimi sees it | src/a.py:6 |\n=== OKSTRA RESULT END ===".into(),
+                )],
+                vec![
+                    Event::SessionId("k-1".into()),
+                    Event::Final {
+                        failed: false,
+                        error: None,
+                    },
+                ],
+            ],
+        );
+    }
+
+    /// Retries as measured offline (research/provider-clis.md §6, §7).
+    #[test]
+    fn retries_name_their_cause() {
+        let cases: &[(&str, Event)] = &[
+            (
+                r#"{"role":"meta","type":"turn.step.retrying","failed_attempt":1,"next_attempt":2,"max_attempts":10,"delay_ms":528.9,"error_name":"APIConnectionError","error_message":"Connection error."}"#,
+                Event::Retry {
+                    cause: RetryCause::Network,
+                    attempt: Some(1.0),
+                    max: Some(10.0),
+                    delay_ms: Some(528.9),
+                    text: "retrying: APIConnectionError Connection error.".into(),
+                },
+            ),
+            (
+                r#"{"role":"meta","type":"turn.step.retrying","failed_attempt":2,"max_attempts":10,"delay_ms":39000,"error_name":"RateLimitError","error_message":"429"}"#,
+                Event::Retry {
+                    cause: RetryCause::RateLimit,
+                    attempt: Some(2.0),
+                    max: Some(10.0),
+                    delay_ms: Some(39000.0),
+                    text: "retrying: RateLimitError 429".into(),
+                },
+            ),
+        ];
+        for (line, event) in cases {
+            assert_eq!(
+                decode(Provider::Kimi, line),
+                Line::Events(vec![event.clone()]),
+                "{line}"
+            );
+        }
+        let tools = r#"{"role":"assistant","content":"","tool_calls":[{"type":"function","function":{"name":"ReadFile"}}]}"#;
+        assert_eq!(
+            decode(Provider::Kimi, tools),
+            Line::Events(vec![
+                Event::Text(String::new()),
+                Event::ToolUse {
+                    name: "ReadFile".into(),
+                    argument: None
+                }
+            ])
+        );
+    }
+}
