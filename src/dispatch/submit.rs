@@ -20,7 +20,6 @@ use crate::fsread;
 use crate::run::Run;
 use crate::run::ask;
 use crate::run::events::EventKind;
-use crate::run::team_state;
 
 use super::native::{self, Provenance, Tag};
 
@@ -166,7 +165,11 @@ fn take_answer() -> Result<Option<Taken>> {
                 accepted.record.ending.map_or("open", Ending::as_str)
             ))))
         }
-        Err(err) if err.downcast_ref::<team_state::Busy>().is_some() => {
+        Err(err)
+            if err
+                .downcast_ref::<crate::durable::lock::Error>()
+                .is_some_and(crate::durable::lock::Error::is_busy) =>
+        {
             // Not refused: okstra could not look. The answer stays the
             // host's to pass on.
             let submit = native::submit_line(&run, &tag.dispatch);
