@@ -9,7 +9,6 @@
 //! no settings file of the user's is touched. Antigravity offers no hook
 //! okstra can pass this way: its handoff names the fallback.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -142,16 +141,17 @@ pub fn find_lead(runtime: LeadRuntime) -> Result<PathBuf> {
 /// Record that the lead of the run at `run_dir` never started, so the run
 /// reads `stopped` with the reason instead of `running`.
 fn record_not_started(run_dir: &Path, err: &anyhow::Error) {
-    let recorded = crate::run::Run::open(run_dir)
-        .map_err(anyhow::Error::from)
-        .and_then(|run| {
-            let fields = BTreeMap::from([("error".to_owned(), format!("{err:#}"))]);
-            crate::run::events::append(&run, EventKind::RunFailed.as_str(), &fields)
-        });
-    if let Err(why) = recorded {
-        diag::warning(format_args!(
+    match crate::run::Run::open(run_dir) {
+        Ok(run) => {
+            crate::run::events::record(
+                &run,
+                EventKind::RunFailed,
+                &[("error", &format!("{err:#}"))],
+            );
+        }
+        Err(why) => diag::warning(format_args!(
             "the run does not record that its lead never started ({why:#})"
-        ));
+        )),
     }
 }
 

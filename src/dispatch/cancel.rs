@@ -149,18 +149,17 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
     } else {
         crate::shell::okstra_line(&["next", &run.dir.to_string_lossy(), "--resume"])
     };
-    let fields = std::collections::BTreeMap::from([
-        ("stopped".to_owned(), stopped.len().to_string()),
-        (
-            "driver".to_owned(),
-            driver.map_or_else(|| "none".to_owned(), |pid| pid.to_string()),
-        ),
-    ]);
-    if let Err(err) = crate::run::events::append(&run, EventKind::RunCancelled.as_str(), &fields) {
-        diag::warning(format_args!(
-            "cannot record lead event `run-cancelled`: {err:#}"
-        ));
-    }
+    crate::run::events::record(
+        &run,
+        EventKind::RunCancelled,
+        &[
+            ("stopped", &stopped.len().to_string()),
+            (
+                "driver",
+                &driver.map_or_else(|| "none".to_owned(), |pid| pid.to_string()),
+            ),
+        ],
+    );
     let report = Cancelled {
         run_dir: run.dir.clone(),
         driver,

@@ -547,18 +547,7 @@ pub fn record_session(run: &Run, worker: Option<&str>, id: &str) {
     if let Some(worker) = worker {
         fields.push(("worker", worker));
     }
-    append(run, EventKind::Session, &fields);
-}
-
-/// Append one lead event; a failure is a warning, never the end of the step.
-pub fn append(run: &Run, kind: EventKind, fields: &[(&str, &str)]) {
-    let fields = fields
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), events::one_line(v)))
-        .collect();
-    if let Err(err) = events::append(run, kind.as_str(), &fields) {
-        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
-    }
+    events::record(run, EventKind::Session, &fields);
 }
 
 /// `TAIL_LINES` is the record schema's `logTail` bound too.

@@ -181,7 +181,7 @@ fn take_answer() -> Result<Option<Taken>> {
         }
         Err(err) => {
             let reason = format!("{err:#}");
-            native::append(
+            crate::run::events::record(
                 &run,
                 EventKind::ResultRefused,
                 &[

@@ -161,15 +161,14 @@ pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
     };
     team_state::update(&run, &[Change::Landed(&landing)])?;
     outcome.state = "landed";
-    let fields = std::collections::BTreeMap::from([
-        ("commit".to_owned(), commits.tip.clone()),
-        ("files".to_owned(), outcome.files.len().to_string()),
-    ]);
-    if let Err(err) = events::append(&run, EventKind::Landed.as_str(), &fields) {
-        diag::warning(format_args!(
-            "cannot record the lead event `landed`: {err:#}"
-        ));
-    }
+    events::record(
+        &run,
+        EventKind::Landed,
+        &[
+            ("commit", &commits.tip),
+            ("files", &outcome.files.len().to_string()),
+        ],
+    );
     refresh_report(&run);
     finish(&outcome, args)
 }

@@ -266,7 +266,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
 /// Code session for usage (Claude Code gives its Bash commands the id).
 fn begin(run: &Run) {
     if events::newest_of(run, &[EventKind::RunStart, EventKind::RunResume]).is_none() {
-        dispatch::native::append(
+        crate::run::events::record(
             run,
             EventKind::RunStart,
             &[
