@@ -15,6 +15,7 @@ mod anchors;
 mod ask;
 mod ask_command;
 mod assign;
+mod background;
 mod beneath;
 mod bundle;
 mod catalog;

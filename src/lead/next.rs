@@ -24,13 +24,10 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use nix::libc;
 use serde::Serialize;
 
 use crate::cli::{DriveArgs, EngineArgs, NextArgs};
@@ -682,52 +679,37 @@ impl Lead {
     /// (the lease goes with it), and wait until it recorded one of them or
     /// ended.
     pub(super) fn detach(&mut self, starts: &[String]) -> Result<Driver> {
-        let program = std::env::current_exe().context("cannot find the okstra binary to detach")?;
         let log_path = self.run.layout().dispatch_log();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&log_path)
-            .with_context(|| format!("cannot open `{}`", log_path.display()))?;
-        crate::fsread::check_regular(&log, &log_path)?;
-        let mut command = std::process::Command::new(program);
-        // The driver reads the run's settings from the run (this call
-        // recorded any flag it was given): none go on its command line, and
-        // the variables that stand for flags are not handed down either.
-        command
-            .arg("__drive")
-            .arg(&self.run.dir)
-            .args(self.resumed.then_some("--resume"))
-            .env_remove("OKSTRA_PASS_ENV")
-            .env_remove("OKSTRA_PROVIDER_SLOTS")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut args = vec![
+            std::ffi::OsString::from("__drive"),
+            self.run.dir.clone().into(),
+        ];
+        if self.resumed {
+            args.push("--resume".into());
+        }
         // Released just before the driver starts: it takes the lease itself.
         self.lease = None;
-        let mut child = command
-            .spawn()
-            .context("cannot start the background driver")?;
-        let pid = i32::try_from(child.id()).ok();
-        let deadline = Instant::now() + DRIVER_READY;
-        loop {
-            if let Some(status) = child.try_wait().ok().flatten() {
-                return Ok(Driver {
-                    exited: Some(status),
-                });
-            }
+        let mut started =
+            crate::background::start("the background driver", &log_path, &args, |builder| {
+                // The driver reads the run's settings from the run (this
+                // call recorded any flag it was given): none go on its
+                // command line, and the variables that stand for flags are
+                // not handed down either.
+                builder
+                    .env_remove("OKSTRA_PASS_ENV")
+                    .env_remove("OKSTRA_PROVIDER_SLOTS");
+            })?;
+        let pid = started.pid;
+        let exited = started.wait_ready(DRIVER_READY, || {
             let state = self.run.team_state()?;
-            let recorded = starts.iter().any(|name| {
+            Ok(starts.iter().any(|name| {
                 state
                     .latest(name)
                     .is_some_and(|r| r.dispatcher_pid == pid && pid.is_some())
-            });
-            if recorded || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            }))
+        })?;
+        if exited.is_some() {
+            return Ok(Driver { exited });
         }
         diag::progress(format_args!(
             "started a background driver for {} worker(s) (pid {}); progress in `{}`",
@@ -743,7 +725,7 @@ impl Lead {
 /// the lease and drives the shared loop attached until only the host can go
 /// on, the run is done or ends, or a signal stops it.
 pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
-    dispatch::ignore_hangup();
+    crate::background::ignore_hangup();
     let run = Run::open(&args.run_dir)?;
     let lease = Lease::acquire(&run, "okstra __drive", DRIVE_LEASE_WAIT)?;
     let engine = crate::run::settings::resolve(&run, &args.engine)?;
