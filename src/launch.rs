@@ -45,13 +45,15 @@ pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
         Some(_) => Some(preflight(settings)?),
     };
     let paths = crate::bundle::render_run(settings)?;
-    let mut stdout = std::io::stdout().lock();
     if settings.json {
-        writeln!(stdout, "{}", serde_json::to_string(&paths)?)?;
+        crate::output::json_line(&paths)?;
     } else {
-        writeln!(stdout, "{}", paths.handoff_prompt.display())?;
+        writeln!(
+            crate::output::stdout(),
+            "{}",
+            paths.handoff_prompt.display()
+        )?;
     }
-    drop(stdout);
     diag::progress(format_args!(
         "rendered {} run `{}` for `{}` in `{}`",
         settings.task_type,

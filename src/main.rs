@@ -51,6 +51,7 @@ mod land;
 mod launch;
 mod lead;
 mod lifecycle;
+mod output;
 mod preflight;
 mod process_group;
 mod profile;

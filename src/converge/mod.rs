@@ -410,7 +410,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
             listed.push((analyser.assignment.worker_id.clone(), found));
         }
     }
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = io::BufWriter::new(crate::output::stdout());
     if args.json {
         let items: Vec<_> = listed
             .iter()
@@ -477,7 +477,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 seed: plan_args.seed,
             };
             let plan = plan::plan(&plan_args.run_dir, plan_args.round, options)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
+            let mut out = io::BufWriter::new(crate::output::stdout());
             if plan_args.json {
                 serde_json::to_writer(&mut out, &plan).context("cannot write to stdout")?;
                 writeln!(out).context("cannot write to stdout")?;
@@ -517,7 +517,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
         }
         ConvergeCommand::Record(record_args) => {
             let outcome = record::record(&record_args.run_dir, record_args.round)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
+            let mut out = io::BufWriter::new(crate::output::stdout());
             if record_args.json {
                 serde_json::to_writer(&mut out, &outcome).context("cannot write to stdout")?;
                 writeln!(out).context("cannot write to stdout")?;
@@ -547,7 +547,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
         }
         ConvergeCommand::Classify(classify_args) => {
             let classified = classify(&classify_args.run_dir)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
+            let mut out = io::BufWriter::new(crate::output::stdout());
             if classify_args.json {
                 serde_json::to_writer(&mut out, &classified).context("cannot write to stdout")?;
                 writeln!(out).context("cannot write to stdout")?;

@@ -166,15 +166,14 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
         stopped,
         resume,
     };
-    let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+        crate::output::json_line(&report)?;
     } else {
+        let mut out = crate::output::stdout();
         for name in &report.stopped {
             writeln!(out, "stopped {name}")?;
         }
     }
-    drop(out);
     if report.driver.is_none() && report.stopped.is_empty() {
         diag::progress(format_args!("nothing runs in `{}`", run.dir.display()));
     }

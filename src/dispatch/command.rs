@@ -379,7 +379,7 @@ fn dry_run(
             }
         })
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if args.json {
         use std::io::Write;
         writeln!(
@@ -443,7 +443,7 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
             })
         }))
     })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     {
         use std::io::Write;
         if args.json {

@@ -47,7 +47,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             path.display(),
             run.dir.display()
         ));
-        writeln!(std::io::stdout().lock(), "{}", path.display())?;
+        writeln!(crate::output::stdout(), "{}", path.display())?;
         return Ok(ExitStatus::Success);
     }
     let accepted = native::accept(
@@ -75,7 +75,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             .map_or_else(String::new, |why| format!(" ({})", fsread::escape(why)))
     ));
     if record.ending == Some(Ending::Completed) {
-        writeln!(std::io::stdout().lock(), "{}", record.result_path.display())?;
+        writeln!(crate::output::stdout(), "{}", record.result_path.display())?;
         Ok(ExitStatus::Success)
     } else {
         Ok(ExitStatus::Failure)

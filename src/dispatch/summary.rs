@@ -72,16 +72,15 @@ struct Document<'a> {
 
 /// Print the rows on stdout.
 pub fn print_summary(rows: &[Row], json: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
     if json {
         let document = Document {
             schema_version: 1,
             all_completed: rows.iter().all(|r| r.ending == Some(Ending::Completed)),
             dispatches: rows,
         };
-        writeln!(out, "{}", serde_json::to_string(&document)?)?;
-        return Ok(());
+        return crate::output::json_line(&document);
     }
+    let mut out = crate::output::stdout();
     let width = rows
         .iter()
         .map(|r| r.dispatch_name.len())

@@ -213,7 +213,7 @@ fn refresh_report(run: &Run) {
 
 /// Print the outcome; its exit status.
 fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if args.json {
         writeln!(
             stdout,

@@ -623,7 +623,7 @@ fn next_step(data: &serde_json::Value) -> String {
 
 /// Print the answer: `--json`, or a few lines for a person.
 fn print(answer: &Answer, json: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if json {
         writeln!(out, "{}", serde_json::to_string(answer)?)?;
         return Ok(());

@@ -116,7 +116,7 @@ fn print_plan(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(crate::output::stdout());
     match json {
         Some(report) => {
             serde_json::to_writer(&mut out, report)

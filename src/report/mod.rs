@@ -53,7 +53,7 @@ pub mod verification;
 mod view;
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -179,7 +179,7 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
         loaded.run = None;
     }
     let verdict = check(&mut loaded, !args.schema_only)?;
-    let mut stdout = io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if args.json {
         serde_json::to_writer_pretty(&mut stdout, &verdict).context("cannot write to stdout")?;
         writeln!(stdout).context("cannot write to stdout")?;
@@ -262,7 +262,7 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     let (markdown_path, html_path) = write_outputs(loaded, args.out_dir.as_deref())?;
-    let mut stdout = io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if args.json {
         let written = serde_json::json!({ "markdown": markdown_path, "html": html_path });
         writeln!(stdout, "{written}").context("cannot write to stdout")?;
@@ -296,7 +296,7 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
     bytes.push(b'\n');
     let out = match &args.out {
         Some(path) if path.as_os_str() == "-" => {
-            let mut stdout = io::stdout().lock();
+            let mut stdout = crate::output::stdout();
             stdout.write_all(&bytes).context("cannot write to stdout")?;
             return Ok(ExitStatus::Success);
         }
@@ -309,7 +309,7 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
     };
     write_atomic_public(&out, &bytes)
         .with_context(|| format!("cannot write `{}`", out.display()))?;
-    let mut stdout = io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::json!({ "sarif": out }))
             .context("cannot write to stdout")?;
