@@ -45,15 +45,7 @@ pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
         Some(_) => Some(preflight(settings)?),
     };
     let paths = crate::bundle::render_run(settings)?;
-    if settings.json {
-        crate::output::json_line(&paths)?;
-    } else {
-        writeln!(
-            crate::output::stdout(),
-            "{}",
-            paths.handoff_prompt.display()
-        )?;
-    }
+    crate::output::print(&paths, settings.json)?;
     diag::progress(format_args!(
         "rendered {} run `{}` for `{}` in `{}`",
         settings.task_type,
@@ -138,6 +130,14 @@ pub fn find_lead(runtime: LeadRuntime) -> Result<PathBuf> {
             "the `{runtime}` lead CLI `{binary}` is not on PATH, so nothing was rendered; install it, run the question headless with `okstra ask` (no lead session needed), or render the run with `--render-only` and start a lead on it yourself"
         )
     })
+}
+
+/// A rendered run, for a person: its handoff prompt, the file a lead
+/// starts from (`--json` lists every path).
+impl crate::output::Text for crate::bundle::RunPaths {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "{}", self.handoff_prompt.display())
+    }
 }
 
 /// Record that the lead of the run at `run_dir` never started, so the run

@@ -7,9 +7,12 @@
 //! `stdout()` or prints with `print!`/`println!`, but for the few on its
 //! allow-list, which only shrinks.
 //!
-//! Not yet here: the choice between text and JSON. Each command still
-//! makes it with its own `--json` branch; the next step is that a command
-//! returns its value and the entry point prints it.
+//! A command's answer is one value with two forms: its JSON (`--json`,
+//! the value serialised) and its [`Text`] for a person; [`print`] picks
+//! one, so a command writes no `--json` branch of its own. Not every
+//! command answers that way yet (some still branch themselves); the next
+//! step is that every command returns its answer and the entry point
+//! prints it.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -24,6 +27,23 @@ pub fn stdout() -> io::StdoutLock<'static> {
 /// Whether stdout is a terminal (a live view redraws in place only there).
 pub fn is_terminal() -> bool {
     io::stdout().is_terminal()
+}
+
+/// The form of an answer a person reads.
+pub trait Text {
+    /// Write the lines a person reads, each ending in a newline.
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// Print `answer`: one line of compact JSON when `json`, else its text.
+pub fn print<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
+    if json {
+        return json_line(answer);
+    }
+    let mut text = Vec::new();
+    answer.write_text(&mut text)?;
+    stdout().write_all(&text)?;
+    Ok(())
 }
 
 /// `value` as one line of compact JSON (a `--json` answer).

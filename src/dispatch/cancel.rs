@@ -59,6 +59,16 @@ struct Cancelled {
     resume: String,
 }
 
+/// One `stopped <name>` line per dispatch stopped (the rest goes to stderr).
+impl crate::output::Text for Cancelled {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for name in &self.stopped {
+            writeln!(out, "stopped {name}")?;
+        }
+        Ok(())
+    }
+}
+
 /// `okstra cancel`.
 pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
     let run = Run::open(&args.run_dir)?;
@@ -166,14 +176,7 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
         stopped,
         resume,
     };
-    if args.json {
-        crate::output::json_line(&report)?;
-    } else {
-        let mut out = crate::output::stdout();
-        for name in &report.stopped {
-            writeln!(out, "stopped {name}")?;
-        }
-    }
+    crate::output::print(&report, args.json)?;
     if report.driver.is_none() && report.stopped.is_empty() {
         diag::progress(format_args!("nothing runs in `{}`", run.dir.display()));
     }

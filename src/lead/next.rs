@@ -216,7 +216,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             answer = step(&run, &engine, false)?;
         }
     }
-    print(&answer, args.json)?;
+    crate::output::print(&answer, args.json)?;
     Ok(match answer.state {
         State::HostWork | State::Waiting => ExitStatus::Success,
         State::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
@@ -621,57 +621,56 @@ fn next_step(data: &serde_json::Value) -> String {
     events::one_line(&format!("{what}: {}", text("reason")))
 }
 
-/// Print the answer: `--json`, or a few lines for a person.
-fn print(answer: &Answer, json: bool) -> Result<()> {
-    let mut out = crate::output::stdout();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(answer)?)?;
-        return Ok(());
-    }
-    writeln!(out, "{}", answer.state.as_str())?;
-    for task in &answer.tasks {
-        match task.kind {
-            TaskKind::NativeWorker => writeln!(
-                out,
-                "task {} (attempt {}, model {}): a fresh sub-agent on {}; answer back: {}",
-                task.dispatch_name,
-                task.attempt.unwrap_or(1),
-                task.model.as_deref().unwrap_or("?"),
-                task.prompt_path.display(),
-                task.submit
-            )?,
-            TaskKind::AskUser => writeln!(
-                out,
-                "ask the user {}: {}; answer back: {}",
-                task.dispatch_name,
-                task.prompt_path.display(),
-                task.submit
-            )?,
+/// The answer in a few lines for a person (`--json` is the answer
+/// itself).
+impl crate::output::Text for Answer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let answer = self;
+        writeln!(out, "{}", answer.state.as_str())?;
+        for task in &answer.tasks {
+            match task.kind {
+                TaskKind::NativeWorker => writeln!(
+                    out,
+                    "task {} (attempt {}, model {}): a fresh sub-agent on {}; answer back: {}",
+                    task.dispatch_name,
+                    task.attempt.unwrap_or(1),
+                    task.model.as_deref().unwrap_or("?"),
+                    task.prompt_path.display(),
+                    task.submit
+                )?,
+                TaskKind::AskUser => writeln!(
+                    out,
+                    "ask the user {}: {}; answer back: {}",
+                    task.dispatch_name,
+                    task.prompt_path.display(),
+                    task.submit
+                )?,
+            }
         }
-    }
-    for running in &answer.running {
-        writeln!(
-            out,
-            "running {} (attempt {})",
-            running.dispatch_name, running.attempt
-        )?;
-    }
-    if let Some(report) = &answer.report {
-        writeln!(out, "verdict {}: {}", report.verdict, report.summary)?;
-        writeln!(out, "{}", report.markdown.display())?;
-        writeln!(out, "{}", report.html.display())?;
-    }
-    if let Some(reason) = &answer.reason {
-        writeln!(out, "reason: {}", crate::fsread::escape(reason))?;
-    }
-    match answer.state {
-        State::HostWork | State::Waiting => writeln!(out, "wait: {}", answer.wait)?,
-        State::Failed | State::Cancelled => {
-            writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?;
+        for running in &answer.running {
+            writeln!(
+                out,
+                "running {} (attempt {})",
+                running.dispatch_name, running.attempt
+            )?;
         }
-        State::Done => {}
+        if let Some(report) = &answer.report {
+            writeln!(out, "verdict {}: {}", report.verdict, report.summary)?;
+            writeln!(out, "{}", report.markdown.display())?;
+            writeln!(out, "{}", report.html.display())?;
+        }
+        if let Some(reason) = &answer.reason {
+            writeln!(out, "reason: {}", crate::fsread::escape(reason))?;
+        }
+        match answer.state {
+            State::HostWork | State::Waiting => writeln!(out, "wait: {}", answer.wait)?,
+            State::Failed | State::Cancelled => {
+                writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?;
+            }
+            State::Done => {}
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 impl Lead {
