@@ -184,9 +184,7 @@ pub fn gate_command(args: &GateArgs) -> Result<ExitStatus> {
     let rules = Rules::from_args(args.fail_on, &args.rules)?;
     let decision = decide(&args.target, &rules)?;
     if args.json {
-        let mut stdout = crate::output::stdout();
-        serde_json::to_writer(&mut stdout, &decision).context("cannot write to stdout")?;
-        writeln!(stdout).context("cannot write to stdout")?;
+        crate::output::json_line(&decision).context("cannot write to stdout")?;
     } else {
         show(&decision, Listing::Stdout)?;
     }
