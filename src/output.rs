@@ -40,6 +40,22 @@ pub fn print<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> 
     if json {
         return json_line(answer);
     }
+    text(answer)
+}
+
+/// [`print`] with the JSON indented (the documents people read whole: a
+/// report's verdict, a usage summary).
+pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
+    if !json {
+        return text(answer);
+    }
+    let mut document = serde_json::to_vec_pretty(answer)?;
+    document.push(b'\n');
+    stdout().write_all(&document)?;
+    Ok(())
+}
+
+fn text(answer: &impl Text) -> anyhow::Result<()> {
     let mut text = Vec::new();
     answer.write_text(&mut text)?;
     stdout().write_all(&text)?;
