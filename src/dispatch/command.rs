@@ -413,6 +413,22 @@ fn dry_run(
     Ok(ExitStatus::Success)
 }
 
+/// What `okstra dispatch --detach` answers (fields in the order its JSON
+/// has always listed them).
+#[derive(Serialize)]
+struct InBackground {
+    detached: bool,
+    log: std::path::PathBuf,
+    pid: Option<i32>,
+}
+
+/// The log the detached dispatcher writes, for a person to follow.
+impl crate::output::Text for InBackground {
+    fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "{}", self.log.display())
+    }
+}
+
 /// Start a detached dispatcher with the same arguments and return once it
 /// has recorded its dispatches (so an `okstra await` right after sees
 /// them). The lease passes to it: released here just before it starts, it
@@ -443,19 +459,12 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
             })
         }))
     })?;
-    let mut out = crate::output::stdout();
-    {
-        use std::io::Write;
-        if args.json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({ "detached": true, "pid": pid, "log": log_path })
-            )?;
-        } else {
-            writeln!(out, "{}", log_path.display())?;
-        }
-    }
+    let detached = InBackground {
+        detached: true,
+        log: log_path.clone(),
+        pid,
+    };
+    crate::output::print(&detached, args.json)?;
     diag::progress(format_args!(
         "dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`, stop with `okstra cancel {}`",
         planned.len(),
