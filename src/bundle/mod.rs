@@ -471,7 +471,7 @@ const RENDER_LOCK_WAIT: Duration = Duration::from_mins(2);
 pub fn lock_okstra_dir(okstra_dir: &Path) -> Result<durable::Lock> {
     Ok(durable::Lock::on(
         okstra_dir,
-        format!("another render in `{}`", okstra_dir.display()),
+        format!("the render lock on `{}`", okstra_dir.display()),
     )
     .folder()
     .wait(RENDER_LOCK_WAIT)

@@ -5,7 +5,7 @@
 //! team state's lock and its readers' shared lock, the `.okstra/` folder a
 //! render holds, a git copy's lock, the provider slots and the JSONL logs.
 //! A lock that is held is tried again every [`POLL`]; past [`MOMENT`] the
-//! waiter says once on stderr `waiting for <what> (held by <holder>)`, and
+//! waiter says once on stderr `waiting for <holder> to release <what>`, and
 //! past its bound it gives up with [`Error::Busy`], which names the lock
 //! file and its holder. The holder is whoever the caller knows (the lease
 //! file names its driver), else the process the kernel lists in
@@ -66,7 +66,7 @@ pub struct Lock {
 
 impl Lock {
     /// A lock on `path`, described as `what` in the waiting line and the
-    /// error ("the team state of `…`"). By default exclusive, on a regular
+    /// error ("the team state `…`"). By default exclusive, on a regular
     /// file created if missing, given up at once when held: say how long
     /// to wait with [`Request::wait`].
     pub fn on(path: &Path, what: impl Into<String>) -> Request<'static> {
@@ -190,9 +190,9 @@ impl<'a> Request<'a> {
             }
             if !said && waited >= MOMENT {
                 crate::diag::progress(format_args!(
-                    "waiting for {} (held by {}), at most {}",
-                    self.what,
+                    "waiting for {} to release {} (giving up after {})",
                     self.describe_holder(&file),
+                    self.what,
                     seconds(self.wait)
                 ));
                 said = true;

@@ -98,17 +98,14 @@ impl Lease {
     /// current holder (saying once who it is); refuse after that.
     pub fn acquire(run: &Run, command: &str, wait: Duration) -> Result<Lease> {
         let path = Lease::path(run);
-        let lock = Lock::on(
-            &path,
-            format!("another okstra driving `{}`", run.dir.display()),
-        )
-        .wait(wait)
-        .holder(|| holder(&path).filter(|h| h.pid > 0).map(|h| describe(&h)))
-        .hint(format!(
-            "wait for it, or stop it with `okstra cancel {}`",
-            run.dir.display()
-        ))
-        .acquire()?;
+        let lock = Lock::on(&path, format!("the run `{}`", run.dir.display()))
+            .wait(wait)
+            .holder(|| holder(&path).filter(|h| h.pid > 0).map(|h| describe(&h)))
+            .hint(format!(
+                "another okstra drives it: wait for it, or stop it with `okstra cancel {}`",
+                run.dir.display()
+            ))
+            .acquire()?;
         let mut lease = Lease { lock };
         lease.record(command)?;
         Ok(lease)

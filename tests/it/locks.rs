@@ -48,7 +48,8 @@ fn a_second_okstra_says_whom_it_waits_for_and_goes_on_once_the_holder_is_killed(
     });
     assert!(
         said.contains(&format!(
-            "waiting for another render in `{}` (held by pid {holder_pid} (`flock ",
+            "waiting for pid {holder_pid} (`flock {} sleep 120`) to release the render lock on `{}` (giving up after 2m)",
+            okstra_dir.display(),
             okstra_dir.display()
         )),
         "{said}"
@@ -96,20 +97,23 @@ fn a_second_driver_gives_up_at_its_bound_with_one_error_line_and_exit_2() {
     assert!(waited >= Duration::from_secs(5), "{waited:?}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
-    let driving = format!("another okstra driving `{}`", run.display());
-    assert!(
-        lines[0].contains(&format!(
-            "waiting for {driving} (held by pid {} (`flock ",
-            holder.pid()
-        )),
-        "{stderr}"
+    let flock = format!(
+        "pid {} (`flock {} sleep 120`)",
+        holder.pid(),
+        lease.display()
+    );
+    assert_eq!(
+        lines[0],
+        format!(
+            "okstra: waiting for {flock} to release the run `{}` (giving up after 5s)",
+            run.display()
+        ),
     );
     assert_eq!(
         lines[1],
         format!(
-            "error: gave up waiting for {driving} after 5s: `{}` is locked by pid {} (`flock {} sleep 120`); wait for it, or stop it with `okstra cancel {}`",
-            lease.display(),
-            holder.pid(),
+            "error: gave up waiting for the run `{}` after 5s: `{}` is locked by {flock}; another okstra drives it: wait for it, or stop it with `okstra cancel {}`",
+            run.display(),
             lease.display(),
             run.display()
         ),
