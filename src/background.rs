@@ -3,7 +3,7 @@
 //! dispatch --detach`) and the background driver `okstra next` hands a
 //! batch to.
 //!
-//! [`start`] runs this same binary through [`child::Builder`] (a process
+//! [`start`] runs this same binary through [`Builder`] (a process
 //! group of its own, so a Ctrl-C at the terminal reaches only the starter;
 //! stdin `/dev/null`; the host session's markers gone), its stdout and
 //! stderr appended to a log that is a regular file, never reached through a

@@ -8,7 +8,7 @@
 //! allow-list, which only shrinks.
 //!
 //! A command's answer is one value with two forms: its JSON (`--json`,
-//! the value serialised) and its [`Text`] for a person; [`print`] picks
+//! the value serialised) and its [`Text`] for a person; [`print()`] picks
 //! one, so a command writes no `--json` branch of its own. Not every
 //! command answers that way yet (some still branch themselves); the next
 //! step is that every command returns its answer and the entry point
@@ -43,7 +43,7 @@ pub fn print<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> 
     text(answer)
 }
 
-/// [`print`] with the JSON indented (the documents people read whole: a
+/// [`print()`] with the JSON indented (the documents people read whole: a
 /// report's verdict, a usage summary).
 pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
     if !json {

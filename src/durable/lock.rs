@@ -325,7 +325,7 @@ impl From<Error> for io::Error {
 }
 
 /// "gave up waiting for the team state `…` after 1m: `….lock` is locked by
-/// pid 12 (`okstra dispatch …`); <hint>" (a try without a wait names no
+/// pid 12 (`okstra dispatch …`); the hint" (a try without a wait names no
 /// wait).
 fn busy_message(
     what: &str,
