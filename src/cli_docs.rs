@@ -618,7 +618,7 @@ pub fn check_args_command() -> Result<ExitStatus> {
 }
 
 fn write_stdout(bytes: &[u8]) -> io::Result<()> {
-    let mut stdout = io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     stdout.write_all(bytes)?;
     stdout.flush()
 }

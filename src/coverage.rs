@@ -242,7 +242,7 @@ pub fn write_inputs(manifest: &Run) -> Result<Written> {
 pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
     let manifest = Run::open(&args.run_dir)?;
     let written = write_inputs(&manifest)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if args.json {
         out.write_all(&written.inputs.to_bytes()?)?;
     } else {

@@ -51,7 +51,8 @@ impl ExitStatus {
 pub const SUCCESS: u8 = 0;
 /// The checked artifact is invalid (`okstra validate`).
 pub const FAILURE: u8 = 1;
-/// Bad input or okstra could not do its job; the same code clap uses for usage errors.
+/// Bad input or okstra could not do its job (a lock held past its bound
+/// included); the same code clap uses for usage errors.
 pub const USAGE: u8 = 2;
 /// The gate found no reliable answer: the report does not validate, or the
 /// run was not cross-verified, is still running or was stopped by its
@@ -158,7 +159,7 @@ pub fn manual(command: &str) -> Vec<(String, &'static str)> {
             ),
             (
                 format!("{USAGE}"),
-                "okstra could not do its job: bad input, a missing file, an I/O failure",
+                "okstra could not do its job: bad input, a missing file, an I/O failure, a lock another process held past okstra's wait for it",
             ),
             (
                 format!("{UNRELIABLE}"),

@@ -23,7 +23,7 @@
 //! A refuted finding never counts, at any threshold.
 
 use std::collections::HashSet;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -184,9 +184,7 @@ pub fn gate_command(args: &GateArgs) -> Result<ExitStatus> {
     let rules = Rules::from_args(args.fail_on, &args.rules)?;
     let decision = decide(&args.target, &rules)?;
     if args.json {
-        let mut stdout = io::stdout().lock();
-        serde_json::to_writer(&mut stdout, &decision).context("cannot write to stdout")?;
-        writeln!(stdout).context("cannot write to stdout")?;
+        crate::output::json_line(&decision).context("cannot write to stdout")?;
     } else {
         show(&decision, Listing::Stdout)?;
     }
@@ -203,7 +201,7 @@ pub fn after_run(run_dir: &Path, rules: &Rules) -> Result<ExitStatus> {
 /// Print the decision: the counted findings, one line each, then one
 /// diagnostic line saying what was decided.
 fn show(decision: &Decision, listing: Listing) -> Result<()> {
-    let mut stdout = io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     for counted in &decision.counted {
         match listing {
             Listing::Stdout => {

@@ -9,7 +9,6 @@
 //! no settings file of the user's is touched. Antigravity offers no hook
 //! okstra can pass this way: its handoff names the fallback.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -46,13 +45,7 @@ pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
         Some(_) => Some(preflight(settings)?),
     };
     let paths = crate::bundle::render_run(settings)?;
-    let mut stdout = std::io::stdout().lock();
-    if settings.json {
-        writeln!(stdout, "{}", serde_json::to_string(&paths)?)?;
-    } else {
-        writeln!(stdout, "{}", paths.handoff_prompt.display())?;
-    }
-    drop(stdout);
+    crate::output::print(&paths, settings.json)?;
     diag::progress(format_args!(
         "rendered {} run `{}` for `{}` in `{}`",
         settings.task_type,
@@ -139,19 +132,28 @@ pub fn find_lead(runtime: LeadRuntime) -> Result<PathBuf> {
     })
 }
 
+/// A rendered run, for a person: its handoff prompt, the file a lead
+/// starts from (`--json` lists every path).
+impl crate::output::Text for crate::bundle::RunPaths {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "{}", self.handoff_prompt.display())
+    }
+}
+
 /// Record that the lead of the run at `run_dir` never started, so the run
 /// reads `stopped` with the reason instead of `running`.
 fn record_not_started(run_dir: &Path, err: &anyhow::Error) {
-    let recorded = crate::run::Run::open(run_dir)
-        .map_err(anyhow::Error::from)
-        .and_then(|run| {
-            let fields = BTreeMap::from([("error".to_owned(), format!("{err:#}"))]);
-            crate::run::events::append(&run, EventKind::RunFailed.as_str(), &fields)
-        });
-    if let Err(why) = recorded {
-        diag::warning(format_args!(
+    match crate::run::Run::open(run_dir) {
+        Ok(run) => {
+            crate::run::events::record(
+                &run,
+                EventKind::RunFailed,
+                &[("error", &format!("{err:#}"))],
+            );
+        }
+        Err(why) => diag::warning(format_args!(
             "the run does not record that its lead never started ({why:#})"
-        ));
+        )),
     }
 }
 

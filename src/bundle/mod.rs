@@ -9,12 +9,12 @@
 //! failed render leaves no run.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use minijinja::value::Serde;
-use nix::fcntl::{Flock, FlockArg};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -461,14 +461,21 @@ pub fn render_run(settings: &Settings) -> Result<RunPaths> {
     })
 }
 
-/// Take the lock on `okstra_dir` (the `.okstra/` folder itself, `flock`):
-/// a render holds it from before it makes its staging folder until its run
-/// is in place, so whoever holds it sees no render half done.
-pub fn lock_okstra_dir(okstra_dir: &Path) -> Result<Flock<File>> {
-    let lock_file = File::open(okstra_dir)
-        .with_context(|| format!("cannot open `{}` to lock it", okstra_dir.display()))?;
-    Flock::lock(lock_file, FlockArg::LockExclusive)
-        .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", okstra_dir.display()))
+/// How long a render (or `okstra cleanup`) waits for another render to
+/// put its run in place: writing a run's files takes seconds.
+const RENDER_LOCK_WAIT: Duration = Duration::from_mins(2);
+
+/// Take the lock on `okstra_dir` (the `.okstra/` folder itself): a render
+/// holds it from before it makes its staging folder until its run is in
+/// place, so whoever holds it sees no render half done.
+pub fn lock_okstra_dir(okstra_dir: &Path) -> Result<durable::Lock> {
+    Ok(durable::Lock::on(
+        okstra_dir,
+        format!("the render lock on `{}`", okstra_dir.display()),
+    )
+    .folder()
+    .wait(RENDER_LOCK_WAIT)
+    .acquire()?)
 }
 
 /// The `.staging-*` folders in `okstra_dir`. Under [`lock_okstra_dir`]

@@ -404,7 +404,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
             listed.push((analyser.assignment.worker_id.clone(), found));
         }
     }
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = io::BufWriter::new(crate::output::stdout());
     if args.json {
         let items: Vec<_> = listed
             .iter()
@@ -462,6 +462,42 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// A round's plan for a person: each reviewer's prompt, one a line.
+impl crate::output::Text for ledger::Plan {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for reviewer in &self.reviewers {
+            writeln!(
+                out,
+                "{}",
+                fsread::escape(&reviewer.prompt_path.to_string_lossy())
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A recorded round for a person: the items still open, one a line.
+impl crate::output::Text for record::Outcome {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for id in &self.open {
+            writeln!(out, "{}", fsread::escape(id))?;
+        }
+        Ok(())
+    }
+}
+
+/// The classification for a person: `<item>\t<class>[\topen]` a line.
+impl crate::output::Text for Classified {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for item in &self.ledger.items {
+            let class = item.final_class.map_or("", FinalClass::as_str);
+            let open = if item.open { "\topen" } else { "" };
+            writeln!(out, "{}\t{class}{open}", fsread::escape(&item.item_id))?;
+        }
+        Ok(())
+    }
+}
+
 /// `okstra converge …`.
 pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
     match &args.command {
@@ -471,22 +507,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 seed: plan_args.seed,
             };
             let plan = plan::plan(&plan_args.run_dir, plan_args.round, options)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
-            if plan_args.json {
-                serde_json::to_writer(&mut out, &plan).context("cannot write to stdout")?;
-                writeln!(out).context("cannot write to stdout")?;
-            } else {
-                for reviewer in &plan.reviewers {
-                    writeln!(
-                        out,
-                        "{}",
-                        fsread::escape(&reviewer.prompt_path.to_string_lossy())
-                    )
-                    .context("cannot write to stdout")?;
-                }
-            }
-            out.flush().context("cannot write to stdout")?;
-            drop(out);
+            crate::output::print(&plan, plan_args.json).context("cannot write to stdout")?;
             let path = RunLayout::of(&plan_args.run_dir).round_plan(plan.round);
             match plan.stopped_because {
                 Some(reason) => diag::progress(format_args!(
@@ -511,17 +532,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
         }
         ConvergeCommand::Record(record_args) => {
             let outcome = record::record(&record_args.run_dir, record_args.round)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
-            if record_args.json {
-                serde_json::to_writer(&mut out, &outcome).context("cannot write to stdout")?;
-                writeln!(out).context("cannot write to stdout")?;
-            } else {
-                for id in &outcome.open {
-                    writeln!(out, "{}", fsread::escape(id)).context("cannot write to stdout")?;
-                }
-            }
-            out.flush().context("cannot write to stdout")?;
-            drop(out);
+            crate::output::print(&outcome, record_args.json).context("cannot write to stdout")?;
             for problem in &outcome.problems {
                 diag::warning(problem.line());
             }
@@ -541,20 +552,8 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
         }
         ConvergeCommand::Classify(classify_args) => {
             let classified = classify(&classify_args.run_dir)?;
-            let mut out = io::BufWriter::new(io::stdout().lock());
-            if classify_args.json {
-                serde_json::to_writer(&mut out, &classified).context("cannot write to stdout")?;
-                writeln!(out).context("cannot write to stdout")?;
-            } else {
-                for item in &classified.ledger.items {
-                    let class = item.final_class.map_or("", FinalClass::as_str);
-                    let open = if item.open { "\topen" } else { "" };
-                    writeln!(out, "{}\t{class}{open}", fsread::escape(&item.item_id))
-                        .context("cannot write to stdout")?;
-                }
-            }
-            out.flush().context("cannot write to stdout")?;
-            drop(out);
+            crate::output::print(&classified, classify_args.json)
+                .context("cannot write to stdout")?;
             diag::progress(format_args!(
                 "{} items classified after {} rounds; {}",
                 classified.ledger.items.len(),

@@ -97,41 +97,36 @@ pub fn announce(run: &Run, record: &DispatchRecord) {
         return;
     };
     let attempt = record.attempt.to_string();
-    let mut fields = std::collections::BTreeMap::from([
-        ("name".to_owned(), record.dispatch_name.clone()),
-        ("attempt".to_owned(), attempt),
-    ]);
+    let mut fields = vec![
+        ("name", record.dispatch_name.as_str()),
+        ("attempt", attempt.as_str()),
+    ];
     let kind = if ending == Ending::Completed {
         EventKind::WorkerComplete
     } else {
-        fields.insert("status".to_owned(), ending.as_str().to_owned());
+        fields.push(("status", ending.as_str()));
         EventKind::WorkerTerminal
     };
     if let Some(from) = &record.recovered_from {
-        fields.insert("provenance".to_owned(), from.clone());
+        fields.push(("provenance", from));
     }
-    if let Err(err) = events::append(run, kind.as_str(), &fields) {
-        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
-    }
+    events::record(run, kind, &fields);
 }
 
 /// The lead event of an attempt held back before it starts (`worker-held`:
 /// a closed gate, no free provider slot, a rate limit's retry-after), with
 /// its reason and the record's detail. A failure to record is a warning.
 pub fn announce_held(run: &Run, record: &DispatchRecord, reason: &str) {
-    let fields = std::collections::BTreeMap::from([
-        ("name".to_owned(), record.dispatch_name.clone()),
-        ("attempt".to_owned(), record.attempt.to_string()),
-        ("reason".to_owned(), reason.to_owned()),
-        (
-            "detail".to_owned(),
-            record.detail.clone().unwrap_or_default(),
-        ),
-    ]);
-    let kind = EventKind::WorkerHeld;
-    if let Err(err) = events::append(run, kind.as_str(), &fields) {
-        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
-    }
+    events::record(
+        run,
+        EventKind::WorkerHeld,
+        &[
+            ("name", &record.dispatch_name),
+            ("attempt", &record.attempt.to_string()),
+            ("reason", reason),
+            ("detail", record.detail.as_deref().unwrap_or_default()),
+        ],
+    );
 }
 
 /// Recover the result (writing the Result Paths), classify the ending and

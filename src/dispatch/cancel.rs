@@ -59,6 +59,16 @@ struct Cancelled {
     resume: String,
 }
 
+/// One `stopped <name>` line per dispatch stopped (the rest goes to stderr).
+impl crate::output::Text for Cancelled {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for name in &self.stopped {
+            writeln!(out, "stopped {name}")?;
+        }
+        Ok(())
+    }
+}
+
 /// `okstra cancel`.
 pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
     let run = Run::open(&args.run_dir)?;
@@ -149,33 +159,24 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
     } else {
         crate::shell::okstra_line(&["next", &run.dir.to_string_lossy(), "--resume"])
     };
-    let fields = std::collections::BTreeMap::from([
-        ("stopped".to_owned(), stopped.len().to_string()),
-        (
-            "driver".to_owned(),
-            driver.map_or_else(|| "none".to_owned(), |pid| pid.to_string()),
-        ),
-    ]);
-    if let Err(err) = crate::run::events::append(&run, EventKind::RunCancelled.as_str(), &fields) {
-        diag::warning(format_args!(
-            "cannot record lead event `run-cancelled`: {err:#}"
-        ));
-    }
+    crate::run::events::record(
+        &run,
+        EventKind::RunCancelled,
+        &[
+            ("stopped", &stopped.len().to_string()),
+            (
+                "driver",
+                &driver.map_or_else(|| "none".to_owned(), |pid| pid.to_string()),
+            ),
+        ],
+    );
     let report = Cancelled {
         run_dir: run.dir.clone(),
         driver,
         stopped,
         resume,
     };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string(&report)?)?;
-    } else {
-        for name in &report.stopped {
-            writeln!(out, "stopped {name}")?;
-        }
-    }
-    drop(out);
+    crate::output::print(&report, args.json)?;
     if report.driver.is_none() && report.stopped.is_empty() {
         diag::progress(format_args!("nothing runs in `{}`", run.dir.display()));
     }

@@ -1,7 +1,7 @@
 //! `okstra dispatch`: hold the run's lease, select and decide what starts,
 //! run it (or hand it to a detached dispatcher), print one summary.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -92,7 +92,7 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
     }
     if std::env::var_os(DETACHED_ENV).is_some() {
         // A detached dispatcher outlives the terminal that started it.
-        ignore_hangup();
+        crate::background::ignore_hangup();
     }
     let batch = run_prepared(&run, prepared, options)?;
     drop(lease);
@@ -379,7 +379,7 @@ fn dry_run(
             }
         })
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if args.json {
         use std::io::Write;
         writeln!(
@@ -413,62 +413,58 @@ fn dry_run(
     Ok(ExitStatus::Success)
 }
 
+/// What `okstra dispatch --detach` answers (fields in the order its JSON
+/// has always listed them).
+#[derive(Serialize)]
+struct InBackground {
+    detached: bool,
+    log: std::path::PathBuf,
+    pid: Option<i32>,
+}
+
+/// The log the detached dispatcher writes, for a person to follow.
+impl crate::output::Text for InBackground {
+    fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "{}", self.log.display())
+    }
+}
+
 /// Start a detached dispatcher with the same arguments and return once it
 /// has recorded its dispatches (so an `okstra await` right after sees
 /// them). The lease passes to it: released here just before it starts, it
 /// takes the lease itself (waiting for it, like any second driver).
 fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
-    let program = std::env::current_exe().context("cannot find the okstra binary to detach")?;
     let log_path = run.layout().dispatch_log();
-    let log = crate::beneath::open_append(&log_path)
-        .with_context(|| format!("cannot open `{}`", log_path.display()))?;
-    crate::fsread::check_regular(&log, &log_path)?;
     let forwarded: Vec<std::ffi::OsString> = std::env::args_os()
         .skip(1)
         .filter(|arg| arg != "--detach")
         .collect();
     drop(lease);
-    // Its own group (`child::Builder`): a Ctrl-C at this terminal must not
-    // reach the dispatcher that outlives it.
-    let mut builder = crate::child::Builder::new(program);
-    builder
-        .args(&forwarded)
-        .env(DETACHED_ENV, "1")
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    let mut child = builder
-        .into_std()
-        .spawn()
-        .context("cannot start the detached dispatcher")?;
-    let pid = i32::try_from(child.id()).ok();
-    let deadline = Instant::now() + DETACH_READY;
-    loop {
+    let mut started = crate::background::start(
+        "the detached dispatcher",
+        &log_path,
+        &forwarded,
+        |builder| {
+            builder.env(DETACHED_ENV, "1");
+        },
+    )?;
+    let pid = started.pid;
+    started.wait_ready(DETACH_READY, || {
         let state = run.team_state()?;
-        let recorded = planned.iter().all(|p| {
+        Ok(planned.iter().all(|p| {
             state.dispatches.iter().any(|r| {
                 r.dispatch_name == p.dispatch_name
                     && r.attempt == p.attempt
                     && r.dispatcher_pid == pid
             })
-        });
-        if recorded || Instant::now() >= deadline || child.try_wait().ok().flatten().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut out = std::io::stdout().lock();
-    {
-        use std::io::Write;
-        if args.json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({ "detached": true, "pid": pid, "log": log_path })
-            )?;
-        } else {
-            writeln!(out, "{}", log_path.display())?;
-        }
-    }
+        }))
+    })?;
+    let detached = InBackground {
+        detached: true,
+        log: log_path.clone(),
+        pid,
+    };
+    crate::output::print(&detached, args.json)?;
     diag::progress(format_args!(
         "dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`, stop with `okstra cancel {}`",
         planned.len(),
@@ -477,16 +473,4 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
         run.dir.display()
     ));
     Ok(ExitStatus::Success)
-}
-
-/// Ignore SIGHUP: a background process outlives the terminal that
-/// started it.
-pub fn ignore_hangup() {
-    use nix::sys::signal::{SigHandler, Signal, signal};
-    #[expect(
-        unsafe_code,
-        reason = "ignoring SIGHUP has no handler code to be unsafe in"
-    )]
-    // SAFETY: SIG_IGN runs no code in signal context.
-    let _ = unsafe { signal(Signal::SIGHUP, SigHandler::SigIgn) };
 }

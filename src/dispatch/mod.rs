@@ -47,7 +47,7 @@ use crate::run::team_state::TeamState;
 
 pub use crate::run::live::liveness;
 pub use cancel::{cancel_command, orphaned, reap_orphans};
-pub use command::{dispatch_command, ignore_hangup};
+pub use command::dispatch_command;
 pub use engine::{budget_spent, record_budget_stop};
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};

@@ -47,7 +47,8 @@ const BEGIN_PREFIX: &str = "=== OKSTRA RESULT BEGIN";
 const TAIL_LINES: usize = 40;
 /// How long the hook waits for the team state's lock: a host waits for its
 /// hook before it goes on, and a write in progress takes milliseconds. Past
-/// this the answer is left for `okstra submit` ([`team_state::Busy`]).
+/// this the answer is left for `okstra submit` (a busy
+/// [`crate::durable::lock::Error`]).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// What a native attempt's begin line says: which run, dispatch and attempt
@@ -305,8 +306,8 @@ struct Answer {
 /// Take `message`, the answer to `dispatch_name`'s handed-out attempt (see
 /// the module documentation). `Err` is a refusal: nothing was written. The
 /// hook waits at most [`HOOK_LOCK_WAIT`] for the team state (then `Err` is
-/// a [`team_state::Busy`], not a refusal); `okstra submit` as long as it
-/// takes.
+/// a busy [`crate::durable::lock::Error`], not a refusal); `okstra submit`
+/// up to the team state's own bound.
 pub fn accept(
     run: &Run,
     dispatch_name: &str,
@@ -543,18 +544,7 @@ pub fn record_session(run: &Run, worker: Option<&str>, id: &str) {
     if let Some(worker) = worker {
         fields.push(("worker", worker));
     }
-    append(run, EventKind::Session, &fields);
-}
-
-/// Append one lead event; a failure is a warning, never the end of the step.
-pub fn append(run: &Run, kind: EventKind, fields: &[(&str, &str)]) {
-    let fields = fields
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), events::one_line(v)))
-        .collect();
-    if let Err(err) = events::append(run, kind.as_str(), &fields) {
-        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
-    }
+    events::record(run, EventKind::Session, &fields);
 }
 
 /// `TAIL_LINES` is the record schema's `logTail` bound too.

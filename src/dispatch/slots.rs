@@ -17,14 +17,12 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
-
 use crate::catalog::{Provider, one_of};
+use crate::durable::Lock;
 
 /// How many calls to each provider may run at once for this user; `0` is
 /// no cap.
@@ -71,7 +69,7 @@ impl Caps {
 /// A held slot; freed when dropped.
 #[derive(Debug)]
 pub struct Slot {
-    _lock: Flock<File>,
+    _lock: Lock,
 }
 
 /// Every slot of a provider is taken.
@@ -158,22 +156,8 @@ impl Slots {
 
 /// Lock `path` (a regular file, never followed through a link) if free.
 fn try_lock(path: &Path) -> std::io::Result<Option<Slot>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => Ok(Some(Slot { _lock: lock })),
-        Err((_, Errno::EWOULDBLOCK)) => Ok(None),
-        Err((_, errno)) => Err(std::io::Error::from(errno)),
-    }
+    let lock = Lock::on(path, format!("the provider slot `{}`", path.display())).try_acquire()?;
+    Ok(lock.map(|lock| Slot { _lock: lock }))
 }
 
 #[cfg(test)]

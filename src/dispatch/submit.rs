@@ -20,7 +20,6 @@ use crate::fsread;
 use crate::run::Run;
 use crate::run::ask;
 use crate::run::events::EventKind;
-use crate::run::team_state;
 
 use super::native::{self, Provenance, Tag};
 
@@ -48,7 +47,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             path.display(),
             run.dir.display()
         ));
-        writeln!(std::io::stdout().lock(), "{}", path.display())?;
+        writeln!(crate::output::stdout(), "{}", path.display())?;
         return Ok(ExitStatus::Success);
     }
     let accepted = native::accept(
@@ -76,7 +75,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             .map_or_else(String::new, |why| format!(" ({})", fsread::escape(why)))
     ));
     if record.ending == Some(Ending::Completed) {
-        writeln!(std::io::stdout().lock(), "{}", record.result_path.display())?;
+        writeln!(crate::output::stdout(), "{}", record.result_path.display())?;
         Ok(ExitStatus::Success)
     } else {
         Ok(ExitStatus::Failure)
@@ -166,7 +165,11 @@ fn take_answer() -> Result<Option<Taken>> {
                 accepted.record.ending.map_or("open", Ending::as_str)
             ))))
         }
-        Err(err) if err.downcast_ref::<team_state::Busy>().is_some() => {
+        Err(err)
+            if err
+                .downcast_ref::<crate::durable::lock::Error>()
+                .is_some_and(crate::durable::lock::Error::is_busy) =>
+        {
             // Not refused: okstra could not look. The answer stays the
             // host's to pass on.
             let submit = native::submit_line(&run, &tag.dispatch);
@@ -178,7 +181,7 @@ fn take_answer() -> Result<Option<Taken>> {
         }
         Err(err) => {
             let reason = format!("{err:#}");
-            native::append(
+            crate::run::events::record(
                 &run,
                 EventKind::ResultRefused,
                 &[

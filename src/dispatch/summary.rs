@@ -70,44 +70,48 @@ struct Document<'a> {
     dispatches: &'a [Row],
 }
 
-/// Print the rows on stdout.
+/// Print the rows on stdout: the `--json` document, or a table.
 pub fn print_summary(rows: &[Row], json: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    if json {
-        let document = Document {
-            schema_version: 1,
-            all_completed: rows.iter().all(|r| r.ending == Some(Ending::Completed)),
-            dispatches: rows,
-        };
-        writeln!(out, "{}", serde_json::to_string(&document)?)?;
-        return Ok(());
-    }
-    let width = rows
-        .iter()
-        .map(|r| r.dispatch_name.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
-    writeln!(
-        out,
-        "{:<width$}  {:<12} {:>7}  {:<12} {:>4}  RESULT",
-        "DISPATCH", "KIND", "ATTEMPT", "ENDING", "EXIT"
-    )?;
-    for row in rows {
+    let document = Document {
+        schema_version: 1,
+        all_completed: rows.iter().all(|r| r.ending == Some(Ending::Completed)),
+        dispatches: rows,
+    };
+    crate::output::print(&document, json)
+}
+
+/// One row per dispatch: name, kind, attempt, state, exit code, and its
+/// result (or why there is none).
+impl crate::output::Text for Document<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let rows = self.dispatches;
+        let width = rows
+            .iter()
+            .map(|r| r.dispatch_name.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
         writeln!(
             out,
-            "{:<width$}  {:<12} {:>7}  {:<12} {:>4}  {}",
-            row.dispatch_name,
-            row.kind,
-            row.attempt,
-            row.state,
-            row.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
-            if row.ending == Some(Ending::Completed) {
-                row.result_path.display().to_string()
-            } else {
-                crate::fsread::escape(row.detail.as_deref().unwrap_or("-")).into_owned()
-            }
+            "{:<width$}  {:<12} {:>7}  {:<12} {:>4}  RESULT",
+            "DISPATCH", "KIND", "ATTEMPT", "ENDING", "EXIT"
         )?;
+        for row in rows {
+            writeln!(
+                out,
+                "{:<width$}  {:<12} {:>7}  {:<12} {:>4}  {}",
+                row.dispatch_name,
+                row.kind,
+                row.attempt,
+                row.state,
+                row.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
+                if row.ending == Some(Ending::Completed) {
+                    row.result_path.display().to_string()
+                } else {
+                    crate::fsread::escape(row.detail.as_deref().unwrap_or("-")).into_owned()
+                }
+            )?;
+        }
+        Ok(())
     }
-    Ok(())
 }

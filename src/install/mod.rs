@@ -147,7 +147,7 @@ impl Out {
             return;
         }
         if self.dry_run {
-            let mut stdout = io::stdout().lock();
+            let mut stdout = crate::output::stdout();
             let _ = writeln!(stdout, "{would}");
         } else {
             diag::progress(done);

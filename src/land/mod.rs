@@ -21,7 +21,7 @@ pub mod apply;
 /// run's records (`derive::landing`).
 pub use crate::derive::landing as gate;
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -161,15 +161,14 @@ pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
     };
     team_state::update(&run, &[Change::Landed(&landing)])?;
     outcome.state = "landed";
-    let fields = std::collections::BTreeMap::from([
-        ("commit".to_owned(), commits.tip.clone()),
-        ("files".to_owned(), outcome.files.len().to_string()),
-    ]);
-    if let Err(err) = events::append(&run, EventKind::Landed.as_str(), &fields) {
-        diag::warning(format_args!(
-            "cannot record the lead event `landed`: {err:#}"
-        ));
-    }
+    events::record(
+        &run,
+        EventKind::Landed,
+        &[
+            ("commit", &commits.tip),
+            ("files", &outcome.files.len().to_string()),
+        ],
+    );
     refresh_report(&run);
     finish(&outcome, args)
 }
@@ -212,32 +211,32 @@ fn refresh_report(run: &Run) {
     }
 }
 
+/// The outcome for a person: the files this command writes (or, with
+/// `--check`, would write), else why it does not land.
+impl crate::output::Text for Outcome {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.reasons.is_empty() && self.state != "already-landed" {
+            // A landing done before writes nothing now, so it lists nothing.
+            for file in &self.files {
+                writeln!(
+                    out,
+                    "{} {}",
+                    file.action,
+                    crate::fsread::escape(&file.path.to_string_lossy())
+                )?;
+            }
+        } else {
+            for reason in &self.reasons {
+                writeln!(out, "{}", crate::fsread::escape(&reason.line()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Print the outcome; its exit status.
 fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string(outcome).context("cannot write the outcome")?
-        )?;
-    } else if outcome.reasons.is_empty() && outcome.state != "already-landed" {
-        // What this command writes (or, with --check, would write); a
-        // landing done before writes nothing now, so it lists nothing.
-        for file in &outcome.files {
-            writeln!(
-                stdout,
-                "{} {}",
-                file.action,
-                crate::fsread::escape(&file.path.to_string_lossy())
-            )?;
-        }
-    } else {
-        for reason in &outcome.reasons {
-            writeln!(stdout, "{}", crate::fsread::escape(&reason.line()))?;
-        }
-    }
-    drop(stdout);
+    crate::output::print(outcome, args.json).context("cannot write the outcome")?;
     let branch = outcome.branch.as_deref().unwrap_or("its branch");
     match outcome.state {
         "landed" => diag::progress(format_args!(

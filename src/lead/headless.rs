@@ -230,13 +230,15 @@ pub fn drive(
         }
     };
     lead.lease = None;
-    let mut stdout = std::io::stdout().lock();
     if args.launch.json {
-        writeln!(stdout, "{}", serde_json::to_string(&outcome)?)?;
+        crate::output::json_line(&outcome)?;
     } else {
-        write!(stdout, "{}", lead.closing(&outcome, &resume))?;
+        write!(
+            crate::output::stdout(),
+            "{}",
+            lead.closing(&outcome, &resume)
+        )?;
     }
-    drop(stdout);
     match &gate {
         // `--fail-on`: the gate's decision is the exit code (docs/reviews.md, "The gate").
         Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),

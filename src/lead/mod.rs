@@ -147,13 +147,7 @@ impl Lead {
     /// Record a lead event and show its progress line on stderr; a failure
     /// to record is a warning, never the end of the run.
     fn event(&self, kind: EventKind, fields: &[(&str, &str)]) {
-        let fields: BTreeMap<String, String> = fields
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), events::one_line(v)))
-            .collect();
-        if let Err(err) = events::append(&self.run, kind.as_str(), &fields) {
-            diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
-        }
+        let fields = events::record(&self.run, kind, fields);
         // One stream: what the live view already says (a worker started or
         // ended) is not said again; the rest in words.
         if let Some(words) = progress_words(self.run.task_type, kind, &fields) {

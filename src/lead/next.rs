@@ -24,13 +24,10 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use nix::libc;
 use serde::Serialize;
 
 use crate::cli::{DriveArgs, EngineArgs, NextArgs};
@@ -219,7 +216,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             answer = step(&run, &engine, false)?;
         }
     }
-    print(&answer, args.json)?;
+    crate::output::print(&answer, args.json)?;
     Ok(match answer.state {
         State::HostWork | State::Waiting => ExitStatus::Success,
         State::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
@@ -266,7 +263,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
 /// Code session for usage (Claude Code gives its Bash commands the id).
 fn begin(run: &Run) {
     if events::newest_of(run, &[EventKind::RunStart, EventKind::RunResume]).is_none() {
-        dispatch::native::append(
+        crate::run::events::record(
             run,
             EventKind::RunStart,
             &[
@@ -624,57 +621,56 @@ fn next_step(data: &serde_json::Value) -> String {
     events::one_line(&format!("{what}: {}", text("reason")))
 }
 
-/// Print the answer: `--json`, or a few lines for a person.
-fn print(answer: &Answer, json: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(answer)?)?;
-        return Ok(());
-    }
-    writeln!(out, "{}", answer.state.as_str())?;
-    for task in &answer.tasks {
-        match task.kind {
-            TaskKind::NativeWorker => writeln!(
-                out,
-                "task {} (attempt {}, model {}): a fresh sub-agent on {}; answer back: {}",
-                task.dispatch_name,
-                task.attempt.unwrap_or(1),
-                task.model.as_deref().unwrap_or("?"),
-                task.prompt_path.display(),
-                task.submit
-            )?,
-            TaskKind::AskUser => writeln!(
-                out,
-                "ask the user {}: {}; answer back: {}",
-                task.dispatch_name,
-                task.prompt_path.display(),
-                task.submit
-            )?,
+/// The answer in a few lines for a person (`--json` is the answer
+/// itself).
+impl crate::output::Text for Answer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let answer = self;
+        writeln!(out, "{}", answer.state.as_str())?;
+        for task in &answer.tasks {
+            match task.kind {
+                TaskKind::NativeWorker => writeln!(
+                    out,
+                    "task {} (attempt {}, model {}): a fresh sub-agent on {}; answer back: {}",
+                    task.dispatch_name,
+                    task.attempt.unwrap_or(1),
+                    task.model.as_deref().unwrap_or("?"),
+                    task.prompt_path.display(),
+                    task.submit
+                )?,
+                TaskKind::AskUser => writeln!(
+                    out,
+                    "ask the user {}: {}; answer back: {}",
+                    task.dispatch_name,
+                    task.prompt_path.display(),
+                    task.submit
+                )?,
+            }
         }
-    }
-    for running in &answer.running {
-        writeln!(
-            out,
-            "running {} (attempt {})",
-            running.dispatch_name, running.attempt
-        )?;
-    }
-    if let Some(report) = &answer.report {
-        writeln!(out, "verdict {}: {}", report.verdict, report.summary)?;
-        writeln!(out, "{}", report.markdown.display())?;
-        writeln!(out, "{}", report.html.display())?;
-    }
-    if let Some(reason) = &answer.reason {
-        writeln!(out, "reason: {}", crate::fsread::escape(reason))?;
-    }
-    match answer.state {
-        State::HostWork | State::Waiting => writeln!(out, "wait: {}", answer.wait)?,
-        State::Failed | State::Cancelled => {
-            writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?;
+        for running in &answer.running {
+            writeln!(
+                out,
+                "running {} (attempt {})",
+                running.dispatch_name, running.attempt
+            )?;
         }
-        State::Done => {}
+        if let Some(report) = &answer.report {
+            writeln!(out, "verdict {}: {}", report.verdict, report.summary)?;
+            writeln!(out, "{}", report.markdown.display())?;
+            writeln!(out, "{}", report.html.display())?;
+        }
+        if let Some(reason) = &answer.reason {
+            writeln!(out, "reason: {}", crate::fsread::escape(reason))?;
+        }
+        match answer.state {
+            State::HostWork | State::Waiting => writeln!(out, "wait: {}", answer.wait)?,
+            State::Failed | State::Cancelled => {
+                writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?;
+            }
+            State::Done => {}
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 impl Lead {
@@ -682,52 +678,37 @@ impl Lead {
     /// (the lease goes with it), and wait until it recorded one of them or
     /// ended.
     pub(super) fn detach(&mut self, starts: &[String]) -> Result<Driver> {
-        let program = std::env::current_exe().context("cannot find the okstra binary to detach")?;
         let log_path = self.run.layout().dispatch_log();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&log_path)
-            .with_context(|| format!("cannot open `{}`", log_path.display()))?;
-        crate::fsread::check_regular(&log, &log_path)?;
-        let mut command = std::process::Command::new(program);
-        // The driver reads the run's settings from the run (this call
-        // recorded any flag it was given): none go on its command line, and
-        // the variables that stand for flags are not handed down either.
-        command
-            .arg("__drive")
-            .arg(&self.run.dir)
-            .args(self.resumed.then_some("--resume"))
-            .env_remove("OKSTRA_PASS_ENV")
-            .env_remove("OKSTRA_PROVIDER_SLOTS")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut args = vec![
+            std::ffi::OsString::from("__drive"),
+            self.run.dir.clone().into(),
+        ];
+        if self.resumed {
+            args.push("--resume".into());
+        }
         // Released just before the driver starts: it takes the lease itself.
         self.lease = None;
-        let mut child = command
-            .spawn()
-            .context("cannot start the background driver")?;
-        let pid = i32::try_from(child.id()).ok();
-        let deadline = Instant::now() + DRIVER_READY;
-        loop {
-            if let Some(status) = child.try_wait().ok().flatten() {
-                return Ok(Driver {
-                    exited: Some(status),
-                });
-            }
+        let mut started =
+            crate::background::start("the background driver", &log_path, &args, |builder| {
+                // The driver reads the run's settings from the run (this
+                // call recorded any flag it was given): none go on its
+                // command line, and the variables that stand for flags are
+                // not handed down either.
+                builder
+                    .env_remove("OKSTRA_PASS_ENV")
+                    .env_remove("OKSTRA_PROVIDER_SLOTS");
+            })?;
+        let pid = started.pid;
+        let exited = started.wait_ready(DRIVER_READY, || {
             let state = self.run.team_state()?;
-            let recorded = starts.iter().any(|name| {
+            Ok(starts.iter().any(|name| {
                 state
                     .latest(name)
                     .is_some_and(|r| r.dispatcher_pid == pid && pid.is_some())
-            });
-            if recorded || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            }))
+        })?;
+        if exited.is_some() {
+            return Ok(Driver { exited });
         }
         diag::progress(format_args!(
             "started a background driver for {} worker(s) (pid {}); progress in `{}`",
@@ -743,7 +724,7 @@ impl Lead {
 /// the lease and drives the shared loop attached until only the host can go
 /// on, the run is done or ends, or a signal stops it.
 pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
-    dispatch::ignore_hangup();
+    crate::background::ignore_hangup();
     let run = Run::open(&args.run_dir)?;
     let lease = Lease::acquire(&run, "okstra __drive", DRIVE_LEASE_WAIT)?;
     let engine = crate::run::settings::resolve(&run, &args.engine)?;

@@ -116,20 +116,16 @@ fn print_plan(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    match json {
-        Some(report) => {
-            serde_json::to_writer(&mut out, report)
-                .with_context(|| format!("cannot write the {verb} report"))?;
-            writeln!(out)?;
+    if let Some(report) = json {
+        crate::output::json_line(report)
+            .with_context(|| format!("cannot write the {verb} report"))?;
+    } else {
+        let mut out = std::io::BufWriter::new(crate::output::stdout());
+        for line in lines.iter().chain(notes) {
+            writeln!(out, "{}", crate::fsread::escape(line))?;
         }
-        None => {
-            for line in lines.iter().chain(notes) {
-                writeln!(out, "{}", crate::fsread::escape(line))?;
-            }
-        }
+        out.flush()?;
     }
-    out.flush()?;
     if lines.is_empty() {
         crate::diag::progress(format_args!(
             "nothing to {verb} under `{}`",

@@ -23,7 +23,7 @@
 mod github;
 mod http;
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -161,7 +161,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         ));
         if let Some(url) = earlier.get("html_url").and_then(Value::as_str) {
             writeln!(
-                io::stdout().lock(),
+                crate::output::stdout(),
                 "{}",
                 crate::fsread::escape(&client.redact(url))
             )
@@ -198,7 +198,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
     client.redact_json(&mut body);
 
     if args.dry_run {
-        let mut stdout = io::stdout().lock();
+        let mut stdout = crate::output::stdout();
         serde_json::to_writer_pretty(&mut stdout, &body).context("cannot write to stdout")?;
         writeln!(stdout).context("cannot write to stdout")?;
         diag::progress(format_args!(
@@ -223,7 +223,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
     ));
     if let Some(url) = posted.get("html_url").and_then(Value::as_str) {
         writeln!(
-            io::stdout().lock(),
+            crate::output::stdout(),
             "{}",
             crate::fsread::escape(&client.redact(url))
         )

@@ -53,7 +53,7 @@ pub mod verification;
 mod view;
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -179,16 +179,7 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
         loaded.run = None;
     }
     let verdict = check(&mut loaded, !args.schema_only)?;
-    let mut stdout = io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &verdict).context("cannot write to stdout")?;
-        writeln!(stdout).context("cannot write to stdout")?;
-    } else {
-        for problem in &verdict.problems {
-            writeln!(stdout, "{}", problem_line(problem)).context("cannot write to stdout")?;
-        }
-    }
-    drop(stdout);
+    crate::output::print_pretty(&verdict, args.json).context("cannot write to stdout")?;
     if !verdict.cross_file_checks && !args.schema_only {
         diag::warning(skipped_warning(&verdict.data_path));
     }
@@ -262,14 +253,11 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Failure);
     }
     let (markdown_path, html_path) = write_outputs(loaded, args.out_dir.as_deref())?;
-    let mut stdout = io::stdout().lock();
-    if args.json {
-        let written = serde_json::json!({ "markdown": markdown_path, "html": html_path });
-        writeln!(stdout, "{written}").context("cannot write to stdout")?;
-    } else {
-        writeln!(stdout, "{}", markdown_path.display()).context("cannot write to stdout")?;
-        writeln!(stdout, "{}", html_path.display()).context("cannot write to stdout")?;
-    }
+    let written = Rendered {
+        html: html_path,
+        markdown: markdown_path,
+    };
+    crate::output::print(&written, args.json).context("cannot write to stdout")?;
     Ok(ExitStatus::Success)
 }
 
@@ -296,7 +284,7 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
     bytes.push(b'\n');
     let out = match &args.out {
         Some(path) if path.as_os_str() == "-" => {
-            let mut stdout = io::stdout().lock();
+            let mut stdout = crate::output::stdout();
             stdout.write_all(&bytes).context("cannot write to stdout")?;
             return Ok(ExitStatus::Success);
         }
@@ -309,7 +297,7 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
     };
     write_atomic_public(&out, &bytes)
         .with_context(|| format!("cannot write `{}`", out.display()))?;
-    let mut stdout = io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::json!({ "sarif": out }))
             .context("cannot write to stdout")?;
@@ -432,6 +420,33 @@ pub fn problem_parts(line: &str) -> Option<(&str, &str)> {
     let (pointer, rest) = line.split_once(": [")?;
     let (rule, _) = rest.split_once("] ")?;
     Some((pointer, rule))
+}
+
+/// The problems of a report for a person, one a line (`--json` is the
+/// whole verdict).
+impl crate::output::Text for Verdict {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for problem in &self.problems {
+            writeln!(out, "{}", problem_line(problem))?;
+        }
+        Ok(())
+    }
+}
+
+/// The two files `okstra report` rendered (fields in the order the JSON
+/// has always listed them).
+#[derive(Serialize)]
+struct Rendered {
+    html: PathBuf,
+    markdown: PathBuf,
+}
+
+/// Markdown first, then HTML, a path a line.
+impl crate::output::Text for Rendered {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "{}", self.markdown.display())?;
+        writeln!(out, "{}", self.html.display())
+    }
 }
 
 fn problem_line(problem: &Problem) -> String {

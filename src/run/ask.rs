@@ -110,13 +110,13 @@ pub fn answer(run: &Run, question: Question, message: &[u8]) -> Result<PathBuf> 
 }
 
 fn append(run: &Run, kind: EventKind, question: Question, answer: Option<&str>) {
-    let mut fields = std::collections::BTreeMap::from([("name".to_owned(), question.to_string())]);
-    if let Some(answer) = answer {
-        fields.insert("bytes".to_owned(), answer.len().to_string());
+    let name = question.to_string();
+    let bytes = answer.map(|answer| answer.len().to_string());
+    let mut fields = vec![("name", name.as_str())];
+    if let Some(bytes) = &bytes {
+        fields.push(("bytes", bytes));
     }
-    if let Err(err) = events::append(run, kind.as_str(), &fields) {
-        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
-    }
+    events::record(run, kind, &fields);
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The lead events log (`state/lead-events.jsonl`): the kinds okstra
 //! writes, and the one appender every writer goes through (`okstra event`,
-//! `okstra run`, the engine, `okstra cancel`).
+//! `okstra run`, the engine, `okstra cancel`): [`append`], and [`record`]
+//! for okstra's own events, whose failure is a warning.
 //!
 //! Concurrent writers (the lead, several hooks) are expected, so the append
 //! happens under an exclusive `flock` on the log itself: read the last
@@ -168,6 +169,21 @@ fn append_fields(line: &mut String, fields: &BTreeMap<String, String>) -> fmt::R
     Ok(())
 }
 
+/// Record a lead event okstra writes itself: each value made one line
+/// ([`one_line`]), appended with [`append`]. A failure to record is a
+/// warning, never the end of the step that records it. Returns the fields
+/// as recorded (a caller may show them).
+pub fn record(run: &Run, kind: EventKind, fields: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let fields: BTreeMap<String, String> = fields
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), one_line(value)))
+        .collect();
+    if let Err(err) = append(run, kind.as_str(), &fields) {
+        crate::diag::warning(format_args!("cannot record lead event `{kind}`: {err:#}"));
+    }
+    fields
+}
+
 /// Append the event under the lock; returns its sequence number.
 pub fn append(run: &Run, kind: &str, fields: &BTreeMap<String, String>) -> Result<u64> {
     // Inside the run, through no symlink, never a FIFO: a crafted manifest
@@ -262,6 +278,50 @@ mod tests {
             progress_line("phase-start", &fields),
             r#"PROGRESS: phase-start a=1 b="two words" c="""#
         );
+    }
+
+    /// A run in a temp project with the fewest manifest fields okstra reads.
+    fn temp_run(project: &Path) -> Run {
+        let dir = project.join(".okstra/tasks/p/g/t/runs/project-analysis-001");
+        std::fs::create_dir_all(dir.join("state")).unwrap();
+        let manifest = serde_json::json!({
+            "runId": "project-analysis-001",
+            "createdAt": "2026-12-01T00:00:00Z",
+            "taskKey": "p/g/t",
+            "taskType": "project-analysis",
+            "projectRoot": project,
+            "assignments": [],
+        });
+        std::fs::write(dir.join("run-manifest.json"), manifest.to_string()).unwrap();
+        Run::open(&dir).unwrap()
+    }
+
+    #[test]
+    fn record_writes_one_line_values_and_survives_a_log_it_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = std::fs::canonicalize(dir.path()).unwrap();
+        let run = temp_run(&project);
+        let fields = record(
+            &run,
+            EventKind::Landed,
+            &[("commit", "abc\ndef"), ("files", "2")],
+        );
+        assert_eq!(fields["commit"], "abc def");
+        record(&run, EventKind::RunComplete, &[]);
+        let log = std::fs::read_to_string(&run.lead_events_path).unwrap();
+        let lines: Vec<Value> = log
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["kind"], "landed");
+        assert_eq!(lines[0]["fields"]["commit"], "abc def");
+        assert_eq!(lines[1]["seq"], 2);
+        // A log that cannot be appended to is a warning, not a failure.
+        std::fs::remove_file(&run.lead_events_path).unwrap();
+        std::fs::create_dir(&run.lead_events_path).unwrap();
+        let fields = record(&run, EventKind::RunFailed, &[("error", "x")]);
+        assert_eq!(fields["error"], "x");
     }
 
     #[test]

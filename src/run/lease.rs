@@ -8,24 +8,21 @@
 //! lease is never stale: a driver killed outright leaves a lease anyone
 //! can take.
 //!
-//! A second driver waits up to its timeout, then refuses (exit 2): it never
-//! plans a round twice, starts a worker twice or re-runs the report writer.
+//! A second driver waits up to its timeout (a [`Lock`] bound, saying whom
+//! it waits for), then refuses (exit 2): it never plans a round twice,
+//! starts a worker twice or re-runs the report writer.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::diag;
+use crate::durable::Lock;
 use crate::run::Run;
 
-/// How often a waiting driver tries again.
-const POLL: Duration = Duration::from_millis(100);
 /// The holder record is a few hundred bytes.
 const MAX_HOLDER_BYTES: u64 = 4096;
 
@@ -88,8 +85,7 @@ impl Holder {
 /// A held lease; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct Lease {
-    file: Flock<File>,
-    path: PathBuf,
+    lock: Lock,
 }
 
 impl Lease {
@@ -102,60 +98,35 @@ impl Lease {
     /// current holder (saying once who it is); refuse after that.
     pub fn acquire(run: &Run, command: &str, wait: Duration) -> Result<Lease> {
         let path = Lease::path(run);
-        let deadline = Instant::now() + wait;
-        let mut said = false;
-        let mut file = open(&path)?;
-        loop {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(locked) => {
-                    let mut lease = Lease { file: locked, path };
-                    lease.record(command)?;
-                    return Ok(lease);
-                }
-                Err((back, Errno::EWOULDBLOCK)) => file = back,
-                Err((_, errno)) => {
-                    bail!("cannot lock the run lease `{}`: {errno}", path.display())
-                }
-            }
-            let holder = holder(&path);
-            if Instant::now() >= deadline {
-                bail!(
-                    "another okstra drives `{}`: {}; wait for it, or stop it with `okstra cancel {}`",
-                    run.dir.display(),
-                    describe(holder.as_ref()),
-                    run.dir.display()
-                );
-            }
-            if !said {
-                diag::progress(format_args!(
-                    "waiting for {} to release `{}`",
-                    describe(holder.as_ref()),
-                    run.dir.display()
-                ));
-                said = true;
-            }
-            std::thread::sleep(POLL);
-        }
+        let lock = Lock::on(&path, format!("the run `{}`", run.dir.display()))
+            .wait(wait)
+            .holder(|| holder(&path).filter(|h| h.pid > 0).map(|h| describe(&h)))
+            .hint(format!(
+                "another okstra drives it: wait for it, or stop it with `okstra cancel {}`",
+                run.dir.display()
+            ))
+            .acquire()?;
+        let mut lease = Lease { lock };
+        lease.record(command)?;
+        Ok(lease)
     }
 
     /// The holder of `run`'s lease, if someone holds it now.
     pub fn held_by(run: &Run) -> Result<Option<Holder>> {
         let path = Lease::path(run);
-        let file = match crate::beneath::open_read(&path) {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => {
-                return Err(err).with_context(|| format!("cannot open `{}`", path.display()));
-            }
-        };
-        match Flock::lock(file, FlockArg::LockSharedNonblock) {
-            Ok(_free) => Ok(None),
-            Err((_, Errno::EWOULDBLOCK)) => Ok(Some(holder(&path).unwrap_or(Holder {
+        match Lock::on(&path, "the run lease")
+            .existing()
+            .shared()
+            .try_acquire()
+        {
+            Ok(Some(_free)) => Ok(None),
+            Ok(None) => Ok(Some(holder(&path).unwrap_or(Holder {
                 pid: 0,
                 started_ts: 0,
                 command: "okstra".into(),
             }))),
-            Err((_, errno)) => bail!("cannot inspect the run lease `{}`: {errno}", path.display()),
+            Err(err) if err.is_missing() => Ok(None),
+            Err(err) => Err(err).context("cannot inspect the run lease"),
         }
     }
 
@@ -177,21 +148,14 @@ impl Lease {
             command: command.to_owned(),
         };
         let bytes = serde_json::to_vec(&holder)?;
-        let file: &mut File = &mut self.file;
+        let path = self.lock.path().to_path_buf();
+        let file: &mut File = &mut self.lock;
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&bytes)
-            .with_context(|| format!("cannot write the run lease `{}`", self.path.display()))?;
+            .with_context(|| format!("cannot write the run lease `{}`", path.display()))?;
         Ok(())
     }
-}
-
-/// Open (create) the lease file, never through a symlink.
-fn open(path: &Path) -> Result<File> {
-    let file = crate::beneath::open_lock(path)
-        .with_context(|| format!("cannot open the run lease `{}`", path.display()))?;
-    crate::fsread::check_regular(&file, path)?;
-    Ok(file)
 }
 
 /// The holder a lease file names, if it can be read.
@@ -202,15 +166,12 @@ fn holder(path: &Path) -> Option<Holder> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// `pid 123 (okstra run, since 2026-12-01T10:00:00Z)`.
-fn describe(holder: Option<&Holder>) -> String {
-    match holder {
-        Some(holder) if holder.pid > 0 => format!(
-            "pid {} (`{}`, since {})",
-            holder.pid,
-            crate::fsread::escape(&holder.command),
-            crate::clock::rfc3339(holder.started_ts)
-        ),
-        _ => "another okstra process".to_owned(),
-    }
+/// `pid 123 (`okstra run`, since 2026-12-01T10:00:00Z)`.
+fn describe(holder: &Holder) -> String {
+    format!(
+        "pid {} (`{}`, since {})",
+        holder.pid,
+        crate::fsread::escape(&holder.command),
+        crate::clock::rfc3339(holder.started_ts)
+    )
 }

@@ -16,12 +16,9 @@
 //! (`team_state::transact`, `converge::ledger::write`, …).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
-use nix::fcntl::{Flock, FlockArg, OFlag};
-use nix::sys::stat::Mode;
+use anyhow::Result;
 use serde_json::Value;
 
 use crate::anchors::snapshot;
@@ -29,6 +26,7 @@ use crate::catalog::Role;
 use crate::converge::fix_check;
 use crate::converge::ledger::{self, Ledger, Plan};
 use crate::digest::sha256_hex;
+use crate::durable;
 use crate::items::{self, Parsed};
 use crate::severity::{self, Severity};
 
@@ -36,6 +34,10 @@ use super::Run;
 use super::journal::Journal;
 use super::layout::{self, RunLayout};
 use super::team_state::{self, TeamState};
+
+/// How long a reader waits for a writer's read-modify-write of the team
+/// state (milliseconds, as a rule).
+const READ_LOCK_WAIT: std::time::Duration = std::time::Duration::from_mins(1);
 
 /// Which optional parts [`Records::load`] reads besides the state files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,27 +298,21 @@ pub fn has_content(path: &Path) -> bool {
 /// The team state's lock, shared, when the lock file exists: writers create
 /// it, so a run no okstra ever wrote into (an archive, a CI artifact)
 /// needs none, and reading it writes nothing.
-fn shared_lock(run: &Run) -> Result<Option<Flock<File>>> {
+fn shared_lock(run: &Run) -> Result<Option<durable::Lock>> {
     let dir = run
         .team_state_path
         .parent()
         .map_or_else(|| run.dir.join("state"), Path::to_path_buf);
     let path = dir.join(layout::TEAM_STATE_LOCK_NAME);
-    let file = match crate::beneath::open(
-        &path,
-        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW,
-        Mode::empty(),
-    ) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(err).with_context(|| format!("cannot open the lock `{}`", path.display()));
-        }
-    };
-    if !file.metadata()?.is_file() {
-        anyhow::bail!("the lock `{}` is not a regular file", path.display());
+    let what = format!("the team state `{}`", run.team_state_path.display());
+    match durable::Lock::on(&path, what)
+        .existing()
+        .shared()
+        .wait(READ_LOCK_WAIT)
+        .acquire()
+    {
+        Ok(lock) => Ok(Some(lock)),
+        Err(err) if err.is_missing() => Ok(None),
+        Err(err) => Err(err.into()),
     }
-    Flock::lock(file, FlockArg::LockShared)
-        .map(Some)
-        .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", path.display()))
 }

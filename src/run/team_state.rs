@@ -17,13 +17,10 @@
 //! (`Queued → Held → Started → Ended`), and changed only through the
 //! transition methods beside it.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -591,7 +588,7 @@ pub fn update(run: &Run, changes: &[Change<'_>]) -> Result<TeamState> {
 /// `okstra usage` writes its ledger through this too.
 pub fn modify(run: &Run, change: impl FnOnce(&mut Value) -> Result<()>) -> Result<Value> {
     let path = &run.team_state_path;
-    let _lock = lock(path)?;
+    let _lock = lock(path, LOCK_WAIT)?;
     let mut value = read_value(path)?;
     change(&mut value)?;
     write(path, &value)?;
@@ -629,19 +626,16 @@ pub fn transact<T>(
     transact_within(run, None, decide)
 }
 
-/// [`transact`], waiting at most `wait` for the lock (`None`: as long as
-/// it takes); a lock still held then is a [`Busy`] error, nothing read or
-/// written. For a caller that must return promptly (a host's hook).
+/// [`transact`], waiting at most `wait` for the lock (`None`: a minute);
+/// a lock still held then is a busy [`durable::lock::Error`], nothing read
+/// or written. For a caller that must return promptly (a host's hook).
 pub fn transact_within<T>(
     run: &Run,
     wait: Option<Duration>,
     decide: impl FnOnce(&TeamState) -> Result<(Vec<Edit>, T)>,
 ) -> Result<T> {
     let path = &run.team_state_path;
-    let _lock = match wait {
-        None => lock(path)?,
-        Some(wait) => lock_within(path, wait)?,
-    };
+    let _lock = lock(path, wait.unwrap_or(LOCK_WAIT))?;
     let mut value = read_value(path)?;
     let state = parse(run, &value)?;
     let (edits, out) = decide(&state)?;
@@ -741,57 +735,20 @@ fn worker_mut<'v>(
         .as_object_mut()
 }
 
-/// The team state's lock was still held by another okstra when a bounded
-/// wait for it ran out.
-#[derive(Debug, thiserror::Error)]
-#[error("the team state `{}` is locked by another okstra (waited {} s)", .path.display(), .waited.as_secs())]
-pub struct Busy {
-    pub path: PathBuf,
-    pub waited: Duration,
-}
+/// How long a writer waits for another's read-modify-write (milliseconds,
+/// as a rule) before it gives up: a minute covers a stalled disk.
+const LOCK_WAIT: Duration = Duration::from_mins(1);
 
-/// How often a bounded wait tries the lock again.
-const LOCK_POLL: Duration = Duration::from_millis(50);
-
-/// Take the team state's lock (released when the guard drops). The lock
-/// file is never opened through a symlink.
-fn lock(path: &Path) -> Result<Flock<File>> {
-    let (file, lock_path) = open_lock_file(path)?;
-    Flock::lock(file, FlockArg::LockExclusive)
-        .map_err(|(_, errno)| anyhow::anyhow!("cannot lock `{}`: {errno}", lock_path.display()))
-}
-
-/// [`lock`], giving up with [`Busy`] after `wait`.
-fn lock_within(path: &Path, wait: Duration) -> Result<Flock<File>> {
-    let (mut file, lock_path) = open_lock_file(path)?;
-    let deadline = Instant::now() + wait;
-    loop {
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(locked) => return Ok(locked),
-            Err((back, Errno::EWOULDBLOCK)) => file = back,
-            Err((_, errno)) => bail!("cannot lock `{}`: {errno}", lock_path.display()),
-        }
-        if Instant::now() >= deadline {
-            return Err(Busy {
-                path: path.to_owned(),
-                waited: wait,
-            }
-            .into());
-        }
-        std::thread::sleep(LOCK_POLL);
-    }
-}
-
-/// The lock file beside the team state at `path`, opened (and its path).
-fn open_lock_file(path: &Path) -> Result<(File, PathBuf)> {
+/// Take the team state's lock (`state/.team-state.lock`, never opened
+/// through a symlink), waiting at most `wait`; released when dropped.
+fn lock(path: &Path, wait: Duration) -> Result<durable::Lock> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let lock_path = dir.join(layout::TEAM_STATE_LOCK_NAME);
-    let file = crate::beneath::open_lock(&lock_path)
-        .with_context(|| format!("cannot open the lock `{}`", lock_path.display()))?;
-    if !file.metadata()?.is_file() {
-        bail!("the lock `{}` is not a regular file", lock_path.display());
-    }
-    Ok((file, lock_path))
+    Ok(
+        durable::Lock::on(&lock_path, format!("the team state `{}`", path.display()))
+            .wait(wait)
+            .acquire()?,
+    )
 }
 
 #[cfg(test)]

@@ -122,7 +122,7 @@ pub fn command(args: &UsageArgs) -> Result<ExitStatus> {
         totals.merge(sum);
     }
     let since_day = crate::clock::rfc3339(since)[..10].to_owned();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if args.json {
         let document = Document {
             schema_version: DAILY_VERSION,

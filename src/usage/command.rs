@@ -65,7 +65,7 @@ pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
     for warning in &computed.summary.warnings {
         diag::warning(warning);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if args.json {
         serde_json::to_writer_pretty(&mut stdout, &computed.summary)
             .context("cannot serialise the usage summary")?;
@@ -144,7 +144,7 @@ fn report_summary(target: &std::path::Path) -> Result<Option<serde_json::Value>>
 
 /// A report's `usageSummary` as it is: JSON, or the compact table.
 fn print_report_summary(summary: &serde_json::Value, json: bool) -> Result<ExitStatus> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     if json {
         serde_json::to_writer_pretty(&mut stdout, summary)?;
         writeln!(stdout)?;

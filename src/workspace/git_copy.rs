@@ -32,7 +32,6 @@
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::git::{self, Git};
@@ -90,6 +89,9 @@ pub(super) fn make(
 /// holds for its readers (`<files> <head>`); absent when the copy's owner
 /// may have changed it since.
 const VIEW: &str = "okstra-view";
+/// How long a maker waits for another making the same copy: copying a
+/// large project and checking it out can take minutes.
+const COPY_LOCK_WAIT: std::time::Duration = std::time::Duration::from_mins(15);
 
 fn view_of(target: &Target<'_>) -> String {
     format!("{} {}\n", target.files, target.head.unwrap_or(target.files))
@@ -111,26 +113,20 @@ pub(super) fn forget_view(location: &Location) -> Result<(), Error> {
 /// Hold the copy's lock (`<own git dir>.lock`, beside okstra's git
 /// directory for it) until the guard is dropped: one maker at a time,
 /// across processes.
-fn lock(location: &Location) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
+fn lock(location: &Location) -> Result<crate::durable::Lock, Error> {
     let path = location.git_dir.with_extension("lock");
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(Error::io("create", parent))?;
     }
-    // Never through a symlink someone left there.
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(Error::io("open", &path))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
-        Error::Io {
+    // Never through a symlink someone left there (the lock's own rule).
+    crate::durable::Lock::on(&path, format!("the git copy `{}`", location.root.display()))
+        .wait(COPY_LOCK_WAIT)
+        .acquire()
+        .map_err(|err| Error::Io {
             action: "lock",
             path,
-            source: std::io::Error::from(errno),
-        }
-    })
+            source: err.into(),
+        })
 }
 
 fn make_locked(

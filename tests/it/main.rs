@@ -22,6 +22,7 @@ mod install;
 mod landing;
 mod launcher;
 mod lifecycle;
+mod locks;
 mod outputs;
 mod plugin;
 mod prompts;

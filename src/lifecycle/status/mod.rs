@@ -35,7 +35,7 @@ mod files;
 mod outcome;
 mod render;
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -116,7 +116,7 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
     if args.active {
         board.retain(|run| run.run.active);
     }
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = io::BufWriter::new(crate::output::stdout());
     if args.json {
         write_json(&mut out, &board, now)?;
     } else {
@@ -193,7 +193,7 @@ pub(super) fn watch_is_over(board: &[RunStatus<'_>], project: bool) -> bool {
 pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
     let interval = args.interval.unwrap_or(Duration::from_secs(1));
     let deadline = args.timeout.map(|limit| Instant::now() + limit);
-    let terminal = io::stdout().is_terminal() && !args.json;
+    let terminal = crate::output::is_terminal() && !args.json;
     let project = args.run_dir.is_none();
     // `--active` picks the runs going at the first look; the watch then
     // follows them until they end.
@@ -216,7 +216,7 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
         let now = clock::unix_now();
         let board = boards(runs, now, args.log_tail);
         let print = fingerprint(&board);
-        let mut out = io::stdout().lock();
+        let mut out = crate::output::stdout();
         if terminal {
             // Home the cursor and clear: redraw in place.
             write!(

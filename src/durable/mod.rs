@@ -6,16 +6,25 @@
 //! the destination, and the folder is fsynced so the rename itself survives a
 //! crash. JSONL logs are appended to, never replaced: [`append_line`] is
 //! the one appender (locked, torn-line repair, one write, fsync).
+//! [`Lock`] is the one lock (a `flock` with a bounded wait), in [`lock`].
 
 use nix::libc;
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub mod lock;
+
+pub use lock::Lock;
 
 /// Mode of files written for people to read and share (the derived reports):
 /// what a plain `File::create` gives under the usual umask 022.
 const PUBLIC_MODE: u32 = 0o644;
+/// How long an appender waits for another to finish its line: one write
+/// and one fsync, far less than this unless the disk stalls.
+const APPEND_WAIT: Duration = Duration::from_mins(1);
 
 /// Replace `path` with `bytes` atomically and durably. The file is private
 /// (mode 0600, the temp file's): state and records are for okstra.
@@ -147,7 +156,8 @@ pub fn write_atomic_all(files: &[(PathBuf, &[u8])]) -> io::Result<()> {
 ///
 /// The log is opened without following a symlink or blocking on a FIFO
 /// (anything but a regular file is refused) and held under an exclusive
-/// `flock`, so concurrent writers append whole lines in turn. `line` gets
+/// [`Lock`] (waiting at most a minute), so concurrent writers append whole
+/// lines in turn. `line` gets
 /// the open log first (to read its tail, e.g. for the next sequence
 /// number) and returns the line without its newline. A crash mid-append
 /// can leave the last line without its newline: ours then starts on a
@@ -167,8 +177,10 @@ pub fn append_line<E: From<io::Error>>(
         nix::sys::stat::Mode::from_bits_truncate(0o666),
     )?;
     crate::fsread::check_regular(&file, path).map_err(io::Error::other)?;
-    let mut log = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, errno)| io::Error::from(errno))?;
+    let mut log = Lock::on(path, format!("the log `{}`", path.display()))
+        .wait(APPEND_WAIT)
+        .acquire_open(file)
+        .map_err(io::Error::from)?;
     let mut bytes = line(&mut log)?;
     let len = log.metadata()?.len();
     let mut out = Vec::with_capacity(bytes.len() + 2);

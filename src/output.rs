@@ -1,0 +1,75 @@
+//! The one printer: okstra's stdout.
+//!
+//! stdout carries only data — a rendered path, a summary, a `--json`
+//! document — and every byte of it goes out through this module (or through
+//! `main.rs`, where clap prints help); diagnostics go to stderr through
+//! `diag`. A test greps `src/` to keep it so: no other file names
+//! `stdout()` or prints with `print!`/`println!`, but for the few on its
+//! allow-list, which only shrinks.
+//!
+//! A command's answer is one value with two forms: its JSON (`--json`,
+//! the value serialised) and its [`Text`] for a person; [`print()`] picks
+//! one, so a command writes no `--json` branch of its own. Not every
+//! command answers that way yet (some still branch themselves); the next
+//! step is that every command returns its answer and the entry point
+//! prints it.
+
+use std::io::{self, IsTerminal, Write};
+
+use serde::Serialize;
+
+/// stdout, locked, for one command's data; written in one go, then
+/// dropped.
+pub fn stdout() -> io::StdoutLock<'static> {
+    io::stdout().lock()
+}
+
+/// Whether stdout is a terminal (a live view redraws in place only there).
+pub fn is_terminal() -> bool {
+    io::stdout().is_terminal()
+}
+
+/// The form of an answer a person reads.
+pub trait Text {
+    /// Write the lines a person reads, each ending in a newline.
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// Print `answer`: one line of compact JSON when `json`, else its text.
+pub fn print<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
+    if json {
+        return json_line(answer);
+    }
+    text(answer)
+}
+
+/// [`print()`] with the JSON indented (the documents people read whole: a
+/// report's verdict, a usage summary).
+pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
+    if !json {
+        return text(answer);
+    }
+    let mut document = serde_json::to_vec_pretty(answer)?;
+    document.push(b'\n');
+    stdout().write_all(&document)?;
+    Ok(())
+}
+
+fn text(answer: &impl Text) -> anyhow::Result<()> {
+    let mut text = Vec::new();
+    answer.write_text(&mut text)?;
+    stdout().write_all(&text)?;
+    Ok(())
+}
+
+/// `value` as one line of compact JSON (a `--json` answer).
+pub fn json_line(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut line = serde_json::to_vec(value)?;
+    line.push(b'\n');
+    stdout().write_all(&line)?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;
