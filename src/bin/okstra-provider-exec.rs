@@ -43,7 +43,7 @@ mod clock;
 mod confine;
 #[path = "../diag.rs"]
 mod diag;
-#[path = "../durable.rs"]
+#[path = "../durable/mod.rs"]
 mod durable;
 #[path = "../exit.rs"]
 mod exit;
