@@ -11,15 +11,13 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::support::{Group, Project, okstra_path, wait_for};
-
-const LIMIT: Duration = Duration::from_mins(1);
+use crate::support::{Group, Project, limit, okstra_path, wait_for};
 
 /// `flock(1)` holding `path` (a file or a folder) in a group of its own,
 /// once it holds it.
 fn hold(path: &Path) -> Group {
     let holder = Group::spawn(&["flock", path.to_str().unwrap(), "sleep", "120"]);
-    wait_for(LIMIT, "flock(1) to take the lock", || {
+    wait_for(limit(), "flock(1) to take the lock", || {
         // flock(1) may not have created the file yet.
         let file = fs::File::open(path).ok()?;
         Flock::lock(file, FlockArg::LockExclusiveNonblock)
@@ -42,7 +40,7 @@ fn a_second_okstra_says_whom_it_waits_for_and_goes_on_once_the_holder_is_killed(
         .stdout(Stdio::null())
         .stderr(fs::File::create(&stderr_path).unwrap());
     let mut cleanup = Group::start(cmd);
-    let said = wait_for(LIMIT, "the waiting line", || {
+    let said = wait_for(limit(), "the waiting line", || {
         let text = fs::read_to_string(&stderr_path).unwrap();
         text.contains("waiting for").then_some(text)
     });
@@ -58,7 +56,7 @@ fn a_second_okstra_says_whom_it_waits_for_and_goes_on_once_the_holder_is_killed(
     // The holder dies without letting go: its lock goes with it.
     let killed = Instant::now();
     drop(holder);
-    let status = cleanup.wait(LIMIT);
+    let status = cleanup.wait(limit());
     assert_eq!(
         status.code(),
         Some(0),
@@ -87,7 +85,6 @@ fn a_second_driver_gives_up_at_its_bound_with_one_error_line_and_exit_2() {
     let output = world
         .okstra()
         .args(["dispatch", run.to_str().unwrap()])
-        .timeout(LIMIT)
         .output()
         .unwrap();
     let waited = started.elapsed();
