@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use crate::words::one_of;
+pub use crate::vocab::one_of;
 
 closed_set! {
     /// A vendor whose coding CLI can run as a worker.

@@ -8,7 +8,7 @@
 
 // First: the closed-set macro the modules below use.
 #[macro_use]
-mod words;
+mod vocab;
 
 mod advice;
 mod anchors;

@@ -298,9 +298,10 @@ pub fn short(commit: &str) -> &str {
 mod tests {
     use super::*;
     use crate::catalog::DispatchKind;
-    use crate::converge::ledger::{FinalClass, Ledger, LedgerItem};
+    use crate::converge::ledger::{Ledger, LedgerItem};
     use crate::derive::testing;
     use crate::run::team_state::{BranchRecord, DispatchRecord, Landing, WorkspaceRecord};
+    use crate::vocab::FinalClass;
 
     const TIP: &str = "c0ffee000000000000000000000000000000c0de";
 

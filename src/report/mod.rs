@@ -61,7 +61,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat, ValidateArgs};
-use crate::converge;
 use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
@@ -690,7 +689,9 @@ fn ledger_classes(records: &Records) -> Option<validate::LedgerClasses> {
             .items
             .iter()
             .enumerate()
-            .filter(|(index, _)| judged.outcome(*index).class == converge::FinalClass::Unverifiable)
+            .filter(|(index, _)| {
+                judged.outcome(*index).class == crate::vocab::FinalClass::Unverifiable
+            })
             .map(|(_, item)| {
                 (
                     item.item_id.clone(),

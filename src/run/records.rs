@@ -30,7 +30,8 @@ use crate::converge::fix_check;
 use crate::converge::ledger::{self, Ledger, Plan};
 use crate::digest::sha256_hex;
 use crate::items::{self, Parsed};
-use crate::severity::{self, Severity};
+use crate::severity::{self};
+use crate::vocab::Severity;
 
 use super::Run;
 use super::journal::Journal;

@@ -1,8 +1,20 @@
-//! Closed sets of wire words: the one macro that makes an enum whose every
-//! variant has exactly one spelling, used for serde, `FromStr` (with the
-//! accepted words in the error) and `Display`. The catalog's sets, endings,
-//! verdicts, lead-event kinds and the board's states are all spelt through it
-//! or held to the same contract by a test.
+//! The wire's vocabulary: every closed set of words okstra writes into its
+//! records and reads back, in one leaf that imports only serde.
+//!
+//! Each set is an enum made by [`closed_set!`](crate::closed_set), the one macro that gives
+//! every variant exactly one spelling, used for serde, `FromStr` (with the
+//! accepted words in the error) and `Display`. What a word *means* to a
+//! module (how a severity is read from a worker's result, how an item's
+//! anchors add up to a status) stays in that module; here are only the
+//! words, so that a module that needs a word does not import the module
+//! that computes it. Each set has a test holding it to the enum its schema
+//! lists.
+//!
+//! - `convergence.rs`: an item's verdicts, its final class, why convergence
+//!   stopped.
+//! - `finding.rs`: the severity ladder, an anchor's status, why a run was not
+//!   cross-verified.
+//! - `state.rs`: the states `okstra next` answers with.
 
 /// Joins the accepted values of a closed set for error messages: `a|b|c`.
 pub fn one_of<T: std::fmt::Display>(values: &[T]) -> String {
@@ -50,9 +62,17 @@ macro_rules! closed_set {
             fn from_str(text: &str) -> Result<Self, Self::Err> {
                 match text {
                     $($text => Ok($name::$variant),)+
-                    _ => Err($crate::words::one_of($name::ALL)),
+                    _ => Err($crate::vocab::one_of($name::ALL)),
                 }
             }
         }
     };
 }
+
+mod convergence;
+mod finding;
+mod state;
+
+pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
+pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
+pub use self::state::NextState;
