@@ -76,3 +76,6 @@ mod state;
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
 pub use self::state::NextState;
+
+#[cfg(test)]
+mod tests;

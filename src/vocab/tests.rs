@@ -1,0 +1,184 @@
+//! Each closed set against the lists its schemas hold, so that a word added
+//! on one side and not the other fails here rather than in a user's run.
+
+use std::collections::BTreeSet;
+use std::fmt::Display;
+
+use serde_json::Value;
+
+use super::*;
+
+/// The words of the `enum` at `pointer` in the embedded schema `schema`
+/// (`null`, which some lists allow for an absent value, left out).
+fn schema_words(schema: &str, pointer: &str) -> BTreeSet<String> {
+    let text = crate::schema::text(schema).unwrap_or_else(|e| panic!("{e}"));
+    let value: Value = serde_json::from_str(text).expect("the embedded schemas are JSON");
+    value
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("{schema} has no list at {pointer}"))
+        .iter()
+        .filter(|word| !word.is_null())
+        .map(|word| {
+            word.as_str()
+                .unwrap_or_else(|| panic!("{schema}{pointer} holds {word}, not a word"))
+                .to_owned()
+        })
+        .collect()
+}
+
+fn ours<T: Display>(all: &[T]) -> BTreeSet<String> {
+    all.iter().map(ToString::to_string).collect()
+}
+
+/// Asserts the set equals the list at each `(schema, pointer)`.
+fn assert_in_sync<T: Display>(all: &[T], places: &[(&str, &str)]) {
+    let ours = ours(all);
+    for (schema, pointer) in places {
+        assert_eq!(schema_words(schema, pointer), ours, "{schema}{pointer}");
+    }
+}
+
+#[test]
+fn verdicts_match_the_schemas() {
+    assert_in_sync(
+        Verdict::ALL,
+        &[
+            (
+                "convergence-ledger.schema.json",
+                "/$defs/verdict/properties/verdict/enum",
+            ),
+            (
+                "round-plan.schema.json",
+                "/properties/items/items/properties/previousVerdicts/items/properties/verdict/enum",
+            ),
+            (
+                "final-report-v2.2.schema.json",
+                "/$defs/Review/properties/verdict/enum",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn final_classes_match_the_schemas() {
+    assert_in_sync(
+        FinalClass::ALL,
+        &[
+            (
+                "convergence-ledger.schema.json",
+                "/$defs/item/properties/finalClass/enum",
+            ),
+            ("final-report-v2.2.schema.json", "/$defs/Convergence/enum"),
+            (
+                "report-inputs.schema.json",
+                "/properties/findings/items/properties/convergence/enum",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn stop_reasons_match_the_ledger_schema() {
+    assert_in_sync(
+        StopReason::ALL,
+        &[(
+            "convergence-ledger.schema.json",
+            "/properties/stoppedBecause/enum",
+        )],
+    );
+}
+
+#[test]
+fn severities_match_the_schemas() {
+    assert_in_sync(
+        Severity::ALL,
+        &[
+            ("final-report-v2.2.schema.json", "/$defs/Severity/enum"),
+            (
+                "report-inputs.schema.json",
+                "/properties/findings/items/properties/severity/enum",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn anchor_statuses_match_the_schemas() {
+    assert_in_sync(
+        AnchorStatus::ALL,
+        &[
+            ("convergence-ledger.schema.json", "/$defs/anchorStatus/enum"),
+            ("round-plan.schema.json", "/$defs/anchorStatus/enum"),
+            ("final-report-v2.2.schema.json", "/$defs/AnchorStatus/enum"),
+        ],
+    );
+    // One anchor is found or not; `none` is an item's, with no anchor at all.
+    let one_anchor: Vec<AnchorStatus> = AnchorStatus::ALL
+        .iter()
+        .copied()
+        .filter(|status| *status != AnchorStatus::None)
+        .collect();
+    assert_in_sync(
+        &one_anchor,
+        &[
+            (
+                "convergence-ledger.schema.json",
+                "/$defs/anchor/properties/status/enum",
+            ),
+            (
+                "round-plan.schema.json",
+                "/$defs/anchor/properties/status/enum",
+            ),
+            (
+                "final-report-v2.2.schema.json",
+                "/$defs/Anchor/properties/status/enum",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn reliability_reasons_match_the_report_schema() {
+    assert_in_sync(
+        ReliabilityReason::ALL,
+        &[(
+            "final-report-v2.2.schema.json",
+            "/$defs/ReliabilityReason/enum",
+        )],
+    );
+}
+
+#[test]
+fn next_states_match_the_answer_schema() {
+    assert_in_sync(
+        NextState::ALL,
+        &[("next-answer.schema.json", "/properties/state/enum")],
+    );
+}
+
+#[test]
+fn every_word_reads_back_as_itself() {
+    fn round_trip<T>(all: &[T])
+    where
+        T: Copy + Display + PartialEq + std::fmt::Debug + std::str::FromStr + serde::Serialize,
+        T::Err: std::fmt::Debug,
+    {
+        for word in all {
+            let text = word.to_string();
+            assert_eq!(text.parse::<T>().unwrap(), *word);
+            assert_eq!(serde_json::to_value(word).unwrap(), Value::String(text));
+        }
+    }
+    round_trip(Verdict::ALL);
+    round_trip(FinalClass::ALL);
+    round_trip(StopReason::ALL);
+    round_trip(Severity::ALL);
+    round_trip(AnchorStatus::ALL);
+    round_trip(ReliabilityReason::ALL);
+    round_trip(NextState::ALL);
+    assert_eq!(
+        "agree".parse::<Verdict>(),
+        Err("AGREE|DISAGREE|SUPPLEMENT".to_owned())
+    );
+}
