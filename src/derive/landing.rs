@@ -346,7 +346,7 @@ mod tests {
         record.workspace = Some(WorkspaceRecord {
             path: "/copies/codex".into(),
             snapshot_ref: None,
-            kind: "git-copy".to_owned(),
+            kind: crate::vocab::WorkspaceKind::GitCopy.into(),
             snapshot_ms: None,
             copy_ms: None,
             commit: Some(on.to_owned()),

@@ -386,7 +386,7 @@ impl Lead {
             if !seen.insert(&copy.path) {
                 continue;
             }
-            let Some(kind) = crate::workspace::Kind::parse(&copy.kind) else {
+            let Some(kind) = copy.kind.known() else {
                 continue;
             };
             if let Err(err) =

@@ -44,6 +44,7 @@ use crate::process_group::{self as process, Group, ProcTable, Stopped};
 use crate::provider_exec::sidecar::{self, Sidecar};
 use crate::provider_exec::status::Reason;
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::{Word, WorkspaceKind};
 use crate::workspace;
 
 /// Version of the `--json` document.
@@ -88,7 +89,7 @@ struct Action {
 #[serde(rename_all = "camelCase")]
 struct CopyAction {
     path: PathBuf,
-    kind: String,
+    kind: Word<WorkspaceKind>,
     run_dir: PathBuf,
     /// The attempts that worked in it (`dispatch#attempt`).
     attempts: Vec<String>,
@@ -453,7 +454,7 @@ fn still_used(record: &DispatchRecord, run: &super::Run, execute: bool) -> Optio
 
 /// Remove one planned copy, checked against its marker.
 fn remove_copy(copy: &mut CopyAction, root: &Path) {
-    let Some(kind) = workspace::Kind::parse(&copy.kind) else {
+    let Some(kind) = copy.kind.known() else {
         copy.outcome = format!("skipped: unknown workspace kind `{}`", copy.kind);
         return;
     };

@@ -10,11 +10,18 @@
 //! that computes it. Each set has a test holding it to the enum its schema
 //! lists.
 //!
+//! A record read back from disk may carry a word this okstra does not know
+//! (written by a newer one, or an older one's word since retired); a field
+//! typed [`Word<T>`] keeps such a word as it was and writes it back
+//! unchanged.
+//!
 //! - `convergence.rs`: an item's verdicts, its final class, why convergence
 //!   stopped.
 //! - `finding.rs`: the severity ladder, an anchor's status, why a run was not
 //!   cross-verified.
 //! - `state.rs`: the states `okstra next` answers with.
+//! - `workspace.rs`: an attempt's isolation and its workspace's kind.
+//! - `word.rs`: [`Word<T>`].
 
 /// Joins the accepted values of a closed set for error messages: `a|b|c`.
 pub fn one_of<T: std::fmt::Display>(values: &[T]) -> String {
@@ -72,10 +79,14 @@ macro_rules! closed_set {
 mod convergence;
 mod finding;
 mod state;
+mod word;
+mod workspace;
 
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
 pub use self::state::NextState;
+pub use self::word::Word;
+pub use self::workspace::{Isolation, WorkspaceKind};
 
 #[cfg(test)]
 mod tests;

@@ -182,3 +182,58 @@ fn every_word_reads_back_as_itself() {
         Err("AGREE|DISAGREE|SUPPLEMENT".to_owned())
     );
 }
+
+#[test]
+fn isolation_words_read_old_records() {
+    for word in [
+        "cli-sandbox",
+        "git-copy",
+        "file-copy",
+        "none",
+        "git-worktree",
+    ] {
+        assert_eq!(word.parse::<Isolation>().unwrap().as_str(), word);
+    }
+    assert!("chroot".parse::<Isolation>().is_err());
+    assert_eq!(WorkspaceKind::GitCopy.isolation(), Isolation::GitCopy);
+    assert_eq!("file-copy".parse(), Ok(WorkspaceKind::FileCopy));
+}
+
+#[test]
+fn isolations_and_workspace_kinds_match_the_team_state_schema() {
+    assert_in_sync(
+        Isolation::ALL,
+        &[(
+            "team-state.schema.json",
+            "/$defs/dispatch/properties/isolation/enum",
+        )],
+    );
+    assert_in_sync(
+        WorkspaceKind::ALL,
+        &[(
+            "team-state.schema.json",
+            "/$defs/dispatch/properties/workspace/properties/kind/enum",
+        )],
+    );
+}
+
+#[test]
+fn an_unknown_word_is_kept_shown_and_written_back_as_it_is() {
+    let known: Word<Isolation> = serde_json::from_str("\"landlock\"").unwrap();
+    assert_eq!(known, Word::Known(Isolation::Landlock));
+    assert_eq!(known, Isolation::Landlock);
+    assert_eq!(known.known(), Some(Isolation::Landlock));
+    assert_eq!(known.to_string(), "landlock");
+
+    let unknown: Word<Isolation> = serde_json::from_str("\"chroot\"").unwrap();
+    assert_eq!(unknown, Word::Unknown("chroot".to_owned()));
+    assert_ne!(unknown, Isolation::None);
+    assert_eq!(unknown.known(), None);
+    assert_eq!(unknown.to_string(), "chroot");
+    assert_eq!(serde_json::to_string(&unknown).unwrap(), "\"chroot\"");
+
+    // A word differing only in case is another word, kept as written.
+    let shouted: Word<Isolation> = Word::parse("LANDLOCK");
+    assert_eq!(shouted.to_string(), "LANDLOCK");
+    assert!(serde_json::from_str::<Word<Isolation>>("1").is_err());
+}
