@@ -16,7 +16,7 @@ use super::html::class;
 use super::model::{
     Coverage, DifferenceRow, EvidenceRow, NextStep, Report, TokenUsage, cost, label, tokens,
 };
-use crate::vocab::ReliabilityReason;
+use crate::vocab::{LandingState, ReliabilityReason, Word};
 
 /// The whole report as the templates see it (`report` in their context).
 #[derive(Debug, Serialize)]
@@ -82,7 +82,7 @@ pub struct Verification<'a> {
 /// Where an implementation run's change stands at the landing gate.
 #[derive(Debug, Serialize)]
 pub struct Landing<'a> {
-    pub state: &'a str,
+    pub state: &'a Word<LandingState>,
     pub branch: Option<&'a str>,
     /// `<reason>: <detail>` each.
     pub reasons: Vec<String>,

@@ -33,7 +33,7 @@ use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::layout;
 use crate::schema;
-use crate::vocab::{Isolation, Word, WorkspaceKind};
+use crate::vocab::{Isolation, LandingState, Word, WorkspaceKind};
 
 /// The team state's schema.
 const SCHEMA: &str = "team-state.schema.json";
@@ -329,8 +329,8 @@ pub struct TeamState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Landing {
-    /// Always `landed`.
-    pub state: String,
+    /// Always `landed` as this okstra writes it.
+    pub state: Word<LandingState>,
     pub branch: String,
     /// The branch's tip that was applied.
     pub commit: String,

@@ -19,6 +19,8 @@
 //!   stopped.
 //! - `finding.rs`: the severity ladder, an anchor's status, why a run was not
 //!   cross-verified.
+//! - `land.rs`: where a change stands at the landing gate, why it may not
+//!   land, how `HEAD` stands to it, what landing does to a file.
 //! - `state.rs`: the states `okstra next` answers with.
 //! - `workspace.rs`: an attempt's isolation and its workspace's kind.
 //! - `word.rs`: [`Word<T>`].
@@ -78,12 +80,14 @@ macro_rules! closed_set {
 
 mod convergence;
 mod finding;
+mod land;
 mod state;
 mod word;
 mod workspace;
 
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
+pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
 pub use self::state::NextState;
 pub use self::word::Word;
 pub use self::workspace::{Isolation, WorkspaceKind};

@@ -237,3 +237,21 @@ fn an_unknown_word_is_kept_shown_and_written_back_as_it_is() {
     assert_eq!(shouted.to_string(), "LANDLOCK");
     assert!(serde_json::from_str::<Word<Isolation>>("1").is_err());
 }
+
+#[test]
+fn landing_words_match_the_report_schema() {
+    assert_in_sync(
+        LandingState::ALL,
+        &[(
+            "final-report-v2.2.schema.json",
+            "/$defs/Landing/properties/state/enum",
+        )],
+    );
+    assert_in_sync(
+        LandReason::ALL,
+        &[(
+            "final-report-v2.2.schema.json",
+            "/$defs/Landing/properties/reasons/items/properties/reason/enum",
+        )],
+    );
+}
