@@ -34,6 +34,7 @@ use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
 use crate::template;
+use crate::vocab::ContinuationKind;
 
 mod manifests;
 
@@ -179,7 +180,7 @@ struct TaskView<'a> {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ContinuationView {
-    kind: &'static str,
+    kind: ContinuationKind,
     input_path: Option<PathBuf>,
     previous_run: Option<PathBuf>,
 }
@@ -563,19 +564,19 @@ fn render_files(
 
     let relative = RunLayout::relative();
     let (kind, _, input_name) = match &settings.continuation {
-        Continuation::None => ("none", None, None),
+        Continuation::None => (ContinuationKind::None, None, None),
         Continuation::ClarificationResponse(path) => (
-            "clarification-response",
+            ContinuationKind::ClarificationResponse,
             Some(path.clone()),
             Some(relative.clarification_response()),
         ),
         Continuation::ClarificationAnswers(_) => (
-            "resume-clarification",
+            ContinuationKind::ResumeClarification,
             None,
             Some(relative.clarification_response()),
         ),
         Continuation::ApprovedPlan(path) => (
-            "approved-plan",
+            ContinuationKind::ApprovedPlan,
             Some(path.clone()),
             Some(relative.approved_plan()),
         ),

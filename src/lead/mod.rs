@@ -38,6 +38,7 @@ use crate::run::events::{self, EventKind};
 use crate::run::journal::Journal;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Step as Next};
+use crate::vocab::ContinuationKind;
 
 pub use headless::{drive, render_checked, run_command};
 pub use next::{drive_command, next_command};
@@ -309,7 +310,7 @@ impl Lead {
         let Some(executor) = self.run.in_role(Role::Executor).next() else {
             return Ok(None);
         };
-        if self.run.task()?.continuation.kind == "approved-plan" {
+        if self.run.task()?.continuation.kind == ContinuationKind::ApprovedPlan {
             return Ok(None);
         }
         if let Some(answer) = ask::answered(&self.run, Question::Approval) {

@@ -21,7 +21,8 @@
 //!   cross-verified.
 //! - `land.rs`: where a change stands at the landing gate, why it may not
 //!   land, how `HEAD` stands to it, what landing does to a file.
-//! - `state.rs`: the states `okstra next` answers with.
+//! - `run.rs`: how a run continues an earlier one, the states `okstra next`
+//!   answers with.
 //! - `workspace.rs`: an attempt's isolation and its workspace's kind.
 //! - `word.rs`: [`Word<T>`].
 
@@ -81,14 +82,14 @@ macro_rules! closed_set {
 mod convergence;
 mod finding;
 mod land;
-mod state;
+mod run;
 mod word;
 mod workspace;
 
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
 pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
-pub use self::state::NextState;
+pub use self::run::{ContinuationKind, NextState};
 pub use self::word::Word;
 pub use self::workspace::{Isolation, WorkspaceKind};
 

@@ -255,3 +255,14 @@ fn landing_words_match_the_report_schema() {
         )],
     );
 }
+
+#[test]
+fn continuation_kinds_match_the_task_manifest_schema() {
+    assert_in_sync(
+        ContinuationKind::ALL,
+        &[(
+            "task-manifest.schema.json",
+            "/properties/continuation/properties/kind/enum",
+        )],
+    );
+}
