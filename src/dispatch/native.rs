@@ -268,21 +268,13 @@ fn task_text(run: &Run, record: &DispatchRecord, submit: &str) -> String {
     )
 }
 
-/// How an answer reached okstra.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provenance {
-    /// okstra's sub-agent-stop hook took the sub-agent's final message.
-    Hook,
-    /// Someone (the sub-agent itself, or the lead) ran `okstra submit`.
-    Relayed,
-}
-
-impl Provenance {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provenance::Hook => "hook",
-            Provenance::Relayed => "relayed",
-        }
+closed_set! {
+    /// How an answer reached okstra.
+    Provenance {
+        /// okstra's sub-agent-stop hook took the sub-agent's final message.
+        Hook => "hook",
+        /// Someone (the sub-agent itself, or the lead) ran `okstra submit`.
+        Relayed => "relayed",
     }
 }
 

@@ -168,7 +168,10 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
     for change in &changes {
         let shown = String::from_utf8_lossy(&change.path).into_owned();
         if let Some(why) = unsafe_path(&toplevel, &change.path) {
-            blockers.push(Blocker::new(LandReason::Conflict, format!("`{shown}` {why}")));
+            blockers.push(Blocker::new(
+                LandReason::Conflict,
+                format!("`{shown}` {why}"),
+            ));
             continue;
         }
         let gitlink = |e: &Option<Entry>| e.as_ref().is_some_and(|e| e.mode == MODE_GITLINK);

@@ -122,26 +122,19 @@ struct Loaded {
     pending: Option<PendingIndexes>,
 }
 
-/// How far a report was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Level {
-    /// The JSON Schema and the report's own invariants: all a report folder
-    /// without its run allows.
-    Schema,
-    /// Also against the run's records: roster, worker results, team state,
-    /// convergence ledger.
-    Records,
+closed_set! {
+    /// How far a report was checked.
+    Level {
+        /// The JSON Schema and the report's own invariants: all a report folder
+        /// without its run allows.
+        Schema => "schema",
+        /// Also against the run's records: roster, worker results, team state,
+        /// convergence ledger.
+        Records => "records",
+    }
 }
 
 impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Schema => "schema",
-            Level::Records => "records",
-        }
-    }
-
     /// What the level checked, for the one summary line; `invariants` is
     /// false when only the JSON Schema was checked (`--schema-only`).
     fn scope(self, invariants: bool) -> &'static str {
