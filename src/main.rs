@@ -114,7 +114,7 @@ fn main() -> ExitCode {
         Some(Command::Publish(command)) => publish::publish_command(&command),
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
-        Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Reap(args)) => dispatch::reap_command(&args),
         Some(Command::Land(args)) => land::land_command(&args),
         Some(Command::Cleanup(args)) => lifecycle::cleanup_command(&args),
         Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),
