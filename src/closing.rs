@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::catalog::Provider;
-use crate::ending::Ending;
 use crate::run::Run;
+use crate::vocab::Ending;
 use crate::vocab::Severity;
 
 /// Findings listed one per line; the rest are counted.

@@ -23,10 +23,10 @@ use crate::derive::coverage::Entry;
 use crate::derive::reliability;
 use crate::derive::verification::VerifiedItem;
 use crate::diag;
-use crate::ending::ReportStatus;
 use crate::exit::ExitStatus;
 use crate::run::{Parts, Records, Run};
 use crate::vocab::FinalClass;
+use crate::vocab::ReportStatus;
 use crate::vocab::Severity;
 
 /// The version of the report inputs written now.

@@ -35,7 +35,6 @@ mod digest;
 mod dispatch;
 mod doctor;
 mod durable;
-mod ending;
 mod estimate;
 mod exit;
 mod fsread;

@@ -92,18 +92,18 @@ struct RenderContext<'a> {
 }
 
 /// One ending class as the lead contract's table shows it (from
-/// `ending::Ending`, so the table can never disagree with the binary).
+/// `vocab::Ending`, so the table can never disagree with the binary).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct EndingView {
     ending: &'static str,
-    terminal_status: crate::ending::ReportStatus,
+    terminal_status: crate::vocab::ReportStatus,
     failure_reason: Option<&'static str>,
     retry: &'static str,
 }
 
 fn ending_views() -> Vec<EndingView> {
-    use crate::ending::Ending;
+    use crate::vocab::Ending;
     Ending::ALL
         .iter()
         .map(|&ending| {

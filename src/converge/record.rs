@@ -21,10 +21,10 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::catalog::DispatchKind;
-use crate::ending::Ending;
 use crate::items;
 use crate::run::layout::RunLayout;
 use crate::run::roster::DispatchPaths;
+use crate::vocab::Ending;
 
 use super::ledger::{self, Ledger, LedgerItem, NoAnswer, Sent, Unavailable, VerdictEntry};
 

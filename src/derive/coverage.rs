@@ -16,10 +16,10 @@
 use serde::Serialize;
 
 use crate::catalog::{Provider, Role};
-use crate::ending::{Ending, ReportStatus};
 use crate::run::Records;
 use crate::run::roster::Assignment;
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::{Ending, ReportStatus};
 use crate::vocab::{Isolation, Word};
 
 /// The report keeps at most this many log lines per failure.

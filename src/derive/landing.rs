@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use crate::catalog::{Role, TaskType};
 use crate::converge::{fix, fix_check};
-use crate::ending::Ending;
 use crate::run::Records;
 use crate::run::team_state::ExecutorCommits;
+use crate::vocab::Ending;
 use crate::vocab::{LandReason, LandingState};
 
 /// One reason the change may not land, with what it is about.

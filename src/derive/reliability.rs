@@ -30,8 +30,8 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::DispatchKind;
-use crate::ending::Ending;
 use crate::run::Records;
+use crate::vocab::Ending;
 use crate::vocab::ReliabilityReason;
 
 pub use super::quorum::REVIEWERS_REQUIRED;

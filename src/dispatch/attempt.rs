@@ -8,12 +8,12 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::digest::sha256_hex;
-use crate::ending::Ending;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
+use crate::vocab::Ending;
 
 use super::classify::{self, Evidence};
 use super::recover;

@@ -8,9 +8,9 @@
 //! attempt (`crash`, the reason in its detail), so nothing of it can land.
 
 use crate::catalog::Role;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::Ending;
 use crate::vocab::WorkspaceKind;
 use crate::workspace::{self, RunIdentity};
 

@@ -45,15 +45,15 @@ use anyhow::{Context, Result, bail};
 
 use crate::catalog::DispatchKind;
 use crate::cli::EngineArgs;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::team_state::TeamState;
+use crate::vocab::Ending;
 
 pub use crate::run::live::liveness;
 pub use cancel::cancel_command;
-pub use reap::reap_command;
 pub use command::{dispatch_command, ignore_hangup};
 pub use engine::{budget_spent, record_budget_stop};
+pub use reap::reap_command;
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};

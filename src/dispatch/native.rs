@@ -30,11 +30,11 @@ use anyhow::{Context, Result, bail};
 
 use crate::catalog::{DispatchKind, Runner};
 use crate::digest::sha256_hex;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::layout;
 use crate::run::team_state::{self, DispatchRecord, Edit, TeamState};
+use crate::vocab::Ending;
 
 use super::attempt;
 use super::recover::{self, RESULT_END, WORKER_RESULTS_BEGIN, WORKER_RESULTS_END};

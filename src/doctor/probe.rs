@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::check::{self, Captured};
 use crate::catalog::{Provider, Role};
 use crate::child::Subreaper;
-use crate::ending::Ending;
+use crate::vocab::Ending;
 
 /// The idle timeout given to provider-exec: long enough for a healthy CLI's
 /// first line, short enough that a CLI retrying an unreachable API (silent

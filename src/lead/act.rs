@@ -100,7 +100,7 @@ impl Lead {
         let budget_stop = batch
             .rows
             .iter()
-            .any(|row| row.ending == Some(crate::ending::Ending::Budget))
+            .any(|row| row.ending == Some(crate::vocab::Ending::Budget))
             .then(|| self.budget_reason())
             .flatten();
         Ok(match (batch.interrupted, batch.stopped, budget_stop) {

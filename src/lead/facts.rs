@@ -10,11 +10,11 @@ use anyhow::Result;
 use crate::catalog::{DispatchKind, REPORT_WRITER, Role, TaskType};
 use crate::converge::{Ledger, ledger};
 use crate::dispatch::{self, Decision, Planned, Skip};
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::journal::{Digest, file_sha256};
 use crate::run::steps::{Facts, FixCheck, Need, Report, Round, Worker};
 use crate::run::team_state::TeamState;
+use crate::vocab::Ending;
 
 use super::Lead;
 

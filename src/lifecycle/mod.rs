@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 pub use cleanup::cleanup_command;
 pub use event::event_command;
-pub use status::{State, status_command, verdict_of_attempt, verdict_of_worker};
+pub use status::{status_command, verdict_of_attempt, verdict_of_worker};
 
 /// The run a lifecycle command reads: the one view every command opens.
 pub use crate::run::Run;

@@ -29,10 +29,10 @@ use serde_json::Value;
 
 use crate::catalog::{DispatchKind, Provider, Role, Runner};
 use crate::durable;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::layout;
 use crate::schema;
+use crate::vocab::Ending;
 use crate::vocab::{Isolation, LandingState, Word, WorkspaceKind};
 
 /// The team state's schema.

@@ -15,8 +15,11 @@
 //! typed [`Word<T>`] keeps such a word as it was and writes it back
 //! unchanged.
 //!
+//! - `board.rs`: a worker's state on the board.
 //! - `convergence.rs`: an item's verdicts, its final class, why convergence
 //!   stopped.
+//! - `ending.rs`: how a dispatch attempt ended, and what each ending reads
+//!   as in the final report.
 //! - `finding.rs`: the severity ladder, an anchor's status, why a run was not
 //!   cross-verified.
 //! - `land.rs`: where a change stands at the landing gate, why it may not
@@ -79,14 +82,18 @@ macro_rules! closed_set {
     };
 }
 
+mod board;
 mod convergence;
+mod ending;
 mod finding;
 mod land;
 mod run;
 mod word;
 mod workspace;
 
+pub use self::board::BoardState;
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
+pub use self::ending::{Ending, ReportStatus};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
 pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
 pub use self::run::{ContinuationKind, NextState};

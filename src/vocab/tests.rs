@@ -266,3 +266,20 @@ fn continuation_kinds_match_the_task_manifest_schema() {
         )],
     );
 }
+
+#[test]
+fn an_ended_attempt_is_shown_as_its_ending() {
+    for ending in Ending::ALL {
+        let state = BoardState::Ended(*ending);
+        assert_eq!(state.as_str(), ending.as_str());
+        assert_eq!(
+            serde_json::to_value(state).unwrap(),
+            Value::String(ending.as_str().to_owned())
+        );
+        assert!(state.is_terminal() && !state.is_live());
+    }
+    assert_eq!(
+        serde_json::to_value(BoardState::WithHost).unwrap(),
+        Value::String("with-host".to_owned())
+    );
+}
