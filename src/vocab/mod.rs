@@ -25,7 +25,7 @@
 //! - `land.rs`: where a change stands at the landing gate, why it may not
 //!   land, how `HEAD` stands to it, what landing does to a file.
 //! - `run.rs`: how a run continues an earlier one, the states `okstra next`
-//!   answers with.
+//!   answers with, the step journal's steps.
 //! - `workspace.rs`: an attempt's isolation and its workspace's kind.
 //! - `word.rs`: [`Word<T>`].
 
@@ -96,7 +96,7 @@ pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
 pub use self::ending::{Ending, ReportStatus};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
 pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
-pub use self::run::{ContinuationKind, NextState};
+pub use self::run::{ContinuationKind, JournalStep, NextState};
 pub use self::word::Word;
 pub use self::workspace::{Isolation, WorkspaceKind};
 

@@ -283,3 +283,37 @@ fn an_ended_attempt_is_shown_as_its_ending() {
         Value::String("with-host".to_owned())
     );
 }
+
+#[test]
+fn journal_steps_read_back_as_themselves() {
+    let steps = [
+        JournalStep::Plan(1),
+        JournalStep::Record(12),
+        JournalStep::Classify,
+        JournalStep::FixRequest,
+        JournalStep::FixCheck,
+        JournalStep::Inputs,
+        JournalStep::Render,
+        JournalStep::Complete,
+    ];
+    let keys: Vec<String> = steps.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        keys,
+        [
+            "plan-r1",
+            "record-r12",
+            "classify",
+            "fix-request",
+            "fix-check",
+            "inputs",
+            "render",
+            "complete"
+        ]
+    );
+    for (step, key) in steps.iter().zip(&keys) {
+        assert_eq!(key.parse::<JournalStep>(), Ok(*step));
+    }
+    for unknown in ["plan-r", "plan-rx", "record-r-1", "lint", "Classify"] {
+        assert!(unknown.parse::<JournalStep>().is_err(), "{unknown}");
+    }
+}
