@@ -189,7 +189,7 @@ pub fn conclude(
     let evidence = Evidence {
         exit_code,
         sidecar: found.is_some(),
-        reason: found.as_ref().and_then(|s| s.reason),
+        reason: found.as_ref().and_then(|s| s.reason.as_ref()?.known()),
         child_signal: None,
         cancelled: ended.cancelled,
         has_result: recovered_from.is_some(),

@@ -71,7 +71,8 @@ pub fn probe(provider: Provider, subreaper: Option<&Subreaper>) -> io::Result<Pr
     let reason = crate::provider_exec::sidecar::read(&sidecar)
         .ok()
         .flatten()
-        .and_then(|found| found.reason_text);
+        .and_then(|found| found.reason)
+        .map(|reason| reason.to_string());
     let log_path = crate::run::layout::log(&prompt);
     let log = tail(&log_path).unwrap_or_default();
     // Before the CLI starts (preflight), the only words are the wrapper's.

@@ -172,10 +172,7 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
                 .exit_code
                 .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
             return if by == Some(TerminatedBy::Reaper) {
-                let why = side
-                    .reason_text
-                    .as_deref()
-                    .unwrap_or(Reason::WrapperLost.as_str());
+                let why = side.reason.clone().unwrap_or(Reason::WrapperLost.into());
                 verdict(
                     BoardState::Lost,
                     format!("finished by `okstra reap` ({why})").into(),
