@@ -518,7 +518,7 @@ pub(super) struct Found<'a> {
     /// The commit the project was at.
     pub source: Option<&'a crate::change::Source>,
     /// How the run keeps its CLIs from the project.
-    pub containment: crate::sandbox::Containment,
+    pub containment: crate::vocab::Containment,
 }
 
 /// Every file of the run, relative to the run folder, rendered and validated.

@@ -748,7 +748,7 @@ pub fn worker_workspace(
     run_id: &str,
     roster: &[super::Assignment],
     assignment: &super::Assignment,
-    containment: crate::sandbox::Containment,
+    containment: crate::vocab::Containment,
 ) -> Result<Option<PathBuf>> {
     let executor = roster
         .iter()

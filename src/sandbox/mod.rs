@@ -7,7 +7,7 @@
 //!   machine confines CLIs (Linux with Landlock ABI ≥ [`MIN_ABI`], 6.2:
 //!   the first that also stops `truncate(2)`) or falls back to copies, and
 //!   why. The user can force the fallback with [`SWITCH_ENV`]`=copies`.
-//!   A run records the answer as its [`Containment`], so its prompts, its
+//!   A run records the answer as its [`Containment`](crate::vocab::Containment), so its prompts, its
 //!   dispatches and its resumes agree.
 //! - [`exec`] is `okstra sandbox-exec`, the helper that confines itself
 //!   (`no_new_privs`, then a ruleset handling every write right of the
@@ -19,7 +19,7 @@
 //!
 //! What is not here: provider-exec decides a CLI is confined when the
 //! dispatcher says so ([`CONFINE_ENV`]) and builds the helper's command
-//! line; `workspace` decides who needs a copy under each [`Containment`].
+//! line; `workspace` decides who needs a copy under each [`Containment`](crate::vocab::Containment).
 
 pub mod exec;
 pub mod rules;
@@ -27,6 +27,7 @@ pub mod rules;
 use std::ffi::OsStr;
 
 use crate::exit;
+use crate::vocab::Containment;
 
 /// The user's switch: `copies` forces today's copies even where Landlock
 /// works (tests of the fallback; a kernel whose Landlock misbehaves);
@@ -45,17 +46,6 @@ pub const CONFINE_LANDLOCK: &str = "landlock";
 /// The oldest Landlock ABI okstra confines with: 3 (Linux 6.2) is the first
 /// that handles `truncate(2)`, without which a CLI could empty any file.
 pub const MIN_ABI: u32 = 3;
-
-closed_set! {
-    /// How a run keeps its CLIs from the project (the run manifest's
-    /// `containment`): every CLI under Landlock and a copy for the Executor
-    /// only, or a copy for every CLI with no read-only mode (a run from an
-    /// older okstra records nothing: copies).
-    Containment {
-        Landlock => "landlock",
-        Copies => "copies",
-    }
-}
 
 /// What this machine offers.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,7 @@
 //! unchanged.
 //!
 //! - `board.rs`: a worker's state on the board.
+//! - `containment.rs`: how a run keeps its CLIs from the project.
 //! - `convergence.rs`: an item's verdicts, its final class, why convergence
 //!   stopped.
 //! - `ending.rs`: how a dispatch attempt ended, and what each ending reads
@@ -83,6 +84,7 @@ macro_rules! closed_set {
 }
 
 mod board;
+mod containment;
 mod convergence;
 mod ending;
 mod finding;
@@ -92,6 +94,7 @@ mod word;
 mod workspace;
 
 pub use self::board::BoardState;
+pub use self::containment::Containment;
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
 pub use self::ending::{Ending, ReportStatus};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};

@@ -317,3 +317,11 @@ fn journal_steps_read_back_as_themselves() {
         assert!(unknown.parse::<JournalStep>().is_err(), "{unknown}");
     }
 }
+
+#[test]
+fn containments_match_the_run_manifest_schema() {
+    assert_in_sync(
+        Containment::ALL,
+        &[("run-manifest.schema.json", "/properties/containment/enum")],
+    );
+}

@@ -59,8 +59,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Provider, Role, Runner};
 use crate::git;
 use crate::run::team_state::WorkspaceRecord;
-use crate::sandbox::Containment;
-use crate::vocab::WorkspaceKind;
+use crate::vocab::{Containment, WorkspaceKind};
 
 pub use snapshot::Snapshots;
 

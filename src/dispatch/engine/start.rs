@@ -3,7 +3,7 @@
 //! on a blocking thread), and the wrapper child itself.
 
 use crate::catalog::Role;
-use crate::sandbox::{self, Containment};
+use crate::sandbox;
 
 use super::{
     Arc, AsyncReadExt, Change, Context, DispatchRecord, Ended, Ending, Engine, Exit, Instant,
@@ -11,7 +11,7 @@ use super::{
     Stdio, VecDeque, attempt, child, exec_status, names, provider_exec, team_state, workspace,
     wrapper_args,
 };
-use crate::vocab::WorkspaceKind;
+use crate::vocab::{Containment, WorkspaceKind};
 
 impl Engine {
     /// Start what may start now: free slots, due, gates open.
