@@ -7,7 +7,7 @@
 //!   machine confines CLIs (Linux with Landlock ABI ≥ [`MIN_ABI`], 6.2:
 //!   the first that also stops `truncate(2)`) or falls back to copies, and
 //!   why. The user can force the fallback with [`SWITCH_ENV`]`=copies`.
-//!   A run records the answer as its [`Containment`](crate::vocab::Containment), so its prompts, its
+//!   A run records the answer as its [`Containment`], so its prompts, its
 //!   dispatches and its resumes agree.
 //! - [`exec`] is `okstra sandbox-exec`, the helper that confines itself
 //!   (`no_new_privs`, then a ruleset handling every write right of the
@@ -19,7 +19,7 @@
 //!
 //! What is not here: provider-exec decides a CLI is confined when the
 //! dispatcher says so ([`CONFINE_ENV`]) and builds the helper's command
-//! line; `workspace` decides who needs a copy under each [`Containment`](crate::vocab::Containment).
+//! line; `workspace` decides who needs a copy under each [`Containment`].
 
 pub mod exec;
 pub mod rules;
