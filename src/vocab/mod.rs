@@ -1,14 +1,15 @@
 //! The wire's vocabulary: every closed set of words okstra writes into its
 //! records and reads back, in one leaf that imports only serde.
 //!
-//! Each set is an enum made by [`closed_set!`](crate::closed_set), the one macro that gives
-//! every variant exactly one spelling, used for serde, `FromStr` (with the
-//! accepted words in the error) and `Display`. What a word *means* to a
-//! module (how a severity is read from a worker's result, how an item's
-//! anchors add up to a status) stays in that module; here are only the
-//! words, so that a module that needs a word does not import the module
-//! that computes it. Each set has a test holding it to the enum its schema
-//! lists.
+//! Each set is an enum made by [`closed_set!`](crate::closed_set), the one
+//! macro that gives every variant exactly one spelling, used for serde,
+//! `FromStr` (with the accepted words in the error) and `Display` (the board
+//! state and the journal's steps, which carry a value, spell theirs by
+//! hand). What a word *means* to a module (how a severity is read from a
+//! worker's result, how an item's anchors add up to a status) stays in that
+//! module; here are only the words, so that a module that needs a word does
+//! not import the module that computes it. Each set a schema lists is held
+//! to that list by a test (`tests.rs`).
 //!
 //! A record read back from disk may carry a word this okstra does not know
 //! (written by a newer one, or an older one's word since retired); a field
