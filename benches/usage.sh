@@ -6,14 +6,18 @@
 # figures, it asserts nothing. Target: under 1 s, memory flat in the size.
 #
 # usage: benches/usage.sh [MB]
+#   OKSTRA=<binary>           measure this okstra instead of building one
+#   OKSTRA_BASELINE=<binary>  measure it too, in the same go, for a ratio
 # needs: cargo, python3, /usr/bin/time (GNU, for peak RSS)
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 size=${1:-200}
 
-cargo build --release --quiet --manifest-path "$here/Cargo.toml"
-bin="$here/target/release/okstra"
+if [ -z "${OKSTRA:-}" ]; then
+    cargo build --release --quiet --manifest-path "$here/Cargo.toml"
+fi
+bin="${OKSTRA:-$here/target/release/okstra}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -50,3 +54,8 @@ measure() { # <label> <megabytes>
 
 measure baseline $((size / 10))
 measure full "$size"
+if [ -n "${OKSTRA_BASELINE:-}" ]; then
+    bin=$OKSTRA_BASELINE
+    measure baseline-binary-tenth $((size / 10))
+    measure baseline-binary-full "$size"
+fi

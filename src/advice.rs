@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::catalog::Provider;
 use crate::cli_facts::Program;
-use crate::ending::Ending;
+use crate::vocab::Ending;
 
 use crate::shell::word as shell_word;
 

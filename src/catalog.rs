@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use crate::words::one_of;
+pub use crate::vocab::one_of;
 
 pub use crate::providers::Provider;
 

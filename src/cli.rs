@@ -588,8 +588,8 @@ pub struct RunArgs {
 
     /// Gate the finished run as `okstra gate --fail-on` does (its exit
     /// codes replace the run's: 0, 1 findings, 3 no reliable answer).
-    #[arg(long, value_name = "SEVERITY", value_parser = crate::severity::parse_threshold, help_heading = "Gate")]
-    pub fail_on: Option<crate::severity::Severity>,
+    #[arg(long, value_name = "SEVERITY", value_parser = crate::vocab::parse_threshold, help_heading = "Gate")]
+    pub fail_on: Option<crate::vocab::Severity>,
 
     #[command(flatten)]
     pub gate: GateRules,

@@ -12,9 +12,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::catalog::Provider;
-use crate::ending::Ending;
 use crate::run::Run;
-use crate::severity::Severity;
+use crate::vocab::Ending;
+use crate::vocab::Severity;
 
 /// Findings listed one per line; the rest are counted.
 const MAX_FINDING_LINES: usize = 20;
@@ -138,7 +138,7 @@ fn counted(findings: &[crate::report::findings::Finding]) -> String {
     if findings.is_empty() {
         return "none".to_owned();
     }
-    let mut per_class: BTreeMap<crate::converge::ledger::FinalClass, usize> = BTreeMap::new();
+    let mut per_class: BTreeMap<crate::vocab::FinalClass, usize> = BTreeMap::new();
     for finding in findings {
         *per_class.entry(finding.class).or_default() += 1;
     }

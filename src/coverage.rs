@@ -19,15 +19,15 @@ use serde::Serialize;
 
 use crate::catalog::{Role, TaskType};
 use crate::cli::CoverageArgs;
-use crate::converge::FinalClass;
 use crate::derive::coverage::Entry;
 use crate::derive::reliability;
 use crate::derive::verification::VerifiedItem;
 use crate::diag;
-use crate::ending::ReportStatus;
 use crate::exit::ExitStatus;
 use crate::run::{Parts, Records, Run};
-use crate::severity::Severity;
+use crate::vocab::FinalClass;
+use crate::vocab::ReportStatus;
+use crate::vocab::Severity;
 
 /// The version of the report inputs written now.
 pub const INPUTS_VERSION: u32 = 2;
@@ -148,8 +148,8 @@ fn findings(items: &[VerifiedItem]) -> Vec<Finding> {
             .iter()
             .filter_map(|anchor| {
                 let lines = match anchor.status {
-                    crate::anchors::Status::Verified => &anchor.lines,
-                    crate::anchors::Status::Moved => anchor.found_at.as_ref()?,
+                    crate::vocab::AnchorStatus::Verified => &anchor.lines,
+                    crate::vocab::AnchorStatus::Moved => anchor.found_at.as_ref()?,
                     _ => return None,
                 };
                 Some(Quoted {

@@ -31,16 +31,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{GateArgs, GateRules};
-use crate::converge::FinalClass;
 use crate::diag;
-use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::report::findings::{self, Finding, Findings};
 use crate::report::{self, sarif};
 use crate::run::Run;
 use crate::run::lease::Lease;
 use crate::run::team_state::{self, AttemptState};
-use crate::severity::Severity;
+use crate::vocab::Ending;
+use crate::vocab::FinalClass;
+use crate::vocab::Severity;
 
 /// The classes a gate counts unless `--classes` says otherwise.
 pub const DEFAULT_CLASSES: [FinalClass; 3] = [

@@ -8,7 +8,7 @@
 
 // First: the closed-set macro the modules below use.
 #[macro_use]
-mod words;
+mod vocab;
 
 mod advice;
 mod anchors;
@@ -36,7 +36,6 @@ mod digest;
 mod dispatch;
 mod doctor;
 mod durable;
-mod ending;
 mod estimate;
 mod exit;
 mod fsread;
@@ -117,7 +116,7 @@ fn main() -> ExitCode {
         Some(Command::Publish(command)) => publish::publish_command(&command),
         Some(Command::Event(args)) => lifecycle::event_command(&args),
         Some(Command::Status(args)) => lifecycle::status_command(&args),
-        Some(Command::Reap(args)) => lifecycle::reap_command(&args),
+        Some(Command::Reap(args)) => dispatch::reap_command(&args),
         Some(Command::Land(args)) => land::land_command(&args),
         Some(Command::Cleanup(args)) => lifecycle::cleanup_command(&args),
         Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),

@@ -21,20 +21,11 @@
 
 use std::collections::HashMap;
 
-use crate::converge::ledger::FinalClass;
 use crate::items;
+use crate::vocab::Severity;
 
-closed_set! {
-    /// One rung of the ladder, lowest first (so `Ord` ranks them).
-    Severity {
-        Info => "info",
-        Low => "low",
-        Medium => "medium",
-        High => "high",
-        Critical => "critical",
-    }
-}
-
+/// Worker words are read here, not in `vocab`: the ladder is the wire's,
+/// the map onto it is this module's.
 impl Severity {
     /// The rung a worker's severity word stands for (case and emphasis
     /// ignored); `None` for a word on no ladder.
@@ -50,31 +41,6 @@ impl Severity {
             other => other.parse().ok(),
         }
     }
-
-    /// The SARIF `level` of a result at this rung.
-    pub fn sarif_level(self) -> &'static str {
-        match self {
-            Severity::Critical | Severity::High => "error",
-            Severity::Medium => "warning",
-            Severity::Low | Severity::Info => "note",
-        }
-    }
-}
-
-/// `--fail-on`'s value: one rung of the ladder, by its report word.
-pub fn parse_threshold(word: &str) -> Result<Severity, String> {
-    word.parse::<Severity>()
-        .map_err(|one_of| format!("`{word}` is not a severity; expected one of `{one_of}`"))
-}
-
-/// One `--classes` value: a convergence class word.
-pub fn parse_class(word: &str) -> Result<FinalClass, String> {
-    word.trim().parse::<FinalClass>().ok().ok_or_else(|| {
-        format!(
-            "`{word}` is not a convergence class; expected one of \
-             `full-consensus|partial-consensus|contested|worker-unique`"
-        )
-    })
 }
 
 /// Each item's severity in one worker result, by item id (items without one

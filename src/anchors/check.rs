@@ -21,10 +21,11 @@ use std::rc::Rc;
 
 use memchr::memmem;
 
+use super::Checked;
 use super::grammar::{Anchor, lines};
 use super::snapshot::{Snapshot, normalise};
-use super::{Checked, Status};
 use crate::digest::sha256_hex;
+use crate::vocab::AnchorStatus;
 
 /// How far into a file a NUL byte makes it binary (git's own heuristic).
 const BINARY_PROBE: usize = 8000;
@@ -210,7 +211,7 @@ impl<'a> Checker<'a> {
             lines: anchor.lines(),
             excerpt: anchor.excerpt.clone(),
             excerpt_sha256: excerpt.as_deref().map(|e| sha256_hex(e.as_bytes())),
-            status: Status::Unanchored,
+            status: AnchorStatus::Unanchored,
             found_at: None,
             reason: None,
         };
@@ -241,13 +242,13 @@ impl<'a> Checker<'a> {
         };
         let Some(needle) = excerpt else {
             match range_problem {
-                None => checked.status = Status::Verified,
+                None => checked.status = AnchorStatus::Verified,
                 Some(problem) => checked.reason = Some(problem),
             }
             return checked;
         };
         if range_problem.is_none() && text.found_in(&needle, anchor.start, anchor.end) {
-            checked.status = Status::Verified;
+            checked.status = AnchorStatus::Verified;
             return checked;
         }
         let nearest = text
@@ -255,7 +256,7 @@ impl<'a> Checker<'a> {
             .into_iter()
             .min_by_key(|(first, _)| first.abs_diff(anchor.start));
         if let Some((first, last)) = nearest {
-            checked.status = Status::Moved;
+            checked.status = AnchorStatus::Moved;
             checked.found_at = Some(lines(first, last));
         } else {
             let mut reason = format!("the excerpt is not in `{}`", anchor.path);
@@ -296,7 +297,7 @@ def reserve(self, sku, quantity):
         anchors.iter().map(|a| checker.check(a)).collect()
     }
 
-    fn one(text: &str) -> (Status, Option<String>, Option<String>) {
+    fn one(text: &str) -> (AnchorStatus, Option<String>, Option<String>) {
         let found = checked(text).remove(0);
         (found.status, found.found_at, found.reason)
     }
@@ -305,28 +306,34 @@ def reserve(self, sku, quantity):
     fn a_range_and_its_excerpt_verify_after_whitespace_is_normalised() {
         assert_eq!(
             one("src/inv.py:3 `if self.available(sku) < quantity:`"),
-            (Status::Verified, None, None)
+            (AnchorStatus::Verified, None, None)
         );
         // An excerpt that runs over several lines of the range.
         assert_eq!(
             one("src/inv.py:6-7 `with self._lock: self._reserved[sku] =`"),
-            (Status::Verified, None, None)
+            (AnchorStatus::Verified, None, None)
         );
-        assert_eq!(one("./src/inv.py:1-8"), (Status::Verified, None, None));
+        assert_eq!(
+            one("./src/inv.py:1-8"),
+            (AnchorStatus::Verified, None, None)
+        );
         // Trivial excerpts identify nothing and are ignored.
-        assert_eq!(one("src/inv.py:2 `}`"), (Status::Verified, None, None));
+        assert_eq!(
+            one("src/inv.py:2 `}`"),
+            (AnchorStatus::Verified, None, None)
+        );
     }
 
     #[test]
     fn an_excerpt_elsewhere_in_the_file_is_moved_with_its_lines() {
         assert_eq!(
             one("src/inv.py:1 `return True`"),
-            (Status::Moved, Some("8".to_owned()), None)
+            (AnchorStatus::Moved, Some("8".to_owned()), None)
         );
         // A range past the end whose excerpt is in the file: moved too.
         assert_eq!(
             one("src/inv.py:40-41 `with self._lock:`"),
-            (Status::Moved, Some("6".to_owned()), None)
+            (AnchorStatus::Moved, Some("6".to_owned()), None)
         );
     }
 
@@ -334,7 +341,7 @@ def reserve(self, sku, quantity):
     fn what_does_not_resolve_says_why() {
         let reason = |text: &str| {
             let (status, _, reason) = one(text);
-            assert_eq!(status, Status::Unanchored, "{text}");
+            assert_eq!(status, AnchorStatus::Unanchored, "{text}");
             reason.unwrap()
         };
         assert_eq!(
@@ -380,7 +387,7 @@ def reserve(self, sku, quantity):
         let snapshot = DirSnapshot::new(dir.path()).unwrap();
         let mut checker = Checker::new(&snapshot, dir.path());
         let found = checker.check(&parse("logo.png:1")[0]);
-        assert_eq!(found.status, Status::Unanchored);
+        assert_eq!(found.status, AnchorStatus::Unanchored);
         assert_eq!(found.reason.unwrap(), "`logo.png` is a binary file");
     }
 
@@ -391,7 +398,10 @@ def reserve(self, sku, quantity):
         let snapshot = DirSnapshot::new(dir.path()).unwrap();
         let mut checker = Checker::new(&snapshot, dir.path());
         let text = format!("{}/a.py:1 `x = 1`", dir.path().display());
-        assert_eq!(checker.check(&parse(&text)[0]).status, Status::Verified);
+        assert_eq!(
+            checker.check(&parse(&text)[0]).status,
+            AnchorStatus::Verified
+        );
         let sibling = format!("{}-other/a.py:1", dir.path().display());
         assert_eq!(
             checker.check(&parse(&sibling)[0]).reason.unwrap(),

@@ -10,7 +10,7 @@
 //! by the result's digest) and never re-resolved: later reads return what
 //! was checked.
 //!
-//! An item's [`Status`] sums up its anchors: `verified` when every anchor
+//! An item's [`AnchorStatus`] sums up its anchors: `verified` when every anchor
 //! is, `moved` when an excerpt was found on other lines (and none failed),
 //! `unanchored` when any failed, `none` when it cites no anchor. A claim
 //! whose status is `unanchored` or `none` is not evidence: convergence
@@ -26,46 +26,22 @@ mod store;
 
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::AnchorStatus;
+
 pub use self::grammar::{Anchor, parse};
 pub use self::store::{ItemToCheck, ResultToCheck, check_anchors, check_results, check_texts};
 
-/// How an anchor, or an item's anchors together, resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    Verified,
-    Moved,
-    Unanchored,
-    /// No anchor at all (items only).
-    None,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Verified => "verified",
-            Status::Moved => "moved",
-            Status::Unanchored => "unanchored",
-            Status::None => "none",
-        }
-    }
-
-    /// Whether the claim is anchored in the code: every anchor was found
-    /// (where written, or moved). A claim with no anchor is not.
-    pub fn is_anchored(self) -> bool {
-        matches!(self, Status::Verified | Status::Moved)
-    }
-
+impl AnchorStatus {
     /// The status of an item with these checked anchors.
-    pub fn of(anchors: &[Checked]) -> Status {
+    pub fn of(anchors: &[Checked]) -> AnchorStatus {
         if anchors.is_empty() {
-            Status::None
-        } else if anchors.iter().any(|a| a.status == Status::Unanchored) {
-            Status::Unanchored
-        } else if anchors.iter().any(|a| a.status == Status::Moved) {
-            Status::Moved
+            AnchorStatus::None
+        } else if anchors.iter().any(|a| a.status == AnchorStatus::Unanchored) {
+            AnchorStatus::Unanchored
+        } else if anchors.iter().any(|a| a.status == AnchorStatus::Moved) {
+            AnchorStatus::Moved
         } else {
-            Status::Verified
+            AnchorStatus::Verified
         }
     }
 }
@@ -87,7 +63,7 @@ pub struct Checked {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt_sha256: Option<String>,
     /// `verified`, `moved` or `unanchored`.
-    pub status: Status,
+    pub status: AnchorStatus,
     /// Where the excerpt was found, for a `moved` anchor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found_at: Option<String>,
@@ -107,14 +83,14 @@ impl Checked {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Anchoring {
-    pub anchor_status: Status,
+    pub anchor_status: AnchorStatus,
     pub anchors: Vec<Checked>,
 }
 
 impl Anchoring {
     pub fn new(anchors: Vec<Checked>) -> Anchoring {
         Anchoring {
-            anchor_status: Status::of(&anchors),
+            anchor_status: AnchorStatus::of(&anchors),
             anchors,
         }
     }
@@ -124,7 +100,7 @@ impl Anchoring {
 mod tests {
     use super::*;
 
-    fn checked(status: Status) -> Checked {
+    fn checked(status: AnchorStatus) -> Checked {
         Checked {
             path: "a.rs".into(),
             lines: "1".into(),
@@ -138,12 +114,15 @@ mod tests {
 
     #[test]
     fn an_items_status_is_its_worst_anchor() {
-        use Status::{Moved, None, Unanchored, Verified};
-        assert_eq!(Status::of(&[]), None);
-        assert_eq!(Status::of(&[checked(Verified)]), Verified);
-        assert_eq!(Status::of(&[checked(Verified), checked(Moved)]), Moved);
+        use AnchorStatus::{Moved, None, Unanchored, Verified};
+        assert_eq!(AnchorStatus::of(&[]), None);
+        assert_eq!(AnchorStatus::of(&[checked(Verified)]), Verified);
         assert_eq!(
-            Status::of(&[checked(Moved), checked(Unanchored), checked(Verified)]),
+            AnchorStatus::of(&[checked(Verified), checked(Moved)]),
+            Moved
+        );
+        assert_eq!(
+            AnchorStatus::of(&[checked(Moved), checked(Unanchored), checked(Verified)]),
             Unanchored
         );
         assert!(Verified.is_anchored() && Moved.is_anchored());

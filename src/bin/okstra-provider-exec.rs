@@ -26,8 +26,8 @@
 )]
 
 #[macro_use]
-#[path = "../words.rs"]
-mod words;
+#[path = "../vocab/mod.rs"]
+mod vocab;
 
 #[path = "../beneath.rs"]
 mod beneath;

@@ -47,7 +47,7 @@ pub(super) fn task_manifest(
             sha256: sha256_hex(settings.brief_text.as_bytes()),
         },
         continuation: Continuation {
-            kind: context.continuation.kind.to_owned(),
+            kind: context.continuation.kind.into(),
             input_path: context.continuation.input_path.clone(),
             previous_run: context.continuation.previous_run.clone(),
         },

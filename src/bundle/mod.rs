@@ -34,6 +34,7 @@ use crate::run_log;
 use crate::schema;
 use crate::settings::{Continuation, Settings};
 use crate::template;
+use crate::vocab::ContinuationKind;
 
 mod manifests;
 
@@ -91,18 +92,18 @@ struct RenderContext<'a> {
 }
 
 /// One ending class as the lead contract's table shows it (from
-/// `ending::Ending`, so the table can never disagree with the binary).
+/// `vocab::Ending`, so the table can never disagree with the binary).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct EndingView {
     ending: &'static str,
-    terminal_status: crate::ending::ReportStatus,
+    terminal_status: crate::vocab::ReportStatus,
     failure_reason: Option<&'static str>,
     retry: &'static str,
 }
 
 fn ending_views() -> Vec<EndingView> {
-    use crate::ending::Ending;
+    use crate::vocab::Ending;
     Ending::ALL
         .iter()
         .map(|&ending| {
@@ -179,7 +180,7 @@ struct TaskView<'a> {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ContinuationView {
-    kind: &'static str,
+    kind: ContinuationKind,
     input_path: Option<PathBuf>,
     previous_run: Option<PathBuf>,
 }
@@ -524,7 +525,7 @@ pub(super) struct Found<'a> {
     /// The commit the project was at.
     pub source: Option<&'a crate::change::Source>,
     /// How the run keeps its CLIs from the project.
-    pub containment: crate::sandbox::Containment,
+    pub containment: crate::vocab::Containment,
 }
 
 /// Every file of the run, relative to the run folder, rendered and validated.
@@ -570,19 +571,19 @@ fn render_files(
 
     let relative = RunLayout::relative();
     let (kind, _, input_name) = match &settings.continuation {
-        Continuation::None => ("none", None, None),
+        Continuation::None => (ContinuationKind::None, None, None),
         Continuation::ClarificationResponse(path) => (
-            "clarification-response",
+            ContinuationKind::ClarificationResponse,
             Some(path.clone()),
             Some(relative.clarification_response()),
         ),
         Continuation::ClarificationAnswers(_) => (
-            "resume-clarification",
+            ContinuationKind::ResumeClarification,
             None,
             Some(relative.clarification_response()),
         ),
         Continuation::ApprovedPlan(path) => (
-            "approved-plan",
+            ContinuationKind::ApprovedPlan,
             Some(path.clone()),
             Some(relative.approved_plan()),
         ),

@@ -30,8 +30,8 @@ pub struct GateArgs {
 
     /// The lowest severity that fails the gate: critical, high, medium, low
     /// or info.
-    #[arg(long, value_name = "SEVERITY", value_parser = crate::severity::parse_threshold)]
-    pub fail_on: crate::severity::Severity,
+    #[arg(long, value_name = "SEVERITY", value_parser = crate::vocab::parse_threshold)]
+    pub fail_on: crate::vocab::Severity,
 
     #[command(flatten)]
     pub rules: GateRules,
@@ -48,8 +48,8 @@ pub struct GateRules {
     /// Convergence classes that count (comma-separated): full-consensus,
     /// partial-consensus, contested, worker-unique (anchored ones only).
     /// [default: full-consensus,partial-consensus,contested]
-    #[arg(long, value_name = "CLASS,...", value_delimiter = ',', value_parser = crate::severity::parse_class)]
-    pub classes: Vec<crate::converge::ledger::FinalClass>,
+    #[arg(long, value_name = "CLASS,...", value_delimiter = ',', value_parser = crate::vocab::parse_class)]
+    pub classes: Vec<crate::vocab::FinalClass>,
 
     /// Count only findings the change introduced: an anchor inside the
     /// changed hunks of a run scoped with --diff (unanchored ones count).

@@ -10,7 +10,9 @@
 
 use std::fmt::Write as _;
 
-use super::ledger::{FinalClass, Ledger, LedgerItem};
+use super::ledger::{Ledger, LedgerItem};
+
+use crate::vocab::FinalClass;
 
 /// Severities that earn a fix pass.
 const FIXED_SEVERITIES: [&str; 2] = ["blocking", "major"];

@@ -22,12 +22,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::DispatchKind;
 use crate::digest::sha256_hex;
-use crate::ending::Ending;
 use crate::git::Git;
 use crate::run::Run;
 use crate::run::roster::{Assignment, DispatchPaths};
 use crate::run::team_state::TeamState;
 use crate::template;
+use crate::vocab::Ending;
 
 use super::ledger::LedgerItem;
 

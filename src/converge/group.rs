@@ -19,6 +19,7 @@ use crate::anchors::{self, Checked};
 use crate::derive::identity::Sets;
 
 use super::ledger::{Group, Grouping, PlanItem};
+use crate::vocab::AnchorStatus;
 
 /// An anchor spanning more lines than this (a whole file, a whole
 /// function) says where a claim lives too vaguely to group it with others.
@@ -30,8 +31,8 @@ fn spans(anchors: &[Checked]) -> Vec<(String, u32, u32)> {
         .iter()
         .filter_map(|anchor| {
             let lines = match anchor.status {
-                anchors::Status::Verified => &anchor.lines,
-                anchors::Status::Moved => anchor.found_at.as_ref()?,
+                AnchorStatus::Verified => &anchor.lines,
+                AnchorStatus::Moved => anchor.found_at.as_ref()?,
                 _ => return None,
             };
             let (first, last) = if let Some((first, last)) = lines.split_once('-') {
@@ -139,10 +140,10 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::anchors::Status;
     use crate::converge::ledger::Anchoring;
+    use crate::vocab::AnchorStatus;
 
-    fn checked(location: &str, status: Status, found_at: Option<&str>) -> Checked {
+    fn checked(location: &str, status: AnchorStatus, found_at: Option<&str>) -> Checked {
         let (path, lines) = location.rsplit_once(':').unwrap();
         Checked {
             path: path.to_owned(),
@@ -164,7 +165,7 @@ mod tests {
             evidence: Vec::new(),
             truncated: false,
             anchoring: Anchoring {
-                anchor_status: Some(Status::of(&anchors)),
+                anchor_status: Some(AnchorStatus::of(&anchors)),
                 anchors,
             },
             grouping: Grouping::default(),
@@ -176,7 +177,7 @@ mod tests {
 
     #[test]
     fn overlapping_claims_of_different_workers_form_one_group() {
-        use Status::{Moved, Unanchored, Verified};
+        use AnchorStatus::{Moved, Unanchored, Verified};
         let mut items = vec![
             item(
                 "claude:F-1",

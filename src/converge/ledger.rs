@@ -19,6 +19,7 @@ use crate::anchors::{self, Checked};
 use crate::durable;
 use crate::items::Evidence;
 use crate::schema;
+use crate::vocab::{AnchorStatus, FinalClass, StopReason, Verdict};
 
 /// Version of the ledger and round-plan formats we write.
 pub const FORMAT_VERSION: u32 = 1;
@@ -50,71 +51,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// A reviewer's answer to one item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    Agree,
-    Disagree,
-    Supplement,
-}
-
-impl Verdict {
-    pub const ALL: [Verdict; 3] = [Verdict::Agree, Verdict::Disagree, Verdict::Supplement];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Agree => "AGREE",
-            Verdict::Disagree => "DISAGREE",
-            Verdict::Supplement => "SUPPLEMENT",
-        }
-    }
-
-    /// `AGREE` and `SUPPLEMENT` both say the item holds.
-    pub fn agrees(self) -> bool {
-        self != Verdict::Disagree
-    }
-}
-
-closed_set! {
-    /// An item's class once convergence is over.
-    FinalClass {
-        FullConsensus => "full-consensus",
-        PartialConsensus => "partial-consensus",
-        Contested => "contested",
-        WorkerUnique => "worker-unique",
-        /// A claim whose anchor does not resolve in the run's snapshot, or
-        /// that has none: whatever the verdicts, it is not evidence, and the
-        /// report lists it apart.
-        Unverifiable => "unverifiable",
-        /// A claim its owner withdrew, or that a quorum of reviewers refuted
-        /// with evidence and nobody verified: never an alert, never ranked,
-        /// listed apart with its refutation.
-        Refuted => "refuted",
-    }
-}
-
-/// Why convergence stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StopReason {
-    NoOpenItems,
-    MaxRounds,
-    Quorum,
-    SingleWorker,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::NoOpenItems => "no-open-items",
-            StopReason::MaxRounds => "max-rounds",
-            StopReason::Quorum => "quorum",
-            StopReason::SingleWorker => "single-worker",
-        }
-    }
 }
 
 /// `state/convergence-ledger.json`.
@@ -230,7 +166,7 @@ pub struct VerdictEntry {
 #[serde(rename_all = "camelCase")]
 pub struct Anchoring {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub anchor_status: Option<anchors::Status>,
+    pub anchor_status: Option<AnchorStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anchors: Vec<Checked>,
 }

@@ -49,8 +49,9 @@ use crate::run::roster::Assignment;
 use crate::run::team_state::DispatchRecord;
 use crate::run::{Parts, Records, Run};
 
-pub use self::ledger::{FinalClass, Ledger, StopReason};
+pub use self::ledger::Ledger;
 pub use self::plan::PlanOptions;
+use crate::vocab::{FinalClass, StopReason};
 
 /// The run's convergence settings (run manifest `convergence`).
 pub use crate::run::manifest::Convergence as Settings;
@@ -442,7 +443,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
                 found
                     .anchoring
                     .anchor_status
-                    .map_or("unchecked", anchors::Status::as_str),
+                    .map_or("unchecked", crate::vocab::AnchorStatus::as_str),
                 fsread::escape(&item.text),
                 item.evidence.len(),
                 if item.truncated { " (truncated)" } else { "" }

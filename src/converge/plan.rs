@@ -35,11 +35,11 @@ use crate::template;
 
 use super::blind::Blind;
 use super::ledger::{
-    self, Anchoring, FORMAT_VERSION, Label, Ledger, Plan, PlanItem, Reviewer, StopReason,
-    VerdictEntry,
+    self, Anchoring, FORMAT_VERSION, Label, Ledger, Plan, PlanItem, Reviewer, VerdictEntry,
 };
 use super::{Analyser, RunInfo, apply_rules, check_round, group};
 use crate::anchors;
+use crate::vocab::StopReason;
 
 /// How a plan is made.
 #[derive(Debug, Clone, Copy)]
@@ -452,21 +452,21 @@ struct ReverifyView<'a> {
 fn anchor_note(anchoring: &Anchoring) -> Option<String> {
     let status = anchoring.anchor_status?;
     match status {
-        anchors::Status::Verified => None,
-        anchors::Status::None => {
+        crate::vocab::AnchorStatus::Verified => None,
+        crate::vocab::AnchorStatus::None => {
             Some("it cites no anchor, so okstra could not check it against the code".to_owned())
         }
-        anchors::Status::Moved | anchors::Status::Unanchored => {
+        crate::vocab::AnchorStatus::Moved | crate::vocab::AnchorStatus::Unanchored => {
             let notes: Vec<String> = anchoring
                 .anchors
                 .iter()
                 .filter_map(|a| match a.status {
-                    anchors::Status::Moved => Some(format!(
+                    crate::vocab::AnchorStatus::Moved => Some(format!(
                         "the excerpt of `{}` is at line {}",
                         a.location(),
                         a.found_at.as_deref().unwrap_or("?")
                     )),
-                    anchors::Status::Unanchored => Some(format!(
+                    crate::vocab::AnchorStatus::Unanchored => Some(format!(
                         "`{}` does not resolve: {}",
                         a.location(),
                         a.reason.as_deref().unwrap_or("not found")
@@ -748,7 +748,7 @@ pub fn worker_workspace(
     run_id: &str,
     roster: &[super::Assignment],
     assignment: &super::Assignment,
-    containment: crate::sandbox::Containment,
+    containment: crate::vocab::Containment,
 ) -> Result<Option<PathBuf>> {
     let executor = roster
         .iter()

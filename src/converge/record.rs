@@ -21,16 +21,16 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use crate::catalog::DispatchKind;
-use crate::ending::Ending;
 use crate::items;
 use crate::run::layout::RunLayout;
 use crate::run::roster::DispatchPaths;
+use crate::vocab::Ending;
 
-use super::ledger::{
-    self, Ledger, LedgerItem, NoAnswer, Sent, StopReason, Unavailable, Verdict, VerdictEntry,
-};
+use super::ledger::{self, Ledger, LedgerItem, NoAnswer, Sent, Unavailable, VerdictEntry};
+
 use super::{RunInfo, apply_rules, check_round, note_unavailable};
 use crate::run::records::has_content;
+use crate::vocab::{StopReason, Verdict};
 
 /// The result block markers a read-only CLI prints its result in.
 const RESULT_BEGIN: &str = "=== OKSTRA RESULT BEGIN ===";
@@ -295,7 +295,7 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
 }
 
 fn parse_verdict(cell: &str) -> Option<Verdict> {
-    Verdict::ALL.into_iter().find(|v| v.as_str() == cell)
+    cell.parse().ok()
 }
 
 /// Each label's verdict and row, or why it counts as no answer.

@@ -30,7 +30,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::converge::ledger::{FinalClass, LedgerItem, StopReason};
+use crate::converge::ledger::LedgerItem;
+
+use crate::vocab::{FinalClass, StopReason};
 
 use super::counting::{self, Uncounted};
 pub use super::identity::is_withdrawn;

@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::anchors::Status;
-use crate::converge::ledger::{Anchoring, NoAnswer, Verdict, VerdictEntry};
+use crate::converge::ledger::{Anchoring, NoAnswer, VerdictEntry};
+use crate::vocab::AnchorStatus;
+use crate::vocab::Verdict;
 
 const OWNER: &str = "claude";
 /// Evidence of its own: an anchor the claim does not cite.
@@ -404,7 +405,7 @@ fn stop_reasons() {
     }
 }
 
-fn anchored(status: Option<Status>) -> Anchoring {
+fn anchored(status: Option<AnchorStatus>) -> Anchoring {
     Anchoring {
         anchor_status: status,
         anchors: Vec::new(),
@@ -425,32 +426,32 @@ fn a_claim_whose_anchors_fail_is_unverifiable_whatever_the_verdicts() {
     // (anchor status, verdicts) → (class, open)
     let table = [
         (
-            Some(Status::Unanchored),
+            Some(AnchorStatus::Unanchored),
             &agreeing,
             (FinalClass::Unverifiable, false),
         ),
         (
-            Some(Status::None),
+            Some(AnchorStatus::None),
             &agreeing,
             (FinalClass::Unverifiable, false),
         ),
         (
-            Some(Status::Unanchored),
+            Some(AnchorStatus::Unanchored),
             &disputed,
             (FinalClass::Unverifiable, false),
         ),
         (
-            Some(Status::Verified),
+            Some(AnchorStatus::Verified),
             &agreeing,
             (FinalClass::FullConsensus, false),
         ),
         (
-            Some(Status::Moved),
+            Some(AnchorStatus::Moved),
             &agreeing,
             (FinalClass::FullConsensus, false),
         ),
         (
-            Some(Status::Verified),
+            Some(AnchorStatus::Verified),
             &disputed,
             (FinalClass::Contested, true),
         ),
@@ -482,16 +483,16 @@ fn a_claim_whose_anchors_fail_is_unverifiable_whatever_the_verdicts() {
 fn a_verdict_whose_anchor_does_not_resolve_is_not_counted() {
     let reviewers = set(&["claude", "codex", "kimi"]);
     let mut unresolved = verdict(1, "kimi", D, "src/cart.rs:999 `nowhere`");
-    unresolved.anchoring = anchored(Some(Status::Unanchored));
+    unresolved.anchoring = anchored(Some(AnchorStatus::Unanchored));
     let mut resolved = verdict(1, "codex", A, CHECKED);
     resolved.anchoring = Anchoring {
-        anchor_status: Some(Status::Verified),
+        anchor_status: Some(AnchorStatus::Verified),
         anchors: vec![crate::anchors::Checked {
             path: "src/cart.rs".to_owned(),
             lines: "88".to_owned(),
             excerpt: None,
             excerpt_sha256: None,
-            status: Status::Verified,
+            status: AnchorStatus::Verified,
             found_at: None,
             reason: None,
         }],
@@ -499,7 +500,7 @@ fn a_verdict_whose_anchor_does_not_resolve_is_not_counted() {
     let item = LedgerItem {
         owner: OWNER.to_owned(),
         verdicts: vec![resolved, unresolved],
-        anchoring: anchored(Some(Status::Verified)),
+        anchoring: anchored(Some(AnchorStatus::Verified)),
         ..LedgerItem::default()
     };
     let context = Context {

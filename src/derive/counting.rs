@@ -21,9 +21,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::anchors::{self, Status};
+use crate::anchors;
 use crate::converge::ledger::{LedgerItem, VerdictEntry};
 use crate::items;
+use crate::vocab::AnchorStatus;
 
 closed_set! {
     /// Why a verdict was not counted.
@@ -88,7 +89,7 @@ pub fn check(
     if !reviewers.contains(&entry.reviewer) {
         return Err(Uncounted::Unrostered);
     }
-    if entry.anchoring.anchor_status == Some(Status::Unanchored) {
+    if entry.anchoring.anchor_status == Some(AnchorStatus::Unanchored) {
         return Err(Uncounted::Unresolved);
     }
     own_evidence(entry, own)
@@ -177,9 +178,10 @@ fn own_evidence(entry: &VerdictEntry, own: &[Span]) -> Result<(), Uncounted> {
 mod tests {
     use super::*;
     use crate::anchors::Checked;
-    use crate::converge::ledger::{Anchoring, Verdict};
+    use crate::converge::ledger::Anchoring;
+    use crate::vocab::Verdict;
 
-    fn checked(location: &str, status: Status) -> Checked {
+    fn checked(location: &str, status: AnchorStatus) -> Checked {
         let (path, lines) = location.rsplit_once(':').unwrap();
         Checked {
             path: path.to_owned(),
@@ -195,20 +197,24 @@ mod tests {
     fn claim(anchors: &[&str]) -> LedgerItem {
         let anchors: Vec<Checked> = anchors
             .iter()
-            .map(|a| checked(a, Status::Verified))
+            .map(|a| checked(a, AnchorStatus::Verified))
             .collect();
         LedgerItem {
             item_id: "claude:F-1".to_owned(),
             owner: "claude".to_owned(),
             anchoring: Anchoring {
-                anchor_status: Some(Status::of(&anchors)),
+                anchor_status: Some(AnchorStatus::of(&anchors)),
                 anchors,
             },
             ..LedgerItem::default()
         }
     }
 
-    fn verdict(reviewer: &str, evidence: &str, cited: Option<&[(&str, Status)]>) -> VerdictEntry {
+    fn verdict(
+        reviewer: &str,
+        evidence: &str,
+        cited: Option<&[(&str, AnchorStatus)]>,
+    ) -> VerdictEntry {
         VerdictEntry {
             round: 1,
             reviewer: reviewer.to_owned(),
@@ -219,7 +225,7 @@ mod tests {
             anchoring: cited.map_or_else(Anchoring::default, |cited| {
                 let anchors: Vec<Checked> = cited.iter().map(|(a, s)| checked(a, *s)).collect();
                 Anchoring {
-                    anchor_status: Some(Status::of(&anchors)),
+                    anchor_status: Some(AnchorStatus::of(&anchors)),
                     anchors,
                 }
             }),
@@ -237,7 +243,7 @@ mod tests {
 
     #[test]
     fn the_counting_table() {
-        use Status::{Moved, Unanchored, Verified};
+        use AnchorStatus::{Moved, Unanchored, Verified};
         let reviewers: BTreeSet<String> = ["claude", "codex", "kimi"]
             .iter()
             .map(|r| (*r).to_owned())

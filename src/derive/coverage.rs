@@ -16,11 +16,11 @@
 use serde::Serialize;
 
 use crate::catalog::{Provider, Role};
-use crate::ending::{Ending, ReportStatus};
 use crate::run::Records;
 use crate::run::roster::Assignment;
 use crate::run::team_state::DispatchRecord;
-use crate::workspace::Isolation;
+use crate::vocab::{Ending, ReportStatus};
+use crate::vocab::{Isolation, Word};
 
 /// The report keeps at most this many log lines per failure.
 const MAX_TAIL: usize = 40;
@@ -136,7 +136,7 @@ fn isolation_note(assignment: &Assignment, records: &[DispatchRecord]) -> Option
         .collect();
     let used: Vec<Isolation> = mine
         .iter()
-        .filter_map(|r| r.isolation.as_deref().and_then(Isolation::parse))
+        .filter_map(|r| r.isolation.as_ref().and_then(Word::known))
         .collect();
     let provider = assignment.provider;
     let has = |isolation: Isolation| used.contains(&isolation);

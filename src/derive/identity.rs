@@ -26,7 +26,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::converge::ledger::{LedgerItem, Verdict, VerdictEntry};
+use crate::converge::ledger::{LedgerItem, VerdictEntry};
+
+use crate::vocab::Verdict;
 
 /// The claims of a ledger grouped into findings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,8 +234,8 @@ impl Sets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::anchors::Status;
     use crate::converge::ledger::Anchoring;
+    use crate::vocab::AnchorStatus;
 
     fn claim(id: &str) -> LedgerItem {
         LedgerItem {
@@ -483,7 +485,7 @@ mod tests {
         let mut lost = claim("claude:F-1");
         lost.verdicts = vec![said(1, "kimi", A, None)];
         lost.anchoring = Anchoring {
-            anchor_status: Some(Status::Unanchored),
+            anchor_status: Some(AnchorStatus::Unanchored),
             anchors: Vec::new(),
         };
         let mut other = claim("codex:1");

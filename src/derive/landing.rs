@@ -8,66 +8,25 @@
 //! (ancestry, the files) is `land::apply`'s.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use serde::Serialize;
 
 use crate::catalog::{Role, TaskType};
 use crate::converge::{fix, fix_check};
-use crate::ending::Ending;
 use crate::run::Records;
 use crate::run::team_state::ExecutorCommits;
-
-/// Why a change may not land, in the gate's stable words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reason {
-    /// The Executor's change is not committed, or not every verifier has
-    /// checked it, or its defects are not classified.
-    VerificationIncomplete,
-    /// The fix pass changed the code, and its change was not checked.
-    FixUnverified,
-    /// A confirmed `blocking` or `major` defect is not fixed.
-    DefectsOpen,
-    /// The snapshot's base is no longer an ancestor of the user's `HEAD`.
-    BaseNotAncestor,
-    /// A file changed by the user's new commits does not merge.
-    Conflict,
-    /// A file has uncommitted edits that differ from the snapshot.
-    DirtyOverlap,
-    /// The change adds a symlink whose target leaves the project.
-    SymlinkOutside,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::VerificationIncomplete => "verification-incomplete",
-            Reason::FixUnverified => "fix-unverified",
-            Reason::DefectsOpen => "defects-open",
-            Reason::BaseNotAncestor => "base-not-ancestor",
-            Reason::Conflict => "conflict",
-            Reason::DirtyOverlap => "dirty-overlap",
-            Reason::SymlinkOutside => "symlink-outside",
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::vocab::Ending;
+use crate::vocab::{LandReason, LandingState};
 
 /// One reason the change may not land, with what it is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Blocker {
-    pub reason: Reason,
+    pub reason: LandReason,
     pub detail: String,
 }
 
 impl Blocker {
-    pub fn new(reason: Reason, detail: impl Into<String>) -> Blocker {
+    pub fn new(reason: LandReason, detail: impl Into<String>) -> Blocker {
         Blocker {
             reason,
             detail: detail.into(),
@@ -97,13 +56,13 @@ pub fn verification(records: &Records) -> Verification {
     if run.task_type != TaskType::Implementation {
         return found;
     }
-    let block = |found: &mut Verification, reason: Reason, detail: String| {
+    let block = |found: &mut Verification, reason: LandReason, detail: String| {
         found.blockers.push(Blocker::new(reason, detail));
     };
     let Some(executor) = run.in_role(Role::Executor).next() else {
         block(
             &mut found,
-            Reason::VerificationIncomplete,
+            LandReason::VerificationIncomplete,
             "this run has no Executor".into(),
         );
         return found;
@@ -113,7 +72,7 @@ pub fn verification(records: &Records) -> Verification {
     {
         block(
             &mut found,
-            Reason::VerificationIncomplete,
+            LandReason::VerificationIncomplete,
             format!("`{}` has not finished", latest.dispatch_name),
         );
         return found;
@@ -123,7 +82,7 @@ pub fn verification(records: &Records) -> Verification {
     else {
         block(
             &mut found,
-            Reason::VerificationIncomplete,
+            LandReason::VerificationIncomplete,
             format!(
                 "the Executor `{}` has no committed change",
                 executor.dispatch_name
@@ -139,12 +98,12 @@ pub fn verification(records: &Records) -> Verification {
         match state.latest(&verifier.dispatch_name) {
             None => block(
                 &mut found,
-                Reason::VerificationIncomplete,
+                LandReason::VerificationIncomplete,
                 format!("`{}` has not run", verifier.dispatch_name),
             ),
             Some(latest) if latest.ending.is_none() => block(
                 &mut found,
-                Reason::VerificationIncomplete,
+                LandReason::VerificationIncomplete,
                 format!("`{}` has not finished", verifier.dispatch_name),
             ),
             Some(latest) => {
@@ -159,7 +118,7 @@ pub fn verification(records: &Records) -> Verification {
     if checked == 0 && found.blockers.is_empty() {
         block(
             &mut found,
-            Reason::VerificationIncomplete,
+            LandReason::VerificationIncomplete,
             format!(
                 "no verifier completed a check of the Executor's commit `{}`",
                 short(&commits.first)
@@ -178,7 +137,7 @@ pub fn verification(records: &Records) -> Verification {
     let Some(classified) = classified else {
         block(
             &mut found,
-            Reason::VerificationIncomplete,
+            LandReason::VerificationIncomplete,
             format!(
                 "the verifiers' defects are not classified yet (`okstra converge classify {}`)",
                 run.dir.display()
@@ -201,7 +160,7 @@ pub fn verification(records: &Records) -> Verification {
         let Some(plan) = plan else {
             block(
                 &mut found,
-                Reason::FixUnverified,
+                LandReason::FixUnverified,
                 format!(
                     "the fix pass changed the code (`{}`), and no verifier has checked its change",
                     short(&commits.tip)
@@ -213,7 +172,7 @@ pub fn verification(records: &Records) -> Verification {
         if !outcome.ended {
             block(
                 &mut found,
-                Reason::FixUnverified,
+                LandReason::FixUnverified,
                 "the verifiers' check of the fix pass has not finished".into(),
             );
             return found;
@@ -221,7 +180,7 @@ pub fn verification(records: &Records) -> Verification {
         if outcome.completed.is_empty() {
             block(
                 &mut found,
-                Reason::FixUnverified,
+                LandReason::FixUnverified,
                 format!(
                     "no verifier completed the check of the fix pass's commit `{}`",
                     short(&commits.tip)
@@ -236,7 +195,7 @@ pub fn verification(records: &Records) -> Verification {
         let ids: Vec<String> = open.iter().map(|id| format!("`{id}`")).collect();
         block(
             &mut found,
-            Reason::DefectsOpen,
+            LandReason::DefectsOpen,
             format!(
                 "{} confirmed blocking or major defect{} not fixed: {}",
                 open.len(),
@@ -252,9 +211,7 @@ pub fn verification(records: &Records) -> Verification {
 /// `okstra status`, the report and `okstra run` show.
 #[derive(Debug, Clone, Serialize)]
 pub struct Standing {
-    /// `landable` (verification allows it; `okstra land` checks the
-    /// working tree), `blocked`, or `landed`.
-    pub state: &'static str,
+    pub state: LandingState,
     /// The branch, without `refs/heads/`.
     pub branch: Option<String>,
     /// Its tip.
@@ -277,11 +234,11 @@ pub fn standing(records: &Records) -> Option<Standing> {
         .is_some_and(|l| commits.is_some_and(|c| c.tip == l.commit));
     Some(Standing {
         state: if landed {
-            "landed"
+            LandingState::Landed
         } else if found.blockers.is_empty() && commits.is_some() {
-            "landable"
+            LandingState::Landable
         } else {
-            "blocked"
+            LandingState::Blocked
         },
         branch: commits.map(|c| c.branch.trim_start_matches("refs/heads/").to_owned()),
         commit: commits.map(|c| c.tip.clone()),
@@ -298,9 +255,10 @@ pub fn short(commit: &str) -> &str {
 mod tests {
     use super::*;
     use crate::catalog::DispatchKind;
-    use crate::converge::ledger::{FinalClass, Ledger, LedgerItem};
+    use crate::converge::ledger::{Ledger, LedgerItem};
     use crate::derive::testing;
     use crate::run::team_state::{BranchRecord, DispatchRecord, Landing, WorkspaceRecord};
+    use crate::vocab::FinalClass;
 
     const TIP: &str = "c0ffee000000000000000000000000000000c0de";
 
@@ -345,7 +303,7 @@ mod tests {
         record.workspace = Some(WorkspaceRecord {
             path: "/copies/codex".into(),
             snapshot_ref: None,
-            kind: "git-copy".to_owned(),
+            kind: crate::vocab::WorkspaceKind::GitCopy.into(),
             snapshot_ms: None,
             copy_ms: None,
             commit: Some(on.to_owned()),
@@ -378,7 +336,7 @@ mod tests {
         Vec<DispatchRecord>,
         Option<Ledger>,
         bool,
-        (&'static str, Option<Reason>),
+        (&'static str, Option<LandReason>),
     );
 
     #[test]
@@ -391,35 +349,35 @@ mod tests {
                 vec![executor(&run, None, false)],
                 None,
                 false,
-                ("blocked", Some(Reason::VerificationIncomplete)),
+                ("blocked", Some(LandReason::VerificationIncomplete)),
             ),
             (
                 "its change was never committed",
                 vec![executor(&run, done, false), verifier(&run, TIP)],
                 None,
                 false,
-                ("blocked", Some(Reason::VerificationIncomplete)),
+                ("blocked", Some(LandReason::VerificationIncomplete)),
             ),
             (
                 "the verifier checked another commit",
                 vec![executor(&run, done, true), verifier(&run, "0ther")],
                 Some(ledger("minor", FinalClass::FullConsensus)),
                 false,
-                ("blocked", Some(Reason::VerificationIncomplete)),
+                ("blocked", Some(LandReason::VerificationIncomplete)),
             ),
             (
                 "the defects are not classified",
                 vec![executor(&run, done, true), verifier(&run, TIP)],
                 None,
                 false,
-                ("blocked", Some(Reason::VerificationIncomplete)),
+                ("blocked", Some(LandReason::VerificationIncomplete)),
             ),
             (
                 "a confirmed major defect stays open",
                 vec![executor(&run, done, true), verifier(&run, TIP)],
                 Some(ledger("major", FinalClass::FullConsensus)),
                 false,
-                ("blocked", Some(Reason::DefectsOpen)),
+                ("blocked", Some(LandReason::DefectsOpen)),
             ),
             (
                 "a refuted major defect blocks nothing",
@@ -448,7 +406,7 @@ mod tests {
             records.ledger = ledger;
             if landed {
                 records.state.landing = Some(Landing {
-                    state: "landed".to_owned(),
+                    state: LandingState::Landed.into(),
                     branch: "okstra/p/g/t/r-001".to_owned(),
                     commit: TIP.to_owned(),
                     head: None,
@@ -459,7 +417,7 @@ mod tests {
             let standing = standing(&records).expect("an implementation run");
             assert_eq!(
                 (
-                    standing.state,
+                    standing.state.as_str(),
                     standing.reasons.first().map(|blocker| blocker.reason)
                 ),
                 expected,

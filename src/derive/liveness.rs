@@ -33,10 +33,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::catalog::Runner;
-use crate::ending::Ending;
 use crate::run::Records;
 pub use crate::run::live::Live;
 use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::vocab::Ending;
 
 /// Where one attempt stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,8 +21,8 @@
 use std::collections::BTreeSet;
 
 use crate::catalog::{DispatchKind, Runner};
-use crate::ending::Ending;
 use crate::run::Records;
+use crate::vocab::Ending;
 
 use super::liveness::{self, State};
 use super::reviewers;

@@ -26,13 +26,13 @@
 //! dispatch for that round ended `completed`.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::DispatchKind;
-use crate::ending::Ending;
 use crate::run::Records;
+use crate::vocab::Ending;
+use crate::vocab::ReliabilityReason;
 
 pub use super::quorum::REVIEWERS_REQUIRED;
 use super::quorum::{Count, Standing};
@@ -44,7 +44,7 @@ pub struct Reliability {
     pub cross_verified: bool,
     /// Set exactly when `cross_verified` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<Reason>,
+    pub reason: Option<ReliabilityReason>,
     /// One sentence for people: what was and was not checked, and why.
     pub detail: String,
     pub reviewers_rostered: u32,
@@ -53,40 +53,6 @@ pub struct Reliability {
     pub rounds_run: u32,
     /// One entry per round run, in order.
     pub rounds: Vec<RoundAnswers>,
-}
-
-/// Why a run was not cross-verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reason {
-    /// One reviewer was rostered: nobody could check it, by design.
-    SingleReviewer,
-    /// Two or more were rostered but fewer than two completed their own work.
-    QuorumLost,
-    /// Convergence was switched off for the run.
-    ConvergenceDisabled,
-    /// Convergence was on but no round ran (stopped, or interrupted).
-    ConvergenceNotRun,
-    /// Round 1 left some reviewer's items without another reviewer's answer.
-    ReviewersFailed,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::SingleReviewer => "single-reviewer",
-            Reason::QuorumLost => "quorum-lost",
-            Reason::ConvergenceDisabled => "convergence-disabled",
-            Reason::ConvergenceNotRun => "convergence-not-run",
-            Reason::ReviewersFailed => "reviewers-failed",
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Who was asked and who answered in one convergence round.
@@ -179,7 +145,7 @@ pub fn judge(facts: &Facts) -> Reliability {
     }));
     let (reason, detail) = if rostered < REVIEWERS_REQUIRED {
         (
-            Some(Reason::SingleReviewer),
+            Some(ReliabilityReason::SingleReviewer),
             if rostered == 0 {
                 "No reviewer was rostered, so no finding could be checked by a second model."
                     .to_owned()
@@ -191,7 +157,7 @@ pub fn judge(facts: &Facts) -> Reliability {
         )
     } else if !quorum.cross_checks() {
         (
-            Some(Reason::QuorumLost),
+            Some(ReliabilityReason::QuorumLost),
             format!(
                 "Only {completed_count} of {rostered} reviewers completed their own work; \
                  cross-verification needs {REVIEWERS_REQUIRED}, so each finding is one model's \
@@ -201,7 +167,7 @@ pub fn judge(facts: &Facts) -> Reliability {
     } else if facts.rounds_run == 0 {
         if facts.convergence_enabled {
             (
-                Some(Reason::ConvergenceNotRun),
+                Some(ReliabilityReason::ConvergenceNotRun),
                 format!(
                     "{completed_count} of {rostered} reviewers completed their own work, but no \
                      convergence round ran, so no finding was checked by a second reviewer; each \
@@ -210,7 +176,7 @@ pub fn judge(facts: &Facts) -> Reliability {
             )
         } else {
             (
-                Some(Reason::ConvergenceDisabled),
+                Some(ReliabilityReason::ConvergenceDisabled),
                 format!(
                     "{completed_count} of {rostered} reviewers completed their own work, but \
                      convergence was switched off, so no finding was checked by a second \
@@ -248,7 +214,7 @@ pub fn judge(facts: &Facts) -> Reliability {
                 .find(|round| round.round == 1)
                 .map_or(0, |round| round.asked.len());
             (
-                Some(Reason::ReviewersFailed),
+                Some(ReliabilityReason::ReviewersFailed),
                 format!(
                     "Convergence round 1 ran, but only {} of {asked} reviewers asked answered, so \
                      no other reviewer checked the findings of {}; those findings are one \
@@ -379,7 +345,7 @@ mod tests {
 
     #[test]
     fn each_rule_decides_its_row() {
-        let rows: Vec<(&str, Facts, Option<Reason>)> = vec![
+        let rows: Vec<(&str, Facts, Option<ReliabilityReason>)> = vec![
             ("everyone answered", healthy(), None),
             (
                 "one reviewer rostered",
@@ -390,12 +356,12 @@ mod tests {
                     rounds: vec![],
                     item_owners: owners(&["claude"]),
                 },
-                Some(Reason::SingleReviewer),
+                Some(ReliabilityReason::SingleReviewer),
             ),
             (
                 "no reviewer rostered",
                 Facts::default(),
-                Some(Reason::SingleReviewer),
+                Some(ReliabilityReason::SingleReviewer),
             ),
             (
                 "one of three completed",
@@ -405,7 +371,7 @@ mod tests {
                     rounds: vec![],
                     ..healthy()
                 },
-                Some(Reason::QuorumLost),
+                Some(ReliabilityReason::QuorumLost),
             ),
             (
                 "none of two completed",
@@ -415,7 +381,7 @@ mod tests {
                     rounds: vec![],
                     ..healthy()
                 },
-                Some(Reason::QuorumLost),
+                Some(ReliabilityReason::QuorumLost),
             ),
             (
                 "quorum wins over the rounds the ledger claims",
@@ -423,7 +389,7 @@ mod tests {
                     reviewers: reviewers(&[("claude", true), ("codex", false), ("kimi", false)]),
                     ..healthy()
                 },
-                Some(Reason::QuorumLost),
+                Some(ReliabilityReason::QuorumLost),
             ),
             (
                 "convergence switched off",
@@ -433,7 +399,7 @@ mod tests {
                     rounds: vec![],
                     ..healthy()
                 },
-                Some(Reason::ConvergenceDisabled),
+                Some(ReliabilityReason::ConvergenceDisabled),
             ),
             (
                 "interrupted before round 1 was recorded",
@@ -442,7 +408,7 @@ mod tests {
                     rounds: vec![],
                     ..healthy()
                 },
-                Some(Reason::ConvergenceNotRun),
+                Some(ReliabilityReason::ConvergenceNotRun),
             ),
             (
                 "round 1 answered by one reviewer only",
@@ -451,7 +417,7 @@ mod tests {
                     rounds: vec![round(1, &["claude", "codex", "kimi"], &["codex"])],
                     ..healthy()
                 },
-                Some(Reason::ReviewersFailed),
+                Some(ReliabilityReason::ReviewersFailed),
             ),
             (
                 "round 1 answered by nobody",
@@ -460,7 +426,7 @@ mod tests {
                     rounds: vec![round(1, &["claude", "codex"], &[])],
                     ..healthy()
                 },
-                Some(Reason::ReviewersFailed),
+                Some(ReliabilityReason::ReviewersFailed),
             ),
             (
                 "the one answer came from the only owner of items",
@@ -470,7 +436,7 @@ mod tests {
                     item_owners: owners(&["codex"]),
                     ..healthy()
                 },
-                Some(Reason::ReviewersFailed),
+                Some(ReliabilityReason::ReviewersFailed),
             ),
             (
                 "one answer suffices when only the others own items",
@@ -516,7 +482,7 @@ mod tests {
             block,
             Reliability {
                 cross_verified: false,
-                reason: Some(Reason::QuorumLost),
+                reason: Some(ReliabilityReason::QuorumLost),
                 detail: "Only 1 of 3 reviewers completed their own work; cross-verification \
                          needs 2, so each finding is one model's word."
                     .to_owned(),

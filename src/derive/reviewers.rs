@@ -15,10 +15,10 @@ use std::collections::BTreeSet;
 use super::classes::{self, Judged};
 use crate::catalog::DispatchKind;
 use crate::converge::ledger::Ledger;
-use crate::ending::Ending;
 use crate::run::Records;
 use crate::run::roster::Assignment;
 use crate::run::team_state::TeamState;
+use crate::vocab::Ending;
 
 /// One rostered reviewer and how its own work ended.
 #[derive(Debug, Clone)]

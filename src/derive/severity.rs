@@ -14,8 +14,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::converge::ledger::{FinalClass, LedgerItem, Verdict};
-use crate::severity::Severity;
+use crate::converge::ledger::LedgerItem;
+
+use crate::vocab::Severity;
+use crate::vocab::{FinalClass, Verdict};
 
 use super::counting::Uncounted;
 

@@ -23,9 +23,10 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::anchors::{self, Checked};
-use crate::converge::ledger::{FinalClass, Ledger, LedgerItem, Verdict};
+use crate::converge::ledger::{Ledger, LedgerItem};
 use crate::run::Records;
-use crate::severity::Severity;
+use crate::vocab::Severity;
+use crate::vocab::{FinalClass, Verdict};
 
 use super::classes::{self, Judged};
 use super::counting::Uncounted;
@@ -54,7 +55,7 @@ pub struct CheckedEvidence {
     pub id: String,
     /// `none` for a location that names no line of the project (a log, a
     /// reproduction).
-    pub anchor_status: anchors::Status,
+    pub anchor_status: crate::vocab::AnchorStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anchors: Vec<Checked>,
 }
@@ -75,7 +76,7 @@ pub struct VerifiedItem {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub withdrawn: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub anchor_status: Option<anchors::Status>,
+    pub anchor_status: Option<crate::vocab::AnchorStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anchors: Vec<Checked>,
     /// The owners of the claims of its finding: its own first, then in
@@ -118,7 +119,7 @@ pub struct Review {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addition: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub anchor_status: Option<anchors::Status>,
+    pub anchor_status: Option<crate::vocab::AnchorStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_as: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -410,7 +411,7 @@ pub fn row<'a>(claims: &[&'a VerifiedItem], sources: &'a [String]) -> RowCredits
 pub fn failed_anchor(anchors: &[Checked]) -> String {
     anchors
         .iter()
-        .find(|a| a.status == anchors::Status::Unanchored)
+        .find(|a| a.status == crate::vocab::AnchorStatus::Unanchored)
         .map_or_else(
             || "it cites no anchor".to_owned(),
             |a| {

@@ -8,12 +8,12 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::digest::sha256_hex;
-use crate::ending::Ending;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
+use crate::vocab::Ending;
 
 use super::classify::{self, Evidence};
 use super::recover;
@@ -184,7 +184,7 @@ pub fn conclude(
     let evidence = Evidence {
         exit_code,
         sidecar: found.is_some(),
-        reason: found.as_ref().and_then(|s| s.reason),
+        reason: found.as_ref().and_then(|s| s.reason.as_ref()?.known()),
         child_signal: None,
         cancelled: ended.cancelled,
         has_result: recovered_from.is_some(),

@@ -252,7 +252,7 @@ fn close_with_host(run: &Run, named: &dyn Fn(&DispatchRecord) -> bool) -> Result
     }
     for record in &mut closed {
         record.end(
-            crate::ending::Ending::Cancelled,
+            crate::vocab::Ending::Cancelled,
             "cancelled with `okstra cancel` while the host held it: its answer is no longer taken"
                 .to_owned(),
         );
@@ -270,7 +270,7 @@ fn close_with_host(run: &Run, named: &dyn Fn(&DispatchRecord) -> bool) -> Result
         if record.dispatch_name == *name {
             changes.push(crate::run::team_state::Change::Terminal(
                 name,
-                crate::ending::Ending::Cancelled,
+                crate::vocab::Ending::Cancelled,
             ));
         }
     }

@@ -8,9 +8,10 @@
 //! attempt (`crash`, the reason in its detail), so nothing of it can land.
 
 use crate::catalog::Role;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::Ending;
+use crate::vocab::WorkspaceKind;
 use crate::workspace::{self, RunIdentity};
 
 /// Put a completed Executor attempt's change onto its branch; `Err` says
@@ -44,7 +45,7 @@ pub fn onto_branch(run: &Run, record: &mut DispatchRecord) -> Result<(), String>
     let copy = record
         .workspace
         .as_ref()
-        .filter(|w| w.kind == workspace::Kind::GitCopy.as_str())
+        .filter(|w| w.kind == WorkspaceKind::GitCopy)
         .ok_or("the Executor did not work in a git copy, so okstra has no change to commit")?;
     let parent = copy
         .commit

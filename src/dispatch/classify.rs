@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use crate::ending::Ending;
 use crate::exit;
 use crate::provider_exec::status::Reason;
+use crate::vocab::Ending;
 
 use super::limit::{self, contains_word};
 use super::recover::{Cuts, Signal, Transcript};

@@ -168,7 +168,7 @@ fn what_else(run: &Run, state: &TeamState) -> Vec<String> {
     let done = |name: &str| {
         state
             .latest(name)
-            .is_some_and(|r| r.ending == Some(crate::ending::Ending::Completed))
+            .is_some_and(|r| r.ending == Some(crate::vocab::Ending::Completed))
     };
     let mut lines = Vec::new();
     let reviewers_done = run.reviewers().all(|a| {

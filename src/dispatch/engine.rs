@@ -41,11 +41,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
 
 use crate::child;
-use crate::ending::Ending;
 use crate::provider_exec::{self, status as exec_status};
 use crate::run::Run;
 use crate::run::team_state::{self, Change, DispatchRecord};
-use crate::workspace::{self, Isolation};
+use crate::vocab::Ending;
+use crate::vocab::Isolation;
+use crate::workspace;
 
 use super::attempt::{self, Ended, Outcome};
 use super::classify::QUICK_CRASH_SECS;

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalog::Provider;
 use crate::derive::quorum::Quorum;
-use crate::ending::Ending;
+use crate::vocab::Ending;
 
 /// What the engine stops early, and why.
 #[derive(Debug, Clone, Default)]

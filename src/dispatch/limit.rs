@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::ending::Ending;
+use crate::vocab::Ending;
 
 /// A retry-after longer than this is a spent quota, not a brief refusal:
 /// no run should sit that long on one worker.

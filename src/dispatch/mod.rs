@@ -14,6 +14,9 @@
 //!   names the ending;
 //! - `command` is `okstra dispatch`, `wait` is `okstra await`; `summary`
 //!   prints what both end with; `view` is the live progress on stderr.
+//! - `cancel` is `okstra cancel` and `reap` is `okstra reap`: both stop
+//!   wrappers their driver no longer drives and record the attempts
+//!   `cancelled`.
 
 mod activity;
 mod attempt;
@@ -27,6 +30,7 @@ mod gate;
 mod limit;
 pub mod native;
 pub mod place;
+mod reap;
 mod recover;
 pub mod select;
 mod slots;
@@ -41,14 +45,15 @@ use anyhow::{Context, Result, bail};
 
 use crate::catalog::DispatchKind;
 use crate::cli::EngineArgs;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::team_state::TeamState;
+use crate::vocab::Ending;
 
 pub use crate::run::live::liveness;
-pub use cancel::{cancel_command, orphaned, reap_orphans};
+pub use cancel::cancel_command;
 pub use command::dispatch_command;
 pub use engine::{budget_spent, record_budget_stop};
+pub use reap::reap_command;
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};
 pub use summary::{Row, print_summary};

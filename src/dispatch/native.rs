@@ -30,11 +30,11 @@ use anyhow::{Context, Result, bail};
 
 use crate::catalog::{DispatchKind, Runner};
 use crate::digest::sha256_hex;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::layout;
 use crate::run::team_state::{self, DispatchRecord, Edit, TeamState};
+use crate::vocab::Ending;
 
 use super::attempt;
 use super::recover::{self, RESULT_END, WORKER_RESULTS_BEGIN, WORKER_RESULTS_END};
@@ -269,21 +269,13 @@ fn task_text(run: &Run, record: &DispatchRecord, submit: &str) -> String {
     )
 }
 
-/// How an answer reached okstra.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provenance {
-    /// okstra's sub-agent-stop hook took the sub-agent's final message.
-    Hook,
-    /// Someone (the sub-agent itself, or the lead) ran `okstra submit`.
-    Relayed,
-}
-
-impl Provenance {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provenance::Hook => "hook",
-            Provenance::Relayed => "relayed",
-        }
+closed_set! {
+    /// How an answer reached okstra.
+    Provenance {
+        /// okstra's sub-agent-stop hook took the sub-agent's final message.
+        Hook => "hook",
+        /// Someone (the sub-agent itself, or the lead) ran `okstra submit`.
+        Relayed => "relayed",
     }
 }
 

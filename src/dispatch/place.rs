@@ -83,7 +83,7 @@ pub fn native(
     let plan = workspace::plan(&identity, &planned.worker_id, checkout(run, state, planned))
         .with_context(|| format!("cannot place the copy of `{}`", planned.dispatch_name))?;
     record.branch = branch(&identity, planned)?;
-    record.isolation = Some(plan.kind.isolation().as_str().to_owned());
+    record.isolation = Some(plan.kind.isolation().into());
     record.workspace = Some(plan.record());
     // Recorded before it is made: `reap` and `cleanup` can find it.
     crate::run::team_state::update(run, &[crate::run::team_state::Change::Put(record)])?;

@@ -20,10 +20,10 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use crate::catalog::{DispatchKind, Provider, REPORT_WRITER, Role, Runner, TaskType};
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::roster::{Assignment, DispatchPaths};
 use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::vocab::Ending;
 
 /// `--kind`: the catalog's dispatch kinds.
 pub use crate::catalog::DispatchKind as Kind;

@@ -14,12 +14,12 @@ use serde_json::Value;
 
 use crate::cli::{HookArgs, SubmitArgs};
 use crate::diag;
-use crate::ending::Ending;
 use crate::exit::ExitStatus;
 use crate::fsread;
 use crate::run::Run;
 use crate::run::ask;
 use crate::run::events::EventKind;
+use crate::vocab::Ending;
 
 use super::native::{self, Provenance, Tag};
 

@@ -9,8 +9,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::catalog::Runner;
-use crate::ending::{Ending, ReportStatus};
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::{Ending, ReportStatus};
 
 /// One dispatch's line in the summary.
 #[derive(Debug, Clone, Serialize)]

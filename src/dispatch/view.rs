@@ -94,7 +94,7 @@ impl View {
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(0.0);
         // A normal end is said plainly; any other with its reason.
-        if outcome.ending == crate::ending::Ending::Completed {
+        if outcome.ending == crate::vocab::Ending::Completed {
             self.line(&format!(
                 "{} completed after {}s",
                 record.dispatch_name, outcome.seconds

@@ -26,13 +26,13 @@ use crate::catalog::{DispatchKind, LeadRuntime, Runner};
 use crate::cli::AwaitArgs;
 use crate::derive::liveness;
 use crate::diag;
-use crate::ending::Ending;
 use crate::exit::ExitStatus;
-use crate::lifecycle::State;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
 use crate::run::live;
 use crate::run::team_state::{self, Change, DispatchRecord, TeamState};
+use crate::vocab::BoardState;
+use crate::vocab::Ending;
 
 use super::attempt::{self, Ended};
 use super::select::{Kind, Planned, select};
@@ -137,7 +137,7 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
             waiting
                 .iter()
                 .map(|r| {
-                    if r.state == State::WithHost.as_str() {
+                    if r.state == BoardState::WithHost.as_str() {
                         format!("{} (host session)", r.dispatch_name)
                     } else {
                         format!("{} ({})", r.dispatch_name, r.state)
@@ -343,7 +343,7 @@ fn native_row(run: &Run, planned: &Planned, now: i64) -> Row {
         non_empty(&planned.paths.result_path) || heartbeat_complete(&planned.paths.heartbeat_path);
     let seen = done
         || run.assignment(&planned.worker_id).is_some_and(|a| {
-            crate::lifecycle::verdict_of_worker(run, a, now).state != State::Pending
+            crate::lifecycle::verdict_of_worker(run, a, now).state != BoardState::Pending
         });
     Row {
         dispatch_name: planned.dispatch_name.clone(),
@@ -353,11 +353,11 @@ fn native_row(run: &Run, planned: &Planned, now: i64) -> Row {
         ending: done.then_some(Ending::Completed),
         state: match (done, seen) {
             (true, _) => Ending::Completed.as_str(),
-            (false, true) => State::WithHost.as_str(),
+            (false, true) => BoardState::WithHost.as_str(),
             (false, false) => NOT_STARTED,
         }
         .to_owned(),
-        terminal_status: done.then_some(crate::ending::ReportStatus::Completed),
+        terminal_status: done.then_some(crate::vocab::ReportStatus::Completed),
         failure_reason: None,
         exit_code: None,
         result_path: planned.paths.result_path.clone(),

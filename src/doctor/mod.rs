@@ -315,7 +315,7 @@ fn judge(finding: &mut Finding) {
         return;
     }
     if let Some(probe) = &finding.probe {
-        finding.ready = probe.ending == crate::ending::Ending::Completed;
+        finding.ready = probe.ending == crate::vocab::Ending::Completed;
         if !finding.ready {
             finding.notes.push(format!(
                 "the probe ended `{}`{}",

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::check::{self, Captured};
 use crate::catalog::{Provider, Role};
 use crate::child::Subreaper;
-use crate::ending::Ending;
+use crate::vocab::Ending;
 
 /// The idle timeout given to provider-exec: long enough for a healthy CLI's
 /// first line, short enough that a CLI retrying an unreachable API (silent
@@ -71,7 +71,8 @@ pub fn probe(provider: Provider, subreaper: Option<&Subreaper>) -> io::Result<Pr
     let reason = crate::provider_exec::sidecar::read(&sidecar)
         .ok()
         .flatten()
-        .and_then(|found| found.reason_text);
+        .and_then(|found| found.reason)
+        .map(|reason| reason.to_string());
     let log_path = crate::run::layout::log(&prompt);
     let log = tail(&log_path).unwrap_or_default();
     // Before the CLI starts (preflight), the only words are the wrapper's.

@@ -51,21 +51,12 @@ impl Homes {
     }
 }
 
-/// A host okstra can be installed into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Host {
-    ClaudeCode,
-    Codex,
-    Antigravity,
-}
-
-impl Host {
-    pub fn name(self) -> &'static str {
-        match self {
-            Host::ClaudeCode => "claude-code",
-            Host::Codex => "codex",
-            Host::Antigravity => "antigravity",
-        }
+closed_set! {
+    /// A host okstra can be installed into.
+    Host {
+        ClaudeCode => "claude-code",
+        Codex => "codex",
+        Antigravity => "antigravity",
     }
 }
 
@@ -232,7 +223,7 @@ pub fn skill_text(host: Host, okstra: &Path) -> Result<String, template::Error> 
         &env,
         "templates/install/skill.md.j2",
         minijinja::context! {
-            host => host.name(),
+            host => host.as_str(),
             runtime => runtime,
             okstra => shell_word(okstra),
             project_root => project_root,

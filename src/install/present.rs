@@ -43,7 +43,7 @@ pub fn integrations(env: &dyn Fn(&str) -> Option<String>) -> Integrations {
     let mut found = Vec::new();
     let mut add = |host: Host, kind: &'static str, path: PathBuf| {
         found.push(Integration {
-            host: host.name(),
+            host: host.as_str(),
             kind,
             path,
         });
@@ -135,7 +135,7 @@ fn twice(found: &[Integration]) -> Vec<String> {
         let of = |kind: &str| {
             found
                 .iter()
-                .filter(|i| i.host == host.name() && i.kind == kind)
+                .filter(|i| i.host == host.as_str() && i.kind == kind)
                 .map(|i| format!("`{}`", i.path.display()))
                 .collect::<Vec<_>>()
         };
@@ -154,14 +154,14 @@ fn twice(found: &[Integration]) -> Vec<String> {
             warnings.push(format!(
                 "okstra is registered twice in {}: by `okstra install` ({}) and as a plugin ({}); \
                  the skill shows twice and its hooks run twice; keep one ({fix})",
-                host.name(),
+                host.as_str(),
                 installed.join(", "),
                 plugins.join(", ")
             ));
         } else if installed.len() > 1 || plugins.len() > 1 {
             warnings.push(format!(
                 "okstra is registered twice in {}: {}; keep one ({fix})",
-                host.name(),
+                host.as_str(),
                 [installed, plugins].concat().join(", ")
             ));
         }

@@ -30,12 +30,12 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 
 use crate::git::{self, Git};
 use crate::run::team_state::ExecutorCommits;
 
-use super::gate::{Blocker, Reason, short};
+use super::gate::{Blocker, short};
+use crate::vocab::{Ancestry, FileAction, LandReason};
 
 /// git's file modes.
 const MODE_FILE: &str = "100644";
@@ -45,50 +45,6 @@ const MODE_GITLINK: &str = "160000";
 /// What a landed file gets (git's own, under the usual umask 022).
 const PERMISSIONS_FILE: u32 = 0o644;
 const PERMISSIONS_EXECUTABLE: u32 = 0o755;
-
-/// How the user's `HEAD` stands to the run's base and the branch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ancestry {
-    /// The base is an ancestor of `HEAD`; the branch is not yet in it.
-    Ahead,
-    /// The branch's tip is already an ancestor of `HEAD`.
-    Merged,
-    /// The base is not an ancestor of `HEAD`.
-    Diverged,
-}
-
-impl Ancestry {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ancestry::Ahead => "ahead",
-            Ancestry::Merged => "merged",
-            Ancestry::Diverged => "diverged",
-        }
-    }
-}
-
-/// What landing does to one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Action {
-    /// Write the tip's version (the file was as the snapshot had it).
-    Write,
-    /// Write the three-way merge of the user's commits and the change.
-    Merge,
-    /// Delete the file (the change deletes it).
-    Delete,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Write => "write",
-            Action::Merge => "merge",
-            Action::Delete => "delete",
-        }
-    }
-}
 
 /// A file's content to land.
 #[derive(Debug, Clone)]
@@ -109,7 +65,7 @@ enum Content {
 pub struct Landed {
     /// Relative to the repository's top level.
     pub path: PathBuf,
-    pub action: Action,
+    pub action: FileAction,
     content: Content,
     /// The working tree's file as checked (`None`: absent).
     stamp: Option<Stamp>,
@@ -184,7 +140,7 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
     };
     if ancestry == Ancestry::Diverged {
         blockers.push(Blocker::new(
-            Reason::BaseNotAncestor,
+            LandReason::BaseNotAncestor,
             format!(
                 "the run began on `{}`, which is not an ancestor of your `HEAD` (`{}`): the branch `{}` was made on another history",
                 base.as_deref().map_or("(no commit)", short),
@@ -212,13 +168,16 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
     for change in &changes {
         let shown = String::from_utf8_lossy(&change.path).into_owned();
         if let Some(why) = unsafe_path(&toplevel, &change.path) {
-            blockers.push(Blocker::new(Reason::Conflict, format!("`{shown}` {why}")));
+            blockers.push(Blocker::new(
+                LandReason::Conflict,
+                format!("`{shown}` {why}"),
+            ));
             continue;
         }
         let gitlink = |e: &Option<Entry>| e.as_ref().is_some_and(|e| e.mode == MODE_GITLINK);
         if gitlink(&change.snapshot) || gitlink(&change.tip) {
             blockers.push(Blocker::new(
-                Reason::Conflict,
+                LandReason::Conflict,
                 format!("`{shown}` is a submodule, which okstra does not land"),
             ));
             continue;
@@ -232,7 +191,7 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
             Now::Entry(entry) => Some(entry.clone()),
             Now::Folder => {
                 blockers.push(Blocker::new(
-                    Reason::DirtyOverlap,
+                    LandReason::DirtyOverlap,
                     format!("`{shown}` is a folder in your working tree"),
                 ));
                 continue;
@@ -246,7 +205,7 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
                 && let Some(why) = leaves(&change.path, target)
             {
                 blockers.push(Blocker::new(
-                    Reason::SymlinkOutside,
+                    LandReason::SymlinkOutside,
                     format!(
                         "`{shown}` is a symlink to `{}`, {why}",
                         String::from_utf8_lossy(target)
@@ -257,9 +216,9 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
             files.push(Landed {
                 path: PathBuf::from(OsStr::from_bytes(&change.path)),
                 action: if change.tip.is_some() {
-                    Action::Write
+                    FileAction::Write
                 } else {
-                    Action::Delete
+                    FileAction::Delete
                 },
                 content,
                 stamp,
@@ -268,7 +227,7 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
         }
         if now_entry != in_head || in_index != in_head {
             blockers.push(Blocker::new(
-                Reason::DirtyOverlap,
+                LandReason::DirtyOverlap,
                 format!(
                     "`{shown}` has uncommitted edits that differ from the snapshot the Executor worked on"
                 ),
@@ -282,12 +241,12 @@ pub fn check(project: &Path, commits: &ExecutorCommits) -> Result<Plan> {
         match merge(&git, &change.path, change.snapshot.as_ref(), in_head.as_ref(), change.tip.as_ref())? {
             Some(merged) => files.push(Landed {
                 path: PathBuf::from(OsStr::from_bytes(&change.path)),
-                action: Action::Merge,
+                action: FileAction::Merge,
                 content: content(&git, Some(&merged))?,
                 stamp,
             }),
             None => blockers.push(Blocker::new(
-                Reason::Conflict,
+                LandReason::Conflict,
                 format!(
                     "`{shown}` was changed both by your commits since the run began and by the Executor, and the two do not merge"
                 ),

@@ -13,7 +13,7 @@
 //! finalized and rendered again so it says so. `--check` only reports.
 //!
 //! Each reason is one line on stdout, `<reason>: <detail>`, with the
-//! reason one of the stable words of [`gate::Reason`]. Exit 0 landed (or
+//! reason one of the stable words of [`LandReason`]. Exit 0 landed (or
 //! landable, with `--check`), 1 blocked, 2 bad input.
 
 pub mod apply;
@@ -37,7 +37,8 @@ use crate::run::lease::Lease;
 use crate::run::team_state::{self, Change, Landing};
 use crate::run::{Parts, Records, Run};
 
-use self::gate::{Blocker, Reason, short};
+use self::gate::{Blocker, short};
+use crate::vocab::{LandReason, LandingState};
 
 /// How long `okstra land` waits for another driver of the run.
 const LEASE_WAIT: Duration = Duration::from_secs(5);
@@ -115,7 +116,7 @@ pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
     match crate::workspace::branch::tip(&run.project_root, &commits.branch)? {
         Some(tip) if tip == commits.tip => {}
         found => outcome.reasons.push(Blocker::new(
-            Reason::VerificationIncomplete,
+            LandReason::VerificationIncomplete,
             format!(
                 "the branch `{}` {}, not the commit okstra made and the verifiers checked (`{}`)",
                 commits.branch.trim_start_matches("refs/heads/"),
@@ -148,7 +149,7 @@ pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
     }
     apply::write(&plan)?;
     let landing = Landing {
-        state: "landed".to_owned(),
+        state: LandingState::Landed.into(),
         branch: commits.branch.clone(),
         commit: commits.tip.clone(),
         head: plan.head.clone(),

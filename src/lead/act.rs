@@ -12,8 +12,9 @@ use crate::diag;
 use crate::dispatch::{self, Kind};
 use crate::run::events::EventKind;
 use crate::run::journal::file_sha256;
+use crate::vocab::JournalStep;
 
-use super::facts::{self, Digests, repair_prompt_path};
+use super::facts::{Digests, repair_prompt_path};
 use super::{Flow, Lead, Mode};
 
 impl Lead {
@@ -100,7 +101,7 @@ impl Lead {
         let budget_stop = batch
             .rows
             .iter()
-            .any(|row| row.ending == Some(crate::ending::Ending::Budget))
+            .any(|row| row.ending == Some(crate::vocab::Ending::Budget))
             .then(|| self.budget_reason())
             .flatten();
         Ok(match (batch.interrupted, batch.stopped, budget_stop) {
@@ -169,8 +170,8 @@ impl Lead {
         let output = file_sha256(&self.run.layout().round_plan(round));
         // Everything from this round on was built on the old plan.
         self.journal
-            .record(&facts::plan_step(round), inputs, output, |step| {
-                later_than(step, round) || step == facts::record_step(round)
+            .record(JournalStep::Plan(round), inputs, output, |step| {
+                later_than(step, round) || step == JournalStep::Record(round)
             })?;
         Ok(())
     }
@@ -191,7 +192,7 @@ impl Lead {
         let inputs = digests.records.get(&round).cloned().unwrap_or_default();
         let output = file_sha256(&self.run.layout().convergence_ledger());
         self.journal
-            .record(&facts::record_step(round), inputs, output, |step| {
+            .record(JournalStep::Record(round), inputs, output, |step| {
                 later_than(step, round)
             })?;
         Ok(())
@@ -201,16 +202,20 @@ impl Lead {
     pub(super) fn classify(&mut self, digests: &Digests) -> Result<()> {
         converge::classify(&self.run.dir)?;
         let output = file_sha256(&self.run.layout().convergence_ledger());
-        self.journal
-            .record(facts::CLASSIFY, digests.classify.clone(), output, |step| {
+        self.journal.record(
+            JournalStep::Classify,
+            digests.classify.clone(),
+            output,
+            |step| {
                 [
-                    facts::FIX_REQUEST,
-                    facts::FIX_CHECK,
-                    facts::INPUTS,
-                    facts::RENDER,
+                    JournalStep::FixRequest,
+                    JournalStep::FixCheck,
+                    JournalStep::Inputs,
+                    JournalStep::Render,
                 ]
                 .contains(&step)
-            })
+            },
+        )
     }
 
     /// The lead contract's fix cycle (`--fix-cycle yes`): the verifiers'
@@ -242,7 +247,9 @@ impl Lead {
             file_sha256(&path)
         };
         self.journal
-            .record(facts::FIX_REQUEST, digests.fix.clone(), output, |_| false)
+            .record(JournalStep::FixRequest, digests.fix.clone(), output, |_| {
+                false
+            })
     }
 
     /// The Executor's fix pass, on the prompt the fix request wrote.
@@ -299,10 +306,10 @@ impl Lead {
             file_sha256(&self.run.layout().fix_check())
         };
         self.journal.record(
-            facts::FIX_CHECK,
+            JournalStep::FixCheck,
             digests.fix_check.clone(),
             output,
-            |step| [facts::INPUTS, facts::RENDER].contains(&step),
+            |step| [JournalStep::Inputs, JournalStep::Render].contains(&step),
         )
     }
 
@@ -310,10 +317,12 @@ impl Lead {
     pub(super) fn inputs(&mut self, digests: &Digests) -> Result<()> {
         crate::coverage::write_inputs(&self.run)?;
         let output = file_sha256(&self.run.layout().report_inputs());
-        self.journal
-            .record(facts::INPUTS, digests.inputs.clone(), output, |step| {
-                step == facts::RENDER
-            })
+        self.journal.record(
+            JournalStep::Inputs,
+            digests.inputs.clone(),
+            output,
+            |step| step == JournalStep::Render,
+        )
     }
 
     /// Write okstra's own blocks into the report the writer wrote, now that
@@ -413,7 +422,8 @@ impl Lead {
         match crate::report::render(&self.run.dir)? {
             Ok(_) => {
                 let data = file_sha256(&self.run.report_data_path).unwrap_or_default();
-                self.journal.record(facts::RENDER, data, None, |_| false)
+                self.journal
+                    .record(JournalStep::Render, data, None, |_| false)
             }
             Err(problems) => anyhow::bail!(
                 "the report `{}` passed validation a moment ago and now fails it: {}",
@@ -432,20 +442,16 @@ fn budget_words(why: &str) -> String {
 }
 
 /// Whether journal step `step` belongs to a round after `round`.
-fn later_than(step: &str, round: u32) -> bool {
-    let number = step
-        .strip_prefix("plan-r")
-        .or_else(|| step.strip_prefix("record-r"))
-        .and_then(|n| n.parse::<u32>().ok());
-    number.is_some_and(|n| n > round)
-        || [
-            facts::CLASSIFY,
-            facts::FIX_REQUEST,
-            facts::FIX_CHECK,
-            facts::INPUTS,
-            facts::RENDER,
-        ]
-        .contains(&step)
+fn later_than(step: JournalStep, round: u32) -> bool {
+    match step {
+        JournalStep::Plan(number) | JournalStep::Record(number) => number > round,
+        JournalStep::Classify
+        | JournalStep::FixRequest
+        | JournalStep::FixCheck
+        | JournalStep::Inputs
+        | JournalStep::Render => true,
+        JournalStep::Complete => false,
+    }
 }
 
 /// The verdict token of a valid report, for the last lead event.

@@ -10,30 +10,14 @@ use anyhow::Result;
 use crate::catalog::{DispatchKind, REPORT_WRITER, Role, TaskType};
 use crate::converge::{Ledger, ledger};
 use crate::dispatch::{self, Decision, Planned, Skip};
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::journal::{Digest, file_sha256};
 use crate::run::steps::{Facts, FixCheck, Need, Report, Round, Worker};
 use crate::run::team_state::TeamState;
+use crate::vocab::{Ending, JournalStep};
 
 use super::Lead;
 
-/// The names of the journal's steps.
-pub fn plan_step(round: u32) -> String {
-    format!("plan-r{round}")
-}
-
-pub fn record_step(round: u32) -> String {
-    format!("record-r{round}")
-}
-
-pub const CLASSIFY: &str = "classify";
-pub const FIX_REQUEST: &str = "fix-request";
-pub const FIX_CHECK: &str = "fix-check";
-pub const INPUTS: &str = "inputs";
-pub const RENDER: &str = "render";
-/// The run's end was recorded (`run-complete`), for this report or reason.
-pub const COMPLETE: &str = "complete";
 /// The batches of the step machine, in its order: which one a step's
 /// workers belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +108,7 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
     let journal = &lead.journal;
     // A run made before the journal existed is judged by its files alone.
     let legacy = journal.is_empty();
-    let fresh = |step: &str, inputs: &str, file_exists: bool| {
+    let fresh = |step: JournalStep, inputs: &str, file_exists: bool| {
         if legacy {
             file_exists
         } else {
@@ -183,7 +167,7 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
             break;
         }
         let plan_inputs = previous_output.clone();
-        let plan_fresh = fresh(&plan_step(number), &plan_inputs, true);
+        let plan_fresh = fresh(JournalStep::Plan(number), &plan_inputs, true);
         digests.plans.insert(number, plan_inputs);
         let plan: Option<crate::converge::ledger::Plan> =
             ledger::read(&plan_path, ledger::PLAN_SCHEMA).ok().flatten();
@@ -208,13 +192,13 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
         }
         let record = record.finish();
         let recorded = ledger.as_ref().is_some_and(|l| l.rounds_run >= number);
-        let recorded_fresh = fresh(&record_step(number), &record, recorded);
+        let recorded_fresh = fresh(JournalStep::Record(number), &record, recorded);
         digests.records.insert(number, record);
         let stops_after = ledger
             .as_ref()
             .is_some_and(|l| l.rounds_run == number && l.stopped_because.is_some());
         if let Some(output) = journal
-            .get(&record_step(number))
+            .get(JournalStep::Record(number))
             .and_then(|e| e.output.clone())
         {
             classify = classify.text("round", &output);
@@ -232,9 +216,9 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
         });
     }
     digests.classify = classify.finish();
-    facts.classified = fresh(CLASSIFY, &digests.classify, ledger.is_some());
+    facts.classified = fresh(JournalStep::Classify, &digests.classify, ledger.is_some());
     let classified = journal
-        .get(CLASSIFY)
+        .get(JournalStep::Classify)
         .and_then(|e| e.output.clone())
         .unwrap_or_default();
 
@@ -243,7 +227,7 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
         && run.task()?.fix_cycle
     {
         digests.fix = Digest::new().text("ledger", &classified).finish();
-        let request = journal.get(FIX_REQUEST);
+        let request = journal.get(JournalStep::FixRequest);
         facts.fix_undecided = request.is_none_or(|e| e.inputs != digests.fix);
         if !facts.fix_undecided && request.is_some_and(|e| e.output.is_some()) {
             let path = dispatch::fix_prompt_path(run)?;
@@ -269,11 +253,15 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
             .finish();
         // Planned from these inputs with no defect to check: nothing is due.
         let nothing_to_check = journal
-            .get(FIX_CHECK)
+            .get(JournalStep::FixCheck)
             .is_some_and(|e| e.inputs == digests.fix_check && e.output.is_none());
         if !checkers.is_empty() && !nothing_to_check {
             let plan_path = run.layout().fix_check();
-            let planned = fresh(FIX_CHECK, &digests.fix_check, plan_path.is_file());
+            let planned = fresh(
+                JournalStep::FixCheck,
+                &digests.fix_check,
+                plan_path.is_file(),
+            );
             let verifiers = if planned {
                 dispatch::select::select(run, &state, DispatchKind::FixCheck, None)?
                     .iter()
@@ -316,7 +304,7 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
     }
     digests.inputs = inputs.finish();
     let inputs_path = run.layout().report_inputs();
-    facts.inputs_fresh = fresh(INPUTS, &digests.inputs, inputs_path.is_file());
+    facts.inputs_fresh = fresh(JournalStep::Inputs, &digests.inputs, inputs_path.is_file());
     let mut planned = dispatch::select::from_assignment(writer, DispatchKind::Initial);
     planned.inputs_sha256 = lead.tracked_inputs(&planned);
     let writer_state = worker(Group::Writer, &planned);
@@ -340,7 +328,7 @@ pub fn gather(lead: &Lead) -> Result<Gathered> {
         if problems.is_empty() {
             let data = file_sha256(&run.report_data_path).unwrap_or_default();
             let layout = run.layout();
-            let rendered = journal.is_fresh(RENDER, &data)
+            let rendered = journal.is_fresh(JournalStep::Render, &data)
                 && layout
                     .report_dir()
                     .join(crate::run::layout::REPORT_MARKDOWN_NAME)
@@ -422,7 +410,7 @@ impl Lead {
             Role::ReportWriter => file_sha256(&self.run.layout().report_inputs()),
             Role::Critic => Some(
                 self.journal
-                    .get(CLASSIFY)
+                    .get(JournalStep::Classify)
                     .and_then(|e| e.output.clone())
                     .unwrap_or_default(),
             ),

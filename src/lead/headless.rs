@@ -31,6 +31,7 @@ use crate::run::Run;
 use crate::run::events::EventKind;
 use crate::run::layout;
 use crate::run::lease::Lease;
+use crate::vocab::LandingState;
 
 use super::{Halt, Lead, Mode, command_line};
 
@@ -388,7 +389,7 @@ impl Lead {
             if !seen.insert(&copy.path) {
                 continue;
             }
-            let Some(kind) = crate::workspace::Kind::parse(&copy.kind) else {
+            let Some(kind) = copy.kind.known() else {
                 continue;
             };
             if let Err(err) =
@@ -412,12 +413,14 @@ impl Lead {
         };
         let branch = landing.branch.as_deref().unwrap_or("the run's branch");
         match landing.state {
-            "landable" => diag::progress(format_args!(
+            LandingState::Landable => diag::progress(format_args!(
                 "the change on `{branch}` is verified: `{}` applies it to your working tree",
                 crate::shell::okstra_line(&["land", &self.run.dir.to_string_lossy()])
             )),
-            "landed" => diag::progress(format_args!("the change on `{branch}` has landed")),
-            _ => {
+            LandingState::Landed => {
+                diag::progress(format_args!("the change on `{branch}` has landed"));
+            }
+            LandingState::Blocked => {
                 for reason in &landing.reasons {
                     diag::note(format_args!("not landable: {}", reason.line()));
                 }

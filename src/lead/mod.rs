@@ -38,6 +38,7 @@ use crate::run::events::{self, EventKind};
 use crate::run::journal::Journal;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Step as Next};
+use crate::vocab::{ContinuationKind, JournalStep};
 
 pub use headless::{drive, render_checked, run_command};
 pub use next::{drive_command, next_command};
@@ -303,7 +304,7 @@ impl Lead {
         let Some(executor) = self.run.in_role(Role::Executor).next() else {
             return Ok(None);
         };
-        if self.run.task()?.continuation.kind == "approved-plan" {
+        if self.run.task()?.continuation.kind == ContinuationKind::ApprovedPlan {
             return Ok(None);
         }
         if let Some(answer) = ask::answered(&self.run, Question::Approval) {
@@ -337,13 +338,14 @@ impl Lead {
     /// The run is done: record it once per report.
     fn complete(&mut self) -> Result<()> {
         let data = crate::run::journal::file_sha256(&self.run.report_data_path).unwrap_or_default();
-        if self.journal.is_fresh(facts::COMPLETE, &data) {
+        if self.journal.is_fresh(JournalStep::Complete, &data) {
             return Ok(());
         }
         let verdict =
             act::report_verdict(&self.run.report_data_path).unwrap_or_else(|| "unknown".into());
         self.event(EventKind::RunComplete, &[("verdict", &verdict)]);
-        self.journal.record(facts::COMPLETE, data, None, |_| false)
+        self.journal
+            .record(JournalStep::Complete, data, None, |_| false)
     }
 
     /// The run ends without a report: record it, once per drive (a run

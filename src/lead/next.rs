@@ -43,6 +43,7 @@ use crate::run::layout;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Need, Step};
 use crate::shell;
+use crate::vocab::NextState;
 
 use super::{DRIVE_LEASE_WAIT, Halt, Lead, Mode, facts};
 
@@ -61,29 +62,6 @@ const ANSWER_VERSION: u32 = 1;
 pub(crate) struct Driver {
     /// Its exit status, if it ended before it recorded its batch.
     pub exited: Option<std::process::ExitStatus>,
-}
-
-/// One state of the run, as `okstra next` answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-enum State {
-    HostWork,
-    Waiting,
-    Done,
-    Failed,
-    Cancelled,
-}
-
-impl State {
-    fn as_str(self) -> &'static str {
-        match self {
-            State::HostWork => "host-work",
-            State::Waiting => "waiting",
-            State::Done => "done",
-            State::Failed => "failed",
-            State::Cancelled => "cancelled",
-        }
-    }
 }
 
 /// What only the host can do.
@@ -158,7 +136,7 @@ struct Report {
 #[serde(rename_all = "camelCase")]
 struct Answer {
     schema_version: u32,
-    state: State,
+    state: NextState,
     run_dir: PathBuf,
     tasks: Vec<Task>,
     running: Vec<Running>,
@@ -180,7 +158,7 @@ impl Answer {
     /// Whether `--wait` goes on waiting: only while nothing is for the host
     /// and the run has not ended.
     fn is_waiting(&self) -> bool {
-        self.state == State::Waiting
+        self.state == NextState::Waiting
     }
 }
 
@@ -218,8 +196,8 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
     }
     crate::output::print(&answer, args.json)?;
     Ok(match answer.state {
-        State::HostWork | State::Waiting => ExitStatus::Success,
-        State::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
+        NextState::HostWork | NextState::Waiting => ExitStatus::Success,
+        NextState::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
             if let Some(line) = answer
                 .report
                 .as_ref()
@@ -229,7 +207,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             }
             ExitStatus::Success
         }
-        State::Done => {
+        NextState::Done => {
             diag::error(format_args!(
                 "the report is written, but {}",
                 answer
@@ -240,10 +218,10 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             ));
             ExitStatus::Failure
         }
-        State::Failed | State::Cancelled => {
+        NextState::Failed | NextState::Cancelled => {
             diag::error(format_args!(
                 "the run {}: {}",
-                if answer.state == State::Failed {
+                if answer.state == NextState::Failed {
                     "failed"
                 } else {
                     "was stopped"
@@ -372,7 +350,7 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
     let running = running(&state);
     let mut answer = Answer {
         schema_version: ANSWER_VERSION,
-        state: State::Waiting,
+        state: NextState::Waiting,
         run_dir: run.dir.clone(),
         tasks: Vec::new(),
         running,
@@ -392,7 +370,7 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
         }
         (liveness::Outcome::Cancelled, why) => {
             let mut answer = failed(run, answer, why.unwrap_or_else(|| "cancelled".to_owned()));
-            answer.state = State::Cancelled;
+            answer.state = NextState::Cancelled;
             return Ok(answer);
         }
         _ => {}
@@ -413,7 +391,7 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
     }
     match lead.approval()? {
         Some(Halt::Ask(question)) => {
-            answer.state = State::HostWork;
+            answer.state = NextState::HostWork;
             answer.tasks.push(ask_task(run, question));
             return Ok(answer);
         }
@@ -446,10 +424,10 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
         Step::Done => {
             answer.report = Some(report(run)?);
             if let Some(task) = clarification(run)? {
-                answer.state = State::HostWork;
+                answer.state = NextState::HostWork;
                 answer.tasks.push(task);
             } else {
-                answer.state = State::Done;
+                answer.state = NextState::Done;
                 if let Some(report) = &mut answer.report {
                     report.clarification_response = ask::answered(run, Question::Clarification)
                         .map(|_| Question::Clarification.answer_path(run));
@@ -459,15 +437,15 @@ fn observe(run: &Run, engine: &EngineArgs, acted: &Acted) -> Result<Answer> {
         Step::End(stop) => {
             return Ok(failed(run, answer, lead.stop_reason(stop)));
         }
-        _ if !answer.tasks.is_empty() => answer.state = State::HostWork,
-        _ => answer.state = State::Waiting,
+        _ if !answer.tasks.is_empty() => answer.state = NextState::HostWork,
+        _ => answer.state = NextState::Waiting,
     }
     Ok(answer)
 }
 
 /// A `failed` answer saying `why`: no task, and the line that resumes.
 fn failed(run: &Run, mut answer: Answer, why: String) -> Answer {
-    answer.state = State::Failed;
+    answer.state = NextState::Failed;
     answer.tasks.clear();
     answer.reason = Some(why);
     answer.resume = Some(resume_line(run));
@@ -663,11 +641,11 @@ impl crate::output::Text for Answer {
             writeln!(out, "reason: {}", crate::fsread::escape(reason))?;
         }
         match answer.state {
-            State::HostWork | State::Waiting => writeln!(out, "wait: {}", answer.wait)?,
-            State::Failed | State::Cancelled => {
+            NextState::HostWork | NextState::Waiting => writeln!(out, "wait: {}", answer.wait)?,
+            NextState::Failed | NextState::Cancelled => {
                 writeln!(out, "resume: {}", answer.resume.as_deref().unwrap_or(""))?;
             }
-            State::Done => {}
+            NextState::Done => {}
         }
         Ok(())
     }

@@ -39,6 +39,7 @@ use crate::git::Git;
 use crate::run::Run;
 use crate::run::lease::Lease;
 use crate::run::team_state::TeamState;
+use crate::vocab::WorkspaceKind;
 use crate::workspace;
 
 /// Version of the `--json` document.
@@ -90,7 +91,7 @@ struct Item {
     #[serde(skip)]
     expected: Option<String>,
     #[serde(skip)]
-    copy_kind: Option<workspace::Kind>,
+    copy_kind: Option<WorkspaceKind>,
 }
 
 /// A run left alone, and why.
@@ -394,7 +395,7 @@ fn plan(run: &Run, state: &TeamState, why: &str, old: bool) -> Vec<Item> {
                 copy.path.to_string_lossy().into_owned(),
                 why.to_owned(),
             );
-            found.copy_kind = workspace::Kind::parse(&copy.kind);
+            found.copy_kind = copy.kind.known();
             // A dry run says already what `--execute` would leave alone.
             if let Some(kind) = found.copy_kind
                 && let Err(err @ workspace::Error::Foreign { .. }) =

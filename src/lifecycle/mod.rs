@@ -1,22 +1,22 @@
 //! The run lifecycle after `--render-only`: lead events (`okstra event`), the
-//! status board (`okstra status`), the reaper (`okstra reap`).
+//! status board (`okstra status`), the cleanup (`okstra cleanup`), and what
+//! they share with the reaper (`okstra reap`, in `dispatch`, beside
+//! `okstra cancel`: both stop wrappers and record their attempts).
 //!
 //! Everything here *reads* what others own: the run (opened through
 //! `run::Run`), status sidecars (written by provider-exec, read defensively since
 //! it may be older or newer than us), heartbeat files and Result Paths
 //! (written by workers). The only files written here are the lead events log
-//! (appended under a lock) and, by `reap --execute`, the sidecars of wrappers
-//! that died without finishing them.
+//! (appended under a lock) and what `cleanup --execute` removes.
 //!
 //! Submodules: `event` appends events, `status` classifies workers and draws
-//! the board, `reap` stops orphaned process groups, `cleanup` removes what
-//! finished or dead runs left (copies, okstra's refs and branches, logs).
+//! the board, `cleanup` removes what finished or dead runs left (copies,
+//! okstra's refs and branches, logs).
 
 mod cleanup;
 mod event;
 #[cfg(test)]
 mod proptests;
-mod reap;
 mod status;
 
 use std::fs;
@@ -24,8 +24,7 @@ use std::path::{Path, PathBuf};
 
 pub use cleanup::cleanup_command;
 pub use event::event_command;
-pub use reap::reap_command;
-pub use status::{State, status_command, verdict_of_attempt, verdict_of_worker};
+pub use status::{status_command, verdict_of_attempt, verdict_of_worker};
 
 /// The run a lifecycle command reads: the one view every command opens.
 pub use crate::run::Run;
@@ -106,7 +105,7 @@ pub fn project_root(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// thing (`lines`) and per note (`notes`: what it left alone and why);
 /// then on stderr that there was nothing to do (`verb`: what the command
 /// does) or, on a dry run, how to do it.
-fn print_plan(
+pub fn print_plan(
     json: Option<&impl serde::Serialize>,
     lines: &[String],
     notes: &[String],

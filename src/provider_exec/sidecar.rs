@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::provider_exec::status::{Reason, Stage, TerminatedBy};
+use crate::vocab::Word;
 use crate::{durable, fsread};
 
 #[derive(Debug, thiserror::Error)]
@@ -57,10 +58,8 @@ pub struct Sidecar {
     /// `None` when missing or a word this build does not know.
     pub terminated_by: Option<TerminatedBy>,
     pub signal: Option<String>,
-    /// `None` when missing or a word this build does not know.
-    pub reason: Option<Reason>,
-    /// The `reason` as written (a newer wrapper's word is shown as it is).
-    pub reason_text: Option<String>,
+    /// `None` when missing; a newer wrapper's word is kept as written.
+    pub reason: Option<Word<Reason>>,
     pub log_path: Option<PathBuf>,
 }
 
@@ -168,8 +167,7 @@ impl Sidecar {
             timeout: wire.timeout == Some(true),
             terminated_by: wire.terminated_by.and_then(|word| word.parse().ok()),
             signal: wire.signal,
-            reason: wire.reason.as_deref().and_then(|word| word.parse().ok()),
-            reason_text: wire.reason,
+            reason: wire.reason.as_deref().map(Word::parse),
             log_path: wire.log_path.map(PathBuf::from),
         }
     }
@@ -189,8 +187,7 @@ impl Sidecar {
             timeout: raw.get("timeout").and_then(Value::as_bool) == Some(true),
             terminated_by: text("terminated_by").and_then(|word| word.parse().ok()),
             signal: text("signal"),
-            reason: text("reason").and_then(|word| word.parse().ok()),
-            reason_text: text("reason"),
+            reason: text("reason").as_deref().map(Word::parse),
             log_path: text("log_path").map(PathBuf::from),
         }
     }
@@ -265,6 +262,35 @@ mod tests {
     use std::fs;
 
     use super::*;
+
+    #[test]
+    fn a_reason_this_build_does_not_know_is_kept_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.md.status.json");
+        for (text, expected) in [
+            (
+                r#"{"stage":"exited","reason":"spawn-failed"}"#,
+                Word::Known(Reason::SpawnFailed),
+            ),
+            (
+                r#"{"stage":"exited","reason":"quota-pause"}"#,
+                Word::Unknown("quota-pause".to_owned()),
+            ),
+            // Read again leniently (a field of another type), the same.
+            (
+                r#"{"stage":"exited","pid":"1","reason":"quota-pause"}"#,
+                Word::Unknown("quota-pause".to_owned()),
+            ),
+        ] {
+            fs::write(&path, text).unwrap();
+            let sidecar = read(&path).unwrap().unwrap();
+            assert_eq!(sidecar.reason.as_ref(), Some(&expected), "{text}");
+        }
+        assert_eq!(
+            read(&path).unwrap().unwrap().reason.unwrap().to_string(),
+            "quota-pause"
+        );
+    }
 
     #[test]
     fn reading_is_defensive_and_marking_keeps_unknown_fields() {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::report::anchor::Anchor;
 use crate::report::findings::{Finding, Verification};
-use crate::severity::Severity;
+use crate::vocab::Severity;
 
 /// Inline comments per review; the rest go into the summary.
 pub const MAX_COMMENTS: usize = 50;
@@ -336,8 +336,8 @@ fn summary_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::converge::FinalClass;
     use crate::report::findings::Rule;
+    use crate::vocab::FinalClass;
 
     const PATCH: &str = "\
 @@ -1,4 +1,5 @@

@@ -14,10 +14,11 @@ use serde::Serialize;
 
 use super::model::Report;
 use super::verification::{Review, VerifiedItem};
-use crate::anchors::{Checked, Status};
-use crate::converge::FinalClass;
-use crate::converge::ledger::Verdict;
-use crate::severity::Severity;
+use crate::anchors::Checked;
+use crate::vocab::AnchorStatus;
+use crate::vocab::FinalClass;
+use crate::vocab::Severity;
+use crate::vocab::Verdict;
 
 /// Everything the templates show of the verification.
 #[derive(Debug, Serialize)]
@@ -223,7 +224,7 @@ impl<'a> Checks<'a> {
                     row_id,
                     item_id: &item.item_id,
                     class: item.final_class.map(FinalClass::as_str),
-                    anchor_status: item.anchor_status.map(Status::as_str),
+                    anchor_status: item.anchor_status.map(AnchorStatus::as_str),
                     anchors: anchors_of(&item.anchors),
                     cells: workers
                         .iter()

@@ -47,13 +47,13 @@ use serde_json::Value;
 use crate::derive::reliability::Reliability;
 
 use super::anchor::{self, Anchor};
-use crate::converge::ledger::FinalClass;
 use crate::derive::verification::{self as credits, Verification as Block, VerifiedItem};
 use crate::digest::sha256_hex;
 use crate::fsread::{self, Follow, LineReader};
 use crate::items::{Evidence, EvidenceKind};
 use crate::run::{Parts, Records, Run};
-use crate::severity::Severity;
+use crate::vocab::FinalClass;
+use crate::vocab::Severity;
 
 /// Most bytes of a source line read for a fingerprint.
 const MAX_LINE_BYTES: usize = 4096;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::rules::{Indexed, Problem, rows};
-use crate::severity::Severity;
+use crate::vocab::Severity;
 
 /// The tables whose rows carry a severity.
 const TABLES: [&str; 2] = ["consensus", "differences"];

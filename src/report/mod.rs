@@ -61,7 +61,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat, ValidateArgs};
-use crate::converge;
 use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
@@ -123,26 +122,19 @@ struct Loaded {
     pending: Option<PendingIndexes>,
 }
 
-/// How far a report was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Level {
-    /// The JSON Schema and the report's own invariants: all a report folder
-    /// without its run allows.
-    Schema,
-    /// Also against the run's records: roster, worker results, team state,
-    /// convergence ledger.
-    Records,
+closed_set! {
+    /// How far a report was checked.
+    Level {
+        /// The JSON Schema and the report's own invariants: all a report folder
+        /// without its run allows.
+        Schema => "schema",
+        /// Also against the run's records: roster, worker results, team state,
+        /// convergence ledger.
+        Records => "records",
+    }
 }
 
 impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Schema => "schema",
-            Level::Records => "records",
-        }
-    }
-
     /// What the level checked, for the one summary line; `invariants` is
     /// false when only the JSON Schema was checked (`--schema-only`).
     fn scope(self, invariants: bool) -> &'static str {
@@ -705,7 +697,9 @@ fn ledger_classes(records: &Records) -> Option<validate::LedgerClasses> {
             .items
             .iter()
             .enumerate()
-            .filter(|(index, _)| judged.outcome(*index).class == converge::FinalClass::Unverifiable)
+            .filter(|(index, _)| {
+                judged.outcome(*index).class == crate::vocab::FinalClass::Unverifiable
+            })
             .map(|(_, item)| {
                 (
                     item.item_id.clone(),

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::vocab::{LandReason, LandingState, Word};
+
 use super::reliability::Reliability;
 use super::verification::Verification;
 
@@ -47,7 +49,7 @@ pub struct Report {
 /// `landing`, written by okstra for an implementation run.
 #[derive(Debug, Deserialize)]
 pub struct Landing {
-    pub state: String,
+    pub state: Word<LandingState>,
     pub branch: Option<String>,
     pub reasons: Vec<LandingReason>,
 }
@@ -55,7 +57,7 @@ pub struct Landing {
 /// One reason the change may not land yet.
 #[derive(Debug, Deserialize)]
 pub struct LandingReason {
-    pub reason: String,
+    pub reason: Word<LandReason>,
     pub detail: String,
 }
 

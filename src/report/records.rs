@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::converge::FinalClass;
+use crate::vocab::FinalClass;
 
 use super::facts::RunFacts;
 use super::rules::LedgerClasses;

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::converge::FinalClass;
 use crate::severity::Severities;
+use crate::vocab::FinalClass;
 
 /// Each ledger claim's class as the rules give it (`None` when it has not
 /// been classified), and its finding.

@@ -29,9 +29,9 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::findings::{Finding, Findings, Rule, Verification};
-use crate::converge::FinalClass;
 use crate::fsread;
-use crate::severity::Severity;
+use crate::vocab::FinalClass;
+use crate::vocab::Severity;
 
 /// The `partialFingerprints` key of okstra's fingerprint (v2: what a
 /// finding is, never where it sits in the report).

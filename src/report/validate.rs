@@ -12,10 +12,10 @@ use std::thread::{self, JoinHandle};
 
 use serde_json::Value;
 
-use crate::converge::FinalClass;
 use crate::fsread;
 use crate::items;
 use crate::severity::{self};
+use crate::vocab::FinalClass;
 
 pub use super::facts::{Computed, Rostered, RunFacts};
 pub use super::rules::{Indexed, LedgerClasses, Problem, rows};

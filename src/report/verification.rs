@@ -13,10 +13,10 @@ use anyhow::{Context as _, Result};
 use serde_json::Value;
 
 use crate::anchors;
-use crate::converge::FinalClass;
 pub use crate::derive::verification::failed_anchor;
 pub use crate::derive::verification::{CheckedEvidence, Review, Verification, VerifiedItem};
 use crate::run::{Records, Run};
+use crate::vocab::FinalClass;
 
 use super::rules::{LedgerClasses, Problem};
 

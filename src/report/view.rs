@@ -16,7 +16,7 @@ use super::html::class;
 use super::model::{
     Coverage, DifferenceRow, EvidenceRow, NextStep, Report, TokenUsage, cost, label, tokens,
 };
-use super::reliability::Reason;
+use crate::vocab::{LandingState, ReliabilityReason, Word};
 
 /// The whole report as the templates see it (`report` in their context).
 #[derive(Debug, Serialize)]
@@ -82,7 +82,7 @@ pub struct Verification<'a> {
 /// Where an implementation run's change stands at the landing gate.
 #[derive(Debug, Serialize)]
 pub struct Landing<'a> {
-    pub state: &'a str,
+    pub state: &'a Word<LandingState>,
     pub branch: Option<&'a str>,
     /// `<reason>: <detail>` each.
     pub reasons: Vec<String>,
@@ -308,7 +308,7 @@ impl<'a> View<'a> {
                 cross_verified: block.cross_verified,
                 headline: block.headline(),
                 explanation: block.explanation(),
-                reason: block.reason.map(Reason::as_str),
+                reason: block.reason.map(ReliabilityReason::as_str),
                 detail: &block.detail,
                 reviewers_completed: block.reviewers_completed,
                 reviewers_rostered: block.reviewers_rostered,

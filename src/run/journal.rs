@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::sha256_hex;
 use crate::run::Run;
+use crate::vocab::JournalStep;
 
 /// Version of the journal's format.
 const JOURNAL_VERSION: u32 = 1;
@@ -67,36 +68,37 @@ impl Journal {
     }
 
     /// The entry of `step`.
-    pub fn get(&self, step: &str) -> Option<&Entry> {
-        self.steps.get(step)
+    pub fn get(&self, step: JournalStep) -> Option<&Entry> {
+        self.steps.get(&step.to_string())
     }
 
     /// Whether `step` was done from exactly `inputs`.
-    pub fn is_fresh(&self, step: &str, inputs: &str) -> bool {
+    pub fn is_fresh(&self, step: JournalStep, inputs: &str) -> bool {
         self.get(step).is_some_and(|entry| entry.inputs == inputs)
     }
 
     /// Record that `step` was done from `inputs` and wrote `output`, and
     /// forget every step `invalidates` names (they were built on the old
-    /// output). Written atomically.
+    /// output; a step whose key this okstra does not read is kept).
+    /// Written atomically.
     pub fn record(
         &mut self,
-        step: &str,
+        step: JournalStep,
         inputs: String,
         output: Option<String>,
-        invalidates: impl Fn(&str) -> bool,
+        invalidates: impl Fn(JournalStep) -> bool,
     ) -> Result<()> {
         let unchanged = self
-            .steps
             .get(step)
             .is_some_and(|e| e.inputs == inputs && e.output == output);
         if unchanged {
             return Ok(());
         }
+        let key = step.to_string();
         self.steps
-            .retain(|name, _| name == step || !invalidates(name));
+            .retain(|name, _| *name == key || !name.parse::<JournalStep>().is_ok_and(&invalidates));
         self.steps.insert(
-            step.to_owned(),
+            key,
             Entry {
                 inputs,
                 output,
@@ -167,4 +169,40 @@ pub fn file_sha256(path: &Path) -> Option<String> {
     crate::fsread::read_no_follow(path, crate::fsread::Kind::Report)
         .ok()
         .map(|bytes| sha256_hex(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(inputs: &str) -> Entry {
+        Entry {
+            inputs: inputs.to_owned(),
+            output: None,
+            at: "2026-12-01T00:00:00Z".to_owned(),
+        }
+    }
+
+    #[test]
+    fn recording_a_step_forgets_what_it_invalidates_and_keeps_unknown_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal {
+            path: dir.path().join("steps.json"),
+            steps: ["plan-r1", "plan-r2", "classify", "lint-r1"]
+                .into_iter()
+                .map(|name| (name.to_owned(), entry("old")))
+                .collect(),
+        };
+        journal
+            .record(JournalStep::Plan(1), "new".to_owned(), None, |step| {
+                matches!(step, JournalStep::Plan(n) if n > 1) || step == JournalStep::Classify
+            })
+            .unwrap();
+        let names: Vec<&str> = journal.steps.keys().map(String::as_str).collect();
+        assert_eq!(names, ["lint-r1", "plan-r1"]);
+        assert!(journal.is_fresh(JournalStep::Plan(1), "new"));
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&journal.path).unwrap()).unwrap();
+        assert!(written["steps"]["lint-r1"].is_object(), "{written}");
+    }
 }

@@ -20,7 +20,7 @@ use crate::run::Run;
 use crate::run::layout::{RUN_MANIFEST, RunLayout};
 use crate::run::paths::reroot;
 use crate::run::roster::{Assignment, DispatchPaths};
-use crate::sandbox::Containment;
+use crate::vocab::Containment;
 
 /// Why a run manifest could not be read.
 #[derive(Debug, thiserror::Error)]

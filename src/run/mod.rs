@@ -78,7 +78,7 @@ pub struct Run {
     pub change: Option<crate::change::Change>,
     /// How the run keeps its CLIs from the project (copies for a run of an
     /// older okstra).
-    pub containment: crate::sandbox::Containment,
+    pub containment: crate::vocab::Containment,
 }
 
 impl Run {

@@ -28,7 +28,8 @@ use crate::converge::ledger::{self, Ledger, Plan};
 use crate::digest::sha256_hex;
 use crate::durable;
 use crate::items::{self, Parsed};
-use crate::severity::{self, Severity};
+use crate::severity::{self};
+use crate::vocab::Severity;
 
 use super::Run;
 use super::journal::Journal;

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::TaskType;
+use crate::vocab::{ContinuationKind, Word};
 
 /// The task manifest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,7 +47,7 @@ pub struct TaskBrief {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Continuation {
-    pub kind: String,
+    pub kind: Word<ContinuationKind>,
     pub input_path: Option<PathBuf>,
     pub previous_run: Option<PathBuf>,
 }

@@ -26,10 +26,11 @@ use serde_json::Value;
 
 use crate::catalog::{DispatchKind, Provider, Role, Runner};
 use crate::durable;
-use crate::ending::Ending;
 use crate::run::Run;
 use crate::run::layout;
 use crate::schema;
+use crate::vocab::Ending;
+use crate::vocab::{Isolation, LandingState, Word, WorkspaceKind};
 
 /// The team state's schema.
 const SCHEMA: &str = "team-state.schema.json";
@@ -96,9 +97,9 @@ pub struct DispatchRecord {
     pub usage: Option<Value>,
     /// How the attempt was kept read-only: `cli-sandbox`, `git-copy`,
     /// `file-copy` or `none` (`git-worktree` in records of older okstras);
-    /// the words are `workspace::Isolation`'s.
+    /// a word this okstra does not know is kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<String>,
+    pub isolation: Option<Word<Isolation>>,
     /// The copy the attempt works in, recorded before it is made, so
     /// `okstra reap` can remove it when its dispatcher dies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,8 +166,9 @@ pub struct WorkspaceRecord {
     /// The ref that keeps the run's snapshot (git copies).
     #[serde(default)]
     pub snapshot_ref: Option<String>,
-    /// `git-copy`, `file-copy` or `none` (`workspace::Kind`).
-    pub kind: String,
+    /// `git-copy`, `file-copy` or `none`; a word this okstra does not know
+    /// is kept as written.
+    pub kind: Word<WorkspaceKind>,
     /// Milliseconds this attempt spent on the run's snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_ms: Option<u64>,
@@ -324,8 +326,8 @@ pub struct TeamState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Landing {
-    /// Always `landed`.
-    pub state: String,
+    /// Always `landed` as this okstra writes it.
+    pub state: Word<LandingState>,
     pub branch: String,
     /// The branch's tip that was applied.
     pub commit: String,

@@ -27,6 +27,7 @@ pub mod rules;
 use std::ffi::OsStr;
 
 use crate::exit;
+use crate::vocab::Containment;
 
 /// The user's switch: `copies` forces today's copies even where Landlock
 /// works (tests of the fallback; a kernel whose Landlock misbehaves);
@@ -45,17 +46,6 @@ pub const CONFINE_LANDLOCK: &str = "landlock";
 /// The oldest Landlock ABI okstra confines with: 3 (Linux 6.2) is the first
 /// that handles `truncate(2)`, without which a CLI could empty any file.
 pub const MIN_ABI: u32 = 3;
-
-closed_set! {
-    /// How a run keeps its CLIs from the project (the run manifest's
-    /// `containment`): every CLI under Landlock and a copy for the Executor
-    /// only, or a copy for every CLI with no read-only mode (a run from an
-    /// older okstra records nothing: copies).
-    Containment {
-        Landlock => "landlock",
-        Copies => "copies",
-    }
-}
 
 /// What this machine offers.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,6 +35,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::git::{self, Git};
+use crate::vocab::WorkspaceKind;
 
 use super::snapshot::Snapshot;
 use super::{Error, Location, MARKER, Marker};
@@ -153,7 +154,7 @@ fn make_locked(
                     ensure_project(location)?;
                     return Ok(());
                 }
-                super::remove(root, super::Kind::GitCopy, project_root, &marker.run_dir)?;
+                super::remove(root, WorkspaceKind::GitCopy, project_root, &marker.run_dir)?;
             }
             // Ours, of an earlier run with this id or another snapshot.
             Some(found) if found.project_root == marker.project_root => {

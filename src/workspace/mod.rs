@@ -49,7 +49,6 @@ pub mod guard;
 mod snapshot;
 
 use std::ffi::OsString;
-use std::fmt;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -60,7 +59,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Provider, Role, Runner};
 use crate::git;
 use crate::run::team_state::WorkspaceRecord;
-use crate::sandbox::Containment;
+use crate::vocab::{Containment, WorkspaceKind};
 
 pub use snapshot::Snapshots;
 
@@ -83,93 +82,6 @@ const MARKER_VERSION: u32 = 1;
 /// Hex digits of the project root's SHA-256 in the path: enough to tell
 /// projects apart, short enough for a path.
 const PROJECT_HASH_LEN: usize = 16;
-
-/// How an attempt was kept from changing the project (the dispatch
-/// record's `isolation`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isolation {
-    /// The CLI's own read-only mode (claude `plan`, codex `read-only`,
-    /// antigravity without write approval), or the one role allowed to write.
-    CliSandbox,
-    /// A git copy of the run's snapshot.
-    GitCopy,
-    /// A file copy of a project outside git.
-    FileCopy,
-    /// Nothing: it ran in the project itself (`--allow-unisolated`).
-    None,
-    /// A linked git worktree: what okstra did before copies (read only).
-    GitWorktree,
-    /// Landlock: the CLI could write nothing but its own state, a scratch
-    /// folder and (the Executor) its copy.
-    Landlock,
-}
-
-impl Isolation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Isolation::CliSandbox => "cli-sandbox",
-            Isolation::GitCopy => "git-copy",
-            Isolation::FileCopy => "file-copy",
-            Isolation::None => "none",
-            Isolation::GitWorktree => "git-worktree",
-            Isolation::Landlock => "landlock",
-        }
-    }
-
-    /// A recorded word; `None` for one this okstra does not know.
-    pub fn parse(text: &str) -> Option<Isolation> {
-        [
-            Isolation::CliSandbox,
-            Isolation::GitCopy,
-            Isolation::FileCopy,
-            Isolation::None,
-            Isolation::GitWorktree,
-            Isolation::Landlock,
-        ]
-        .into_iter()
-        .find(|isolation| isolation.as_str() == text)
-    }
-}
-
-/// What a workspace is (the record's `workspace.kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    GitCopy,
-    FileCopy,
-    /// The project itself, through a symlink at the copy's path.
-    None,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::GitCopy => "git-copy",
-            Kind::FileCopy => "file-copy",
-            Kind::None => "none",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Kind> {
-        [Kind::GitCopy, Kind::FileCopy, Kind::None]
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
-    }
-
-    pub fn isolation(self) -> Isolation {
-        match self {
-            Kind::GitCopy => Isolation::GitCopy,
-            Kind::FileCopy => Isolation::FileCopy,
-            Kind::None => Isolation::None,
-        }
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Whether `provider` in `role` works in a copy of its own when the run is
 /// contained by copies (or runs natively, where okstra confines nothing):
@@ -577,7 +489,7 @@ struct Marker {
     project_root: PathBuf,
     run_dir: PathBuf,
     worker_id: String,
-    kind: Kind,
+    kind: WorkspaceKind,
     snapshot_ref: Option<String>,
     created_at: String,
 }
@@ -617,7 +529,7 @@ impl Marker {
 /// git runs, no copying), so the engine records it first.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub kind: Kind,
+    pub kind: WorkspaceKind,
     pub location: Location,
     pub snapshot_ref: Option<String>,
     /// What a git copy holds.
@@ -633,11 +545,11 @@ pub struct Plan {
 pub fn plan(run: &RunIdentity, worker_id: &str, checkout: Checkout) -> Result<Plan, Error> {
     let location = locate(&run.project_root, &run.task_key, &run.run_id, worker_id)?;
     let kind = if location.in_git {
-        Kind::GitCopy
+        WorkspaceKind::GitCopy
     } else {
-        Kind::FileCopy
+        WorkspaceKind::FileCopy
     };
-    let snapshot_ref = (kind == Kind::GitCopy).then(|| snapshot_ref(run));
+    let snapshot_ref = (kind == WorkspaceKind::GitCopy).then(|| snapshot_ref(run));
     let project_root = canonical(&run.project_root);
     Ok(Plan {
         marker: Marker {
@@ -671,7 +583,7 @@ impl Plan {
         WorkspaceRecord {
             path: self.location.root.clone(),
             snapshot_ref: self.snapshot_ref.clone(),
-            kind: self.kind.as_str().to_owned(),
+            kind: self.kind.into(),
             snapshot_ms: None,
             copy_ms: None,
             commit: match &self.checkout.files {
@@ -686,7 +598,7 @@ impl Plan {
 /// A workspace that exists.
 #[derive(Debug, Clone)]
 pub struct Made {
-    pub kind: Kind,
+    pub kind: WorkspaceKind,
     /// What the record names (the copy's root, or the in-place symlink).
     pub path: PathBuf,
     /// The worker's project root (its working folder).
@@ -708,7 +620,7 @@ impl Made {
         WorkspaceRecord {
             path: self.path.clone(),
             snapshot_ref: plan.snapshot_ref.clone(),
-            kind: self.kind.as_str().to_owned(),
+            kind: self.kind.into(),
             snapshot_ms: self.snapshot_ms,
             copy_ms: Some(self.copy_ms),
             commit: self.commit.clone(),
@@ -725,7 +637,7 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
     let mut commits = (None, None);
     let started = Instant::now();
     let made = match plan.kind {
-        Kind::GitCopy => {
+        WorkspaceKind::GitCopy => {
             let waited = Instant::now();
             let snapshot = snapshots.get();
             snapshot_ms = Some(millis(waited));
@@ -748,12 +660,14 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
                 made
             })
         }
-        Kind::FileCopy => file_copy::make(&plan.project_root, &plan.location, &plan.marker),
-        Kind::None => Ok(()),
+        WorkspaceKind::FileCopy => {
+            file_copy::make(&plan.project_root, &plan.location, &plan.marker)
+        }
+        WorkspaceKind::None => Ok(()),
     };
     let (commit, head) = commits;
     let copy_ms = millis(started).saturating_sub(snapshot_ms.unwrap_or(0));
-    let made_as = |kind: Kind, path: PathBuf, fallback: Option<String>| Made {
+    let made_as = |kind: WorkspaceKind, path: PathBuf, fallback: Option<String>| Made {
         kind,
         path,
         project: plan.location.project.clone(),
@@ -764,10 +678,11 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
         head: head.clone(),
     };
     match made {
-        Ok(()) if plan.kind != Kind::None => {
+        Ok(()) if plan.kind != WorkspaceKind::None => {
             Ok(made_as(plan.kind, plan.location.root.clone(), None))
         }
-        Ok(()) => in_place(plan).map(|()| made_as(Kind::None, plan.location.project.clone(), None)),
+        Ok(()) => in_place(plan)
+            .map(|()| made_as(WorkspaceKind::None, plan.location.project.clone(), None)),
         Err(err) => {
             // A half-made copy carries our marker; nothing else is touched.
             let _ = remove(
@@ -782,7 +697,7 @@ pub fn make(plan: &Plan, snapshots: &Snapshots, allow_unisolated: bool) -> Resul
             let why = format!("{:#}", anyhow::Error::from(err));
             in_place(plan)?;
             Ok(made_as(
-                Kind::None,
+                WorkspaceKind::None,
                 plan.location.project.clone(),
                 Some(why),
             ))
@@ -921,7 +836,12 @@ fn beneath(workspaces: &Path, path: &Path, last_may_link: bool) -> Result<(), Er
 /// ([`owned`]), or a symlink to the project itself. A path that does not
 /// exist is already removed. Anything else is left alone and is an
 /// [`Error::Foreign`].
-pub fn remove(path: &Path, kind: Kind, project_root: &Path, run_dir: &Path) -> Result<(), Error> {
+pub fn remove(
+    path: &Path,
+    kind: WorkspaceKind,
+    project_root: &Path,
+    run_dir: &Path,
+) -> Result<(), Error> {
     let workspaces = workspaces_root(&|name| std::env::var_os(name))?;
     remove_in(&workspaces, path, kind, project_root, run_dir)
 }
@@ -930,7 +850,7 @@ pub fn remove(path: &Path, kind: Kind, project_root: &Path, run_dir: &Path) -> R
 /// is there); `Err` is why it would not.
 pub fn removable(
     path: &Path,
-    kind: Kind,
+    kind: WorkspaceKind,
     project_root: &Path,
     run_dir: &Path,
 ) -> Result<bool, Error> {
@@ -941,7 +861,7 @@ pub fn removable(
 fn removable_in(
     workspaces: &Path,
     path: &Path,
-    kind: Kind,
+    kind: WorkspaceKind,
     project_root: &Path,
     run_dir: &Path,
 ) -> Result<bool, Error> {
@@ -956,7 +876,7 @@ fn removable_in(
             });
         }
     }
-    if kind != Kind::None {
+    if kind != WorkspaceKind::None {
         owned_in(workspaces, path, project_root, run_dir)?;
         return Ok(true);
     }
@@ -983,18 +903,18 @@ fn removable_in(
 fn remove_in(
     workspaces: &Path,
     path: &Path,
-    kind: Kind,
+    kind: WorkspaceKind,
     project_root: &Path,
     run_dir: &Path,
 ) -> Result<(), Error> {
     if !removable_in(workspaces, path, kind, project_root, run_dir)? {
         return Ok(());
     }
-    if kind == Kind::None {
+    if kind == WorkspaceKind::None {
         return std::fs::remove_file(path).map_err(Error::io("remove", path));
     }
     std::fs::remove_dir_all(path).map_err(Error::io("remove", path))?;
-    if kind == Kind::GitCopy {
+    if kind == WorkspaceKind::GitCopy {
         // okstra's own git directory for it and its lock, beside it;
         // unlinked, never followed, whatever is there.
         let own = own_git_dir(path);

@@ -175,22 +175,6 @@ fn a_run_branch_lives_under_okstras_own_namespace() {
 }
 
 #[test]
-fn isolation_words_read_old_records() {
-    for word in [
-        "cli-sandbox",
-        "git-copy",
-        "file-copy",
-        "none",
-        "git-worktree",
-    ] {
-        assert_eq!(Isolation::parse(word).unwrap().as_str(), word);
-    }
-    assert_eq!(Isolation::parse("chroot"), None);
-    assert_eq!(Kind::GitCopy.isolation(), Isolation::GitCopy);
-    assert_eq!(Kind::parse("file-copy"), Some(Kind::FileCopy));
-}
-
-#[test]
 fn only_a_folder_whose_marker_names_the_run_is_removed() {
     let base = tempfile::tempdir().unwrap();
     let project = base.path().join("project");
@@ -199,7 +183,7 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
     let workspaces = base.path().join("workspaces");
     let copy = workspaces.join("h/p/g/t/r-001/kimi");
     std::fs::create_dir_all(copy.join("src")).unwrap();
-    let remove = |path: &Path, kind: Kind, project: &Path, run: &Path| {
+    let remove = |path: &Path, kind: WorkspaceKind, project: &Path, run: &Path| {
         remove_in(&workspaces, path, kind, project, run)
     };
     let marker = Marker {
@@ -207,13 +191,13 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
         project_root: canonical(&project),
         run_dir: canonical(&run_dir),
         worker_id: "kimi".into(),
-        kind: Kind::FileCopy,
+        kind: WorkspaceKind::FileCopy,
         snapshot_ref: None,
         created_at: "now".into(),
     };
     // No marker: left alone.
     assert!(matches!(
-        remove(&copy, Kind::FileCopy, &project, &run_dir),
+        remove(&copy, WorkspaceKind::FileCopy, &project, &run_dir),
         Err(Error::Foreign { .. })
     ));
     marker.write(&copy).unwrap();
@@ -221,19 +205,19 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
     let other_run = project.join(".okstra/tasks/p/g/t/r-002");
     std::fs::create_dir_all(&other_run).unwrap();
     assert!(matches!(
-        remove(&copy, Kind::FileCopy, &project, &other_run),
+        remove(&copy, WorkspaceKind::FileCopy, &project, &other_run),
         Err(Error::Foreign { .. })
     ));
     // A symlink to it is never followed, nor one on the way to it.
     let link = workspaces.join("h/p/g/t/r-001/codex");
     std::os::unix::fs::symlink(&copy, &link).unwrap();
-    assert!(remove(&link, Kind::FileCopy, &project, &run_dir).is_err());
+    assert!(remove(&link, WorkspaceKind::FileCopy, &project, &run_dir).is_err());
     let parent_link = workspaces.join("h/p/g/t/linked");
     std::os::unix::fs::symlink(copy.parent().unwrap(), &parent_link).unwrap();
     assert!(matches!(
         remove(
             &parent_link.join("kimi"),
-            Kind::FileCopy,
+            WorkspaceKind::FileCopy,
             &project,
             &run_dir
         ),
@@ -245,20 +229,20 @@ fn only_a_folder_whose_marker_names_the_run_is_removed() {
         std::fs::create_dir_all(&elsewhere).unwrap();
         std::fs::copy(copy.join(MARKER), elsewhere.join(MARKER)).unwrap();
         assert!(matches!(
-            remove(&elsewhere, Kind::FileCopy, &project, &run_dir),
+            remove(&elsewhere, WorkspaceKind::FileCopy, &project, &run_dir),
             Err(Error::Foreign { .. })
         ));
         assert!(elsewhere.is_dir());
     }
     assert!(copy.is_dir());
-    remove(&copy, Kind::FileCopy, &project, &run_dir).unwrap();
+    remove(&copy, WorkspaceKind::FileCopy, &project, &run_dir).unwrap();
     assert!(!copy.exists());
     // Already gone is removed.
-    remove(&copy, Kind::FileCopy, &project, &run_dir).unwrap();
+    remove(&copy, WorkspaceKind::FileCopy, &project, &run_dir).unwrap();
     // An in-place workspace: only a symlink to the project goes.
     std::os::unix::fs::symlink(&project, &copy).unwrap();
-    assert!(remove(&copy, Kind::None, base.path(), &run_dir).is_err());
-    remove(&copy, Kind::None, &project, &run_dir).unwrap();
+    assert!(remove(&copy, WorkspaceKind::None, base.path(), &run_dir).is_err());
+    remove(&copy, WorkspaceKind::None, &project, &run_dir).unwrap();
     assert!(!copy.exists() && project.is_dir());
 }
 

@@ -3,7 +3,7 @@
 //! on a blocking thread), and the wrapper child itself.
 
 use crate::catalog::Role;
-use crate::sandbox::{self, Containment};
+use crate::sandbox;
 
 use super::{
     Arc, AsyncReadExt, Change, Context, DispatchRecord, Ended, Ending, Engine, Exit, Instant,
@@ -11,6 +11,7 @@ use super::{
     Stdio, VecDeque, attempt, child, exec_status, names, provider_exec, team_state, workspace,
     wrapper_args,
 };
+use crate::vocab::{Containment, WorkspaceKind};
 
 impl Engine {
     /// Start what may start now: free slots, due, gates open.
@@ -161,7 +162,7 @@ impl Engine {
                 "{}: not isolated (`--allow-unisolated`): {why}",
                 record.dispatch_name
             ));
-            record.isolation = Some(Isolation::None.as_str().to_owned());
+            record.isolation = Some(Isolation::None.into());
             return Ok(Place::Project);
         }
         let Some(owner) = owner else {
@@ -170,7 +171,7 @@ impl Engine {
             } else {
                 Isolation::CliSandbox
             };
-            record.isolation = Some(isolation.as_str().to_owned());
+            record.isolation = Some(isolation.into());
             return Ok(Place::Project);
         };
         let state = match team_state::read(&self.run) {
@@ -201,7 +202,7 @@ impl Engine {
                 } else {
                     plan.kind.isolation()
                 };
-                record.isolation = Some(isolation.as_str().to_owned());
+                record.isolation = Some(isolation.into());
                 record.workspace = Some(plan.record());
                 Ok(Place::Copy(Box::new(plan)))
             }
@@ -210,7 +211,7 @@ impl Engine {
                     "{}: not isolated (`--allow-unisolated`): {err}",
                     record.dispatch_name
                 ));
-                record.isolation = Some(Isolation::None.as_str().to_owned());
+                record.isolation = Some(Isolation::None.into());
                 Ok(Place::Project)
             }
             Err(err) => Err(err.to_string()),
@@ -270,10 +271,9 @@ impl Engine {
                 // Under Landlock the copy is where it works, Landlock what
                 // keeps it there; a copy that became the project itself is
                 // said as such.
-                let confined =
-                    entry.record.isolation.as_deref() == Some(Isolation::Landlock.as_str());
-                if !confined || made.kind == workspace::Kind::None {
-                    entry.record.isolation = Some(made.kind.isolation().as_str().to_owned());
+                let confined = entry.record.isolation == Some(Isolation::Landlock.into());
+                if !confined || made.kind == WorkspaceKind::None {
+                    entry.record.isolation = Some(made.kind.isolation().into());
                 }
                 entry.record.workspace = Some(made.record(&plan));
                 team_state::update(&self.run, &[Change::Put(&entry.record)])?;
@@ -349,7 +349,7 @@ impl Engine {
         let Some(entry) = running.get_mut(index).and_then(Option::as_mut) else {
             return Ok(());
         };
-        let confine = entry.record.isolation.as_deref() == Some(Isolation::Landlock.as_str());
+        let confine = entry.record.isolation == Some(Isolation::Landlock.into());
         let (pid, exit) = self.spawn(&entry.planned, index, copy, confine);
         match exit {
             Ok(exit) => {
@@ -434,7 +434,7 @@ impl Engine {
         // as the attempt ends (a real copy stays, to be reused).
         let in_place = copy
             .as_ref()
-            .filter(|made| made.kind == workspace::Kind::None)
+            .filter(|made| made.kind == WorkspaceKind::None)
             .map(|made| {
                 (
                     made.path.clone(),
@@ -458,7 +458,7 @@ impl Engine {
             drop(copy);
             if let Some((link, project, run_dir)) = in_place {
                 let _ = tokio::task::spawn_blocking(move || {
-                    workspace::remove(&link, workspace::Kind::None, &project, &run_dir)
+                    workspace::remove(&link, WorkspaceKind::None, &project, &run_dir)
                 })
                 .await;
             }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::classify::{
-    Anomaly, Attempt, Evidence, State, Verdict, classify, classify_attempt, parse_heartbeat,
+    Anomaly, Attempt, Evidence, Verdict, classify, classify_attempt, parse_heartbeat,
 };
 use super::dispatch_rows::{DispatchRow, dispatch_rows};
 use super::files::RunFiles;
@@ -31,6 +31,7 @@ use crate::provider_exec::sidecar;
 use crate::run::layout;
 use crate::run::roster::Assignment;
 use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::vocab::BoardState;
 
 /// One worker row.
 #[derive(Debug, Clone, Serialize)]
@@ -42,7 +43,7 @@ pub struct WorkerStatus<'a> {
     pub provider: &'a str,
     pub model: &'a str,
     pub runner: &'a str,
-    pub state: State,
+    pub state: BoardState,
     pub reason: Cow<'static, str>,
     pub exit_code: Option<i64>,
     pub started_ts: Option<i64>,
@@ -81,7 +82,7 @@ pub struct AttemptRef {
 #[serde(rename_all = "camelCase")]
 pub struct Attention<'a> {
     pub dispatch_name: &'a str,
-    pub state: State,
+    pub state: BoardState,
     pub reason: Cow<'static, str>,
 }
 
@@ -421,7 +422,7 @@ fn row_attempt<'s>(
         return Some(latest);
     }
     match state.latest(own_dispatch) {
-        Some(own) if own.ending == Some(crate::ending::Ending::Completed) => Some(own),
+        Some(own) if own.ending == Some(crate::vocab::Ending::Completed) => Some(own),
         _ => Some(latest),
     }
 }
@@ -501,7 +502,7 @@ fn board_of<'r>(
                 state: worker.state,
                 reason: worker.reason.clone(),
             });
-        } else if worker.state == State::Pending
+        } else if worker.state == BoardState::Pending
             && let Some(at) = events.dispatched.get(worker.dispatch_name)
             && now - at > NOT_STARTED_SECS
         {

@@ -12,117 +12,24 @@ use serde_json::Value;
 use super::{COMPLETE_PHASE, FUTURE_SKEW_SECS, STALE_SECS};
 use crate::clock;
 use crate::derive::liveness;
-use crate::ending::Ending;
 use crate::fsread;
 use crate::provider_exec::sidecar::Sidecar;
 use crate::provider_exec::status::{Reason, TerminatedBy};
 use crate::run::team_state::AttemptState;
+use crate::vocab::{BoardState, Ending};
 
-/// A worker's (or one attempt's) state. Terminal states never change again
-/// on their own.
-///
-/// A recorded attempt that ended *is* its ending ([`State::Ended`], spelt
-/// as the ending's word), whatever its files say; an attempt not ended yet
-/// is `queued`, `held`, `with-host`, `running`, `stale`, `blocked` or
-/// `lost`. The other states (`pending`, `exited`, `idle-killed`,
-/// `signalled`, `done`) are for a worker with no attempt record at all,
-/// judged from its files alone (a host that runs its workers without
-/// okstra's records).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum State {
-    /// No record, and no sidecar, heartbeat, log or result yet.
-    Pending,
-    /// Recorded, not started yet.
-    Queued,
-    /// Recorded, held back by a gate (memory, disk).
-    Held,
-    /// A `native-session` attempt handed to the host's session and not
-    /// answered yet: okstra runs nothing of it.
-    WithHost,
-    /// Working, with activity in the last [`STALE_SECS`].
-    Running,
-    /// Running, but silent for [`STALE_SECS`].
-    Stale,
-    /// Running, and its latest heartbeat names a blocker.
-    Blocked,
-    /// Finished, but with a nonzero exit code or a Result Path missing.
-    Exited,
-    /// Stopped by provider-exec's idle watchdog (exit 124).
-    IdleKilled,
-    /// Stopped because its wrapper was signalled (exit 128+N).
-    Signalled,
-    /// Its wrapper died without finishing the sidecar; or a recorded
-    /// attempt that never recorded an ending and nothing of which runs.
-    Lost,
-    /// Finished, exit 0 (or heartbeat `complete`), every Result Path present.
-    Done,
-    /// A recorded attempt that ended: its ending is its state.
-    Ended(Ending),
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Pending => "pending",
-            State::Queued => "queued",
-            State::Held => "held",
-            State::WithHost => "with-host",
-            State::Running => "running",
-            State::Stale => "stale",
-            State::Blocked => "blocked",
-            State::Exited => "exited",
-            State::IdleKilled => "idle-killed",
-            State::Signalled => "signalled",
-            State::Lost => "lost",
-            State::Done => "done",
-            State::Ended(ending) => ending.as_str(),
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            State::Exited
-                | State::IdleKilled
-                | State::Signalled
-                | State::Lost
-                | State::Done
-                | State::Ended(_)
-        )
-    }
-
-    /// Whether something of it may still run or be answered: the run it
-    /// belongs to has not stopped.
-    pub fn is_live(self) -> bool {
-        matches!(
-            self,
-            State::Queued
-                | State::Held
-                | State::WithHost
-                | State::Running
-                | State::Stale
-                | State::Blocked
-        )
-    }
-
+impl BoardState {
     pub(in crate::lifecycle) fn needs_attention(self) -> bool {
         !matches!(
             self,
-            State::Pending
-                | State::Queued
-                | State::Held
-                | State::WithHost
-                | State::Running
-                | State::Done
-                | State::Ended(Ending::Completed)
+            BoardState::Pending
+                | BoardState::Queued
+                | BoardState::Held
+                | BoardState::WithHost
+                | BoardState::Running
+                | BoardState::Done
+                | BoardState::Ended(Ending::Completed)
         )
-    }
-}
-
-/// A state travels as its one word (an ending's own word for an ended attempt).
-impl Serialize for State {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -222,7 +129,7 @@ pub struct Evidence {
 /// The verdict on one worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
-    pub state: State,
+    pub state: BoardState,
     pub reason: Cow<'static, str>,
     pub last_activity: Option<i64>,
 }
@@ -252,7 +159,7 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
     if last_activity.is_none() {
         last_activity = evidence.sidecar.as_ref().and_then(|s| s.started_ts);
     }
-    let verdict = |state: State, reason: Cow<'static, str>| Verdict {
+    let verdict = |state: BoardState, reason: Cow<'static, str>| Verdict {
         state,
         reason,
         last_activity,
@@ -265,40 +172,40 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
                 .exit_code
                 .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
             return if by == Some(TerminatedBy::Reaper) {
-                let why = side
-                    .reason_text
-                    .as_deref()
-                    .unwrap_or(Reason::WrapperLost.as_str());
+                let why = side.reason.clone().unwrap_or(Reason::WrapperLost.into());
                 verdict(
-                    State::Lost,
+                    BoardState::Lost,
                     format!("finished by `okstra reap` ({why})").into(),
                 )
             } else if side.timeout || by == Some(TerminatedBy::IdleWatchdog) {
                 verdict(
-                    State::IdleKilled,
+                    BoardState::IdleKilled,
                     format!("idle watchdog stopped it ({code})").into(),
                 )
             } else if by == Some(TerminatedBy::Signal) {
                 let signal = side.signal.as_deref().unwrap_or("a signal");
                 verdict(
-                    State::Signalled,
+                    BoardState::Signalled,
                     format!("its wrapper got {signal} and stopped it ({code})").into(),
                 )
             } else if side.exit_code != Some(0) {
-                verdict(State::Exited, code.into())
+                verdict(BoardState::Exited, code.into())
             } else if !results_ok {
                 verdict(
-                    State::Exited,
+                    BoardState::Exited,
                     format!("exit code 0 but {}", missing()).into(),
                 )
             } else {
-                verdict(State::Done, "exit code 0, every Result Path present".into())
+                verdict(
+                    BoardState::Done,
+                    "exit code 0, every Result Path present".into(),
+                )
             };
         }
         if evidence.wrapper_alive == Some(false) {
             let pid = side.pid.map_or_else(String::new, |p| format!(" {p}"));
             return verdict(
-                State::Lost,
+                BoardState::Lost,
                 format!(
                     "wrapper pid{pid} is gone but its sidecar still says `started`; `okstra reap` lists what it left"
                 )
@@ -308,41 +215,41 @@ pub fn classify(evidence: &Evidence, now: i64) -> Verdict {
     } else if beat.phase.as_deref() == Some(COMPLETE_PHASE) {
         return if results_ok {
             verdict(
-                State::Done,
+                BoardState::Done,
                 "heartbeat `complete`, every Result Path present".into(),
             )
         } else {
             verdict(
-                State::Exited,
+                BoardState::Exited,
                 format!("heartbeat `complete` but {}", missing()).into(),
             )
         };
     } else if beat.count == 0 && evidence.log_mtime.is_none() {
         if results_ok {
-            return verdict(State::Done, "every Result Path present".into());
+            return verdict(BoardState::Done, "every Result Path present".into());
         }
         if !evidence.any_result && evidence.sidecar_error.is_none() {
-            return verdict(State::Pending, "not started".into());
+            return verdict(BoardState::Pending, "not started".into());
         }
     }
 
     // Working: blocked, stale or running.
     if let Some(blocker) = &beat.blocker {
         return verdict(
-            State::Blocked,
+            BoardState::Blocked,
             format!("heartbeat blocker: {}", fsread::escape(blocker)).into(),
         );
     }
     match last_activity {
         Some(at) if now - at > STALE_SECS => verdict(
-            State::Stale,
+            BoardState::Stale,
             format!(
                 "no log or heartbeat activity for {}",
                 clock::short_duration(now - at)
             )
             .into(),
         ),
-        _ => verdict(State::Running, "".into()),
+        _ => verdict(BoardState::Running, "".into()),
     }
 }
 
@@ -375,47 +282,49 @@ pub fn classify_attempt(attempt: &Attempt<'_>, now: i64) -> Verdict {
             .map_or(Cow::Borrowed(""), |d| Cow::Owned(d.to_owned()))
     };
     let activity = attempt.evidence.map(|e| classify(e, now).last_activity);
-    let verdict = |state: State, reason: Cow<'static, str>| Verdict {
+    let verdict = |state: BoardState, reason: Cow<'static, str>| Verdict {
         state,
         reason,
         last_activity: activity.flatten(),
     };
     match (attempt.life, attempt.state) {
-        (liveness::State::Ended(ending), _) => return verdict(State::Ended(ending), detail()),
+        (liveness::State::Ended(ending), _) => return verdict(BoardState::Ended(ending), detail()),
         (liveness::State::WithHost, _) => {
             return verdict(
-                State::WithHost,
+                BoardState::WithHost,
                 "handed to the host's session; waiting for its answer".into(),
             );
         }
         (liveness::State::Abandoned, AttemptState::Queued | AttemptState::Held) => {
             return verdict(
-                State::Lost,
+                BoardState::Lost,
                 "never started and its dispatcher is gone; `okstra await` records it".into(),
             );
         }
         (liveness::State::Abandoned, _) => {
             return verdict(
-                State::Lost,
+                BoardState::Lost,
                 "its dispatcher and wrapper are gone and no ending was recorded; `okstra await` records how it ended"
                     .into(),
             );
         }
         (liveness::State::Running, AttemptState::Queued) => {
-            return verdict(State::Queued, "recorded, not started yet".into());
+            return verdict(BoardState::Queued, "recorded, not started yet".into());
         }
-        (liveness::State::Running, AttemptState::Held) => return verdict(State::Held, detail()),
+        (liveness::State::Running, AttemptState::Held) => {
+            return verdict(BoardState::Held, detail());
+        }
         (liveness::State::Running, _) => {}
     }
     let Some(evidence) = attempt.evidence else {
-        return verdict(State::Running, "".into());
+        return verdict(BoardState::Running, "".into());
     };
     let found = classify(evidence, now);
     match found.state {
-        State::Running | State::Stale | State::Blocked => found,
-        State::Pending => verdict(State::Running, "started; no sign of it yet".into()),
+        BoardState::Running | BoardState::Stale | BoardState::Blocked => found,
+        BoardState::Pending => verdict(BoardState::Running, "started; no sign of it yet".into()),
         _ => verdict(
-            State::Running,
+            BoardState::Running,
             "its wrapper finished; its dispatcher is recording how it ended".into(),
         ),
     }

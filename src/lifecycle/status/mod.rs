@@ -68,7 +68,6 @@ const STATUS_VERSION: u32 = 1;
 pub(in crate::lifecycle) use self::board::dispatch_times;
 use self::board::{RunStatus, boards};
 pub use self::board::{verdict_of_attempt, verdict_of_worker};
-pub use self::classify::State;
 #[cfg(test)]
 pub(in crate::lifecycle) use self::classify::parse_heartbeat;
 use self::render::{View, render};

@@ -14,6 +14,7 @@ use super::board::RunStatus;
 use crate::clock;
 use crate::fsread;
 use crate::lifecycle::par_map;
+use crate::vocab::LandingState;
 
 /// The width of the default board: a classic terminal's.
 pub const WIDTH: usize = 80;
@@ -257,12 +258,12 @@ fn landing_lines(run: &RunStatus<'_>) -> Vec<String> {
         .as_deref()
         .map_or_else(String::new, |b| format!(" `{b}`"));
     match landing.state {
-        "landable" => vec![format!(
+        LandingState::Landable => vec![format!(
             "  landing: landable{branch}: `okstra land {}` applies it",
             run.run_dir.display()
         )],
-        "landed" => vec![format!("  landing: landed{branch}")],
-        state => landing
+        LandingState::Landed => vec![format!("  landing: landed{branch}")],
+        state @ LandingState::Blocked => landing
             .reasons
             .iter()
             .map(|reason| {

@@ -13,6 +13,7 @@ use super::files::RunFiles;
 use super::outcome::{Outcome, RunLine};
 use super::*;
 use crate::provider_exec::sidecar::{self, Sidecar};
+use crate::vocab::BoardState;
 
 const NOW: i64 = 1_800_000_000;
 
@@ -23,14 +24,14 @@ fn sidecar(json: &str) -> Sidecar {
     sidecar::read(&path).unwrap().unwrap()
 }
 
-fn state(evidence: &Evidence) -> State {
+fn state(evidence: &Evidence) -> BoardState {
     classify(evidence, NOW).state
 }
 
 fn row<'a>(
     name: &'a str,
     model: &'a str,
-    state: State,
+    state: BoardState,
     exit_code: Option<i64>,
 ) -> WorkerStatus<'a> {
     WorkerStatus {
@@ -70,8 +71,8 @@ fn the_text_board_aligns_columns_without_trailing_blanks() {
         task_key: "d/g/t",
         task_type: "error-analysis",
         workers: vec![
-            row("codex-worker", "gpt-5.6-sol", State::Running, None),
-            row("w", "m", State::Exited, Some(1)),
+            row("codex-worker", "gpt-5.6-sol", BoardState::Running, None),
+            row("w", "m", BoardState::Exited, Some(1)),
         ],
         counts: BTreeMap::from([("exited", 1), ("running", 1)]),
         all_terminal: false,
@@ -120,7 +121,7 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
     let mut worker = row(
         "antigravity-worker-reverify-r2",
         "gemini-3.1-pro-preview-long-name",
-        State::IdleKilled,
+        BoardState::IdleKilled,
         Some(124),
     );
     worker.provider = "antigravity";
@@ -129,7 +130,7 @@ fn the_default_board_fits_80_columns_with_paths_aside() {
         run_dir: Path::new(&long_dir),
         task_key: "a-rather-long-project/with-a-group/and-a-task-id-that-goes-on",
         task_type: "implementation-planning",
-        workers: vec![worker, row("w", "m", State::Running, None)],
+        workers: vec![worker, row("w", "m", BoardState::Running, None)],
         counts: BTreeMap::from([("idle-killed", 1), ("running", 1)]),
         all_terminal: false,
         attention: Vec::new(),
@@ -217,7 +218,7 @@ fn nothing_yet_is_pending() {
         missing_results: vec!["/r/a.md".into()],
         ..Evidence::default()
     };
-    assert_eq!(state(&evidence), State::Pending);
+    assert_eq!(state(&evidence), BoardState::Pending);
 }
 
 #[test]
@@ -232,32 +233,32 @@ fn exited_sidecars_map_to_terminal_states() {
         ..Evidence::default()
     };
     let ok = r#"{"stage":"exited","exit_code":0}"#;
-    assert_eq!(state(&base(ok, false)), State::Done);
-    assert_eq!(state(&base(ok, true)), State::Exited);
+    assert_eq!(state(&base(ok, false)), BoardState::Done);
+    assert_eq!(state(&base(ok, true)), BoardState::Exited);
     assert_eq!(
         state(&base(r#"{"stage":"exited","exit_code":3}"#, false)),
-        State::Exited
+        BoardState::Exited
     );
     assert_eq!(
         state(&base(
             r#"{"stage":"exited","exit_code":124,"timeout":true,"terminated_by":"idle-watchdog"}"#,
             false
         )),
-        State::IdleKilled
+        BoardState::IdleKilled
     );
     assert_eq!(
         state(&base(
             r#"{"stage":"exited","exit_code":143,"terminated_by":"signal","signal":"SIGTERM"}"#,
             false
         )),
-        State::Signalled
+        BoardState::Signalled
     );
     assert_eq!(
         state(&base(
             r#"{"stage":"exited","terminated_by":"reaper","reason":"wrapper-lost"}"#,
             false
         )),
-        State::Lost
+        BoardState::Lost
     );
 }
 
@@ -273,15 +274,15 @@ fn started_sidecars_are_lost_running_or_stale() {
         missing_results: vec!["/r/a.md".into()],
         ..Evidence::default()
     };
-    assert_eq!(state(&evidence), State::Lost);
+    assert_eq!(state(&evidence), BoardState::Lost);
     evidence.wrapper_alive = Some(true);
     evidence.log_mtime = Some(NOW - 10);
-    assert_eq!(state(&evidence), State::Running);
+    assert_eq!(state(&evidence), BoardState::Running);
     evidence.log_mtime = Some(NOW - STALE_SECS - 1);
-    assert_eq!(state(&evidence), State::Stale);
+    assert_eq!(state(&evidence), BoardState::Stale);
     // No log at all: the start time is the last sign of life.
     evidence.log_mtime = None;
-    assert_eq!(state(&evidence), State::Stale);
+    assert_eq!(state(&evidence), BoardState::Stale);
 }
 
 #[test]
@@ -302,13 +303,13 @@ fn heartbeats_drive_native_workers() {
         missing_results: vec!["/r/a.md".into()],
         ..Evidence::default()
     };
-    assert_eq!(state(&evidence), State::Blocked);
+    assert_eq!(state(&evidence), BoardState::Blocked);
     evidence.heartbeat.blocker = None;
-    assert_eq!(state(&evidence), State::Running);
+    assert_eq!(state(&evidence), BoardState::Running);
     evidence.heartbeat.phase = Some("complete".into());
-    assert_eq!(state(&evidence), State::Exited);
+    assert_eq!(state(&evidence), BoardState::Exited);
     evidence.missing_results.clear();
-    assert_eq!(state(&evidence), State::Done);
+    assert_eq!(state(&evidence), BoardState::Done);
 }
 
 #[test]
@@ -334,28 +335,28 @@ fn future_heartbeats_are_anomalies_not_activity() {
 #[test]
 fn terminal_and_attention_sets() {
     for s in [
-        State::Exited,
-        State::IdleKilled,
-        State::Signalled,
-        State::Lost,
-        State::Done,
-        State::Ended(crate::ending::Ending::Network),
+        BoardState::Exited,
+        BoardState::IdleKilled,
+        BoardState::Signalled,
+        BoardState::Lost,
+        BoardState::Done,
+        BoardState::Ended(crate::vocab::Ending::Network),
     ] {
         assert!(s.is_terminal());
     }
     for s in [
-        State::Pending,
-        State::Queued,
-        State::Held,
-        State::WithHost,
-        State::Running,
-        State::Stale,
-        State::Blocked,
+        BoardState::Pending,
+        BoardState::Queued,
+        BoardState::Held,
+        BoardState::WithHost,
+        BoardState::Running,
+        BoardState::Stale,
+        BoardState::Blocked,
     ] {
         assert!(!s.is_terminal());
     }
-    assert!(!State::Done.needs_attention());
-    assert!(State::Stale.needs_attention());
+    assert!(!BoardState::Done.needs_attention());
+    assert!(BoardState::Stale.needs_attention());
 }
 
 #[test]
@@ -375,8 +376,8 @@ fn log_tail_returns_the_last_lines() {
 fn a_recorded_ending_is_the_state_whatever_the_files_say() {
     use super::classify::{Attempt, classify_attempt};
     use crate::derive::liveness::{self, Live};
-    use crate::ending::Ending;
     use crate::run::team_state::AttemptState;
+    use crate::vocab::Ending;
 
     // The files say the idle watchdog stopped it; the record says `network`.
     let idle = Evidence {
@@ -396,7 +397,7 @@ fn a_recorded_ending_is_the_state_whatever_the_files_say() {
                 },
                 NOW,
             );
-            assert_eq!(verdict.state, State::Ended(*ending));
+            assert_eq!(verdict.state, BoardState::Ended(*ending));
             assert_eq!(verdict.state.as_str(), ending.as_str());
             assert!(verdict.state.is_terminal());
             assert_eq!(verdict.reason, "why");
@@ -444,48 +445,48 @@ fn an_attempt_not_ended_is_refined_by_what_still_runs() {
     for live in [Live::Nothing, Live::Driver] {
         assert_eq!(
             attempt(AttemptState::Started, true, live, Some(&exited)),
-            State::WithHost
+            BoardState::WithHost
         );
     }
     assert_eq!(
         attempt(AttemptState::Queued, false, Live::Driver, None),
-        State::Queued
+        BoardState::Queued
     );
     assert_eq!(
         attempt(AttemptState::Held, false, Live::Driver, None),
-        State::Held
+        BoardState::Held
     );
     assert_eq!(
         attempt(AttemptState::Held, false, Live::Nothing, None),
-        State::Lost
+        BoardState::Lost
     );
     assert_eq!(
         attempt(AttemptState::Started, false, Live::Nothing, Some(&silent)),
-        State::Lost
+        BoardState::Lost
     );
     assert_eq!(
         attempt(AttemptState::Started, false, Live::Wrapper, Some(&silent)),
-        State::Stale
+        BoardState::Stale
     );
     assert_eq!(
         attempt(AttemptState::Started, false, Live::Driver, Some(&nothing)),
-        State::Running
+        BoardState::Running
     );
     // A wrapper that finished while its dispatcher records the ending is
     // still running: the record has the last word.
     assert_eq!(
         attempt(AttemptState::Started, false, Live::Driver, Some(&exited)),
-        State::Running
+        BoardState::Running
     );
     for state in [
-        State::Queued,
-        State::Held,
-        State::WithHost,
-        State::Running,
-        State::Stale,
-        State::Blocked,
+        BoardState::Queued,
+        BoardState::Held,
+        BoardState::WithHost,
+        BoardState::Running,
+        BoardState::Stale,
+        BoardState::Blocked,
     ] {
         assert!(state.is_live() && !state.is_terminal(), "{state:?}");
     }
-    assert!(!State::Lost.is_live() && State::Lost.is_terminal());
+    assert!(!BoardState::Lost.is_live() && BoardState::Lost.is_terminal());
 }

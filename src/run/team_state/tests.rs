@@ -118,3 +118,26 @@ fn attempt_states_follow_the_record() {
     assert_eq!(attempt.state(), AttemptState::Ended(Ending::Cancelled));
     assert!(attempt.was_interrupted());
 }
+
+#[test]
+fn a_record_with_words_this_okstra_does_not_know_still_reads() {
+    let (_dir, run) = fixture();
+    let mut written = serde_json::to_value(record(&run, 1)).unwrap();
+    written["isolation"] = "chroot".into();
+    written["workspace"] = serde_json::json!({"path": run.dir.join("copy"), "kind": "overlay"});
+    let mut raw: Value =
+        serde_json::from_slice(&std::fs::read(&run.team_state_path).unwrap()).unwrap();
+    raw["dispatches"] = serde_json::json!([written]);
+    std::fs::write(&run.team_state_path, raw.to_string()).unwrap();
+
+    let state = read(&run).unwrap();
+    let read_back = &state.dispatches[0];
+    let isolation = read_back.isolation.as_ref().unwrap();
+    assert_eq!(isolation.known(), None);
+    assert_eq!(isolation.to_string(), "chroot");
+    let workspace = read_back.workspace.as_ref().unwrap();
+    assert_eq!(workspace.kind.to_string(), "overlay");
+    let again = serde_json::to_value(read_back).unwrap();
+    assert_eq!(again["isolation"], "chroot");
+    assert_eq!(again["workspace"]["kind"], "overlay");
+}

@@ -43,7 +43,9 @@ use crate::exit::ExitStatus;
 use crate::process_group::{self as process, Group, ProcTable, Stopped};
 use crate::provider_exec::sidecar::{self, Sidecar};
 use crate::provider_exec::status::Reason;
+use crate::run::Run;
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::{Word, WorkspaceKind};
 use crate::workspace;
 
 /// Version of the `--json` document.
@@ -88,7 +90,7 @@ struct Action {
 #[serde(rename_all = "camelCase")]
 struct CopyAction {
     path: PathBuf,
-    kind: String,
+    kind: Word<WorkspaceKind>,
     run_dir: PathBuf,
     /// The attempts that worked in it (`dispatch#attempt`).
     attempts: Vec<String>,
@@ -110,7 +112,7 @@ struct Report<'a> {
 }
 
 pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
-    let root = super::project_root(args.project_root.as_deref())?;
+    let root = crate::lifecycle::project_root(args.project_root.as_deref())?;
     // A symlinked `.okstra` would lead the reaper to processes recorded
     // outside the project: refused, never followed.
     let okstra_dir = confine::okstra_dir(&root)?;
@@ -130,11 +132,11 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
             perform(action);
         }
     }
-    for dir in super::run_dirs(&root)? {
+    for dir in crate::lifecycle::run_dirs(&root)? {
         let Ok(run) = crate::run::Run::open(&dir) else {
             continue;
         };
-        let orphans = match crate::dispatch::orphaned(&run) {
+        let orphans = match super::cancel::orphaned(&run) {
             Ok(orphans) => orphans,
             Err(err) => {
                 diag::warning(format_args!("{err:#}"));
@@ -166,7 +168,7 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
             })
             .collect();
         if args.execute {
-            let outcome = crate::dispatch::reap_orphans(&run, orphans);
+            let outcome = super::cancel::reap_orphans(&run, orphans);
             for action in &mut planned {
                 match &outcome {
                     Ok(_) => action.outcome = "stopped; attempt recorded cancelled".into(),
@@ -200,7 +202,7 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         .map(|action| describe(action, args.execute))
         .chain(copies.iter().map(|copy| describe_copy(copy, args.execute)))
         .collect();
-    super::print_plan(
+    crate::lifecycle::print_plan(
         args.json.then_some(&report),
         &lines,
         &[],
@@ -362,13 +364,13 @@ fn perform(action: &mut Action) {
 /// wrapper (with `execute`, the sidecar must say so; in a dry run a wrapper
 /// that is gone counts, as the reaper would finish its sidecar first).
 fn plan_copies(root: &Path, execute: bool) -> Vec<CopyAction> {
-    let Ok(runs) = super::run_dirs(root) else {
+    let Ok(runs) = crate::lifecycle::run_dirs(root) else {
         return Vec::new();
     };
     let mut copies: Vec<CopyAction> = Vec::new();
     let mut held: Vec<PathBuf> = Vec::new();
     for dir in runs {
-        let Ok(run) = super::Run::open(&dir) else {
+        let Ok(run) = Run::open(&dir) else {
             continue;
         };
         let Ok(state) = run.team_state() else {
@@ -410,7 +412,7 @@ fn plan_copies(root: &Path, execute: bool) -> Vec<CopyAction> {
 }
 
 /// Why `record`'s attempt may still be using its copy, if it may.
-fn still_used(record: &DispatchRecord, run: &super::Run, execute: bool) -> Option<&'static str> {
+fn still_used(record: &DispatchRecord, run: &Run, execute: bool) -> Option<&'static str> {
     // A native attempt has no process of ours: the host's session works in
     // its copy until the attempt is recorded as ended.
     if record.runner == Some(crate::catalog::Runner::NativeSession) && record.ending.is_none() {
@@ -453,7 +455,7 @@ fn still_used(record: &DispatchRecord, run: &super::Run, execute: bool) -> Optio
 
 /// Remove one planned copy, checked against its marker.
 fn remove_copy(copy: &mut CopyAction, root: &Path) {
-    let Some(kind) = workspace::Kind::parse(&copy.kind) else {
+    let Some(kind) = copy.kind.known() else {
         copy.outcome = format!("skipped: unknown workspace kind `{}`", copy.kind);
         return;
     };
