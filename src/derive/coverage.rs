@@ -102,7 +102,9 @@ pub fn of(records: &Records) -> Vec<Entry> {
                 .latest_attempts()
                 .into_iter()
                 .filter(|r| {
-                    r.worker_id == a.worker_id && r.recovered_from.as_deref() == Some("relayed")
+                    r.worker_id == a.worker_id && r.recovered_from
+                            .as_ref()
+                            .is_some_and(|from| *from == crate::vocab::Recovery::Relayed)
                 })
                 .map(|r| r.dispatch_name.as_str())
                 .collect();

@@ -13,7 +13,7 @@ use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
-use crate::vocab::Ending;
+use crate::vocab::{Ending, Recovery, Word};
 
 use super::classify::{self, Evidence};
 use super::recover;
@@ -107,7 +107,8 @@ pub fn announce(run: &Run, record: &DispatchRecord) {
         fields.push(("status", ending.as_str()));
         EventKind::WorkerTerminal
     };
-    if let Some(from) = &record.recovered_from {
+    let from = record.recovered_from.as_ref().map(ToString::to_string);
+    if let Some(from) = &from {
         fields.push(("provenance", from));
     }
     events::record(run, kind, &fields);
@@ -172,11 +173,11 @@ pub fn conclude(
             crate::durable::write_atomic(&record.worker_results_path, audit.as_bytes())?;
             record.worker_results_sha256 = Some(sha256_hex(audit.as_bytes()));
         }
-        recovered_from = Some("stream");
+        recovered_from = Some(Recovery::Stream);
     } else if let Some(bytes) = written_during(&record.result_path, started) {
         // A CLI that may write (an executor, kimi, grok) wrote the file itself.
         record.result_sha256 = Some(sha256_hex(&bytes));
-        recovered_from = Some("file");
+        recovered_from = Some(Recovery::File);
     }
     let exit_code = ended
         .exit_code
@@ -210,7 +211,7 @@ pub fn conclude(
     let seconds = started.map_or(0, |start| u64::try_from(now - start).unwrap_or(0));
     record.end(ending, detail.clone());
     record.exit_code = exit_code;
-    record.recovered_from = recovered_from.map(str::to_owned);
+    record.recovered_from = recovered_from.map(Word::from);
     record.log_tail = (ending != Ending::Completed).then(|| transcript.tail.clone());
     // What the attempt cost, from the same log: the budget stop reads it.
     let spent = crate::usage::from_log(provider, record.model.as_deref(), &log_path).priced(prices);

@@ -34,7 +34,7 @@ use crate::run::Run;
 use crate::run::events::{self, EventKind};
 use crate::run::layout;
 use crate::run::team_state::{self, DispatchRecord, Edit, TeamState};
-use crate::vocab::Ending;
+use crate::vocab::{Ending, Recovery, Word};
 
 use super::attempt;
 use super::recover::{self, RESULT_END, WORKER_RESULTS_BEGIN, WORKER_RESULTS_END};
@@ -279,6 +279,16 @@ closed_set! {
     }
 }
 
+impl Provenance {
+    /// The record's word for it (`recoveredFrom`).
+    pub fn recovery(self) -> Recovery {
+        match self {
+            Provenance::Hook => Recovery::Hook,
+            Provenance::Relayed => Recovery::Relayed,
+        }
+    }
+}
+
 /// What [`accept`] did.
 #[derive(Debug, Clone)]
 pub struct Accepted {
@@ -358,7 +368,10 @@ pub fn accept(
                 "attempt {} of `{dispatch_name}` already has a different answer ({}, {}); a second answer is refused",
                 latest.attempt,
                 latest.ending.map_or("ended", Ending::as_str),
-                latest.recovered_from.as_deref().unwrap_or("recorded")
+                latest
+                    .recovered_from
+                    .as_ref()
+                    .map_or_else(|| "recorded".to_owned(), ToString::to_string)
             );
         }
         let record = close(run, latest, &answer, text, agent_id, provenance)?;
@@ -461,7 +474,7 @@ fn close(
             )?;
             record.worker_results_sha256 = Some(sha256_hex(audit.as_bytes()));
         }
-        record.recovered_from = Some(provenance.as_str().to_owned());
+        record.recovered_from = Some(Word::Known(provenance.recovery()));
         record.end(
             Ending::Completed,
             format!(
@@ -475,7 +488,7 @@ fn close(
     } else if let Some(bytes) = attempt::written_during(&record.result_path, started) {
         // A worker that may write (a native Executor) wrote its file itself.
         record.result_sha256 = Some(sha256_hex(&bytes));
-        record.recovered_from = Some("file".to_owned());
+        record.recovered_from = Some(Word::Known(Recovery::File));
         record.end(
             Ending::Completed,
             "the sub-agent wrote its Result Path itself".to_owned(),

@@ -323,7 +323,8 @@ fn settle_native(run: &Run, mut record: DispatchRecord) -> Option<DispatchRecord
         )
     };
     record.end(ending, detail.into());
-    record.recovered_from = has_result.then(|| "file".to_owned());
+    record.recovered_from =
+        has_result.then_some(crate::vocab::Word::Known(crate::vocab::Recovery::File));
     if has_result
         && let Ok(bytes) =
             crate::fsread::read_no_follow(&record.result_path, crate::fsread::Kind::Report)

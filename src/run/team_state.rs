@@ -90,7 +90,7 @@ pub struct DispatchRecord {
     #[serde(default)]
     pub worker_results_sha256: Option<String>,
     #[serde(default)]
-    pub recovered_from: Option<String>,
+    pub recovered_from: Option<crate::vocab::Word<crate::vocab::Recovery>>,
     #[serde(default)]
     pub log_tail: Option<Vec<String>>,
     #[serde(default)]

@@ -158,3 +158,20 @@ mod tests {
         assert!("stale".parse::<Ending>().is_err());
     }
 }
+
+closed_set! {
+    /// Where an attempt's result came from (the team state's
+    /// `recoveredFrom`).
+    Recovery {
+        /// The wrapped CLI's final message in its stream.
+        Stream => "stream",
+        /// A result file the worker wrote itself.
+        File => "file",
+        /// A native sub-agent's final message, taken by okstra's
+        /// sub-agent-stop hook.
+        Hook => "hook",
+        /// An answer passed to `okstra submit` (by the lead or the
+        /// sub-agent).
+        Relayed => "relayed",
+    }
+}

@@ -97,7 +97,7 @@ mod workspace;
 pub use self::board::BoardState;
 pub use self::containment::Containment;
 pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
-pub use self::ending::{Ending, ReportStatus};
+pub use self::ending::{Ending, Recovery, ReportStatus};
 pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
 pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
 pub use self::run::{ContinuationKind, JournalStep, NextState};

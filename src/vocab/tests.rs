@@ -200,6 +200,17 @@ fn isolation_words_read_old_records() {
 }
 
 #[test]
+fn recoveries_match_the_team_state_schema() {
+    assert_in_sync(
+        Recovery::ALL,
+        &[(
+            "team-state.schema.json",
+            "/$defs/dispatch/properties/recoveredFrom/enum",
+        )],
+    );
+}
+
+#[test]
 fn isolations_and_workspace_kinds_match_the_team_state_schema() {
     assert_in_sync(
         Isolation::ALL,

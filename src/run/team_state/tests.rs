@@ -125,6 +125,7 @@ fn a_record_with_words_this_okstra_does_not_know_still_reads() {
     let mut written = serde_json::to_value(record(&run, 1)).unwrap();
     written["isolation"] = "chroot".into();
     written["workspace"] = serde_json::json!({"path": run.dir.join("copy"), "kind": "overlay"});
+    written["recoveredFrom"] = "carrier-pigeon".into();
     let mut raw: Value =
         serde_json::from_slice(&std::fs::read(&run.team_state_path).unwrap()).unwrap();
     raw["dispatches"] = serde_json::json!([written]);
@@ -140,4 +141,7 @@ fn a_record_with_words_this_okstra_does_not_know_still_reads() {
     let again = serde_json::to_value(read_back).unwrap();
     assert_eq!(again["isolation"], "chroot");
     assert_eq!(again["workspace"]["kind"], "overlay");
+    let from = read_back.recovered_from.as_ref().unwrap();
+    assert_eq!(from.known(), None);
+    assert_eq!(again["recoveredFrom"], "carrier-pigeon");
 }
