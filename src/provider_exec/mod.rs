@@ -49,7 +49,7 @@ use std::process::ExitCode;
 
 use crate::catalog::Role;
 use crate::catalog::{self, Provider};
-use crate::cli_facts::{self, Program};
+use crate::cli_facts;
 use crate::diag;
 use crate::exit;
 
@@ -366,16 +366,16 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         which::which(provider.binary()).map_err(|_| Preflight::NotFound(provider.binary()))?;
     let cached = cli_facts::lookup(provider, &program);
     let cached_program = cached.as_ref().map(|entry| entry.program);
-    if provider == Provider::Kimi && cached_program == Some(Program::LegacyKimiCli) {
+    let identity = provider.descriptor().identity;
+    let identified = identity.of(&program, cached_program);
+    if let Some(refused) = identity.refuses(identified) {
         return Err(Preflight::WrongCli {
             binary: provider.binary(),
             path: program,
-            found: "the archived PyPI kimi-cli, which runs nothing headless",
-            expected: "Kimi Code (npm `@moonshot-ai/kimi-code`)",
+            found: refused.found,
+            expected: refused.expected,
         });
     }
-    let vibe_kit_grok = provider == Provider::Grok
-        && (cached_program == Some(Program::VibeKitGrok) || is_vibe_kit_install(&program));
     let may_write = role.parse::<Role>().is_ok_and(Role::may_write);
     let invocation = Invocation {
         provider,
@@ -385,7 +385,7 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         role,
         idle_timeout_secs: (idle_timeout_secs > 0).then_some(idle_timeout_secs),
         kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()),
-        vibe_kit_grok,
+        program: identified,
         pass_env,
     };
     let plan = plan(&invocation);
@@ -410,20 +410,6 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         may_write,
         confine,
         writable,
-    })
-}
-
-/// Whether `program` resolves into an npm install of `@vibe-kit/grok-cli`
-/// (its bin link points into that package): known without starting node.
-fn is_vibe_kit_install(program: &Path) -> bool {
-    std::fs::canonicalize(program).is_ok_and(|real| {
-        let components: Vec<_> = real
-            .components()
-            .map(|c| c.as_os_str().to_owned())
-            .collect();
-        components
-            .windows(2)
-            .any(|pair| pair[0] == "@vibe-kit" && pair[1] == "grok-cli")
     })
 }
 

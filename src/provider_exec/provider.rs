@@ -29,7 +29,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::catalog::{HOST_SESSION_MARKERS, NEUTRAL_ENV, Provider};
-use crate::providers::Request;
+use crate::providers::{Program, Request};
 
 /// Extra variable names (or `PREFIX*` patterns) a CLI may see, comma
 /// separated: how `--pass-env` reaches provider-exec without changing its
@@ -52,9 +52,10 @@ pub struct Invocation {
     /// `KIMI_MODEL_NAME` (with env-key auth, `-m` names an alias from
     /// `config.toml` and would break the run).
     pub kimi_env_auth: bool,
-    /// grok: the `grok` on `PATH` is the community `@vibe-kit/grok-cli`
-    /// (known from its install path or the doctor's cache), not Grok Build.
-    pub vibe_kit_grok: bool,
+    /// Which program answers to the CLI's binary name, when okstra knows
+    /// (its install path or the doctor's cache): the community
+    /// `@vibe-kit/grok-cli` is driven with the flags it has.
+    pub program: Option<Program>,
     /// Names (or `PREFIX*` patterns) passed with `--pass-env`, checked.
     pub pass_env: Vec<String>,
 }
@@ -105,7 +106,7 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
         may_write: inv.may_write(),
         idle_timeout_secs: inv.idle_timeout_secs,
         kimi_env_auth: inv.kimi_env_auth,
-        vibe_kit_grok: inv.vibe_kit_grok,
+        program: inv.program,
     });
     let stdin = if line.prompt_on_stdin {
         Stdin::Prompt
@@ -213,7 +214,7 @@ mod tests {
             role: role.into(),
             idle_timeout_secs: Some(600),
             kimi_env_auth: false,
-            vibe_kit_grok: false,
+            program: None,
             pass_env: Vec::new(),
         }
     }
@@ -359,7 +360,7 @@ mod tests {
     #[test]
     fn vibe_kit_grok_gets_the_flags_it_has() {
         let mut inv = invocation(Provider::Grok, "executor");
-        inv.vibe_kit_grok = true;
+        inv.program = Some(Program::VibeKitGrok);
         let plan = plan(&inv);
         assert_eq!(
             argv(&plan),

@@ -82,8 +82,9 @@ pub struct Request<'a> {
     pub idle_timeout_secs: Option<u64>,
     /// kimi: the model is named through `KIMI_MODEL_NAME` (env-key auth).
     pub kimi_env_auth: bool,
-    /// grok: the `grok` on `PATH` is the community vibe-kit one.
-    pub vibe_kit_grok: bool,
+    /// Which program answers to the binary name, when okstra knows
+    /// (`Identity`: the doctor's cache or the install path).
+    pub program: Option<Program>,
 }
 
 /// A CLI's headless command line, before the environment okstra gives
@@ -121,6 +122,41 @@ pub struct Identity {
     /// The other program the outputs show, if they show one; `help` is
     /// `None` when it was not read.
     pub look_alike: fn(version: &str, help: Option<&str>) -> Option<LookAlike>,
+    /// The other program the binary's resolved path shows without starting
+    /// it (an npm package's folder), if it shows one.
+    pub installed_as: fn(real_path: &Path) -> Option<Program>,
+    /// A look-alike the wrapper refuses to start, and what to install
+    /// instead.
+    pub refused: Option<Refused>,
+}
+
+/// A look-alike okstra cannot drive at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    pub program: Program,
+    /// What it is, and why it cannot run a worker.
+    pub found: &'static str,
+    /// What to install in its place.
+    pub expected: &'static str,
+}
+
+impl Identity {
+    /// Which program answers at `program` (a resolved binary path) by what
+    /// okstra can tell without starting it: its install path first, else
+    /// what the doctor found (`cached`).
+    pub fn of(&self, program: &Path, cached: Option<Program>) -> Option<Program> {
+        std::fs::canonicalize(program)
+            .ok()
+            .and_then(|real| (self.installed_as)(&real))
+            .or(cached)
+    }
+
+    /// The refusal for `program`, when it is the look-alike this CLI's
+    /// wrapper will not start.
+    pub fn refuses(&self, program: Option<Program>) -> Option<Refused> {
+        self.refused
+            .filter(|refused| program == Some(refused.program))
+    }
 }
 
 /// Another program than the CLI okstra drives, and why it is taken for one.
@@ -165,6 +201,8 @@ impl Program {
 pub const UNIQUE: Identity = Identity {
     reads_help: false,
     look_alike: |_, _| None,
+    installed_as: |_| None,
+    refused: None,
 };
 
 /// A CLI's way of not writing the project.

@@ -7,6 +7,8 @@
 //! usage there means unknown). vibe-kit prints `role: assistant` messages
 //! and reports an API failure as one of them, exiting 0.
 
+use std::path::Path;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -57,6 +59,8 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     identity: Identity {
         reads_help: true,
         look_alike,
+        installed_as,
+        refused: None,
     },
     argv,
 };
@@ -64,7 +68,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
 fn argv(request: &Request<'_>) -> Argv {
     let dir = request.execution_root.as_os_str().to_owned();
     let model = request.model.to_owned();
-    let args = if request.vibe_kit_grok {
+    let args = if request.program == Some(Program::VibeKitGrok) {
         // vibe-kit grok: no prompt file, no stdin, no output format, no
         // read-only mode (headless always auto-approves); it prints its
         // messages as JSON lines only at the end. A pointer prompt keeps
@@ -105,6 +109,20 @@ fn argv(request: &Request<'_>) -> Argv {
         prompt_on_stdin: false,
         env_set: Vec::new(),
     }
+}
+
+/// A `grok` whose real path lies in an npm install of `@vibe-kit/grok-cli`
+/// (its bin link points into that package) is vibe-kit's, known without
+/// starting node.
+fn installed_as(real_path: &Path) -> Option<Program> {
+    let components: Vec<_> = real_path
+        .components()
+        .map(std::path::Component::as_os_str)
+        .collect();
+    components
+        .windows(2)
+        .any(|pair| pair[0] == "@vibe-kit" && pair[1] == "grok-cli")
+        .then_some(Program::VibeKitGrok)
 }
 
 /// vibe-kit grok has `--max-tool-rounds` and `--directory` but no

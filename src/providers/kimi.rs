@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::descriptor::{Argv, Request, os, pointer_prompt};
+use super::descriptor::{Argv, Refused, Request, os, pointer_prompt};
 use super::{
     Credentials, Descriptor, Event, Identity, LookAlike, Models, Program, ReadOnly, RetryCause,
     State, content_text, number, owned, text,
@@ -46,6 +46,12 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     identity: Identity {
         reads_help: false,
         look_alike,
+        installed_as: |_| None,
+        refused: Some(Refused {
+            program: Program::LegacyKimiCli,
+            found: "the archived PyPI kimi-cli, which runs nothing headless",
+            expected: "Kimi Code (npm `@moonshot-ai/kimi-code`)",
+        }),
     },
     argv,
 };
