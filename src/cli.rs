@@ -741,7 +741,7 @@ mod tests {
             .and_then(|rest| rest.split('.').next())
             .unwrap_or_default();
         let listed: Vec<&str> = listed.split(',').map(str::trim).collect();
-        let written: Vec<&str> = crate::run::events::EventKind::ALL
+        let written: Vec<&str> = crate::vocab::EventKind::ALL
             .iter()
             .filter(|kind| !kind.lead_may_write())
             .map(|kind| kind.as_str())

@@ -20,8 +20,9 @@ use anyhow::{Result, anyhow, bail};
 use crate::catalog::LeadRuntime;
 use crate::diag;
 use crate::exit::ExitStatus;
-use crate::run::events::EventKind;
+
 use crate::settings::Settings;
+use crate::vocab::EventKind;
 
 /// Render the run `settings` describe and print the handoff prompt's path
 /// (or, with `--json`, the bundle's paths); then, unless `--render-only`,

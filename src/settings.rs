@@ -824,14 +824,14 @@ fn continuation(
 /// there are any.
 fn answered_through_the_host(dir: &Path) -> Option<String> {
     let run = crate::run::Run::open(dir).ok()?;
-    let answers = crate::run::ask::answered(&run, crate::run::ask::Question::Clarification)?;
+    let answers = crate::run::ask::answered(&run, crate::vocab::Question::Clarification)?;
     if answers.trim().is_empty() {
         return None;
     }
     crate::diag::progress(format_args!(
         "continuing `{}` with the answers its host lead took (`{}`)",
         dir.display(),
-        crate::run::ask::Question::Clarification
+        crate::vocab::Question::Clarification
             .answer_path(&run)
             .display()
     ));

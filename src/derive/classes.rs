@@ -34,9 +34,10 @@ use crate::converge::ledger::LedgerItem;
 
 use crate::vocab::{FinalClass, StopReason};
 
-use super::counting::{self, Uncounted};
+use super::counting;
 pub use super::identity::is_withdrawn;
 use super::identity::{self, Findings};
+use crate::vocab::Uncounted;
 
 /// Counted `DISAGREE`s that refute a finding nobody verified: the quorum a
 /// finding needs to be checked at all.

@@ -25,30 +25,7 @@ use crate::anchors;
 use crate::converge::ledger::{LedgerItem, VerdictEntry};
 use crate::items;
 use crate::vocab::AnchorStatus;
-
-closed_set! {
-    /// Why a verdict was not counted.
-    Uncounted {
-        /// The claim's own owner answered it.
-        Owner => "owner",
-        /// A worker that reported the same finding (a merged claim)
-        /// answered it: a finder never verifies its own finding.
-        Finder => "finder",
-        /// A later verdict of the same reviewer on the same finding counts
-        /// instead.
-        Superseded => "superseded",
-        /// A stand-in for the rostered provider or model gave it.
-        Substitute => "substitute",
-        /// Its reviewer is not one of the run's rostered reviewers.
-        Unrostered => "unrostered",
-        /// An anchor it cites does not resolve in the run's snapshot.
-        Unresolved => "unresolved",
-        /// It cites no command with output and no anchor.
-        NoEvidence => "no-evidence",
-        /// Its only anchors are the claim's own, re-quoted.
-        OwnAnchors => "own-anchors",
-    }
-}
+use crate::vocab::Uncounted;
 
 impl Uncounted {
     /// The reason in a few words, for people.

@@ -17,9 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::converge::ledger::LedgerItem;
 
 use crate::vocab::Severity;
+use crate::vocab::Uncounted;
 use crate::vocab::{FinalClass, Verdict};
-
-use super::counting::Uncounted;
 
 /// A counted reviewer who says a finding's severity is overstated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,9 +29,10 @@ use crate::vocab::Severity;
 use crate::vocab::{FinalClass, Verdict};
 
 use super::classes::{self, Judged};
-use super::counting::Uncounted;
+
 use super::reviewers;
 use super::severity::{self as finding_severity, Dispute};
+use crate::vocab::Uncounted;
 
 /// The report's `verification` block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::digest::sha256_hex;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
-use crate::run::events::{self, EventKind};
+use crate::run::events;
 use crate::run::layout::{self};
 use crate::run::team_state::{self, Change, DispatchRecord};
 use crate::vocab::{Ending, Recovery, Word};
@@ -18,6 +18,7 @@ use crate::vocab::{Ending, Recovery, Word};
 use super::classify::{self, Evidence};
 use super::recover;
 use super::select::Planned;
+use crate::vocab::EventKind;
 
 /// The record of `planned`, before it starts (`started_at: None` while a
 /// gate holds it back).

@@ -31,13 +31,14 @@ use crate::diag;
 use crate::exit::ExitStatus;
 use crate::process_group as process;
 use crate::run::Run;
-use crate::run::events::EventKind;
+
 use crate::run::lease::Lease;
 use crate::run::live::{liveness, wrapper_of};
 use crate::run::team_state::DispatchRecord;
 
 use super::attempt::{self, Ended};
 use super::select::Live;
+use crate::vocab::EventKind;
 
 /// How long a driver gets to stop its wrappers and let go of the lease:
 /// each wrapper has the group grace, then a little to record.

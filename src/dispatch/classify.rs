@@ -15,11 +15,12 @@
 use std::time::Duration;
 
 use crate::exit;
-use crate::provider_exec::status::Reason;
+
 use crate::vocab::Ending;
 
 use super::limit::{self, contains_word};
 use super::recover::{Cuts, Signal, Transcript};
+use crate::vocab::Reason;
 
 /// A `crash` this quick with no output is worth the one retry: a CLI that
 /// fell over at start-up, not one that worked and failed.

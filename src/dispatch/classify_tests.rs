@@ -5,7 +5,7 @@ use pretty_assertions::assert_eq;
 use super::*;
 use crate::catalog::Provider;
 use crate::dispatch::recover::parse;
-use crate::provider_exec::status::Reason;
+use crate::vocab::Reason;
 
 fn transcript(provider: Provider, lines: &[serde_json::Value], stderr: &[&str]) -> Transcript {
     let mut log = String::new();

@@ -117,11 +117,7 @@ pub fn record_budget_stop(run: &Run, budget: &crate::usage::Budget, why: &str) -
     });
     team_state::update(run, &[Change::Budget(stop)])?;
     let fields = std::collections::BTreeMap::from([("reason".to_owned(), why.to_owned())]);
-    crate::run::events::append(
-        run,
-        crate::run::events::EventKind::BudgetStop.as_str(),
-        &fields,
-    )?;
+    crate::run::events::append(run, crate::vocab::EventKind::BudgetStop.as_str(), &fields)?;
     Ok(())
 }
 

@@ -31,7 +31,7 @@ use anyhow::{Context, Result, bail};
 use crate::catalog::{DispatchKind, Runner};
 use crate::digest::sha256_hex;
 use crate::run::Run;
-use crate::run::events::{self, EventKind};
+use crate::run::events;
 use crate::run::layout;
 use crate::run::team_state::{self, DispatchRecord, Edit, TeamState};
 use crate::vocab::{Ending, Recovery, Word};
@@ -39,6 +39,8 @@ use crate::vocab::{Ending, Recovery, Word};
 use super::attempt;
 use super::recover::{self, RESULT_END, WORKER_RESULTS_BEGIN, WORKER_RESULTS_END};
 use super::select::Planned;
+use crate::vocab::EventKind;
+use crate::vocab::Provenance;
 
 /// The start of every result block's begin line; a native attempt's goes on
 /// with its tag.
@@ -267,16 +269,6 @@ fn task_text(run: &Run, record: &DispatchRecord, submit: &str) -> String {
         prompt = record.prompt_path.display(),
         tag = tag.line(),
     )
-}
-
-closed_set! {
-    /// How an answer reached okstra.
-    Provenance {
-        /// okstra's sub-agent-stop hook took the sub-agent's final message.
-        Hook => "hook",
-        /// Someone (the sub-agent itself, or the lead) ran `okstra submit`.
-        Relayed => "relayed",
-    }
 }
 
 impl Provenance {

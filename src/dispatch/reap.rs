@@ -42,9 +42,10 @@ use crate::diag;
 use crate::exit::ExitStatus;
 use crate::process_group::{self as process, Group, ProcTable, Stopped};
 use crate::provider_exec::sidecar::{self, Sidecar};
-use crate::provider_exec::status::Reason;
+
 use crate::run::Run;
 use crate::run::team_state::DispatchRecord;
+use crate::vocab::Reason;
 use crate::vocab::{Word, WorkspaceKind};
 use crate::workspace;
 

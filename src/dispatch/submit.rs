@@ -18,10 +18,13 @@ use crate::exit::ExitStatus;
 use crate::fsread;
 use crate::run::Run;
 use crate::run::ask;
-use crate::run::events::EventKind;
+
 use crate::vocab::Ending;
 
-use super::native::{self, Provenance, Tag};
+use super::native::{self, Tag};
+use crate::vocab::EventKind;
+use crate::vocab::Provenance;
+use crate::vocab::Question;
 
 /// `okstra submit <run-dir> <dispatch-name> [FILE|-] [--agent-id ID]`.
 ///
@@ -39,7 +42,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
     }
     let message = read_message(args.input.as_deref())?;
     let run = Run::open(&args.run_dir)?;
-    if let Some(question) = ask::Question::named(&args.dispatch_name) {
+    if let Some(question) = Question::named(&args.dispatch_name) {
         let path = ask::answer(&run, question, &message)?;
         diag::progress(format_args!(
             "recorded the user's answer to `{}` in `{}`; go on with `okstra next {}`",

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use super::json_doc::Json;
 use crate::catalog::Provider;
 use crate::template;
+use crate::vocab::Host;
 
 /// The folders the hosts are installed into.
 #[derive(Debug, Clone)]
@@ -48,15 +49,6 @@ impl Homes {
             codex: absolute("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
             home,
         })
-    }
-}
-
-closed_set! {
-    /// A host okstra can be installed into.
-    Host {
-        ClaudeCode => "claude-code",
-        Codex => "codex",
-        Antigravity => "antigravity",
     }
 }
 

@@ -42,7 +42,8 @@ use crate::diag;
 use crate::digest::sha256_hex;
 use crate::durable;
 use crate::exit::ExitStatus;
-use hosts::{Homes, Host, Item};
+use crate::vocab::Host;
+use hosts::{Homes, Item};
 use json_doc::Json;
 
 /// Version of the install manifest.

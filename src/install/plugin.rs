@@ -21,9 +21,10 @@
 
 use std::path::Path;
 
-use super::hosts::{self, Host};
+use super::hosts;
 use super::json_doc::Json;
 use crate::template;
+use crate::vocab::Host;
 
 /// The plugin's version: okstra's own.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::hosts::{self, Homes, Host};
+use super::hosts::{self, Homes};
 use crate::fsread;
+use crate::vocab::Host;
 
 /// One integration found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -32,12 +32,13 @@ use crate::catalog::TaskType;
 use crate::cli::LandArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
-use crate::run::events::{self, EventKind};
+use crate::run::events;
 use crate::run::lease::Lease;
 use crate::run::team_state::{self, Change, Landing};
 use crate::run::{Parts, Records, Run};
 
 use self::gate::{Blocker, short};
+use crate::vocab::EventKind;
 use crate::vocab::{LandReason, LandingState};
 
 /// How long `okstra land` waits for another driver of the run.

@@ -10,12 +10,13 @@ use crate::converge;
 use crate::derive::quorum::Quorum;
 use crate::diag;
 use crate::dispatch::{self, Kind};
-use crate::run::events::EventKind;
+
 use crate::run::journal::file_sha256;
 use crate::vocab::JournalStep;
 
 use super::facts::{Digests, repair_prompt_path};
 use super::{Flow, Lead, Mode};
+use crate::vocab::EventKind;
 
 impl Lead {
     /// Run one batch: the named workers' dispatches of `kind`.

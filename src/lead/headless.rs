@@ -28,12 +28,13 @@ use crate::diag;
 use crate::dispatch::Options;
 use crate::exit::{self, ExitStatus};
 use crate::run::Run;
-use crate::run::events::EventKind;
+
 use crate::run::layout;
 use crate::run::lease::Lease;
 use crate::vocab::LandingState;
 
 use super::{Halt, Lead, Mode, command_line};
+use crate::vocab::EventKind;
 
 /// How long `okstra run` waits for another driver of the same run.
 const LEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -33,13 +33,15 @@ use crate::diag;
 use crate::dispatch::native::{self, Handout};
 use crate::dispatch::{Kind, Options};
 use crate::run::Run;
-use crate::run::ask::{self, Question};
-use crate::run::events::{self, EventKind};
+use crate::run::ask;
+use crate::run::events;
 use crate::run::journal::Journal;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Step as Next};
 use crate::vocab::{ContinuationKind, JournalStep};
 
+use crate::vocab::EventKind;
+use crate::vocab::Question;
 pub use headless::{drive, render_checked, run_command};
 pub use next::{drive_command, next_command};
 

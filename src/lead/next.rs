@@ -37,8 +37,8 @@ use crate::dispatch::native::Handout;
 use crate::dispatch::{self, Options};
 use crate::exit::{self, ExitStatus};
 use crate::run::Run;
-use crate::run::ask::{self, Question};
-use crate::run::events::{self, EventKind};
+use crate::run::ask;
+use crate::run::events;
 use crate::run::layout;
 use crate::run::lease::Lease;
 use crate::run::steps::{self, Need, Step};
@@ -46,6 +46,8 @@ use crate::shell;
 use crate::vocab::NextState;
 
 use super::{DRIVE_LEASE_WAIT, Halt, Lead, Mode, facts};
+use crate::vocab::EventKind;
+use crate::vocab::Question;
 
 /// How long `--wait` waits when `--timeout` is not given: under the ten
 /// minutes a host's shell tool allows one command.

@@ -11,8 +11,9 @@ use super::Run;
 use crate::cli::EventArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
-use crate::run::events::{EventKind, append, progress_line};
+use crate::run::events::{append, progress_line};
 use crate::slug;
+use crate::vocab::EventKind;
 
 /// Longest field value accepted (a summary, not a document).
 const MAX_VALUE_BYTES: usize = 4096;

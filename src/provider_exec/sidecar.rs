@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::provider_exec::status::{Reason, Stage, TerminatedBy};
+use crate::vocab::Reason;
+use crate::vocab::Stage;
+use crate::vocab::TerminatedBy;
 use crate::vocab::Word;
 use crate::{durable, fsread};
 

@@ -46,10 +46,13 @@ use tokio::time::{Instant, sleep, timeout};
 use super::copy::{CopyReport, copy_output};
 use super::guardian::{self, Guardian};
 use super::provider::Stdin;
-use super::status::{self, Reason, Stage, Status, TerminatedBy};
+use super::status::{self, Status};
 use super::watchdog::{Activity, Watchdog};
 use super::{PROGRAM, Ready};
 use crate::process_group::{self, GRACE};
+use crate::vocab::Reason;
+use crate::vocab::Stage;
+use crate::vocab::TerminatedBy;
 use crate::{child, exit};
 
 /// How long we keep draining the pipe after the group is gone, for holders we

@@ -336,8 +336,8 @@ fn summary_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::findings::Rule;
     use crate::vocab::FinalClass;
+    use crate::vocab::Rule;
 
     const PATCH: &str = "\
 @@ -1,4 +1,5 @@

@@ -251,7 +251,7 @@ impl<'a> Checks<'a> {
                                 counted: review.is_some_and(|r| r.counted),
                                 uncounted: review
                                     .and_then(|r| r.uncounted)
-                                    .map(crate::derive::counting::Uncounted::reason),
+                                    .map(crate::vocab::Uncounted::reason),
                             }
                         })
                         .collect(),
@@ -322,9 +322,7 @@ impl<'a> Checks<'a> {
                         evidence: review.evidence.as_deref(),
                         round: review.round,
                         counted: review.counted,
-                        uncounted: review
-                            .uncounted
-                            .map(crate::derive::counting::Uncounted::reason),
+                        uncounted: review.uncounted.map(crate::vocab::Uncounted::reason),
                     }
                 })
             })

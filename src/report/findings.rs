@@ -53,20 +53,11 @@ use crate::fsread::{self, Follow, LineReader};
 use crate::items::{Evidence, EvidenceKind};
 use crate::run::{Parts, Records, Run};
 use crate::vocab::FinalClass;
+use crate::vocab::Rule;
 use crate::vocab::Severity;
 
 /// Most bytes of a source line read for a fingerprint.
 const MAX_LINE_BYTES: usize = 4096;
-
-closed_set! {
-    /// The kind of claim a finding is: its SARIF rule.
-    Rule {
-        Finding => "finding",
-        RootCause => "root-cause",
-        Risk => "risk",
-        Defect => "defect",
-    }
-}
 
 impl Rule {
     /// The SARIF `ruleId`.

@@ -77,6 +77,7 @@ use self::validate::{PendingIndexes, Problem, Rostered, RunFacts, SCHEMA_RULE};
 use crate::derive;
 use crate::derive::reliability::{self, Reliability};
 use crate::run::{Parts, Records};
+use crate::vocab::Level;
 
 /// Every final-report schema okstra reads, oldest first, as (`schemaVersion`,
 /// embedded schema in `schemas/`). The last one is what new runs are written
@@ -120,18 +121,6 @@ struct Loaded {
     /// Worker result files being indexed (started as soon as the manifest
     /// was read); `None` without a run or when only the schema is checked.
     pending: Option<PendingIndexes>,
-}
-
-closed_set! {
-    /// How far a report was checked.
-    Level {
-        /// The JSON Schema and the report's own invariants: all a report folder
-        /// without its run allows.
-        Schema => "schema",
-        /// Also against the run's records: roster, worker results, team state,
-        /// convergence ledger.
-        Records => "records",
-    }
 }
 
 impl Level {

@@ -28,9 +28,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use super::findings::{Finding, Findings, Rule, Verification};
+use super::findings::{Finding, Findings, Verification};
 use crate::fsread;
 use crate::vocab::FinalClass;
+use crate::vocab::Rule;
 use crate::vocab::Severity;
 
 /// The `partialFingerprints` key of okstra's fingerprint (v2: what a

@@ -17,15 +17,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use crate::run::Run;
-use crate::run::events::{self, EventKind};
-
-closed_set! {
-    /// A question a run asks its user.
-    Question {
-        Approval => "approval",
-        Clarification => "clarification",
-    }
-}
+use crate::run::events;
+use crate::vocab::EventKind;
+use crate::vocab::Question;
 
 impl Question {
     /// The question named `name` (the dispatch name `okstra next` gives).

@@ -23,6 +23,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::run::Run;
 use crate::schema;
+use crate::vocab::EventKind;
 use crate::{confine, fsread};
 
 /// Version of the lead-event line format.
@@ -30,38 +31,6 @@ const EVENT_VERSION: u32 = 1;
 /// How much of the log's end is read to find the last sequence number; a
 /// line is far shorter, and the whole file is read only if this holds none.
 const TAIL_BYTES: u64 = 64 * 1024;
-closed_set! {
-    /// The lead events okstra itself writes (`okstra run`, `okstra next`,
-    /// the engine, `okstra submit` and its hook). `okstra event` takes any
-    /// slug a host lead chooses; these are the ones okstra's own steps
-    /// record, spelt once.
-    EventKind {
-        RunStart => "run-start",
-        RunResume => "run-resume",
-        PhaseStart => "phase-start",
-        WorkerComplete => "worker-complete",
-        WorkerTerminal => "worker-terminal",
-        ConvergenceSkipped => "convergence-skipped",
-        RoundComplete => "round-complete",
-        FixPass => "fix-pass",
-        FixPassSkipped => "fix-pass-skipped",
-        FixCheck => "fix-check",
-        Landed => "landed",
-        UsageCollected => "usage-collected",
-        ReportRepair => "report-repair",
-        ReportValidated => "report-validated",
-        RunComplete => "run-complete",
-        RunInterrupted => "run-interrupted",
-        RunFailed => "run-failed",
-        RunCancelled => "run-cancelled",
-        BudgetStop => "budget-stop",
-        WorkerHeld => "worker-held",
-        Session => "session",
-        ResultRefused => "result-refused",
-        AskUser => "ask-user",
-        UserAnswer => "user-answer",
-    }
-}
 
 impl EventKind {
     /// Whether a host lead may still record this kind itself with `okstra

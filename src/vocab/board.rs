@@ -100,3 +100,20 @@ impl Serialize for BoardState {
         serializer.serialize_str(self.as_str())
     }
 }
+
+closed_set! {
+    /// How a run came out, so far.
+    Outcome {
+        /// Not ended: something runs, or the lead has steps left.
+        Running => "running",
+        /// Interrupted, failed or cancelled, and nobody drives it now: it
+        /// resumes with the command its reason names.
+        Stopped => "stopped",
+        /// Ended with a report that passes validation.
+        ReportValid => "report-valid",
+        /// Ended with a report that fails validation.
+        ReportInvalid => "report-invalid",
+        /// Ended without a report.
+        EndedWithoutReport => "ended-without-report",
+    }
+}

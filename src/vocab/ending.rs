@@ -175,3 +175,13 @@ closed_set! {
         Relayed => "relayed",
     }
 }
+
+closed_set! {
+    /// How an answer reached okstra.
+    Provenance {
+        /// okstra's sub-agent-stop hook took the sub-agent's final message.
+        Hook => "hook",
+        /// Someone (the sub-agent itself, or the lead) ran `okstra submit`.
+        Relayed => "relayed",
+    }
+}

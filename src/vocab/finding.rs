@@ -66,3 +66,25 @@ closed_set! {
         ReviewersFailed => "reviewers-failed",
     }
 }
+
+closed_set! {
+    /// The kind of claim a finding is: its SARIF rule.
+    Rule {
+        Finding => "finding",
+        RootCause => "root-cause",
+        Risk => "risk",
+        Defect => "defect",
+    }
+}
+
+closed_set! {
+    /// How far a report was checked.
+    Level {
+        /// The JSON Schema and the report's own invariants: all a report folder
+        /// without its run allows.
+        Schema => "schema",
+        /// Also against the run's records: roster, worker results, team state,
+        /// convergence ledger.
+        Records => "records",
+    }
+}

@@ -16,18 +16,22 @@
 //! typed [`Word<T>`] keeps such a word as it was and writes it back
 //! unchanged.
 //!
-//! - `board.rs`: a worker's state on the board.
+//! - `board.rs`: a worker's state on the board, a run's outcome.
 //! - `containment.rs`: how a run keeps its CLIs from the project.
 //! - `convergence.rs`: an item's verdicts, its final class, why convergence
-//!   stopped.
+//!   stopped, why a verdict was not counted.
 //! - `ending.rs`: how a dispatch attempt ended, and what each ending reads
-//!   as in the final report.
+//!   as in the final report; where its result came from.
 //! - `finding.rs`: the severity ladder, an anchor's status, why a run was not
-//!   cross-verified.
+//!   cross-verified, a finding's rule, a report check's level.
+//! - `host.rs`: the hosts `okstra install` writes into.
 //! - `land.rs`: where a change stands at the landing gate, why it may not
 //!   land, how `HEAD` stands to it, what landing does to a file.
 //! - `run.rs`: how a run continues an earlier one, the states `okstra next`
-//!   answers with, the step journal's steps.
+//!   answers with, the step journal's steps, the lead events, the questions
+//!   a run asks its user.
+//! - `sidecar.rs`: a wrapper's status sidecar: its stage, why the CLI
+//!   ended, who stopped it.
 //! - `workspace.rs`: an attempt's isolation and its workspace's kind.
 //! - `word.rs`: [`Word<T>`].
 
@@ -89,18 +93,22 @@ mod containment;
 mod convergence;
 mod ending;
 mod finding;
+mod host;
 mod land;
 mod run;
+mod sidecar;
 mod word;
 mod workspace;
 
-pub use self::board::BoardState;
+pub use self::board::{BoardState, Outcome};
 pub use self::containment::Containment;
-pub use self::convergence::{FinalClass, StopReason, Verdict, parse_class};
-pub use self::ending::{Ending, Recovery, ReportStatus};
-pub use self::finding::{AnchorStatus, ReliabilityReason, Severity, parse_threshold};
+pub use self::convergence::{FinalClass, StopReason, Uncounted, Verdict, parse_class};
+pub use self::ending::{Ending, Provenance, Recovery, ReportStatus};
+pub use self::finding::{AnchorStatus, Level, ReliabilityReason, Rule, Severity, parse_threshold};
+pub use self::host::Host;
 pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
-pub use self::run::{ContinuationKind, JournalStep, NextState};
+pub use self::run::{ContinuationKind, EventKind, JournalStep, NextState, Question};
+pub use self::sidecar::{Reason, Stage, TerminatedBy};
 pub use self::word::Word;
 pub use self::workspace::{Isolation, WorkspaceKind};
 

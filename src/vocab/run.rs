@@ -101,3 +101,44 @@ impl std::str::FromStr for JournalStep {
             })
     }
 }
+
+closed_set! {
+    /// The lead events okstra itself writes (`okstra run`, `okstra next`,
+    /// the engine, `okstra submit` and its hook). `okstra event` takes any
+    /// slug a host lead chooses; these are the ones okstra's own steps
+    /// record, spelt once.
+    EventKind {
+        RunStart => "run-start",
+        RunResume => "run-resume",
+        PhaseStart => "phase-start",
+        WorkerComplete => "worker-complete",
+        WorkerTerminal => "worker-terminal",
+        ConvergenceSkipped => "convergence-skipped",
+        RoundComplete => "round-complete",
+        FixPass => "fix-pass",
+        FixPassSkipped => "fix-pass-skipped",
+        FixCheck => "fix-check",
+        Landed => "landed",
+        UsageCollected => "usage-collected",
+        ReportRepair => "report-repair",
+        ReportValidated => "report-validated",
+        RunComplete => "run-complete",
+        RunInterrupted => "run-interrupted",
+        RunFailed => "run-failed",
+        RunCancelled => "run-cancelled",
+        BudgetStop => "budget-stop",
+        WorkerHeld => "worker-held",
+        Session => "session",
+        ResultRefused => "result-refused",
+        AskUser => "ask-user",
+        UserAnswer => "user-answer",
+    }
+}
+
+closed_set! {
+    /// A question a run asks its user.
+    Question {
+        Approval => "approval",
+        Clarification => "clarification",
+    }
+}

@@ -336,3 +336,30 @@ fn containments_match_the_run_manifest_schema() {
         &[("run-manifest.schema.json", "/properties/containment/enum")],
     );
 }
+
+#[test]
+fn sidecar_words_match_the_status_schema() {
+    assert_in_sync(
+        Stage::ALL,
+        &[("status.schema.json", "/properties/stage/enum")],
+    );
+    assert_in_sync(
+        Reason::ALL,
+        &[("status.schema.json", "/properties/reason/enum")],
+    );
+    assert_in_sync(
+        TerminatedBy::ALL,
+        &[("status.schema.json", "/properties/terminated_by/enum")],
+    );
+}
+
+#[test]
+fn uncounted_reasons_match_the_report_schema() {
+    assert_in_sync(
+        Uncounted::ALL,
+        &[(
+            "final-report-v2.2.schema.json",
+            "/$defs/Review/properties/uncounted/enum",
+        )],
+    );
+}

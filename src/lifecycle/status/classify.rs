@@ -14,8 +14,9 @@ use crate::clock;
 use crate::derive::liveness;
 use crate::fsread;
 use crate::provider_exec::sidecar::Sidecar;
-use crate::provider_exec::status::{Reason, TerminatedBy};
 use crate::run::team_state::AttemptState;
+use crate::vocab::Reason;
+use crate::vocab::TerminatedBy;
 use crate::vocab::{BoardState, Ending};
 
 impl BoardState {

@@ -34,26 +34,11 @@ use crate::clock;
 use crate::derive::liveness;
 use crate::fsread;
 use crate::lifecycle::Run;
-use crate::run::events::EventKind;
+
 use crate::run::progress;
 use crate::run::team_state::TeamState;
-
-closed_set! {
-    /// How a run came out, so far.
-    Outcome {
-        /// Not ended: something runs, or the lead has steps left.
-        Running => "running",
-        /// Interrupted, failed or cancelled, and nobody drives it now: it
-        /// resumes with the command its reason names.
-        Stopped => "stopped",
-        /// Ended with a report that passes validation.
-        ReportValid => "report-valid",
-        /// Ended with a report that fails validation.
-        ReportInvalid => "report-invalid",
-        /// Ended without a report.
-        EndedWithoutReport => "ended-without-report",
-    }
-}
+use crate::vocab::EventKind;
+use crate::vocab::Outcome;
 
 impl Outcome {
     /// Whether the run is still going: `status --active` keeps these runs,

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use super::board::{WorkerStatus, log_tail};
 use super::classify::{Anomaly, Evidence, classify};
 use super::files::RunFiles;
-use super::outcome::{Outcome, RunLine};
+use super::outcome::RunLine;
 use super::*;
 use crate::provider_exec::sidecar::{self, Sidecar};
 use crate::vocab::BoardState;
+use crate::vocab::Outcome;
 
 const NOW: i64 = 1_800_000_000;
 
