@@ -66,13 +66,14 @@ pub enum Item {
     },
 }
 
-/// The `okstra-<provider>-exec` links in `bin_dir`, all pointing at `okstra`.
-pub fn wrapper_links(bin_dir: &Path, okstra: &Path) -> Vec<Item> {
+/// The `okstra-<provider>-exec` links in `bin_dir`, all pointing at `target`
+/// (the wrapper's own binary, or okstra).
+pub fn wrapper_links(bin_dir: &Path, target: &Path) -> Vec<Item> {
     Provider::ALL
         .iter()
         .map(|provider| Item::Link {
             path: bin_dir.join(provider.wrapper()),
-            target: okstra.to_owned(),
+            target: target.to_owned(),
         })
         .collect()
 }

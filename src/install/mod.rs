@@ -196,7 +196,15 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
             hosts_chosen.push(host);
         }
     }
-    let mut items = hosts::wrapper_links(&bin_dir, &okstra);
+    // The links start the wrapper's own small binary when it sits beside
+    // okstra (what the engine starts too), else okstra itself.
+    let wrapper = crate::provider_exec::Launcher::beside(&okstra);
+    let link_target = if wrapper.lead.is_empty() {
+        wrapper.program
+    } else {
+        okstra.clone()
+    };
+    let mut items = hosts::wrapper_links(&bin_dir, &link_target);
     if !hosts_chosen.is_empty() {
         let homes = Homes::from_env(&env)
             .context("`HOME` must be an absolute path to install into a host")?;

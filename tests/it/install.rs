@@ -106,7 +106,11 @@ fn install_every_host_twice_then_uninstall_restores_home_exactly() {
 
     for provider in ["claude", "codex", "antigravity", "grok", "kimi"] {
         let link = world.bin().join(format!("okstra-{provider}-exec"));
-        assert_eq!(fs::read_link(&link).unwrap(), okstra_real());
+        // The wrapper's own binary, built beside okstra, not okstra itself.
+        assert_eq!(
+            fs::read_link(&link).unwrap(),
+            okstra_real().with_file_name("okstra-provider-exec")
+        );
     }
     for skill in [
         ".claude/skills/okstra/SKILL.md",

@@ -310,7 +310,9 @@ fn okstra_install_links_every_wrapper() {
     );
     for provider in ["claude", "codex", "antigravity", "grok", "kimi"] {
         let link = target.join(format!("okstra-{provider}-exec"));
-        assert_eq!(fs::read_link(&link).unwrap(), okstra_path());
+        // The wrapper's own binary beside okstra (its low memory for scripts
+        // too).
+        assert_eq!(fs::read_link(&link).unwrap(), wrapper_path());
         // The link fixes the provider: the usage line names it.
         let run = Command::new(&link).output().unwrap();
         assert_eq!(run.status.code(), Some(64));
