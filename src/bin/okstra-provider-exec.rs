@@ -77,24 +77,13 @@ mod run {
     pub mod layout;
 }
 
-use std::ffi::OsString;
-use std::path::Path;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     diag::install_panic_hook();
-    let raw_args: Vec<OsString> = std::env::args_os().collect();
-    if let Some(provider) = raw_args
-        .first()
-        .and_then(|arg0| provider_exec::alias(Path::new(arg0)))
-    {
-        return provider_exec::main(Some(provider), raw_args.into_iter().skip(1).collect());
-    }
-    if raw_args
-        .get(1)
-        .is_some_and(|arg| arg == sandbox::exec::SUBCOMMAND)
-    {
-        return sandbox::exec::main(raw_args.into_iter().skip(2).collect());
-    }
+    let raw_args = match provider_exec::early_entry(std::env::args_os().collect()) {
+        Ok(code) => return code,
+        Err(raw_args) => raw_args,
+    };
     provider_exec::main(None, raw_args.into_iter().skip(1).collect())
 }

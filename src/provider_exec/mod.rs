@@ -116,6 +116,25 @@ pub fn alias(arg0: &Path) -> Option<Provider> {
         .ok()
 }
 
+/// The entries both binaries answer before anything else, from the whole
+/// argv: an `okstra-<provider>-exec` program name runs the wrapper for that
+/// provider, `sandbox-exec` confines itself and execs its CLI. When argv
+/// is neither, `raw_args` is handed back untouched.
+pub fn early_entry(raw_args: Vec<OsString>) -> Result<ExitCode, Vec<OsString>> {
+    if let Some(provider) = raw_args.first().and_then(|arg0| alias(Path::new(arg0))) {
+        return Ok(main(Some(provider), raw_args.into_iter().skip(1).collect()));
+    }
+    if raw_args
+        .get(1)
+        .is_some_and(|arg| arg == crate::sandbox::exec::SUBCOMMAND)
+    {
+        return Ok(crate::sandbox::exec::main(
+            raw_args.into_iter().skip(2).collect(),
+        ));
+    }
+    Err(raw_args)
+}
+
 /// Run the wrapper; `fixed` is the provider named by the program name, and
 /// `args` are the arguments after `provider-exec` (or after argv\[0]).
 #[expect(
