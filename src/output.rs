@@ -62,6 +62,17 @@ fn text(answer: &impl Text) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Serialise `value` as `serde_json::json!` would: through a
+/// `serde_json::Value`, whose maps sort their keys. A struct that replaces
+/// a `json!` document keeps its bytes by naming its own fields in
+/// alphabetical order and sending each nested struct through here
+/// (`#[serde(serialize_with = "crate::output::sorted")]`).
+pub fn sorted<T: Serialize, S: serde::Serializer>(value: &T, to: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(value)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(to)
+}
+
 /// `value` as one line of compact JSON (a `--json` answer).
 pub fn json_line(value: &impl Serialize) -> anyhow::Result<()> {
     let mut line = serde_json::to_vec(value)?;

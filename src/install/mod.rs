@@ -26,7 +26,7 @@ mod present;
 mod uninstall;
 
 pub use hosts::{HOOK_TIMEOUT_SECS, subagent_stop_command};
-pub use present::integrations;
+pub use present::{Integrations, integrations};
 
 use std::fs;
 use std::io::{self, Read, Write};
