@@ -62,6 +62,13 @@ fn text(answer: &impl Text) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Print an answer that is one line of text and has no JSON form: a path
+/// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`).
+pub fn line(answer: impl std::fmt::Display) -> anyhow::Result<()> {
+    stdout().write_all(format!("{answer}\n").as_bytes())?;
+    Ok(())
+}
+
 /// Serialise `value` as `serde_json::json!` would: through a
 /// `serde_json::Value`, whose maps sort their keys. A struct that replaces
 /// a `json!` document keeps its bytes by naming its own fields in
