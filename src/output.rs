@@ -55,6 +55,22 @@ pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Resu
     Ok(())
 }
 
+/// An answer whose JSON okstra lays out itself (the report inputs keep
+/// one finding per line), so its bytes are not serde's.
+pub trait LaidOut: Text {
+    /// The JSON document, byte for byte, ending in a newline.
+    fn json_bytes(&self) -> serde_json::Result<Vec<u8>>;
+}
+
+/// [`print()`] for a [`LaidOut`] answer: its own bytes when `json`.
+pub fn print_laid_out<T: LaidOut>(answer: &T, json: bool) -> anyhow::Result<()> {
+    if !json {
+        return text(answer);
+    }
+    stdout().write_all(&answer.json_bytes()?)?;
+    Ok(())
+}
+
 fn text(answer: &impl Text) -> anyhow::Result<()> {
     let mut text = Vec::new();
     answer.write_text(&mut text)?;
