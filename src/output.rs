@@ -49,10 +49,7 @@ pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Resu
     if !json {
         return text(answer);
     }
-    let mut document = serde_json::to_vec_pretty(answer)?;
-    document.push(b'\n');
-    stdout().write_all(&document)?;
-    Ok(())
+    json_pretty(answer)
 }
 
 /// An answer whose JSON okstra lays out itself (the report inputs keep
@@ -94,6 +91,15 @@ pub fn sorted<T: Serialize, S: serde::Serializer>(value: &T, to: S) -> Result<S:
     serde_json::to_value(value)
         .map_err(serde::ser::Error::custom)?
         .serialize(to)
+}
+
+/// `value` as an indented JSON document (an answer that is JSON in every
+/// form: `okstra report sarif --out -`).
+pub fn json_pretty(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut document = serde_json::to_vec_pretty(value)?;
+    document.push(b'\n');
+    stdout().write_all(&document)?;
+    Ok(())
 }
 
 /// `value` as one line of compact JSON (a `--json` answer).
