@@ -76,7 +76,8 @@ fn text(answer: &impl Text) -> anyhow::Result<()> {
 }
 
 /// Print an answer that is one line of text and has no JSON form: a path
-/// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`).
+/// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`), a
+/// review's address (`okstra publish`).
 pub fn line(answer: impl std::fmt::Display) -> anyhow::Result<()> {
     stdout().write_all(format!("{answer}\n").as_bytes())?;
     Ok(())
