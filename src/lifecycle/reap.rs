@@ -201,7 +201,8 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         .chain(copies.iter().map(|copy| describe_copy(copy, args.execute)))
         .collect();
     super::print_plan(
-        args.json.then_some(&report),
+        &report,
+        args.json,
         &lines,
         &[],
         args.execute,
