@@ -75,6 +75,16 @@ fn text(answer: &impl Text) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Print an answer that is a document in a format of its own, the same
+/// with or without `--json`: a completion script, a man page, the results
+/// of `okstra check-args`.
+pub fn document(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = stdout();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Print an answer that is one line of text and has no JSON form: a path
 /// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`), a
 /// review's address (`okstra publish`).
