@@ -9,10 +9,19 @@
 //!
 //! A command's answer is one value with two forms: its JSON (`--json`,
 //! the value serialised) and its [`Text`] for a person; [`print()`] picks
-//! one, so a command writes no `--json` branch of its own. Not every
-//! command answers that way yet (some still branch themselves); the next
-//! step is that every command returns its answer and the entry point
-//! prints it.
+//! one, so a command writes no `--json` branch of its own. A few answers
+//! have one form only: a [`line()`] of text (a path, an address), a
+//! [`document()`] in a format of its own (a completion script, a man
+//! page), a JSON document that is JSON in every form ([`json_pretty()`]),
+//! or JSON okstra lays out itself ([`LaidOut`]). A struct that replaces a
+//! `json!` map keeps its bytes through [`sorted()`].
+//!
+//! Only a command that streams takes the handle, [`stdout()`], itself:
+//! `okstra status --watch` clears the screen before each frame on a
+//! terminal and stamps each snapshot with the time otherwise; the frame's
+//! body is still its `Board` answer. (provider-exec, the transparent
+//! wrapper, writes the provider CLI's stream to its stdout by contract:
+//! that stream is the CLI's output, not an answer of okstra's.)
 
 use std::io::{self, IsTerminal, Write};
 
