@@ -480,3 +480,31 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
     ));
     Ok(ExitStatus::Success)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dry_run_prints_the_bytes_of_the_map_it_replaced() {
+        let would = || Would {
+            dispatch_name: "analyse-codex".to_owned(),
+            kind: "analysis".to_owned(),
+            attempt: 1,
+            provider: "codex",
+            model: "gpt".to_owned(),
+            argv: vec!["codex".to_owned(), "exec".to_owned()],
+            refusal: None,
+            prompt_path: "/run/prompt.md".to_owned(),
+            result_path: "/run/result.md".to_owned(),
+        };
+        let answer = WouldStart {
+            would_start: vec![would()],
+        };
+        let map = serde_json::json!({ "wouldStart": [would()] });
+        assert_eq!(
+            serde_json::to_string(&answer).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+    }
+}

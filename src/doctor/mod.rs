@@ -544,6 +544,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_report_prints_the_bytes_of_the_map_it_replaced() {
+        let finding = Finding {
+            provider: Provider::Codex,
+            binary: "codex",
+            path: Some(PathBuf::from("/bin/codex")),
+            resolved_path: None,
+            version: Some("0.171.0".to_owned()),
+            program: Some(Program::Expected),
+            cached: true,
+            credentials: vec!["found ~/.codex/auth.json".to_owned()],
+            probe: None,
+            ready: true,
+            notes: vec!["a note".to_owned()],
+            fixes: Vec::new(),
+        };
+        let integrations = crate::install::Integrations {
+            found: Vec::new(),
+            warnings: vec!["okstra is installed twice".to_owned()],
+        };
+        let report = Report {
+            cache_path: Some(PathBuf::from("/cache/cli-facts.json")),
+            containment: Containment::Landlock { abi: 4 },
+            containment_text: String::new(),
+            integrations: integrations.clone(),
+            providers: vec![finding.clone()],
+            ready: true,
+            required: vec![Provider::Codex],
+            schema_version: REPORT_VERSION,
+        };
+        // The map the report was first written as.
+        let map = json!({
+            "schemaVersion": REPORT_VERSION,
+            "ready": true,
+            "required": [Provider::Codex],
+            "cachePath": "/cache/cli-facts.json",
+            "providers": [finding],
+            "integrations": integrations,
+            "containment": json!({"mode": "landlock", "abi": 4}),
+        });
+        assert_eq!(
+            serde_json::to_string(&report).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+    }
+
+    #[test]
     fn the_default_roster_is_claude_and_codex() {
         assert_eq!(default_roster(), vec![Provider::Claude, Provider::Codex]);
     }
