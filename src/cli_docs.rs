@@ -9,7 +9,7 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io;
 
 use anyhow::{Context, Result, bail};
 use clap::error::ErrorKind;
@@ -234,7 +234,7 @@ pub fn completions_command(shell: Shell) -> Result<ExitStatus> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "okstra", &mut script);
-    write_stdout(&script).context("cannot write the completion script")?;
+    crate::output::document(&script).context("cannot write the completion script")?;
     Ok(ExitStatus::Success)
 }
 
@@ -256,7 +256,7 @@ pub fn man_command(args: &ManArgs) -> Result<ExitStatus> {
         );
     };
     let page = render_page(&root, &path).context("cannot render the man page")?;
-    write_stdout(page.as_bytes()).context("cannot write the man page")?;
+    crate::output::document(page.as_bytes()).context("cannot write the man page")?;
     Ok(ExitStatus::Success)
 }
 
@@ -609,18 +609,12 @@ pub fn check_args_command() -> Result<ExitStatus> {
             }
         }
     }
-    write_stdout(out.as_bytes()).context("cannot write the check results")?;
+    crate::output::document(out.as_bytes()).context("cannot write the check results")?;
     Ok(if all_ok {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
     })
-}
-
-fn write_stdout(bytes: &[u8]) -> io::Result<()> {
-    let mut stdout = crate::output::stdout();
-    stdout.write_all(bytes)?;
-    stdout.flush()
 }
 
 #[cfg(test)]

@@ -238,15 +238,17 @@ pub fn write_inputs(manifest: &Run) -> Result<Written> {
     })
 }
 
-/// `okstra coverage`.
-pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
-    let manifest = Run::open(&args.run_dir)?;
-    let written = write_inputs(&manifest)?;
-    let mut out = crate::output::stdout();
-    if args.json {
-        out.write_all(&written.inputs.to_bytes()?)?;
-    } else {
-        for entry in written
+/// The report inputs as JSON; as text, a line per worker (the report
+/// writer's left out).
+impl crate::output::LaidOut for Written {
+    fn json_bytes(&self) -> serde_json::Result<Vec<u8>> {
+        self.inputs.to_bytes()
+    }
+}
+
+impl crate::output::Text for Written {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for entry in self
             .coverage
             .iter()
             .filter(|entry| entry.role != Role::ReportWriter)
@@ -266,10 +268,20 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
                 ))
             )?;
         }
+        Ok(())
+    }
+}
+
+/// `okstra coverage`.
+pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
+    let manifest = Run::open(&args.run_dir)?;
+    let written = write_inputs(&manifest)?;
+    crate::output::print_laid_out(&written, args.json)?;
+    if !args.json {
         if written.inputs.cross_verified {
-            diag::progress(written.reliability);
+            diag::progress(&written.reliability);
         } else {
-            diag::warning(written.reliability);
+            diag::warning(&written.reliability);
         }
         diag::progress(format_args!(
             "wrote `{}`",

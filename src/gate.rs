@@ -171,22 +171,13 @@ impl Rules {
     }
 }
 
-/// Where the gate writes the counted findings: stdout for `okstra gate`,
-/// stderr (under the run's own output) for `okstra run --fail-on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Listing {
-    Stdout,
-    Stderr,
-}
-
 /// `okstra gate`.
 pub fn gate_command(args: &GateArgs) -> Result<ExitStatus> {
     let rules = Rules::from_args(args.fail_on, &args.rules)?;
     let decision = decide(&args.target, &rules)?;
-    if args.json {
-        crate::output::json_line(&decision).context("cannot write to stdout")?;
-    } else {
-        show(&decision, Listing::Stdout)?;
+    crate::output::print(&decision, args.json).context("cannot write to stdout")?;
+    if !args.json {
+        say(&decision);
     }
     Ok(decision.outcome.status())
 }
@@ -194,23 +185,25 @@ pub fn gate_command(args: &GateArgs) -> Result<ExitStatus> {
 /// Gate a run `okstra run` just finished; its findings go to stderr.
 pub fn after_run(run_dir: &Path, rules: &Rules) -> Result<ExitStatus> {
     let decision = decide(run_dir, rules)?;
-    show(&decision, Listing::Stderr)?;
+    for counted in &decision.counted {
+        diag::detail(&counted.line);
+    }
+    say(&decision);
     Ok(decision.outcome.status())
 }
 
-/// Print the decision: the counted findings, one line each, then one
-/// diagnostic line saying what was decided.
-fn show(decision: &Decision, listing: Listing) -> Result<()> {
-    let mut stdout = crate::output::stdout();
-    for counted in &decision.counted {
-        match listing {
-            Listing::Stdout => {
-                writeln!(stdout, "{}", counted.line).context("cannot write to stdout")?;
-            }
-            Listing::Stderr => diag::detail(&counted.line),
+/// The counted findings, one line each (`okstra gate`'s stdout).
+impl crate::output::Text for Decision {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for counted in &self.counted {
+            writeln!(out, "{}", counted.line)?;
         }
+        Ok(())
     }
-    drop(stdout);
+}
+
+/// The diagnostic lines saying what was decided.
+fn say(decision: &Decision) {
     if let Some(excluded) = decision.baseline_excluded {
         diag::progress(format_args!(
             "the baseline left out {excluded} finding{} at or above `{}` that it already lists",
@@ -222,7 +215,6 @@ fn show(decision: &Decision, listing: Listing) -> Result<()> {
         Outcome::Passed => diag::progress(format_args!("gate passed: {}", decision.reason)),
         _ => diag::error(format_args!("gate failed: {}", decision.reason)),
     }
-    Ok(())
 }
 
 /// The gate's decision on the report at `target`. `Err` only for bad input

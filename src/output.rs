@@ -9,10 +9,19 @@
 //!
 //! A command's answer is one value with two forms: its JSON (`--json`,
 //! the value serialised) and its [`Text`] for a person; [`print()`] picks
-//! one, so a command writes no `--json` branch of its own. Not every
-//! command answers that way yet (some still branch themselves); the next
-//! step is that every command returns its answer and the entry point
-//! prints it.
+//! one, so a command writes no `--json` branch of its own. A few answers
+//! have one form only: a [`line()`] of text (a path, an address), a
+//! [`document()`] in a format of its own (a completion script, a man
+//! page), a JSON document that is JSON in every form ([`json_pretty()`]),
+//! or JSON okstra lays out itself ([`LaidOut`]). A struct that replaces a
+//! `json!` map keeps its bytes through [`sorted()`].
+//!
+//! Only a command that streams takes the handle, [`stdout()`], itself:
+//! `okstra status --watch` clears the screen before each frame on a
+//! terminal and stamps each snapshot with the time otherwise; the frame's
+//! body is still its `Board` answer. (provider-exec, the transparent
+//! wrapper, writes the provider CLI's stream to its stdout by contract:
+//! that stream is the CLI's output, not an answer of okstra's.)
 
 use std::io::{self, IsTerminal, Write};
 
@@ -49,9 +58,22 @@ pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Resu
     if !json {
         return text(answer);
     }
-    let mut document = serde_json::to_vec_pretty(answer)?;
-    document.push(b'\n');
-    stdout().write_all(&document)?;
+    json_pretty(answer)
+}
+
+/// An answer whose JSON okstra lays out itself (the report inputs keep
+/// one finding per line), so its bytes are not serde's.
+pub trait LaidOut: Text {
+    /// The JSON document, byte for byte, ending in a newline.
+    fn json_bytes(&self) -> serde_json::Result<Vec<u8>>;
+}
+
+/// [`print()`] for a [`LaidOut`] answer: its own bytes when `json`.
+pub fn print_laid_out<T: LaidOut>(answer: &T, json: bool) -> anyhow::Result<()> {
+    if !json {
+        return text(answer);
+    }
+    stdout().write_all(&answer.json_bytes()?)?;
     Ok(())
 }
 
@@ -59,6 +81,44 @@ fn text(answer: &impl Text) -> anyhow::Result<()> {
     let mut text = Vec::new();
     answer.write_text(&mut text)?;
     stdout().write_all(&text)?;
+    Ok(())
+}
+
+/// Print an answer that is a document in a format of its own, the same
+/// with or without `--json`: a completion script, a man page, the results
+/// of `okstra check-args`.
+pub fn document(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = stdout();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Print an answer that is one line of text and has no JSON form: a path
+/// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`), a
+/// review's address (`okstra publish`).
+pub fn line(answer: impl std::fmt::Display) -> anyhow::Result<()> {
+    stdout().write_all(format!("{answer}\n").as_bytes())?;
+    Ok(())
+}
+
+/// Serialise `value` as `serde_json::json!` would: through a
+/// `serde_json::Value`, whose maps sort their keys. A struct that replaces
+/// a `json!` document keeps its bytes by naming its own fields in
+/// alphabetical order and sending each nested struct through here
+/// (`#[serde(serialize_with = "crate::output::sorted")]`).
+pub fn sorted<T: Serialize, S: serde::Serializer>(value: &T, to: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(value)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(to)
+}
+
+/// `value` as an indented JSON document (an answer that is JSON in every
+/// form: `okstra report sarif --out -`).
+pub fn json_pretty(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut document = serde_json::to_vec_pretty(value)?;
+    document.push(b'\n');
+    stdout().write_all(&document)?;
     Ok(())
 }
 

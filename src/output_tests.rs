@@ -5,14 +5,12 @@ use std::path::{Path, PathBuf};
 /// The printer itself and the entry point (clap prints help there).
 const PRINTERS: &[&str] = &["src/main.rs", "src/output.rs"];
 
-/// Files that still reach stdout themselves, and why. The list only
-/// shrinks: an entry that no longer reaches stdout fails the test until it
-/// is removed here.
+/// Files that reach stdout themselves, and why. The list only shrinks: an
+/// entry that no longer reaches stdout fails the test until it is removed
+/// here. Both left are the transparent wrapper, which stays: what it
+/// writes is the provider CLI's stream, passed through byte for byte, not
+/// an answer of okstra's for the printer to shape.
 const NOT_YET: &[(&str, &str)] = &[
-    (
-        "src/doctor/mod.rs",
-        "the doctor's report; the doctor is being reworked beside this change",
-    ),
     (
         "src/provider_exec/mod.rs",
         "the transparent wrapper (its own binary soon): the CLI's output is its stdout",
@@ -114,4 +112,32 @@ fn the_search_sees_the_macros_and_the_handle_but_not_stderr_or_comments() {
     assert!(reaches_stdout(
         "let out = crate::output::stdout(); io::stdout()"
     ));
+}
+
+#[test]
+fn a_struct_through_sorted_prints_the_bytes_of_its_json_map() {
+    #[derive(serde::Serialize)]
+    struct Inner {
+        zeta: u8,
+        alpha: u8,
+    }
+    #[derive(serde::Serialize)]
+    struct Outer {
+        #[serde(serialize_with = "super::sorted")]
+        inner: Inner,
+        plain: u8,
+    }
+    let outer = Outer {
+        inner: Inner { zeta: 1, alpha: 2 },
+        plain: 3,
+    };
+    let map = serde_json::json!({"plain": 3, "inner": {"zeta": 1, "alpha": 2}});
+    assert_eq!(
+        serde_json::to_string(&outer).unwrap(),
+        serde_json::to_string(&map).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_string(&outer).unwrap(),
+        r#"{"inner":{"alpha":2,"zeta":1},"plain":3}"#
+    );
 }

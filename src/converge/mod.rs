@@ -387,27 +387,17 @@ fn class_counts(ledger: &Ledger) -> BTreeMap<FinalClass, usize> {
         .collect()
 }
 
-/// `okstra items`.
-pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
-    let info = RunInfo::load_facts(&args.run_dir)?;
-    let mut listed = Vec::new();
-    let mut skipped = Vec::new();
-    for analyser in &info.analysers {
-        if let Err(ending) = &analyser.completed {
-            skipped.push(serde_json::json!({
-                "workerId": analyser.assignment.worker_id,
-                "reason": ending,
-            }));
-        }
-    }
-    for (analyser, items) in info.items()? {
-        for found in items {
-            listed.push((analyser.assignment.worker_id.clone(), found));
-        }
-    }
-    let mut out = io::BufWriter::new(crate::output::stdout());
-    if args.json {
-        let items: Vec<_> = listed
+/// What `okstra items` answers: every item of the completed analysers,
+/// and the analysers skipped (`{"workerId", "reason"}` each).
+struct Listed<'a> {
+    listed: &'a [(String, Found)],
+    skipped: &'a [serde_json::Value],
+}
+
+impl serde::Serialize for Listed<'_> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        let items: Vec<_> = self
+            .listed
             .iter()
             .map(|(owner, found)| {
                 let item = &found.item;
@@ -426,12 +416,15 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
                 })
             })
             .collect();
-        let value = serde_json::json!({ "items": items, "skipped": skipped });
-        writeln!(out, "{value}").context("cannot write to stdout")?;
-    } else {
-        // Text from a worker's file: escaped, so no terminal sequence in an
-        // item reaches the screen and each item stays one line.
-        for (owner, found) in &listed {
+        serde_json::json!({ "items": items, "skipped": self.skipped }).serialize(to)
+    }
+}
+
+/// A line per item; text from a worker's file is escaped, so no terminal
+/// sequence in an item reaches the screen and each item stays one line.
+impl crate::output::Text for Listed<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for (owner, found) in self.listed {
             let item = &found.item;
             writeln!(
                 out,
@@ -447,12 +440,35 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
                 fsread::escape(&item.text),
                 item.evidence.len(),
                 if item.truncated { " (truncated)" } else { "" }
-            )
-            .context("cannot write to stdout")?;
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `okstra items`.
+pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
+    let info = RunInfo::load_facts(&args.run_dir)?;
+    let mut listed = Vec::new();
+    let mut skipped = Vec::new();
+    for analyser in &info.analysers {
+        if let Err(ending) = &analyser.completed {
+            skipped.push(serde_json::json!({
+                "workerId": analyser.assignment.worker_id,
+                "reason": ending,
+            }));
         }
     }
-    out.flush().context("cannot write to stdout")?;
-    drop(out);
+    for (analyser, items) in info.items()? {
+        for found in items {
+            listed.push((analyser.assignment.worker_id.clone(), found));
+        }
+    }
+    let answer = Listed {
+        listed: &listed,
+        skipped: &skipped,
+    };
+    crate::output::print(&answer, args.json).context("cannot write to stdout")?;
     for skip in &skipped {
         diag::progress(format_args!(
             "skipped `{}`: it did not complete ({})",

@@ -339,6 +339,42 @@ struct Would {
     result_path: String,
 }
 
+/// What `--dry-run` answers: `{"wouldStart": [...]}`, or a line per
+/// attempt. The attempts go through [`crate::output::sorted`]: the JSON
+/// keeps the key order of the map it was first written as.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WouldStart {
+    #[serde(serialize_with = "crate::output::sorted")]
+    would_start: Vec<Would>,
+}
+
+impl crate::output::Text for WouldStart {
+    fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for w in &self.would_start {
+            match &w.refusal {
+                None => writeln!(
+                    out,
+                    "would start {} ({}, attempt {}): {}",
+                    w.dispatch_name,
+                    w.kind,
+                    w.attempt,
+                    w.argv.join(" ")
+                )?,
+                Some(why) => writeln!(
+                    out,
+                    "would fail {} ({}, attempt {}): {}",
+                    w.dispatch_name,
+                    w.kind,
+                    w.attempt,
+                    crate::fsread::escape(why)
+                )?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Print what would start, and write nothing: each attempt goes through the
 /// wrapper's own preflight, so the argv shown is the one that would run.
 fn dry_run(
@@ -379,37 +415,7 @@ fn dry_run(
             }
         })
         .collect();
-    let mut out = crate::output::stdout();
-    if args.json {
-        use std::io::Write;
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "wouldStart": would }))?
-        )?;
-    } else {
-        use std::io::Write;
-        for w in &would {
-            match &w.refusal {
-                None => writeln!(
-                    out,
-                    "would start {} ({}, attempt {}): {}",
-                    w.dispatch_name,
-                    w.kind,
-                    w.attempt,
-                    w.argv.join(" ")
-                )?,
-                Some(why) => writeln!(
-                    out,
-                    "would fail {} ({}, attempt {}): {}",
-                    w.dispatch_name,
-                    w.kind,
-                    w.attempt,
-                    crate::fsread::escape(why)
-                )?,
-            }
-        }
-    }
+    crate::output::print(&WouldStart { would_start: would }, args.json)?;
     Ok(ExitStatus::Success)
 }
 
@@ -473,4 +479,32 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
         run.dir.display()
     ));
     Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dry_run_prints_the_bytes_of_the_map_it_replaced() {
+        let would = || Would {
+            dispatch_name: "analyse-codex".to_owned(),
+            kind: "analysis".to_owned(),
+            attempt: 1,
+            provider: "codex",
+            model: "gpt".to_owned(),
+            argv: vec!["codex".to_owned(), "exec".to_owned()],
+            refusal: None,
+            prompt_path: "/run/prompt.md".to_owned(),
+            result_path: "/run/result.md".to_owned(),
+        };
+        let answer = WouldStart {
+            would_start: vec![would()],
+        };
+        let map = serde_json::json!({ "wouldStart": [would()] });
+        assert_eq!(
+            serde_json::to_string(&answer).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+    }
 }

@@ -204,7 +204,8 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         .chain(copies.iter().map(|copy| describe_copy(copy, args.execute)))
         .collect();
     crate::lifecycle::print_plan(
-        args.json.then_some(&report),
+        &report,
+        args.json,
         &lines,
         &[],
         args.execute,

@@ -6,7 +6,6 @@
 //! boundary. A user's answer to a question `okstra next` asked goes through
 //! `okstra submit` too, under the question's name.
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -50,7 +49,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             path.display(),
             run.dir.display()
         ));
-        writeln!(crate::output::stdout(), "{}", path.display())?;
+        crate::output::line(path.display())?;
         return Ok(ExitStatus::Success);
     }
     let accepted = native::accept(
@@ -78,7 +77,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             .map_or_else(String::new, |why| format!(" ({})", fsread::escape(why)))
     ));
     if record.ending == Some(Ending::Completed) {
-        writeln!(crate::output::stdout(), "{}", record.result_path.display())?;
+        crate::output::line(record.result_path.display())?;
         Ok(ExitStatus::Success)
     } else {
         Ok(ExitStatus::Failure)

@@ -59,6 +59,64 @@ struct Finding {
     fixes: Vec<String>,
 }
 
+/// The doctor's answer. Its fields are in alphabetical order and nested
+/// values go through [`crate::output::sorted`]: the `--json` report keeps
+/// the key order of the map it was first written as.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    cache_path: Option<PathBuf>,
+    #[serde(serialize_with = "crate::output::sorted")]
+    containment: Containment,
+    /// `containment` in a person's words.
+    #[serde(skip)]
+    containment_text: String,
+    #[serde(serialize_with = "crate::output::sorted")]
+    integrations: crate::install::Integrations,
+    #[serde(serialize_with = "crate::output::sorted")]
+    providers: Vec<Finding>,
+    ready: bool,
+    required: Vec<Provider>,
+    schema_version: u32,
+}
+
+/// How a run rendered now keeps its CLIs from the project.
+#[derive(Debug, Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+enum Containment {
+    Landlock {
+        abi: u32,
+    },
+    Copies {
+        why: String,
+    },
+    /// `OKSTRA_CONTAINMENT` holds a value okstra does not know.
+    Invalid {
+        why: String,
+    },
+}
+
+impl crate::output::Text for Report {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(table(&self.providers, &self.required).as_bytes())?;
+        writeln!(
+            out,
+            "containment: {}",
+            fsread::escape(&self.containment_text)
+        )?;
+        for found in &self.integrations.found {
+            writeln!(
+                out,
+                "integration: {} {} `{}`",
+                found.host,
+                found.kind,
+                fsread::escape(&found.path.display().to_string())
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// `okstra doctor [--json] [--probe] [--provider P…]`.
 pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
     let selected = selected(&args.providers)?;
@@ -153,43 +211,28 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
     // Which host integrations are there (install, plugin), and any twice.
     let integrations = crate::install::integrations(&env);
     // How a run rendered now keeps its CLIs from the project.
-    let containment = match crate::sandbox::support() {
+    let support = crate::sandbox::support();
+    let containment_text = match &support {
         Ok(support) => support.describe(),
         Err(why) => format!("invalid — {why}"),
     };
-    let containment_json = match crate::sandbox::support() {
-        Ok(crate::sandbox::Support::Landlock { abi }) => json!({"mode": "landlock", "abi": abi}),
-        Ok(crate::sandbox::Support::Copies { why }) => json!({"mode": "copies", "why": why}),
-        Err(why) => json!({"mode": "invalid", "why": why}),
+    let containment = match support {
+        Ok(crate::sandbox::Support::Landlock { abi }) => Containment::Landlock { abi },
+        Ok(crate::sandbox::Support::Copies { why }) => Containment::Copies { why },
+        Err(why) => Containment::Invalid { why },
     };
-    let mut out = io::stdout().lock();
-    if args.json {
-        let report = json!({
-            "schemaVersion": REPORT_VERSION,
-            "ready": all_ready,
-            "required": required,
-            "cachePath": cache::cache_path(),
-            "providers": findings,
-            "integrations": integrations,
-            "containment": containment_json,
-        });
-        serde_json::to_writer(&mut out, &report).context("cannot write the report")?;
-        writeln!(out)?;
-    } else {
-        out.write_all(table(&findings, &required).as_bytes())?;
-        writeln!(out, "containment: {}", fsread::escape(&containment))?;
-        for found in &integrations.found {
-            writeln!(
-                out,
-                "integration: {} {} `{}`",
-                found.host,
-                found.kind,
-                fsread::escape(&found.path.display().to_string())
-            )?;
-        }
-    }
-    out.flush()?;
-    drop(out);
+    let report = Report {
+        cache_path: cache::cache_path(),
+        containment,
+        containment_text,
+        integrations,
+        providers: findings,
+        ready: all_ready,
+        required,
+        schema_version: REPORT_VERSION,
+    };
+    crate::output::print(&report, args.json).context("cannot write the report")?;
+    let integrations = report.integrations;
     for warning in &integrations.warnings {
         diag::warning(fsread::escape(warning));
     }
@@ -499,6 +542,52 @@ pub fn render_facts(providers: &[Provider]) -> RenderFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_prints_the_bytes_of_the_map_it_replaced() {
+        let finding = Finding {
+            provider: Provider::Codex,
+            binary: "codex",
+            path: Some(PathBuf::from("/bin/codex")),
+            resolved_path: None,
+            version: Some("0.171.0".to_owned()),
+            program: Some(Program::Expected),
+            cached: true,
+            credentials: vec!["found ~/.codex/auth.json".to_owned()],
+            probe: None,
+            ready: true,
+            notes: vec!["a note".to_owned()],
+            fixes: Vec::new(),
+        };
+        let integrations = crate::install::Integrations {
+            found: Vec::new(),
+            warnings: vec!["okstra is installed twice".to_owned()],
+        };
+        let report = Report {
+            cache_path: Some(PathBuf::from("/cache/cli-facts.json")),
+            containment: Containment::Landlock { abi: 4 },
+            containment_text: String::new(),
+            integrations: integrations.clone(),
+            providers: vec![finding.clone()],
+            ready: true,
+            required: vec![Provider::Codex],
+            schema_version: REPORT_VERSION,
+        };
+        // The map the report was first written as.
+        let map = json!({
+            "schemaVersion": REPORT_VERSION,
+            "ready": true,
+            "required": [Provider::Codex],
+            "cachePath": "/cache/cli-facts.json",
+            "providers": [finding],
+            "integrations": integrations,
+            "containment": json!({"mode": "landlock", "abi": 4}),
+        });
+        assert_eq!(
+            serde_json::to_string(&report).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+    }
 
     #[test]
     fn the_default_roster_is_claude_and_codex() {

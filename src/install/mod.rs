@@ -26,7 +26,7 @@ mod present;
 mod uninstall;
 
 pub use hosts::{HOOK_TIMEOUT_SECS, subagent_stop_command};
-pub use present::integrations;
+pub use present::{Integrations, integrations};
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -133,12 +133,15 @@ impl State {
     }
 }
 
-/// Prints progress (stderr) or the dry-run plan (stdout).
+/// Prints progress (stderr), or keeps the dry run's plan (stdout, a line
+/// per change).
 struct Out {
     dry_run: bool,
     /// The checking pass before a real install: plans silently.
     quiet: bool,
     changes: usize,
+    /// The dry run's plan, a line each.
+    plan: Vec<String>,
 }
 
 impl Out {
@@ -148,26 +151,40 @@ impl Out {
             return;
         }
         if self.dry_run {
-            let mut stdout = crate::output::stdout();
-            let _ = writeln!(stdout, "{would}");
+            self.plan.push(format!("{would}\n"));
         } else {
             diag::progress(done);
         }
     }
+
+    /// Print the plan kept so far (and forget it).
+    fn print_plan(&mut self) -> Result<()> {
+        crate::output::document(self.plan.concat().as_bytes())?;
+        self.plan.clear();
+        Ok(())
+    }
 }
 
-/// `okstra install …`.
+/// `okstra install …`: the dry run's plan is printed however the install
+/// ends (what it planned before a refusal included).
 pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
-    let env = |name: &str| std::env::var(name).ok();
-    let state = State::from_env(&env)
-        .context("cannot find where to keep the install manifest: set `HOME` (or `XDG_STATE_HOME`) to an absolute path")?;
     let mut out = Out {
         dry_run: args.dry_run,
         quiet: false,
         changes: 0,
+        plan: Vec::new(),
     };
+    let installed = install(args, &mut out);
+    out.print_plan()?;
+    installed
+}
+
+fn install(args: &InstallArgs, out: &mut Out) -> Result<ExitStatus> {
+    let env = |name: &str| std::env::var(name).ok();
+    let state = State::from_env(&env)
+        .context("cannot find where to keep the install manifest: set `HOME` (or `XDG_STATE_HOME`) to an absolute path")?;
     if args.uninstall {
-        return uninstall::uninstall(&state, &mut out);
+        return uninstall::uninstall(&state, out);
     }
     let okstra = std::env::current_exe()
         .and_then(fs::canonicalize)
@@ -221,6 +238,7 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
             dry_run: true,
             quiet: true,
             changes: 0,
+            plan: Vec::new(),
         };
         for item in &items {
             place(item, &old, &state, &mut check, &mut Vec::new())?;
@@ -229,7 +247,7 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
     let mut records: Vec<Record> = Vec::new();
     let mut failed = None;
     for item in &items {
-        if let Err(err) = place(item, &old, &state, &mut out, &mut records) {
+        if let Err(err) = place(item, &old, &state, out, &mut records) {
             // What was done so far is still recorded, so uninstall finds it.
             failed = Some(err);
             break;
@@ -263,6 +281,8 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
     if let Some(err) = failed {
         return Err(err);
     }
+    // The plan before the line that ends it.
+    out.print_plan()?;
     if out.changes == 0 {
         diag::progress("already installed; nothing changed");
     } else if out.dry_run {

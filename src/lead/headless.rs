@@ -232,15 +232,12 @@ pub fn drive(
         }
     };
     lead.lease = None;
-    if args.launch.json {
-        crate::output::json_line(&outcome)?;
-    } else {
-        write!(
-            crate::output::stdout(),
-            "{}",
-            lead.closing(&outcome, &resume)
-        )?;
-    }
+    let answer = Closing {
+        lead: &lead,
+        outcome: &outcome,
+        resume: &resume,
+    };
+    crate::output::print(&answer, args.launch.json)?;
     match &gate {
         // `--fail-on`: the gate's decision is the exit code (docs/reviews.md, "The gate").
         Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
@@ -278,6 +275,26 @@ fn exit_of(outcome: &Outcome) -> ExitStatus {
             outcome.reason.as_deref().unwrap_or("see `okstra status`")
         ));
         ExitStatus::Failure
+    }
+}
+
+/// What `okstra run` answers: the outcome as JSON, the closing summary
+/// as text.
+struct Closing<'a> {
+    lead: &'a Lead,
+    outcome: &'a Outcome,
+    resume: &'a str,
+}
+
+impl Serialize for Closing<'_> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        self.outcome.serialize(to)
+    }
+}
+
+impl crate::output::Text for Closing<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(self.lead.closing(self.outcome, self.resume).as_bytes())
     }
 }
 

@@ -257,7 +257,8 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
         ));
     }
     super::print_plan(
-        args.json.then_some(&report),
+        &report,
+        args.json,
         &lines,
         &notes,
         args.execute,

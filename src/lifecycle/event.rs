@@ -3,7 +3,6 @@
 //! appender) and echo it as a `PROGRESS:` line.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use anyhow::{Result, bail};
 
@@ -26,9 +25,7 @@ pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
     check_required(&args.kind, &fields)?;
     let run = Run::open(&args.run_dir)?;
     append(&run, &args.kind, &fields)?;
-    let mut stdout = crate::output::stdout();
-    writeln!(stdout, "{}", progress_line(&args.kind, &fields))?;
-    drop(stdout);
+    crate::output::line(progress_line(&args.kind, &fields))?;
     if let Ok(kind) = args.kind.parse::<EventKind>()
         && !kind.lead_may_write()
     {

@@ -106,7 +106,8 @@ pub fn project_root(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// then on stderr that there was nothing to do (`verb`: what the command
 /// does) or, on a dry run, how to do it.
 pub fn print_plan(
-    json: Option<&impl serde::Serialize>,
+    report: &impl serde::Serialize,
+    json: bool,
     lines: &[String],
     notes: &[String],
     execute: bool,
@@ -114,17 +115,13 @@ pub fn print_plan(
     okstra_dir: &Path,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
-    use std::io::Write;
-    if let Some(report) = json {
-        crate::output::json_line(report)
-            .with_context(|| format!("cannot write the {verb} report"))?;
-    } else {
-        let mut out = std::io::BufWriter::new(crate::output::stdout());
-        for line in lines.iter().chain(notes) {
-            writeln!(out, "{}", crate::fsread::escape(line))?;
-        }
-        out.flush()?;
-    }
+    let answer = Planned {
+        report,
+        lines,
+        notes,
+    };
+    crate::output::print(&answer, json)
+        .with_context(|| format!("cannot write the {verb} report"))?;
     if lines.is_empty() {
         crate::diag::progress(format_args!(
             "nothing to {verb} under `{}`",
@@ -134,4 +131,27 @@ pub fn print_plan(
         crate::diag::progress("dry run; pass `--execute` to do the above");
     }
     Ok(())
+}
+
+/// A `reap` or `cleanup` plan: its report as JSON, its lines and notes as
+/// text.
+struct Planned<'a, R> {
+    report: &'a R,
+    lines: &'a [String],
+    notes: &'a [String],
+}
+
+impl<R: serde::Serialize> serde::Serialize for Planned<'_, R> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        self.report.serialize(to)
+    }
+}
+
+impl<R> crate::output::Text for Planned<'_, R> {
+    fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for line in self.lines.iter().chain(self.notes) {
+            writeln!(out, "{}", crate::fsread::escape(line))?;
+        }
+        Ok(())
+    }
 }

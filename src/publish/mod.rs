@@ -23,8 +23,6 @@
 mod github;
 mod http;
 
-use std::io::Write;
-
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
@@ -160,12 +158,8 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
             run.run_id, args.pr
         ));
         if let Some(url) = earlier.get("html_url").and_then(Value::as_str) {
-            writeln!(
-                crate::output::stdout(),
-                "{}",
-                crate::fsread::escape(&client.redact(url))
-            )
-            .context("cannot write to stdout")?;
+            crate::output::line(crate::fsread::escape(&client.redact(url)))
+                .context("cannot write to stdout")?;
         }
         return Ok(ExitStatus::Success);
     }
@@ -198,9 +192,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
     client.redact_json(&mut body);
 
     if args.dry_run {
-        let mut stdout = crate::output::stdout();
-        serde_json::to_writer_pretty(&mut stdout, &body).context("cannot write to stdout")?;
-        writeln!(stdout).context("cannot write to stdout")?;
+        crate::output::json_pretty(&body).context("cannot write to stdout")?;
         diag::progress(format_args!(
             "dry run: this is the review `POST {}` would send; nothing was posted",
             client.base().url(&format!("{pulls}/reviews"))
@@ -222,12 +214,8 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         if inline == 1 { "" } else { "s" }
     ));
     if let Some(url) = posted.get("html_url").and_then(Value::as_str) {
-        writeln!(
-            crate::output::stdout(),
-            "{}",
-            crate::fsread::escape(&client.redact(url))
-        )
-        .context("cannot write to stdout")?;
+        crate::output::line(crate::fsread::escape(&client.redact(url)))
+            .context("cannot write to stdout")?;
     }
     Ok(ExitStatus::Success)
 }

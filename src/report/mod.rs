@@ -261,12 +261,9 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
     let findings = findings::collect(&checked.value, checked.run_dir.as_deref())?;
     let verification = findings::verification(&checked.value);
     let log = sarif::log(&findings, &checked.value, &verification);
-    let mut bytes = serde_json::to_vec_pretty(&log).context("cannot serialise the SARIF log")?;
-    bytes.push(b'\n');
     let out = match &args.out {
         Some(path) if path.as_os_str() == "-" => {
-            let mut stdout = crate::output::stdout();
-            stdout.write_all(&bytes).context("cannot write to stdout")?;
+            crate::output::json_pretty(&log).context("cannot write to stdout")?;
             return Ok(ExitStatus::Success);
         }
         Some(path) => path.clone(),
@@ -276,16 +273,26 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
             .join(REPORT_SARIF_NAME),
     };
+    let mut bytes = serde_json::to_vec_pretty(&log).context("cannot serialise the SARIF log")?;
+    bytes.push(b'\n');
     write_atomic_public(&out, &bytes)
         .with_context(|| format!("cannot write `{}`", out.display()))?;
-    let mut stdout = crate::output::stdout();
-    if args.json {
-        writeln!(stdout, "{}", serde_json::json!({ "sarif": out }))
-            .context("cannot write to stdout")?;
-    } else {
-        writeln!(stdout, "{}", out.display()).context("cannot write to stdout")?;
-    }
+    crate::output::print(&SarifWritten { sarif: out }, args.json)
+        .context("cannot write to stdout")?;
     Ok(ExitStatus::Success)
+}
+
+/// Where `okstra report sarif` wrote the log: `{"sarif": path}`, or the
+/// path as text.
+#[derive(Serialize)]
+struct SarifWritten {
+    sarif: PathBuf,
+}
+
+impl crate::output::Text for SarifWritten {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "{}", self.sarif.display())
+    }
 }
 
 /// Validate and render a report beside its data.json; the two paths, or

@@ -122,27 +122,21 @@ pub fn command(args: &UsageArgs) -> Result<ExitStatus> {
         totals.merge(sum);
     }
     let since_day = crate::clock::rfc3339(since)[..10].to_owned();
-    let mut out = crate::output::stdout();
-    if args.json {
-        let document = Document {
-            schema_version: DAILY_VERSION,
-            since: since_day,
-            runs: counted.len(),
-            days: daily
-                .iter()
-                .map(|((date, provider), sum)| DayRow {
-                    date,
-                    provider,
-                    sum,
-                })
-                .collect(),
-            totals,
-        };
-        serde_json::to_writer_pretty(&mut out, &document).context("cannot write the usage")?;
-        writeln!(out)?;
-    } else {
-        write!(out, "{}", table(&daily, &totals, &since_day, counted.len()))?;
-    }
+    let document = Document {
+        schema_version: DAILY_VERSION,
+        since: since_day,
+        runs: counted.len(),
+        days: daily
+            .iter()
+            .map(|((date, provider), sum)| DayRow {
+                date,
+                provider,
+                sum,
+            })
+            .collect(),
+        totals,
+    };
+    crate::output::print_pretty(&document, args.json).context("cannot write the usage")?;
     Ok(ExitStatus::Success)
 }
 
@@ -238,7 +232,22 @@ fn run_usage(dir: &Path, since: i64) -> Result<Vec<(String, String, Record)>> {
     Ok(rows)
 }
 
-fn table(daily: &Daily, totals: &Sum, since: &str, runs: usize) -> String {
+/// The days as a table, then a line saying what was counted.
+impl crate::output::Text for Document<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(table(self).as_bytes())
+    }
+}
+
+fn table(document: &Document) -> String {
+    let Document {
+        since,
+        runs,
+        days,
+        totals,
+        ..
+    } = document;
+    let runs = *runs;
     let columns = [
         Column::fixed("DATE"),
         Column::fixed("PROVIDER"),
@@ -261,9 +270,9 @@ fn table(daily: &Daily, totals: &Sum, since: &str, runs: usize) -> String {
             Cost::new(Some(sum.cost_usd), sum.cost_partial).to_string(),
         ]
     };
-    let mut rows: Vec<Vec<String>> = daily
+    let mut rows: Vec<Vec<String>> = days
         .iter()
-        .map(|((date, provider), sum)| row(date, provider, sum))
+        .map(|day| row(day.date, day.provider, day.sum))
         .collect();
     rows.push(row("TOTAL", "", totals));
     let mut text = render(&columns, &rows, 0, None);

@@ -65,17 +65,48 @@ pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
     for warning in &computed.summary.warnings {
         diag::warning(warning);
     }
-    let mut stdout = crate::output::stdout();
-    if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &computed.summary)
-            .context("cannot serialise the usage summary")?;
-        writeln!(stdout)?;
-    } else if args.attempts {
-        write!(stdout, "{}", table(&computed))?;
-    } else {
-        write!(stdout, "{}", compact(&Line::of_summary(&computed.summary)))?;
-    }
+    let answer = RunUsage {
+        computed: &computed,
+        attempts: args.attempts,
+    };
+    crate::output::print_pretty(&answer, args.json).context("cannot write the usage summary")?;
     Ok(ExitStatus::Success)
+}
+
+/// A run's usage: its `usageSummary` as JSON, the compact table (every
+/// attempt with `--attempts`) as text.
+struct RunUsage<'a> {
+    computed: &'a Computed,
+    attempts: bool,
+}
+
+impl serde::Serialize for RunUsage<'_> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        self.computed.summary.serialize(to)
+    }
+}
+
+impl crate::output::Text for RunUsage<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let text = if self.attempts {
+            table(self.computed)
+        } else {
+            compact(&Line::of_summary(&self.computed.summary))
+        };
+        out.write_all(text.as_bytes())
+    }
+}
+
+/// A report's `usageSummary` as it is: itself as JSON, the compact table
+/// as text.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct ReportUsage<'a>(&'a serde_json::Value);
+
+impl crate::output::Text for ReportUsage<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(compact(&Line::of_report(self.0)).as_bytes())
+    }
 }
 
 /// Whether recording failed on the disk (the lock could not be taken, the
@@ -144,13 +175,7 @@ fn report_summary(target: &std::path::Path) -> Result<Option<serde_json::Value>>
 
 /// A report's `usageSummary` as it is: JSON, or the compact table.
 fn print_report_summary(summary: &serde_json::Value, json: bool) -> Result<ExitStatus> {
-    let mut stdout = crate::output::stdout();
-    if json {
-        serde_json::to_writer_pretty(&mut stdout, summary)?;
-        writeln!(stdout)?;
-    } else {
-        write!(stdout, "{}", compact(&Line::of_report(summary)))?;
-    }
+    crate::output::print_pretty(&ReportUsage(summary), json)?;
     Ok(ExitStatus::Success)
 }
 

@@ -72,13 +72,36 @@ pub use self::board::{verdict_of_attempt, verdict_of_worker};
 pub(in crate::lifecycle) use self::classify::parse_heartbeat;
 use self::render::{View, render};
 
-/// The `--json` document.
+/// The board as `okstra status` answers: the `--json` document, or the
+/// text board drawn as `view` and `wide` say.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Board<'a> {
     schema_version: u32,
     now_ts: i64,
     runs: &'a [RunStatus<'a>],
+    #[serde(skip)]
+    view: View,
+    #[serde(skip)]
+    wide: bool,
+}
+
+impl<'a> Board<'a> {
+    fn new(runs: &'a [RunStatus<'a>], now: i64, args: &StatusArgs) -> Board<'a> {
+        Board {
+            schema_version: STATUS_VERSION,
+            now_ts: now,
+            runs,
+            view: view(args),
+            wide: args.wide,
+        }
+    }
+}
+
+impl crate::output::Text for Board<'_> {
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(render(self.runs, self.now_ts, self.view, self.wide).as_bytes())
+    }
 }
 
 /// Which runs the command covers.
@@ -115,13 +138,8 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
     if args.active {
         board.retain(|run| run.run.active);
     }
-    let mut out = io::BufWriter::new(crate::output::stdout());
-    if args.json {
-        write_json(&mut out, &board, now)?;
-    } else {
-        write!(out, "{}", render(&board, now, view(args), args.wide))?;
-    }
-    out.flush()?;
+    crate::output::print(&Board::new(&board, now, args), args.json)
+        .context("cannot write the status")?;
     Ok(ExitStatus::Success)
 }
 
@@ -133,20 +151,6 @@ fn view(args: &StatusArgs) -> View {
         (None, false) => View::Lines,
         (None, true) => View::Boards,
     }
-}
-
-pub(super) fn write_json(out: &mut impl Write, board: &[RunStatus<'_>], now: i64) -> Result<()> {
-    // Straight into the buffered stdout: serialising runs on the board
-    // threads into buffers of their own measured slower (the buffers are
-    // fresh memory for every run).
-    let doc = Board {
-        schema_version: STATUS_VERSION,
-        now_ts: now,
-        runs: board,
-    };
-    serde_json::to_writer(&mut *out, &doc).context("cannot write the status as JSON")?;
-    writeln!(out)?;
-    Ok(())
 }
 
 /// What makes two snapshots different for `--watch` (not the clock): each
@@ -215,24 +219,22 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
         let now = clock::unix_now();
         let board = boards(runs, now, args.log_tail);
         let print = fingerprint(&board);
-        let mut out = crate::output::stdout();
+        let answer = Board::new(&board, now, args);
         if terminal {
             // Home the cursor and clear: redraw in place.
-            write!(
-                out,
-                "\x1b[H\x1b[2J{}",
-                render(&board, now, view(args), args.wide)
-            )?;
+            let mut frame = b"\x1b[H\x1b[2J".to_vec();
+            crate::output::Text::write_text(&answer, &mut frame)?;
+            let mut out = crate::output::stdout();
+            out.write_all(&frame)?;
+            out.flush()?;
         } else if last.as_ref() != Some(&print) {
-            if args.json {
-                write_json(&mut out, &board, now)?;
-            } else {
+            if !args.json {
+                let mut out = crate::output::stdout();
                 writeln!(out, "--- {} ---", clock::rfc3339(now))?;
-                write!(out, "{}", render(&board, now, view(args), args.wide))?;
+                out.flush()?;
             }
+            crate::output::print(&answer, args.json).context("cannot write the status")?;
         }
-        out.flush()?;
-        drop(out);
         last = Some(print);
         if watch_is_over(&board, project) {
             return Ok(ExitStatus::Success);
