@@ -4,6 +4,7 @@
 use std::fs;
 
 use super::*;
+use crate::profile::DEFAULT_TASK_TYPE;
 
 struct NoAsk;
 impl Ask for NoAsk {

@@ -1,5 +1,6 @@
 use std::process::Command;
 
+use super::removal::remove_in;
 use super::*;
 
 fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
