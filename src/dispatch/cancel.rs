@@ -258,27 +258,7 @@ fn close_with_host(run: &Run, named: &dyn Fn(&DispatchRecord) -> bool) -> Result
                 .to_owned(),
         );
     }
-    let owners: Vec<String> = closed
-        .iter()
-        .map(|r| {
-            run.assignment(&r.worker_id)
-                .map_or_else(|| r.dispatch_name.clone(), |a| a.dispatch_name.clone())
-        })
-        .collect();
-    let mut changes = Vec::new();
-    for (record, name) in closed.iter().zip(&owners) {
-        changes.push(crate::run::team_state::Change::Put(record));
-        if record.dispatch_name == *name {
-            changes.push(crate::run::team_state::Change::Terminal(
-                name,
-                crate::vocab::Ending::Cancelled,
-            ));
-        }
-    }
-    run.update_team_state(&changes)?;
-    for record in &closed {
-        attempt::announce(run, record);
-    }
+    write_ended(run, &closed)?;
     Ok(closed.into_iter().map(|r| r.dispatch_name).collect())
 }
 
@@ -298,7 +278,14 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
         };
         finished.push(attempt::conclude(run, record, &ended, &prices)?.0);
     }
-    let owners: Vec<String> = finished
+    write_ended(run, &finished)
+}
+
+/// Record `ended` attempts in one locked write: each record, and its
+/// worker's terminal ending when the attempt is the worker's own dispatch
+/// (not a reverify round's), then announce each.
+fn write_ended(run: &Run, ended: &[DispatchRecord]) -> Result<()> {
+    let owners: Vec<String> = ended
         .iter()
         .map(|r| {
             run.assignment(&r.worker_id)
@@ -306,7 +293,7 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
         })
         .collect();
     let mut changes = Vec::new();
-    for (record, name) in finished.iter().zip(&owners) {
+    for (record, name) in ended.iter().zip(&owners) {
         changes.push(crate::run::team_state::Change::Put(record));
         if record.dispatch_name == *name
             && let Some(ending) = record.ending
@@ -315,7 +302,7 @@ fn record_cancelled(run: &Run, records: Vec<DispatchRecord>, why: &str) -> Resul
         }
     }
     run.update_team_state(&changes)?;
-    for record in &finished {
+    for record in ended {
         attempt::announce(run, record);
     }
     Ok(())
