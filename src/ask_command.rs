@@ -19,11 +19,10 @@ use anyhow::{Context, Result, bail};
 use crate::cli::{AskArgs, GateRules, RunArgs};
 use crate::diag;
 use crate::dispatch::Options;
-use crate::exit::ExitStatus;
 use crate::settings::{self, Inputs, Settings};
 
 /// `okstra ask`.
-pub fn ask_command(args: &AskArgs) -> Result<ExitStatus> {
+pub fn ask_command(args: &AskArgs) -> Result<crate::output::Reply> {
     Options::from_args(&args.engine)?;
     let question = question(args)?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;

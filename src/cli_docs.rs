@@ -19,6 +19,7 @@ use roff::{Roff, bold, roman};
 
 use crate::cli::{Cli, ManArgs};
 use crate::exit::ExitStatus;
+use crate::output::Reply;
 
 /// The commands a person types, in the order `okstra --help` lists them.
 const FOR_PEOPLE: &[&str] = &[
@@ -230,18 +231,17 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 /// Print the completion script for `shell` on stdout.
-pub fn completions_command(shell: Shell) -> Result<ExitStatus> {
+pub fn completions_command(shell: Shell) -> Reply {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "okstra", &mut script);
-    crate::output::document(&script).context("cannot write the completion script")?;
-    Ok(ExitStatus::Success)
+    Reply::document(script)
 }
 
 /// Print okstra's manual page, or one command's, on stdout (roff). An
 /// unknown command is bad input: one line naming it and the pages there
 /// are.
-pub fn man_command(args: &ManArgs) -> Result<ExitStatus> {
+pub fn man_command(args: &ManArgs) -> Result<Reply> {
     let root = man_root();
     let Some(path) = find_page(&root, &args.command) else {
         bail!(
@@ -256,8 +256,7 @@ pub fn man_command(args: &ManArgs) -> Result<ExitStatus> {
         );
     };
     let page = render_page(&root, &path).context("cannot render the man page")?;
-    crate::output::document(page.as_bytes()).context("cannot write the man page")?;
-    Ok(ExitStatus::Success)
+    Ok(Reply::document(page.into_bytes()))
 }
 
 /// The command the pages are made from: built (so each subcommand knows
@@ -583,7 +582,7 @@ fn environment(command: &clap::Command, path: &[String]) -> Vec<(String, String)
 /// line per argv, in order: `ok`, or `error[<clap error kind>]: ` and
 /// clap's first message line. A request for help counts as parsed: it names
 /// an existing (sub)command. Exit 0 when every argv parsed, 1 otherwise.
-pub fn check_args_command() -> Result<ExitStatus> {
+pub fn check_args_command() -> Result<Reply> {
     let lines: Vec<Vec<String>> = serde_json::from_reader(io::stdin().lock())
         .context("stdin is not a JSON array of argv arrays")?;
     let mut out = String::new();
@@ -609,12 +608,11 @@ pub fn check_args_command() -> Result<ExitStatus> {
             }
         }
     }
-    crate::output::document(out.as_bytes()).context("cannot write the check results")?;
-    Ok(if all_ok {
+    Ok(Reply::document(out.into_bytes()).with_status(if all_ok {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
-    })
+    }))
 }
 
 #[cfg(test)]

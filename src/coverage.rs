@@ -23,7 +23,6 @@ use crate::derive::coverage::Entry;
 use crate::derive::reliability;
 use crate::derive::verification::VerifiedItem;
 use crate::diag;
-use crate::exit::ExitStatus;
 use crate::run::{Parts, Records, Run};
 use crate::vocab::FinalClass;
 use crate::vocab::ReportStatus;
@@ -241,6 +240,8 @@ pub fn write_inputs(manifest: &Run) -> Result<Written> {
 /// The report inputs as JSON; as text, a line per worker (the report
 /// writer's left out).
 impl crate::output::LaidOut for Written {
+    const SCHEMA: &'static str = "report-inputs.schema.json";
+
     fn json_bytes(&self) -> serde_json::Result<Vec<u8>> {
         self.inputs.to_bytes()
     }
@@ -273,20 +274,18 @@ impl crate::output::Text for Written {
 }
 
 /// `okstra coverage`.
-pub fn coverage_command(args: &CoverageArgs) -> Result<ExitStatus> {
+pub fn coverage_command(args: &CoverageArgs) -> Result<crate::output::Reply> {
     let manifest = Run::open(&args.run_dir)?;
     let written = write_inputs(&manifest)?;
-    crate::output::print_laid_out(&written, args.json)?;
-    if !args.json {
-        if written.inputs.cross_verified {
-            diag::progress(&written.reliability);
-        } else {
-            diag::warning(&written.reliability);
-        }
-        diag::progress(format_args!(
-            "wrote `{}`",
-            manifest.layout().report_inputs().display()
-        ));
+    let reply = crate::output::Reply::laid_out(&written, args.json)?;
+    if written.inputs.cross_verified {
+        diag::progress(&written.reliability);
+    } else {
+        diag::warning(&written.reliability);
     }
-    Ok(ExitStatus::Success)
+    diag::progress(format_args!(
+        "wrote `{}`",
+        manifest.layout().report_inputs().display()
+    ));
+    Ok(reply)
 }

@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -172,14 +172,12 @@ impl Rules {
 }
 
 /// `okstra gate`.
-pub fn gate_command(args: &GateArgs) -> Result<ExitStatus> {
+pub fn gate_command(args: &GateArgs) -> Result<crate::output::Reply> {
     let rules = Rules::from_args(args.fail_on, &args.rules)?;
     let decision = decide(&args.target, &rules)?;
-    crate::output::print(&decision, args.json).context("cannot write to stdout")?;
-    if !args.json {
-        say(&decision);
-    }
-    Ok(decision.outcome.status())
+    let reply = crate::output::Reply::answer(&decision, args.json)?;
+    say(&decision);
+    Ok(reply.with_status(decision.outcome.status()))
 }
 
 /// Gate a run `okstra run` just finished; its findings go to stderr.
@@ -190,6 +188,11 @@ pub fn after_run(run_dir: &Path, rules: &Rules) -> Result<ExitStatus> {
     }
     say(&decision);
     Ok(decision.outcome.status())
+}
+
+impl crate::output::Answer for Decision {
+    const SCHEMA: &'static str = "gate-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
 }
 
 /// The counted findings, one line each (`okstra gate`'s stdout).

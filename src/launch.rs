@@ -20,6 +20,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::catalog::LeadRuntime;
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::output::Reply;
 
 use crate::settings::Settings;
 use crate::vocab::EventKind;
@@ -33,7 +34,7 @@ use crate::vocab::EventKind;
 /// start leaves no run behind that `okstra status` could take for one in
 /// progress. Should starting it fail all the same (found, but not
 /// executable), the run records `run-failed`, so it reads `stopped`.
-pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
+pub fn render_and_start(settings: &Settings) -> Result<Reply> {
     let lead = if settings.render_only || settings.lead_runtime == LeadRuntime::External {
         None
     } else {
@@ -46,7 +47,7 @@ pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
         Some(_) => Some(preflight(settings)?),
     };
     let paths = crate::bundle::render_run(settings)?;
-    crate::output::print(&paths, settings.json)?;
+    let reply = Reply::answer(&paths, settings.json)?;
     diag::progress(format_args!(
         "rendered {} run `{}` for `{}` in `{}`",
         settings.task_type,
@@ -64,9 +65,22 @@ pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
                 paths.handoff_prompt.display()
             ));
         }
-        return Ok(ExitStatus::Success);
+        return Ok(reply);
     };
-    if !confirm_plan(&paths.run_dir, &checked, settings.yes)? {
+    // The paths go out before the lead's CLI takes the terminal (and
+    // okstra's process).
+    let settings = settings.clone();
+    Ok(reply.then(move || start(&settings, &paths, &program, &checked)))
+}
+
+/// Confirm the plan, then start the lead on the rendered run.
+fn start(
+    settings: &Settings,
+    paths: &crate::bundle::RunPaths,
+    program: &Path,
+    checked: &crate::preflight::Report,
+) -> Result<ExitStatus> {
+    if !confirm_plan(&paths.run_dir, checked, settings.yes)? {
         diag::note(format_args!(
             "not started; lead it later from a host session with `okstra next {}`",
             crate::shell::path_word(&paths.run_dir)
@@ -80,7 +94,7 @@ pub fn render_and_start(settings: &Settings) -> Result<ExitStatus> {
     ));
     let err = exec_lead(
         settings.lead_runtime,
-        &program,
+        program,
         &settings.project_root,
         &paths.handoff_prompt,
     );
@@ -131,6 +145,11 @@ pub fn find_lead(runtime: LeadRuntime) -> Result<PathBuf> {
             "the `{runtime}` lead CLI `{binary}` is not on PATH, so nothing was rendered; install it, run the question headless with `okstra ask` (no lead session needed), or render the run with `--render-only` and start a lead on it yourself"
         )
     })
+}
+
+impl crate::output::Answer for crate::bundle::RunPaths {
+    const SCHEMA: &'static str = "render-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
 }
 
 /// A rendered run, for a person: its handoff prompt, the file a lead

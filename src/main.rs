@@ -111,14 +111,14 @@ fn main() -> ExitCode {
         Some(Command::Dispatch(args)) => dispatch::dispatch_command(&args),
         Some(Command::Await(args)) => dispatch::await_command(&args),
         Some(Command::Cancel(args)) => dispatch::cancel_command(&args),
-        Some(Command::Install(args)) => install::install_command(&args),
+        Some(Command::Install(args)) => Ok(install::install_command(&args)),
         Some(Command::Doctor(args)) => doctor::doctor_command(&args),
-        Some(Command::Completions(args)) => cli_docs::completions_command(args.shell),
+        Some(Command::Completions(args)) => Ok(cli_docs::completions_command(args.shell)),
         Some(Command::Man(args)) => cli_docs::man_command(&args),
         Some(Command::Usage(args)) => usage::usage_command(&args),
         Some(Command::Next(args)) => lead::next_command(&args),
         Some(Command::Submit(args)) => dispatch::submit_command(&args),
-        Some(Command::Hook(args)) => Ok(dispatch::hook_command(&args)),
+        Some(Command::Hook(args)) => Ok(output::Reply::status(dispatch::hook_command(&args))),
         Some(Command::Drive(args)) => lead::drive_command(&args),
         Some(Command::Items(args)) => converge::items_command(&args),
         Some(Command::Run(args)) => lead::run_command(&args),
@@ -128,6 +128,43 @@ fn main() -> ExitCode {
         Some(Command::CheckArgs) => cli_docs::check_args_command(),
     };
     match outcome {
+        Ok(reply) => answer(reply),
+        Err(err) => {
+            diag::error_chain(&err, lists_items);
+            ExitStatus::Error.into()
+        }
+    }
+}
+
+/// Write a command's answer on stdout, then say how it ended: the one
+/// place okstra's answers reach stdout.
+fn answer(reply: output::Reply) -> ExitCode {
+    use std::io::Write;
+    let (stdout, schema, end) = reply.into_parts();
+    // A `--json` answer that breaks its own schema is okstra's bug; a
+    // debug build (every test's) refuses to print it.
+    if cfg!(debug_assertions)
+        && let Some(schema) = schema
+        && let Err(err) = output::check_answer(&stdout, schema)
+    {
+        diag::error_chain(&err, lists_items);
+        return ExitStatus::Error.into();
+    }
+    if !stdout.is_empty() {
+        let mut out = std::io::stdout().lock();
+        if let Err(err) = out.write_all(&stdout).and_then(|()| out.flush()) {
+            diag::error_chain(
+                &anyhow::Error::new(err).context("cannot write the answer to stdout"),
+                lists_items,
+            );
+            return ExitStatus::Error.into();
+        }
+    }
+    let end = match end {
+        output::End::Now(end) => end,
+        output::End::Then(next) => next(),
+    };
+    match end {
         Ok(status) => status.into(),
         Err(err) => {
             diag::error_chain(&err, lists_items);
@@ -163,7 +200,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 /// `okstra [flags]`: render the run, then start the lead (unless render-only).
 /// `bare` (no argument at all) first says which path that is, and where the
 /// README's path (a question run headless) is.
-fn launch_command(args: &LaunchArgs, bare: bool) -> Result<ExitStatus> {
+fn launch_command(args: &LaunchArgs, bare: bool) -> Result<output::Reply> {
     if bare {
         diag::progress(
             "no command: the launcher prepares a run and starts a lead session on it (Claude Code unless `--lead-runtime` says otherwise); to run a question headless, as the README does: `okstra ask \"<question>\"`; `okstra -h` lists the commands",

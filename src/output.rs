@@ -1,22 +1,26 @@
-//! The one printer: okstra's stdout.
+//! A command's answer on stdout, and the one place it is shaped.
 //!
 //! stdout carries only data — a rendered path, a summary, a `--json`
-//! document — and every byte of it goes out through this module (or through
-//! `main.rs`, where clap prints help); diagnostics go to stderr through
-//! `diag`. A test greps `src/` to keep it so: no other file names
-//! `stdout()` or prints with `print!`/`println!`, but for the few on its
-//! allow-list, which only shrinks.
+//! document — and diagnostics go to stderr through `diag`. A command does
+//! not print: it returns a [`Reply`], its answer and its exit status, and
+//! the entry point (`main.rs`) writes the answer once the command is done.
+//! A test greps `src/` to keep it so: no other file names `stdout()` or
+//! prints with `print!`/`println!`, but for the few on its allow-list,
+//! which only shrinks.
 //!
-//! A command's answer is one value with two forms: its JSON (`--json`,
-//! the value serialised) and its [`Text`] for a person; [`print()`] picks
-//! one, so a command writes no `--json` branch of its own. A few answers
-//! have one form only: a [`line()`] of text (a path, an address), a
-//! [`document()`] in a format of its own (a completion script, a man
-//! page), a JSON document that is JSON in every form ([`json_pretty()`]),
-//! or JSON okstra lays out itself ([`LaidOut`]). A struct that replaces a
-//! `json!` map keeps its bytes through [`sorted()`].
+//! An answer is one value with two forms: its JSON (`--json`) and its
+//! [`Text`] for a person; the command says which its caller asked for,
+//! and writes no `--json` branch of its own. The JSON form of an
+//! [`Answer`] is versioned: it carries `schemaVersion` and follows its
+//! embedded schema (`schemas/<command>-answer.schema.json`), which a
+//! debug build checks each answer against before it is written, so every
+//! test that reads an answer checks the schema too. A few answers have
+//! one form only: a [`Reply::line`] of text (a path, an address), a
+//! [`Reply::document`] in a format of its own (a completion script, a man
+//! page, a SARIF log). A struct that replaces a `json!` map keeps its
+//! bytes through [`sorted()`].
 //!
-//! Only a command that streams takes the handle, [`stdout()`], itself:
+//! Only a command that streams takes the handle, [`stream()`], itself:
 //! `okstra status --watch` clears the screen before each frame on a
 //! terminal and stamps each snapshot with the time otherwise; the frame's
 //! body is still its `Board` answer. (provider-exec, the transparent
@@ -27,9 +31,11 @@ use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
 
-/// stdout, locked, for one command's data; written in one go, then
-/// dropped.
-pub fn stdout() -> io::StdoutLock<'static> {
+use crate::exit::ExitStatus;
+
+/// stdout, locked, for a command that streams its answer frame by frame
+/// (`okstra status --watch`); every other answer is a [`Reply`].
+pub fn stream() -> io::StdoutLock<'static> {
     io::stdout().lock()
 }
 
@@ -44,62 +50,176 @@ pub trait Text {
     fn write_text(&self, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// Print `answer`: one line of compact JSON when `json`, else its text.
-pub fn print<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
-    if json {
-        return json_line(answer);
-    }
-    text(answer)
-}
-
-/// [`print()`] with the JSON indented (the documents people read whole: a
-/// report's verdict, a usage summary).
-pub fn print_pretty<T: Serialize + Text>(answer: &T, json: bool) -> anyhow::Result<()> {
-    if !json {
-        return text(answer);
-    }
-    json_pretty(answer)
+/// An answer with a versioned JSON form.
+pub trait Answer: Serialize + Text {
+    /// The embedded schema its JSON form follows.
+    const SCHEMA: &'static str;
+    /// The version it is written with, as `schemaVersion` (the schema's
+    /// `const`). `None` for an answer that carries its own, because it is
+    /// also a document okstra writes to disk (a round plan, the report
+    /// inputs, the doctor's report).
+    const VERSION: Option<u32>;
 }
 
 /// An answer whose JSON okstra lays out itself (the report inputs keep
 /// one finding per line), so its bytes are not serde's.
 pub trait LaidOut: Text {
+    /// The embedded schema its JSON form follows (the document carries
+    /// its own `schemaVersion`).
+    const SCHEMA: &'static str;
     /// The JSON document, byte for byte, ending in a newline.
     fn json_bytes(&self) -> serde_json::Result<Vec<u8>>;
 }
 
-/// [`print()`] for a [`LaidOut`] answer: its own bytes when `json`.
-pub fn print_laid_out<T: LaidOut>(answer: &T, json: bool) -> anyhow::Result<()> {
-    if !json {
-        return text(answer);
+/// What a command answers: the bytes for stdout, and how it ends once
+/// they are written.
+#[must_use]
+pub struct Reply {
+    stdout: Vec<u8>,
+    /// The schema the bytes follow, when they are a `--json` answer.
+    schema: Option<&'static str>,
+    end: End,
+}
+
+/// How a command ends once its answer is on stdout.
+pub enum End {
+    /// With this status, or the error it ended on after its answer was
+    /// made (the entry point writes the answer, then the error).
+    Now(anyhow::Result<ExitStatus>),
+    /// By going on: what runs after the answer is out (the launcher hands
+    /// its process to the lead's CLI, which takes the terminal).
+    Then(Box<dyn FnOnce() -> anyhow::Result<ExitStatus>>),
+}
+
+/// `{"schemaVersion": n, …the answer's own fields}`.
+#[derive(Serialize)]
+struct Versioned<'a, T> {
+    #[serde(rename = "schemaVersion")]
+    schema_version: u32,
+    #[serde(flatten)]
+    answer: &'a T,
+}
+
+impl Reply {
+    /// Nothing on stdout; the exit status says it all.
+    pub fn status(status: ExitStatus) -> Reply {
+        Reply {
+            stdout: Vec::new(),
+            schema: None,
+            end: End::Now(Ok(status)),
+        }
     }
-    stdout().write_all(&answer.json_bytes()?)?;
-    Ok(())
-}
 
-fn text(answer: &impl Text) -> anyhow::Result<()> {
-    let mut text = Vec::new();
-    answer.write_text(&mut text)?;
-    stdout().write_all(&text)?;
-    Ok(())
-}
+    /// `answer`: one line of compact JSON when `json`, else its text.
+    pub fn answer<T: Answer>(answer: &T, json: bool) -> anyhow::Result<Reply> {
+        if !json {
+            return Reply::text(answer);
+        }
+        let mut line = match T::VERSION {
+            Some(version) => serde_json::to_vec(&Versioned {
+                schema_version: version,
+                answer,
+            })?,
+            None => serde_json::to_vec(answer)?,
+        };
+        line.push(b'\n');
+        Ok(Reply::json(line, T::SCHEMA))
+    }
 
-/// Print an answer that is a document in a format of its own, the same
-/// with or without `--json`: a completion script, a man page, the results
-/// of `okstra check-args`.
-pub fn document(bytes: &[u8]) -> anyhow::Result<()> {
-    let mut out = stdout();
-    out.write_all(bytes)?;
-    out.flush()?;
-    Ok(())
-}
+    /// [`Reply::answer`] with the JSON indented (the documents people read
+    /// whole: a report's verdict, a usage summary).
+    pub fn pretty<T: Answer>(answer: &T, json: bool) -> anyhow::Result<Reply> {
+        if !json {
+            return Reply::text(answer);
+        }
+        let mut document = match T::VERSION {
+            Some(version) => serde_json::to_vec_pretty(&Versioned {
+                schema_version: version,
+                answer,
+            })?,
+            None => serde_json::to_vec_pretty(answer)?,
+        };
+        document.push(b'\n');
+        Ok(Reply::json(document, T::SCHEMA))
+    }
 
-/// Print an answer that is one line of text and has no JSON form: a path
-/// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`), a
-/// review's address (`okstra publish`).
-pub fn line(answer: impl std::fmt::Display) -> anyhow::Result<()> {
-    stdout().write_all(format!("{answer}\n").as_bytes())?;
-    Ok(())
+    /// [`Reply::answer`] for a [`LaidOut`] answer: its own bytes when `json`.
+    pub fn laid_out<T: LaidOut>(answer: &T, json: bool) -> anyhow::Result<Reply> {
+        if !json {
+            return Reply::text(answer);
+        }
+        Ok(Reply::json(answer.json_bytes()?, T::SCHEMA))
+    }
+
+    /// An answer that is one line of text and has no JSON form: a path
+    /// (`okstra submit`), an event's `PROGRESS:` line (`okstra event`), a
+    /// review's address (`okstra publish`).
+    pub fn line(answer: impl std::fmt::Display) -> Reply {
+        Reply {
+            stdout: format!("{answer}\n").into_bytes(),
+            schema: None,
+            end: End::Now(Ok(ExitStatus::Success)),
+        }
+    }
+
+    /// An answer that is a document in a format of its own, the same with
+    /// or without `--json`: a completion script, a man page, a SARIF log,
+    /// the results of `okstra check-args`.
+    pub fn document(bytes: Vec<u8>) -> Reply {
+        Reply {
+            stdout: bytes,
+            schema: None,
+            end: End::Now(Ok(ExitStatus::Success)),
+        }
+    }
+
+    /// `value` as an indented JSON document in a format that is not
+    /// okstra's (a SARIF log, a GitHub review's body).
+    pub fn foreign_json(value: &impl Serialize) -> anyhow::Result<Reply> {
+        let mut document = serde_json::to_vec_pretty(value)?;
+        document.push(b'\n');
+        Ok(Reply::document(document))
+    }
+
+    /// The same answer, ending with `status`.
+    pub fn with_status(self, status: ExitStatus) -> Reply {
+        self.ending(Ok(status))
+    }
+
+    /// The same answer, ending as `end` says: the answer is written even
+    /// when what came after it failed (an install's plan before its
+    /// refusal, a run's closing lines before its gate).
+    pub fn ending(mut self, end: anyhow::Result<ExitStatus>) -> Reply {
+        self.end = End::Now(end);
+        self
+    }
+
+    /// The same answer, then `next` once it is written: its outcome is the
+    /// command's.
+    pub fn then(mut self, next: impl FnOnce() -> anyhow::Result<ExitStatus> + 'static) -> Reply {
+        self.end = End::Then(Box::new(next));
+        self
+    }
+
+    /// The bytes for stdout, the schema they follow (a `--json` answer)
+    /// and how the command ends; for the entry point.
+    pub fn into_parts(self) -> (Vec<u8>, Option<&'static str>, End) {
+        (self.stdout, self.schema, self.end)
+    }
+
+    fn text(answer: &impl Text) -> anyhow::Result<Reply> {
+        let mut text = Vec::new();
+        answer.write_text(&mut text)?;
+        Ok(Reply::document(text))
+    }
+
+    fn json(bytes: Vec<u8>, schema: &'static str) -> Reply {
+        Reply {
+            stdout: bytes,
+            schema: Some(schema),
+            end: End::Now(Ok(ExitStatus::Success)),
+        }
+    }
 }
 
 /// Serialise `value` as `serde_json::json!` would: through a
@@ -113,20 +233,12 @@ pub fn sorted<T: Serialize, S: serde::Serializer>(value: &T, to: S) -> Result<S:
         .serialize(to)
 }
 
-/// `value` as an indented JSON document (an answer that is JSON in every
-/// form: `okstra report sarif --out -`).
-pub fn json_pretty(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut document = serde_json::to_vec_pretty(value)?;
-    document.push(b'\n');
-    stdout().write_all(&document)?;
-    Ok(())
-}
-
-/// `value` as one line of compact JSON (a `--json` answer).
-pub fn json_line(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut line = serde_json::to_vec(value)?;
-    line.push(b'\n');
-    stdout().write_all(&line)?;
+/// Check a `--json` answer against its schema (debug builds, before it is
+/// written): an answer and its schema that disagree are okstra's bug, and
+/// every test that reads an answer finds it.
+pub fn check_answer(bytes: &[u8], schema: &str) -> anyhow::Result<()> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)?;
+    crate::schema::check(schema, &value, "the `--json` answer")?;
     Ok(())
 }
 

@@ -41,9 +41,9 @@ use crate::anchors;
 use crate::cli::{ConvergeArgs, ConvergeCommand, ItemsArgs};
 use crate::derive::{classes, reviewers};
 use crate::diag;
-use crate::exit::ExitStatus;
 use crate::fsread;
 use crate::items::Item;
+use crate::output::{Answer, Reply};
 use crate::run::layout::RunLayout;
 use crate::run::roster::Assignment;
 use crate::run::team_state::DispatchRecord;
@@ -420,6 +420,11 @@ impl serde::Serialize for Listed<'_> {
     }
 }
 
+impl Answer for Listed<'_> {
+    const SCHEMA: &'static str = "items-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
+}
+
 /// A line per item; text from a worker's file is escaped, so no terminal
 /// sequence in an item reaches the screen and each item stays one line.
 impl crate::output::Text for Listed<'_> {
@@ -447,7 +452,7 @@ impl crate::output::Text for Listed<'_> {
 }
 
 /// `okstra items`.
-pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
+pub fn items_command(args: &ItemsArgs) -> Result<Reply> {
     let info = RunInfo::load_facts(&args.run_dir)?;
     let mut listed = Vec::new();
     let mut skipped = Vec::new();
@@ -468,7 +473,7 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
         listed: &listed,
         skipped: &skipped,
     };
-    crate::output::print(&answer, args.json).context("cannot write to stdout")?;
+    let reply = Reply::answer(&answer, args.json)?;
     for skip in &skipped {
         diag::progress(format_args!(
             "skipped `{}`: it did not complete ({})",
@@ -476,7 +481,23 @@ pub fn items_command(args: &ItemsArgs) -> Result<ExitStatus> {
             skip["reason"].as_str().unwrap_or_default()
         ));
     }
-    Ok(ExitStatus::Success)
+    Ok(reply)
+}
+
+/// The round plan as written to the run (`round-<n>.plan.json`).
+impl Answer for ledger::Plan {
+    const SCHEMA: &'static str = "round-plan.schema.json";
+    const VERSION: Option<u32> = None;
+}
+
+impl Answer for record::Outcome {
+    const SCHEMA: &'static str = "converge-record-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
+}
+
+impl Answer for Classified {
+    const SCHEMA: &'static str = "converge-classify-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
 }
 
 /// A round's plan for a person: each reviewer's prompt, one a line.
@@ -516,7 +537,7 @@ impl crate::output::Text for Classified {
 }
 
 /// `okstra converge …`.
-pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
+pub fn converge_command(args: &ConvergeArgs) -> Result<Reply> {
     match &args.command {
         ConvergeCommand::Plan(plan_args) => {
             let options = PlanOptions {
@@ -524,7 +545,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 seed: plan_args.seed,
             };
             let plan = plan::plan(&plan_args.run_dir, plan_args.round, options)?;
-            crate::output::print(&plan, plan_args.json).context("cannot write to stdout")?;
+            let reply = Reply::answer(&plan, plan_args.json)?;
             let path = RunLayout::of(&plan_args.run_dir).round_plan(plan.round);
             match plan.stopped_because {
                 Some(reason) => diag::progress(format_args!(
@@ -545,11 +566,11 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 diag::warning(warning);
             }
             ledger::discard(plan);
-            Ok(ExitStatus::Success)
+            Ok(reply)
         }
         ConvergeCommand::Record(record_args) => {
             let outcome = record::record(&record_args.run_dir, record_args.round)?;
-            crate::output::print(&outcome, record_args.json).context("cannot write to stdout")?;
+            let reply = Reply::answer(&outcome, record_args.json)?;
             for problem in &outcome.problems {
                 diag::warning(problem.line());
             }
@@ -565,12 +586,11 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                         r.as_str()
                     ))
             ));
-            Ok(ExitStatus::Success)
+            Ok(reply)
         }
         ConvergeCommand::Classify(classify_args) => {
             let classified = classify(&classify_args.run_dir)?;
-            crate::output::print(&classified, classify_args.json)
-                .context("cannot write to stdout")?;
+            let reply = Reply::answer(&classified, classify_args.json)?;
             diag::progress(format_args!(
                 "{} items classified after {} rounds; {}",
                 classified.ledger.items.len(),
@@ -581,7 +601,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<ExitStatus> {
                 )
             ));
             ledger::discard(classified);
-            Ok(ExitStatus::Success)
+            Ok(reply)
         }
     }
 }

@@ -28,7 +28,6 @@ use serde::Serialize;
 use crate::cli::CancelArgs;
 use crate::derive::liveness;
 use crate::diag;
-use crate::exit::ExitStatus;
 use crate::process_group as process;
 use crate::run::Run;
 
@@ -61,6 +60,11 @@ struct Cancelled {
 }
 
 /// One `stopped <name>` line per dispatch stopped (the rest goes to stderr).
+impl crate::output::Answer for Cancelled {
+    const SCHEMA: &'static str = "cancel-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
+}
+
 impl crate::output::Text for Cancelled {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for name in &self.stopped {
@@ -71,7 +75,7 @@ impl crate::output::Text for Cancelled {
 }
 
 /// `okstra cancel`.
-pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
+pub fn cancel_command(args: &CancelArgs) -> Result<crate::output::Reply> {
     let run = Run::open(&args.run_dir)?;
     let workers = args
         .workers
@@ -177,12 +181,12 @@ pub fn cancel_command(args: &CancelArgs) -> Result<ExitStatus> {
         stopped,
         resume,
     };
-    crate::output::print(&report, args.json)?;
+    let reply = crate::output::Reply::answer(&report, args.json)?;
     if report.driver.is_none() && report.stopped.is_empty() {
         diag::progress(format_args!("nothing runs in `{}`", run.dir.display()));
     }
     diag::progress(format_args!("resume with `{}`", report.resume));
-    Ok(ExitStatus::Success)
+    Ok(reply)
 }
 
 /// An attempt whose driver is gone while its wrapper still runs.

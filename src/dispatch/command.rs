@@ -10,12 +10,13 @@ use crate::catalog::Runner;
 use crate::cli::DispatchArgs;
 use crate::diag;
 use crate::exit::{self, ExitStatus};
+use crate::output::{Answer, Reply};
 use crate::run::Run;
 use crate::run::lease::Lease;
 use crate::run::team_state::TeamState;
 
 use super::select::{self, Kind, Planned, Skip};
-use super::{Batch, Options, Prepared, Row, prepare, print_summary, run_prepared};
+use super::{Batch, Options, Prepared, Row, prepare, run_prepared, summary};
 
 /// Set in the environment of a detached dispatcher.
 const DETACHED_ENV: &str = "OKSTRA_DISPATCH_DETACHED";
@@ -26,7 +27,7 @@ const DETACH_READY: Duration = Duration::from_secs(10);
 pub const LEASE_WAIT: Duration = Duration::from_secs(5);
 
 /// `okstra dispatch`.
-pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
+pub fn dispatch_command(args: &DispatchArgs) -> Result<Reply> {
     let run = Run::open(&args.run_dir)?;
     let workers = args
         .workers
@@ -81,9 +82,9 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<ExitStatus> {
         if host.is_empty() {
             nothing_to_do(&run, &state, args.kind, &prepared);
         }
-        print_summary(&host, args.json)?;
+        let reply = summary(&host, args.json)?;
         say_host(&run, &host);
-        return Ok(ExitStatus::Success);
+        return Ok(reply);
     }
     keep_settings()?;
     if args.detach {
@@ -283,7 +284,7 @@ fn fix_pass(
     options: Options,
     keep_settings: &dyn Fn() -> Result<()>,
     json: bool,
-) -> Result<ExitStatus> {
+) -> Result<Reply> {
     let executor = super::executor_of(run)?;
     if workers != Some(std::slice::from_ref(&executor.worker_id)) {
         anyhow::bail!(
@@ -295,9 +296,9 @@ fn fix_pass(
     keep_settings()?;
     if planned.runner == Runner::NativeSession {
         let host = hand_out(run, &[planned])?;
-        print_summary(&host, json)?;
+        let reply = summary(&host, json)?;
         say_host(run, &host);
-        return Ok(ExitStatus::Success);
+        return Ok(reply);
     }
     let batch = super::run_planned(run, vec![planned], options)?;
     finish(run, &batch, &[], json)
@@ -307,18 +308,18 @@ fn fix_pass(
 /// listed as not ended (so `allCompleted` is never true while one is not
 /// done); its exit status: 128+N when a signal stopped it, 0 when every
 /// wrapper attempt completed, else 1.
-fn finish(run: &Run, batch: &Batch, host: &[Row], json: bool) -> Result<ExitStatus> {
+fn finish(run: &Run, batch: &Batch, host: &[Row], json: bool) -> Result<Reply> {
     let rows: Vec<Row> = batch.rows.iter().chain(host).cloned().collect();
-    print_summary(&rows, json)?;
+    let reply = summary(&rows, json)?;
     if let Some(signal) = batch.interrupted {
-        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+        return Ok(reply.with_status(ExitStatus::Code(exit::from_signal(signal as i32))));
     }
     say_host(run, host);
-    Ok(if batch.all_completed() {
+    Ok(reply.with_status(if batch.all_completed() {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
-    })
+    }))
 }
 
 /// One line of `--dry-run`.
@@ -347,6 +348,11 @@ struct Would {
 struct WouldStart {
     #[serde(serialize_with = "crate::output::sorted")]
     would_start: Vec<Would>,
+}
+
+impl Answer for WouldStart {
+    const SCHEMA: &'static str = "dispatch-dry-run-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
 }
 
 impl crate::output::Text for WouldStart {
@@ -382,7 +388,7 @@ fn dry_run(
     planned: &[Planned],
     args: &DispatchArgs,
     idle_timeout: Option<u64>,
-) -> Result<ExitStatus> {
+) -> Result<Reply> {
     let would: Vec<Would> = planned
         .iter()
         .map(|p| {
@@ -415,8 +421,7 @@ fn dry_run(
             }
         })
         .collect();
-    crate::output::print(&WouldStart { would_start: would }, args.json)?;
-    Ok(ExitStatus::Success)
+    Reply::answer(&WouldStart { would_start: would }, args.json)
 }
 
 /// What `okstra dispatch --detach` answers (fields in the order its JSON
@@ -429,6 +434,11 @@ struct InBackground {
 }
 
 /// The log the detached dispatcher writes, for a person to follow.
+impl Answer for InBackground {
+    const SCHEMA: &'static str = "dispatch-detached-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
+}
+
 impl crate::output::Text for InBackground {
     fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(out, "{}", self.log.display())
@@ -439,7 +449,7 @@ impl crate::output::Text for InBackground {
 /// has recorded its dispatches (so an `okstra await` right after sees
 /// them). The lease passes to it: released here just before it starts, it
 /// takes the lease itself (waiting for it, like any second driver).
-fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> Result<ExitStatus> {
+fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> Result<Reply> {
     let log_path = run.layout().dispatch_log();
     let forwarded: Vec<std::ffi::OsString> = std::env::args_os()
         .skip(1)
@@ -470,7 +480,7 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
         log: log_path.clone(),
         pid,
     };
-    crate::output::print(&detached, args.json)?;
+    let reply = Reply::answer(&detached, args.json)?;
     diag::progress(format_args!(
         "dispatching {} worker(s) in the background (pid {}); wait with `okstra await {}`, stop with `okstra cancel {}`",
         planned.len(),
@@ -478,7 +488,7 @@ fn detach(run: &Run, lease: Lease, planned: &[Planned], args: &DispatchArgs) -> 
         run.dir.display(),
         run.dir.display()
     ));
-    Ok(ExitStatus::Success)
+    Ok(reply)
 }
 
 #[cfg(test)]

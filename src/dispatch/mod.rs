@@ -56,7 +56,7 @@ pub use engine::{budget_spent, record_budget_stop};
 pub use reap::reap_command;
 pub use select::{Decision, Kind, Planned, Skip};
 pub use submit::{hook_command, submit_command};
-pub use summary::{Row, print_summary};
+pub use summary::{Row, summary};
 pub use view::Header;
 pub use wait::{await_command, settle_all};
 

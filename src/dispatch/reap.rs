@@ -112,7 +112,11 @@ struct Report<'a> {
     copies: &'a [CopyAction],
 }
 
-pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
+impl crate::lifecycle::PlanReport for Report<'_> {
+    const SCHEMA: &'static str = "reap-answer.schema.json";
+}
+
+pub fn reap_command(args: &ReapArgs) -> Result<crate::output::Reply> {
     let root = crate::lifecycle::project_root(args.project_root.as_deref())?;
     // A symlinked `.okstra` would lead the reaper to processes recorded
     // outside the project: refused, never followed.
@@ -203,7 +207,7 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         .map(|action| describe(action, args.execute))
         .chain(copies.iter().map(|copy| describe_copy(copy, args.execute)))
         .collect();
-    crate::lifecycle::print_plan(
+    let reply = crate::lifecycle::plan_reply(
         &report,
         args.json,
         &lines,
@@ -213,9 +217,9 @@ pub fn reap_command(args: &ReapArgs) -> Result<ExitStatus> {
         &okstra_dir,
     )?;
     if actions.iter().any(|a| a.failed) || copies.iter().any(|c| c.failed) {
-        return Ok(ExitStatus::Failure);
+        return Ok(reply.with_status(ExitStatus::Failure));
     }
-    Ok(ExitStatus::Success)
+    Ok(reply)
 }
 
 /// Every `*.status.json` under `dir`, without following symlinks (so the

@@ -15,6 +15,7 @@ use crate::cli::{HookArgs, SubmitArgs};
 use crate::diag;
 use crate::exit::ExitStatus;
 use crate::fsread;
+use crate::output::Reply;
 use crate::run::Run;
 use crate::run::ask;
 
@@ -30,7 +31,7 @@ use crate::vocab::Question;
 /// Exit 0 the answer completed the attempt (or is the one it already
 /// holds), 1 it was recorded but held no result (`empty-output`; `okstra
 /// next` offers the retry), 2 refused: nothing written.
-pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
+pub fn submit_command(args: &SubmitArgs) -> Result<Reply> {
     if let Some(id) = &args.agent_id
         && !crate::usage::is_valid_id(id)
     {
@@ -49,8 +50,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             path.display(),
             run.dir.display()
         ));
-        crate::output::line(path.display())?;
-        return Ok(ExitStatus::Success);
+        return Ok(Reply::line(path.display()));
     }
     let accepted = native::accept(
         &run,
@@ -77,10 +77,9 @@ pub fn submit_command(args: &SubmitArgs) -> Result<ExitStatus> {
             .map_or_else(String::new, |why| format!(" ({})", fsread::escape(why)))
     ));
     if record.ending == Some(Ending::Completed) {
-        crate::output::line(record.result_path.display())?;
-        Ok(ExitStatus::Success)
+        Ok(Reply::line(record.result_path.display()))
     } else {
-        Ok(ExitStatus::Failure)
+        Ok(Reply::status(ExitStatus::Failure))
     }
 }
 

@@ -70,14 +70,20 @@ struct Document<'a> {
     dispatches: &'a [Row],
 }
 
-/// Print the rows on stdout: the `--json` document, or a table.
-pub fn print_summary(rows: &[Row], json: bool) -> Result<()> {
+/// The rows as the answer: the `--json` document, or a table.
+pub fn summary(rows: &[Row], json: bool) -> Result<crate::output::Reply> {
     let document = Document {
         schema_version: 1,
         all_completed: rows.iter().all(|r| r.ending == Some(Ending::Completed)),
         dispatches: rows,
     };
-    crate::output::print(&document, json)
+    crate::output::Reply::answer(&document, json)
+}
+
+/// The document carries its version.
+impl crate::output::Answer for Document<'_> {
+    const SCHEMA: &'static str = "dispatch-answer.schema.json";
+    const VERSION: Option<u32> = None;
 }
 
 /// One row per dispatch: name, kind, attempt, state, exit code, and its

@@ -27,6 +27,7 @@ use crate::cli::AwaitArgs;
 use crate::derive::liveness;
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::output::Reply;
 use crate::provider_exec::sidecar;
 use crate::run::Run;
 use crate::run::live;
@@ -36,12 +37,12 @@ use crate::vocab::Ending;
 
 use super::attempt::{self, Ended};
 use super::select::{Kind, Planned, select};
-use super::summary::{Row, print_summary};
+use super::summary::{Row, summary};
 
 /// How long `await` sleeps between looks.
 const INTERVAL: Duration = Duration::from_secs(1);
 
-pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
+pub fn await_command(args: &AwaitArgs) -> Result<Reply> {
     let run = Run::open(&args.run_dir)?;
     let kind = args.kind;
     let workers = args
@@ -91,7 +92,7 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
                 kind.map_or(String::new(), |k| format!(" of kind `{}`", k.as_string())),
                 start_line(&run, kind, args.workers.as_deref(), !native.is_empty())
             ));
-            return Ok(ExitStatus::Failure);
+            return Ok(Reply::status(ExitStatus::Failure));
         }
         // Nothing of okstra's runs them: settle each from its files (a
         // native one once the host's sub-agent wrote its Result Path).
@@ -156,7 +157,7 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
         }
         let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
         if pending == 0 || timed_out {
-            print_summary(&rows, args.json)?;
+            let reply = summary(&rows, args.json)?;
             let never: Vec<&str> = rows
                 .iter()
                 .filter(|r| r.state == NOT_STARTED)
@@ -174,14 +175,14 @@ pub fn await_command(args: &AwaitArgs) -> Result<ExitStatus> {
                     "timed out with {pending} dispatch(es) not ended: {}",
                     listed()
                 ));
-                return Ok(ExitStatus::Failure);
+                return Ok(reply.with_status(ExitStatus::Failure));
             }
             let all_completed = rows.iter().all(|r| r.ending == Some(Ending::Completed));
-            return Ok(if all_completed {
+            return Ok(reply.with_status(if all_completed {
                 ExitStatus::Success
             } else {
                 ExitStatus::Failure
-            });
+            }));
         }
         std::thread::sleep(INTERVAL);
     }

@@ -31,6 +31,7 @@ use crate::cli_facts::{self as cache, Entry, Program, Stamp};
 use crate::diag;
 use crate::exit::ExitStatus;
 use crate::fsread;
+use crate::output::Reply;
 use probe::ProbeReport;
 
 /// Version of the `--json` report.
@@ -96,6 +97,12 @@ enum Containment {
     },
 }
 
+/// The report carries its version (`REPORT_VERSION`).
+impl crate::output::Answer for Report {
+    const SCHEMA: &'static str = "doctor-answer.schema.json";
+    const VERSION: Option<u32> = None;
+}
+
 impl crate::output::Text for Report {
     fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(table(&self.providers, &self.required).as_bytes())?;
@@ -118,7 +125,7 @@ impl crate::output::Text for Report {
 }
 
 /// `okstra doctor [--json] [--probe] [--provider P…]`.
-pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
+pub fn doctor_command(args: &DoctorArgs) -> Result<Reply> {
     let selected = selected(&args.providers)?;
     let required: Vec<Provider> = if args.providers.is_empty() {
         default_roster()
@@ -231,16 +238,16 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<ExitStatus> {
         required,
         schema_version: REPORT_VERSION,
     };
-    crate::output::print(&report, args.json).context("cannot write the report")?;
+    let reply = Reply::answer(&report, args.json)?;
     let integrations = report.integrations;
     for warning in &integrations.warnings {
         diag::warning(fsread::escape(warning));
     }
-    Ok(if all_ready {
+    Ok(reply.with_status(if all_ready {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
-    })
+    }))
 }
 
 /// One provider's CLI as found on `PATH`, and what it is.

@@ -157,17 +157,17 @@ impl Out {
         }
     }
 
-    /// Print the plan kept so far (and forget it).
-    fn print_plan(&mut self) -> Result<()> {
-        crate::output::document(self.plan.concat().as_bytes())?;
+    /// The plan kept so far, as the answer (and forget it).
+    fn take_plan(&mut self) -> crate::output::Reply {
+        let plan = self.plan.concat();
         self.plan.clear();
-        Ok(())
+        crate::output::Reply::document(plan.into_bytes())
     }
 }
 
 /// `okstra install …`: the dry run's plan is printed however the install
 /// ends (what it planned before a refusal included).
-pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
+pub fn install_command(args: &InstallArgs) -> crate::output::Reply {
     let mut out = Out {
         dry_run: args.dry_run,
         quiet: false,
@@ -175,8 +175,7 @@ pub fn install_command(args: &InstallArgs) -> Result<ExitStatus> {
         plan: Vec::new(),
     };
     let installed = install(args, &mut out);
-    out.print_plan()?;
-    installed
+    out.take_plan().ending(installed)
 }
 
 fn install(args: &InstallArgs, out: &mut Out) -> Result<ExitStatus> {
@@ -281,8 +280,6 @@ fn install(args: &InstallArgs, out: &mut Out) -> Result<ExitStatus> {
     if let Some(err) = failed {
         return Err(err);
     }
-    // The plan before the line that ends it.
-    out.print_plan()?;
     if out.changes == 0 {
         diag::progress("already installed; nothing changed");
     } else if out.dry_run {

@@ -25,13 +25,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::catalog::TaskType;
 use crate::cli::LandArgs;
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::output::Reply;
 use crate::run::events;
 use crate::run::lease::Lease;
 use crate::run::team_state::{self, Change, Landing};
@@ -70,7 +71,7 @@ struct FileLine {
     action: &'static str,
 }
 
-pub fn land_command(args: &LandArgs) -> Result<ExitStatus> {
+pub fn land_command(args: &LandArgs) -> Result<Reply> {
     let run = Run::open(&args.run_dir)?;
     if run.task_type != TaskType::Implementation {
         bail!(
@@ -215,6 +216,12 @@ fn refresh_report(run: &Run) {
 
 /// The outcome for a person: the files this command writes (or, with
 /// `--check`, would write), else why it does not land.
+/// The outcome carries its version (`LAND_VERSION`).
+impl crate::output::Answer for Outcome {
+    const SCHEMA: &'static str = "land-answer.schema.json";
+    const VERSION: Option<u32> = None;
+}
+
 impl crate::output::Text for Outcome {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         if self.reasons.is_empty() && self.state != "already-landed" {
@@ -236,9 +243,9 @@ impl crate::output::Text for Outcome {
     }
 }
 
-/// Print the outcome; its exit status.
-fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
-    crate::output::print(outcome, args.json).context("cannot write the outcome")?;
+/// The outcome as the answer, with its exit status.
+fn finish(outcome: &Outcome, args: &LandArgs) -> Result<Reply> {
+    let reply = Reply::answer(outcome, args.json)?;
     let branch = outcome.branch.as_deref().unwrap_or("its branch");
     match outcome.state {
         "landed" => diag::progress(format_args!(
@@ -268,7 +275,7 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
         }
         _ => {
             diag::error(format_args!(
-                "{} `{branch}`: {} reason{} above",
+                "{} `{branch}`: {} reason{}, listed on stdout",
                 if args.check {
                     "cannot land"
                 } else {
@@ -277,8 +284,8 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<ExitStatus> {
                 outcome.reasons.len(),
                 if outcome.reasons.len() == 1 { "" } else { "s" }
             ));
-            return Ok(ExitStatus::Failure);
+            return Ok(reply.with_status(ExitStatus::Failure));
         }
     }
-    Ok(ExitStatus::Success)
+    Ok(reply)
 }

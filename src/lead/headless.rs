@@ -27,6 +27,7 @@ use crate::converge;
 use crate::diag;
 use crate::dispatch::Options;
 use crate::exit::{self, ExitStatus};
+use crate::output::Reply;
 use crate::run::Run;
 
 use crate::run::layout;
@@ -68,7 +69,7 @@ struct Outcome {
 }
 
 /// `okstra run`.
-pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
+pub fn run_command(args: &RunArgs) -> Result<Reply> {
     // Check the engine and gate flags before anything is rendered or started.
     Options::from_args(&args.engine)?;
     crate::gate::run_rules(args.fail_on, &args.gate)?;
@@ -90,7 +91,9 @@ pub fn run_command(args: &RunArgs) -> Result<ExitStatus> {
                 diag::note(format_args!(
                     "{interrupted}; nothing was rendered or started"
                 ));
-                return Ok(ExitStatus::Code(exit::from_signal(interrupted.0 as i32)));
+                return Ok(Reply::status(ExitStatus::Code(exit::from_signal(
+                    interrupted.0 as i32,
+                ))));
             }
             return Err(err);
         }
@@ -127,7 +130,7 @@ pub fn drive(
     args: &RunArgs,
     run_dir: &Path,
     checked: Option<crate::preflight::Report>,
-) -> Result<ExitStatus> {
+) -> Result<Reply> {
     let gate = crate::gate::run_rules(args.fail_on, &args.gate)?;
     let resumed = checked.is_none();
     let run = Run::open(run_dir)?;
@@ -158,7 +161,9 @@ pub fn drive(
                         );
                         lead.lease = None;
                         diag::note(format_args!("{interrupted}; resume with `{resume}`"));
-                        return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+                        return Ok(Reply::status(ExitStatus::Code(exit::from_signal(
+                            signal as i32,
+                        ))));
                     }
                     return Err(err);
                 }
@@ -170,7 +175,7 @@ pub fn drive(
                 "not started; start it later with `{}`",
                 command_line("run", &lead.run)
             ));
-            return Ok(ExitStatus::Failure);
+            return Ok(Reply::status(ExitStatus::Failure));
         }
     }
     crate::run::settings::record(&lead.run, &args.engine)?;
@@ -209,7 +214,9 @@ pub fn drive(
             );
             lead.lease = None;
             diag::note(format_args!("interrupted; resume with `{resume}`"));
-            return Ok(ExitStatus::Code(exit::from_signal(signal as i32)));
+            return Ok(Reply::status(ExitStatus::Code(exit::from_signal(
+                signal as i32,
+            ))));
         }
         Halt::Host(handouts) => {
             let names: Vec<&str> = handouts
@@ -237,12 +244,12 @@ pub fn drive(
         outcome: &outcome,
         resume: &resume,
     };
-    crate::output::print(&answer, args.launch.json)?;
-    match &gate {
+    let reply = Reply::answer(&answer, args.launch.json)?;
+    Ok(reply.ending(match &gate {
         // `--fail-on`: the gate's decision is the exit code (docs/reviews.md, "The gate").
         Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
         None => Ok(exit_of(&outcome)),
-    }
+    }))
 }
 
 /// The exit status of an outcome without a gate: 0 only for a valid
@@ -290,6 +297,11 @@ impl Serialize for Closing<'_> {
     fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
         self.outcome.serialize(to)
     }
+}
+
+impl crate::output::Answer for Closing<'_> {
+    const SCHEMA: &'static str = "run-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
 }
 
 impl crate::output::Text for Closing<'_> {

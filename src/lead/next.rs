@@ -36,6 +36,7 @@ use crate::diag;
 use crate::dispatch::native::Handout;
 use crate::dispatch::{self, Options};
 use crate::exit::{self, ExitStatus};
+use crate::output::Reply;
 use crate::run::Run;
 use crate::run::ask;
 use crate::run::events;
@@ -177,7 +178,7 @@ enum Acted {
 }
 
 /// `okstra next`.
-pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
+pub fn next_command(args: &NextArgs) -> Result<Reply> {
     Options::from_args(&args.engine)?;
     let run = Run::open(&args.run_dir)?;
     // The run's own settings; a flag given here overrides one for the rest
@@ -196,8 +197,8 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             answer = step(&run, &engine, false)?;
         }
     }
-    crate::output::print(&answer, args.json)?;
-    Ok(match answer.state {
+    let reply = Reply::answer(&answer, args.json)?;
+    Ok(reply.with_status(match answer.state {
         NextState::HostWork | NextState::Waiting => ExitStatus::Success,
         NextState::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
             if let Some(line) = answer
@@ -236,7 +237,7 @@ pub fn next_command(args: &NextArgs) -> Result<ExitStatus> {
             ));
             ExitStatus::Failure
         }
-    })
+    }))
 }
 
 /// The first call of a host lead: `run-start`, and the lead's own Claude
@@ -603,6 +604,12 @@ fn next_step(data: &serde_json::Value) -> String {
 
 /// The answer in a few lines for a person (`--json` is the answer
 /// itself).
+/// The answer carries its version (`ANSWER_VERSION`).
+impl crate::output::Answer for Answer {
+    const SCHEMA: &'static str = "next-answer.schema.json";
+    const VERSION: Option<u32> = None;
+}
+
 impl crate::output::Text for Answer {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let answer = self;
@@ -703,7 +710,7 @@ impl Lead {
 /// `okstra __drive`: the background driver `okstra next` starts. It takes
 /// the lease and drives the shared loop attached until only the host can go
 /// on, the run is done or ends, or a signal stops it.
-pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
+pub fn drive_command(args: &DriveArgs) -> Result<Reply> {
     crate::background::ignore_hangup();
     let run = Run::open(&args.run_dir)?;
     let lease = Lease::acquire(&run, "okstra __drive", DRIVE_LEASE_WAIT)?;
@@ -719,9 +726,11 @@ pub fn drive_command(args: &DriveArgs) -> Result<ExitStatus> {
                 EventKind::RunInterrupted,
                 &[("signal", signal.as_str()), ("resume", &resume)],
             );
-            Ok(ExitStatus::Code(exit::from_signal(signal as i32)))
+            Ok(Reply::status(ExitStatus::Code(exit::from_signal(
+                signal as i32,
+            ))))
         }
-        Ok(_) => Ok(ExitStatus::Success),
+        Ok(_) => Ok(Reply::status(ExitStatus::Success)),
         Err(err) => {
             lead.event(
                 EventKind::RunFailed,

@@ -113,7 +113,11 @@ struct Report<'a> {
     skipped: &'a [Skipped],
 }
 
-pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
+impl crate::lifecycle::PlanReport for Report<'_> {
+    const SCHEMA: &'static str = "cleanup-answer.schema.json";
+}
+
+pub fn cleanup_command(args: &CleanupArgs) -> Result<crate::output::Reply> {
     let root = super::project_root(args.project_root.as_deref())?;
     let okstra_dir = crate::confine::okstra_dir(&root)?;
     let older_than = i64::try_from(args.older_than.as_secs()).unwrap_or(i64::MAX);
@@ -256,7 +260,7 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
             humantime::format_duration(args.older_than)
         ));
     }
-    super::print_plan(
+    let reply = super::plan_reply(
         &report,
         args.json,
         &lines,
@@ -266,9 +270,9 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<ExitStatus> {
         &okstra_dir,
     )?;
     if items.iter().any(|i| i.failed) {
-        return Ok(ExitStatus::Failure);
+        return Ok(reply.with_status(ExitStatus::Failure));
     }
-    Ok(ExitStatus::Success)
+    Ok(reply)
 }
 
 /// The `.staging-*` folders renders killed midway left in `okstra_dir`

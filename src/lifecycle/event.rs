@@ -9,7 +9,6 @@ use anyhow::{Result, bail};
 use super::Run;
 use crate::cli::EventArgs;
 use crate::diag;
-use crate::exit::ExitStatus;
 use crate::run::events::{append, progress_line};
 use crate::slug;
 use crate::vocab::EventKind;
@@ -19,13 +18,13 @@ const MAX_VALUE_BYTES: usize = 4096;
 /// Longest field key.
 const MAX_KEY: usize = 64;
 
-pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
+pub fn event_command(args: &EventArgs) -> Result<crate::output::Reply> {
     check_kind(&args.kind)?;
     let fields = parse_fields(&args.fields)?;
     check_required(&args.kind, &fields)?;
     let run = Run::open(&args.run_dir)?;
     append(&run, &args.kind, &fields)?;
-    crate::output::line(progress_line(&args.kind, &fields))?;
+    let reply = crate::output::Reply::line(progress_line(&args.kind, &fields));
     if let Ok(kind) = args.kind.parse::<EventKind>()
         && !kind.lead_may_write()
     {
@@ -33,7 +32,7 @@ pub fn event_command(args: &EventArgs) -> Result<ExitStatus> {
             "okstra records `{kind}` itself (`okstra next`, `okstra run`, `okstra submit`): this line only repeats it"
         ));
     }
-    Ok(ExitStatus::Success)
+    Ok(reply)
 }
 
 /// A field that names something okstra looks up must say it: a `session`

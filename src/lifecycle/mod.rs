@@ -100,37 +100,41 @@ pub fn project_root(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(root)
 }
 
-/// What `reap` and `cleanup` print once they have planned (and, with
+/// The report of `reap` or `cleanup`, which carries its own
+/// `schemaVersion`: the schema its `--json` form follows.
+pub trait PlanReport: serde::Serialize {
+    const SCHEMA: &'static str;
+}
+
+/// What `reap` and `cleanup` answer once they have planned (and, with
 /// `--execute`, done) their work: the JSON report, or one escaped line per
 /// thing (`lines`) and per note (`notes`: what it left alone and why);
-/// then on stderr that there was nothing to do (`verb`: what the command
+/// and on stderr that there was nothing to do (`verb`: what the command
 /// does) or, on a dry run, how to do it.
-pub fn print_plan(
-    report: &impl serde::Serialize,
+pub fn plan_reply<R: PlanReport>(
+    report: &R,
     json: bool,
     lines: &[String],
     notes: &[String],
     execute: bool,
     verb: &str,
     okstra_dir: &Path,
-) -> anyhow::Result<()> {
-    use anyhow::Context;
+) -> anyhow::Result<crate::output::Reply> {
     let answer = Planned {
         report,
         lines,
         notes,
     };
-    crate::output::print(&answer, json)
-        .with_context(|| format!("cannot write the {verb} report"))?;
+    let reply = crate::output::Reply::answer(&answer, json)?;
     if lines.is_empty() {
         crate::diag::progress(format_args!(
             "nothing to {verb} under `{}`",
             okstra_dir.display()
         ));
     } else if !execute {
-        crate::diag::progress("dry run; pass `--execute` to do the above");
+        crate::diag::progress("dry run; pass `--execute` to do what is listed");
     }
-    Ok(())
+    Ok(reply)
 }
 
 /// A `reap` or `cleanup` plan: its report as JSON, its lines and notes as
@@ -145,6 +149,11 @@ impl<R: serde::Serialize> serde::Serialize for Planned<'_, R> {
     fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
         self.report.serialize(to)
     }
+}
+
+impl<R: PlanReport> crate::output::Answer for Planned<'_, R> {
+    const SCHEMA: &'static str = R::SCHEMA;
+    const VERSION: Option<u32> = None;
 }
 
 impl<R> crate::output::Text for Planned<'_, R> {

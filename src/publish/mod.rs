@@ -23,12 +23,13 @@
 mod github;
 mod http;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde_json::Value;
 
 use crate::cli::{PublishCommand, PublishGithubArgs};
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::output::Reply;
 use crate::report::{self, findings, sarif};
 use crate::run::Run;
 use crate::run::team_state;
@@ -42,7 +43,7 @@ const PER_PAGE: usize = 100;
 const MAX_PAGES: usize = 100;
 
 /// `okstra publish …`.
-pub fn publish_command(command: &PublishCommand) -> Result<ExitStatus> {
+pub fn publish_command(command: &PublishCommand) -> Result<Reply> {
     match command {
         PublishCommand::Github(args) => github_command(args),
     }
@@ -77,7 +78,7 @@ fn check_repo(repo: &str) -> Result<(&str, &str)> {
     }
 }
 
-fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
+fn github_command(args: &PublishGithubArgs) -> Result<Reply> {
     let (owner, name) = check_repo(&args.repo)?;
     let base = Base::parse(&args.api_url)?;
     let token = token();
@@ -98,7 +99,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
             checked.problems.len(),
             if checked.problems.len() == 1 { "" } else { "s" }
         ));
-        return Ok(ExitStatus::Failure);
+        return Ok(Reply::status(ExitStatus::Failure));
     }
     let Some(source) = run.source.clone() else {
         bail!(
@@ -135,7 +136,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
             crate::fsread::escape(&crate::fsread::clip(&client.redact(head), 64)),
             source.commit
         ));
-        return Ok(ExitStatus::Failure);
+        return Ok(Reply::status(ExitStatus::Failure));
     }
 
     let marker = github::marker(&run.task_key, &run.run_id);
@@ -157,11 +158,7 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
             "run `{}` is already published on pull request #{} (review {id}); nothing posted",
             run.run_id, args.pr
         ));
-        if let Some(url) = earlier.get("html_url").and_then(Value::as_str) {
-            crate::output::line(crate::fsread::escape(&client.redact(url)))
-                .context("cannot write to stdout")?;
-        }
-        return Ok(ExitStatus::Success);
+        return Ok(address(&client, earlier));
     }
 
     let files = pages(
@@ -192,12 +189,12 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
     client.redact_json(&mut body);
 
     if args.dry_run {
-        crate::output::json_pretty(&body).context("cannot write to stdout")?;
+        let reply = Reply::foreign_json(&body)?;
         diag::progress(format_args!(
             "dry run: this is the review `POST {}` would send; nothing was posted",
             client.base().url(&format!("{pulls}/reviews"))
         ));
-        return Ok(ExitStatus::Success);
+        return Ok(reply);
     }
     let path = format!("{pulls}/reviews");
     let posted = expect_ok(
@@ -213,11 +210,16 @@ fn github_command(args: &PublishGithubArgs) -> Result<ExitStatus> {
         args.pr,
         if inline == 1 { "" } else { "s" }
     ));
-    if let Some(url) = posted.get("html_url").and_then(Value::as_str) {
-        crate::output::line(crate::fsread::escape(&client.redact(url)))
-            .context("cannot write to stdout")?;
+    Ok(address(&client, &posted))
+}
+
+/// A review's address on GitHub, the answer of a publish (nothing when
+/// GitHub gave none).
+fn address(client: &Client, review: &Value) -> Reply {
+    match review.get("html_url").and_then(Value::as_str) {
+        Some(url) => Reply::line(crate::fsread::escape(&client.redact(url))),
+        None => Reply::status(ExitStatus::Success),
     }
-    Ok(ExitStatus::Success)
 }
 
 /// The body of a successful answer, or one line saying what GitHub refused.

@@ -64,6 +64,7 @@ use crate::cli::{ReportArgs, ReportFormat, ValidateArgs};
 use crate::diag;
 use crate::durable::write_atomic_public;
 use crate::exit::ExitStatus;
+use crate::output::{Answer, Reply};
 use crate::run::Run;
 use crate::run::layout::{
     REPORT_DATA_NAME, REPORT_HTML_NAME, REPORT_MARKDOWN_NAME, REPORT_SARIF_NAME, RUN_MANIFEST,
@@ -144,6 +145,8 @@ impl Level {
 #[serde(rename_all = "camelCase")]
 struct Verdict {
     valid: bool,
+    /// The report's own `schemaVersion` (the answer's is its own).
+    #[serde(rename = "reportSchemaVersion")]
     schema_version: String,
     data_path: PathBuf,
     /// `schema`, or `records` when the run's records were checked too.
@@ -154,13 +157,13 @@ struct Verdict {
     problems: Vec<Problem>,
 }
 
-pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
+pub fn validate_command(args: &ValidateArgs) -> Result<Reply> {
     let mut loaded = load(&args.target, !args.schema_only)?;
     if args.schema_only {
         loaded.run = None;
     }
     let verdict = check(&mut loaded, !args.schema_only)?;
-    crate::output::print_pretty(&verdict, args.json).context("cannot write to stdout")?;
+    let reply = Reply::pretty(&verdict, args.json)?;
     if !verdict.cross_file_checks && !args.schema_only {
         diag::warning(skipped_warning(&verdict.data_path));
     }
@@ -200,14 +203,14 @@ pub fn validate_command(args: &ValidateArgs) -> Result<ExitStatus> {
     // measurable share of the run (see benches/validate.sh), so leave it to
     // process exit.
     std::mem::forget(loaded);
-    Ok(if verdict.valid {
+    Ok(reply.with_status(if verdict.valid {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
-    })
+    }))
 }
 
-pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
+pub fn report_command(args: &ReportArgs) -> Result<Reply> {
     // A run's data.json gets okstra's own block before it is checked, as in
     // `okstra run`: a host lead renders through here.
     if let Some(run_dir) = run_of(&args.target)? {
@@ -231,20 +234,19 @@ pub fn report_command(args: &ReportArgs) -> Result<ExitStatus> {
             verdict.problems.len(),
             if verdict.problems.len() == 1 { "" } else { "s" }
         ));
-        return Ok(ExitStatus::Failure);
+        return Ok(Reply::status(ExitStatus::Failure));
     }
     let (markdown_path, html_path) = write_outputs(loaded, args.out_dir.as_deref())?;
     let written = Rendered {
         html: html_path,
         markdown: markdown_path,
     };
-    crate::output::print(&written, args.json).context("cannot write to stdout")?;
-    Ok(ExitStatus::Success)
+    Reply::answer(&written, args.json)
 }
 
 /// `okstra report --format sarif`: the findings of a valid report as one
 /// SARIF log, written atomically (or to stdout with `--out -`).
-fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
+fn sarif_command(args: &ReportArgs) -> Result<Reply> {
     let checked = check_report(&args.target)?;
     if !checked.is_valid() {
         for problem in &checked.problems {
@@ -256,15 +258,14 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
             checked.problems.len(),
             if checked.problems.len() == 1 { "" } else { "s" }
         ));
-        return Ok(ExitStatus::Failure);
+        return Ok(Reply::status(ExitStatus::Failure));
     }
     let findings = findings::collect(&checked.value, checked.run_dir.as_deref())?;
     let verification = findings::verification(&checked.value);
     let log = sarif::log(&findings, &checked.value, &verification);
     let out = match &args.out {
         Some(path) if path.as_os_str() == "-" => {
-            crate::output::json_pretty(&log).context("cannot write to stdout")?;
-            return Ok(ExitStatus::Success);
+            return Reply::foreign_json(&log);
         }
         Some(path) => path.clone(),
         None => checked
@@ -277,9 +278,7 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
     bytes.push(b'\n');
     write_atomic_public(&out, &bytes)
         .with_context(|| format!("cannot write `{}`", out.display()))?;
-    crate::output::print(&SarifWritten { sarif: out }, args.json)
-        .context("cannot write to stdout")?;
-    Ok(ExitStatus::Success)
+    Reply::answer(&SarifWritten { sarif: out }, args.json)
 }
 
 /// Where `okstra report sarif` wrote the log: `{"sarif": path}`, or the
@@ -287,6 +286,11 @@ fn sarif_command(args: &ReportArgs) -> Result<ExitStatus> {
 #[derive(Serialize)]
 struct SarifWritten {
     sarif: PathBuf,
+}
+
+impl Answer for SarifWritten {
+    const SCHEMA: &'static str = "report-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
 }
 
 impl crate::output::Text for SarifWritten {
@@ -412,6 +416,11 @@ pub fn problem_parts(line: &str) -> Option<(&str, &str)> {
 
 /// The problems of a report for a person, one a line (`--json` is the
 /// whole verdict).
+impl Answer for Verdict {
+    const SCHEMA: &'static str = "validate-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
+}
+
 impl crate::output::Text for Verdict {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for problem in &self.problems {
@@ -430,6 +439,11 @@ struct Rendered {
 }
 
 /// Markdown first, then HTML, a path a line.
+impl Answer for Rendered {
+    const SCHEMA: &'static str = "report-answer.schema.json";
+    const VERSION: Option<u32> = Some(1);
+}
+
 impl crate::output::Text for Rendered {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "{}", self.markdown.display())?;

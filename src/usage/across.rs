@@ -21,7 +21,6 @@ use super::Record;
 use super::cost::Cost;
 use crate::cli::UsageArgs;
 use crate::diag;
-use crate::exit::ExitStatus;
 use crate::run::layout::RunLayout;
 use crate::table::{Column, render};
 
@@ -96,7 +95,7 @@ struct DayRow<'a> {
 }
 
 /// `okstra usage` without a run folder.
-pub fn command(args: &UsageArgs) -> Result<ExitStatus> {
+pub fn command(args: &UsageArgs) -> Result<crate::output::Reply> {
     let raw = args.since.as_deref().unwrap_or(DEFAULT_SINCE);
     let since = parse_since(raw, crate::clock::unix_now())?;
     let env = |name: &str| std::env::var(name).ok();
@@ -136,8 +135,7 @@ pub fn command(args: &UsageArgs) -> Result<ExitStatus> {
             .collect(),
         totals,
     };
-    crate::output::print_pretty(&document, args.json).context("cannot write the usage")?;
-    Ok(ExitStatus::Success)
+    crate::output::Reply::pretty(&document, args.json)
 }
 
 /// `--since`: a duration back from `now` (`7d`, `24h`), or a day (UTC).
@@ -233,6 +231,12 @@ fn run_usage(dir: &Path, since: i64) -> Result<Vec<(String, String, Record)>> {
 }
 
 /// The days as a table, then a line saying what was counted.
+/// The document carries its version (`DAILY_VERSION`).
+impl crate::output::Answer for Document<'_> {
+    const SCHEMA: &'static str = "usage-daily-answer.schema.json";
+    const VERSION: Option<u32> = None;
+}
+
 impl crate::output::Text for Document<'_> {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         out.write_all(table(self).as_bytes())

@@ -23,10 +23,10 @@ use super::price::Prices;
 use super::tally::Record;
 use crate::cli::UsageArgs;
 use crate::diag;
-use crate::exit::ExitStatus;
 use crate::fsread;
+use crate::output::{Answer, Reply};
 
-pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
+pub fn usage_command(args: &UsageArgs) -> Result<Reply> {
     let Some(run_dir) = &args.run_dir else {
         return super::across::command(args);
     };
@@ -69,8 +69,7 @@ pub fn usage_command(args: &UsageArgs) -> Result<ExitStatus> {
         computed: &computed,
         attempts: args.attempts,
     };
-    crate::output::print_pretty(&answer, args.json).context("cannot write the usage summary")?;
-    Ok(ExitStatus::Success)
+    Reply::pretty(&answer, args.json)
 }
 
 /// A run's usage: its `usageSummary` as JSON, the compact table (every
@@ -84,6 +83,12 @@ impl serde::Serialize for RunUsage<'_> {
     fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
         self.computed.summary.serialize(to)
     }
+}
+
+/// The summary is versioned with the report that holds it.
+impl Answer for RunUsage<'_> {
+    const SCHEMA: &'static str = "usage-answer.schema.json";
+    const VERSION: Option<u32> = None;
 }
 
 impl crate::output::Text for RunUsage<'_> {
@@ -102,6 +107,12 @@ impl crate::output::Text for RunUsage<'_> {
 #[derive(serde::Serialize)]
 #[serde(transparent)]
 struct ReportUsage<'a>(&'a serde_json::Value);
+
+/// The summary is versioned with the report that holds it.
+impl Answer for ReportUsage<'_> {
+    const SCHEMA: &'static str = "usage-answer.schema.json";
+    const VERSION: Option<u32> = None;
+}
 
 impl crate::output::Text for ReportUsage<'_> {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
@@ -174,9 +185,8 @@ fn report_summary(target: &std::path::Path) -> Result<Option<serde_json::Value>>
 }
 
 /// A report's `usageSummary` as it is: JSON, or the compact table.
-fn print_report_summary(summary: &serde_json::Value, json: bool) -> Result<ExitStatus> {
-    crate::output::print_pretty(&ReportUsage(summary), json)?;
-    Ok(ExitStatus::Success)
+fn print_report_summary(summary: &serde_json::Value, json: bool) -> Result<Reply> {
+    Reply::pretty(&ReportUsage(summary), json)
 }
 
 /// One row of the compact table, from a ledger record or a report's

@@ -1,6 +1,7 @@
 //! One integration-test binary that drives the real `okstra` executable.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod answers;
 mod ask;
 mod containment;
 mod contract;

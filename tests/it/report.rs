@@ -352,7 +352,8 @@ fn json_output_lists_every_problem_with_rule_and_pointer() {
     assert_eq!(out.code, 1);
     let json: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(json["valid"], false);
-    assert_eq!(json["schemaVersion"], "2.0");
+    assert_eq!(json["schemaVersion"], 1);
+    assert_eq!(json["reportSchemaVersion"], "2.0");
     assert_eq!(json["crossFileChecks"], true);
     let problems: Vec<(&str, &str)> = json["problems"]
         .as_array()

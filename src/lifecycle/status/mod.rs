@@ -46,6 +46,7 @@ use crate::cli::StatusArgs;
 use crate::clock;
 use crate::diag;
 use crate::exit::ExitStatus;
+use crate::output::Reply;
 
 /// No log or heartbeat activity for this long while running: `stale`.
 pub const STALE_SECS: i64 = 600;
@@ -98,6 +99,12 @@ impl<'a> Board<'a> {
     }
 }
 
+/// The board carries its version (`STATUS_VERSION`).
+impl crate::output::Answer for Board<'_> {
+    const SCHEMA: &'static str = "status-answer.schema.json";
+    const VERSION: Option<u32> = None;
+}
+
 impl crate::output::Text for Board<'_> {
     fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(render(self.runs, self.now_ts, self.view, self.wide).as_bytes())
@@ -128,7 +135,7 @@ pub(super) fn load_runs(args: &StatusArgs) -> Result<Vec<Run>> {
     Ok(runs)
 }
 
-pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
+pub fn status_command(args: &StatusArgs) -> Result<Reply> {
     let runs = load_runs(args)?;
     if args.watch {
         return watch(args, &runs);
@@ -138,9 +145,7 @@ pub fn status_command(args: &StatusArgs) -> Result<ExitStatus> {
     if args.active {
         board.retain(|run| run.run.active);
     }
-    crate::output::print(&Board::new(&board, now, args), args.json)
-        .context("cannot write the status")?;
-    Ok(ExitStatus::Success)
+    Reply::answer(&Board::new(&board, now, args), args.json)
 }
 
 /// How the text board shows the runs `args` select: one line each over a
@@ -193,7 +198,7 @@ pub(super) fn watch_is_over(board: &[RunStatus<'_>], project: bool) -> bool {
     board.iter().all(|run| run.all_terminal || !run.run.active)
 }
 
-pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
+pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<Reply> {
     let interval = args.interval.unwrap_or(Duration::from_secs(1));
     let deadline = args.timeout.map(|limit| Instant::now() + limit);
     let terminal = crate::output::is_terminal() && !args.json;
@@ -224,20 +229,22 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
             // Home the cursor and clear: redraw in place.
             let mut frame = b"\x1b[H\x1b[2J".to_vec();
             crate::output::Text::write_text(&answer, &mut frame)?;
-            let mut out = crate::output::stdout();
+            let mut out = crate::output::stream();
             out.write_all(&frame)?;
             out.flush()?;
         } else if last.as_ref() != Some(&print) {
+            let (snapshot, _, _) = Reply::answer(&answer, args.json)?.into_parts();
+            let mut out = crate::output::stream();
             if !args.json {
-                let mut out = crate::output::stdout();
                 writeln!(out, "--- {} ---", clock::rfc3339(now))?;
-                out.flush()?;
             }
-            crate::output::print(&answer, args.json).context("cannot write the status")?;
+            out.write_all(&snapshot)
+                .and_then(|()| out.flush())
+                .context("cannot write the status")?;
         }
         last = Some(print);
         if watch_is_over(&board, project) {
-            return Ok(ExitStatus::Success);
+            return Ok(Reply::status(ExitStatus::Success));
         }
         if deadline.is_some_and(|d| Instant::now() + interval > d) {
             if project {
@@ -248,7 +255,7 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<ExitStatus> {
             } else {
                 diag::error("`--timeout` expired before every worker finished");
             }
-            return Ok(ExitStatus::Failure);
+            return Ok(Reply::status(ExitStatus::Failure));
         }
         std::thread::sleep(interval);
     }

@@ -1,0 +1,99 @@
+//! Integration tests: every command's `--json` answer on one finished
+//! headless run leads with its `schemaVersion`, comes once on stdout, and
+//! passes its schema (a debug build refuses an answer that breaks it, exit
+//! 2); stderr says the same with or without `--json`.
+
+use serde_json::Value;
+
+use crate::run::{run, team_project};
+use crate::support::Project;
+
+/// `okstra <args>` in the project: its exit code, stdout and stderr.
+fn okstra(project: &Project, args: &[&str]) -> (i32, String, String) {
+    let output = project.okstra().args(args).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The keys of a JSON object in the order they were written.
+fn first_key(text: &str) -> String {
+    let rest = text.trim_start().strip_prefix('{').unwrap_or_default();
+    let rest = rest.trim_start().strip_prefix('"').unwrap_or_default();
+    rest.split('"').next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn every_json_answer_of_a_finished_run_leads_with_its_version_and_passes_its_schema() {
+    let project = team_project();
+    let (outcome, code, stderr) = run(&project, "claude,codex,kimi,report-writer", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcome["schemaVersion"], 1, "{outcome}");
+    let run_dir = outcome["runDir"].as_str().unwrap().to_owned();
+    let root = project.root().to_string_lossy().into_owned();
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["status", &run_dir, "--json"], 0),
+        (vec!["status", "--project-root", &root, "--json"], 0),
+        (vec!["items", &run_dir, "--json"], 0),
+        (vec!["converge", "classify", &run_dir, "--json"], 0),
+        (vec!["validate", &run_dir, "--json"], 0),
+        (vec!["report", &run_dir, "--json"], 0),
+        (vec!["report", &run_dir, "--format", "sarif", "--json"], 0),
+        (vec!["gate", &run_dir, "--fail-on", "critical", "--json"], 0),
+        (vec!["usage", "--project-root", &root, "--json"], 0),
+        (vec!["dispatch", &run_dir, "--dry-run", "--json"], 0),
+        (vec!["await", &run_dir, "--json"], 0),
+        (vec!["next", &run_dir, "--json"], 0),
+        // Last: the run is cancelled from here on.
+        (vec!["cancel", &run_dir, "--json"], 0),
+        (vec!["reap", "--project-root", &root, "--json"], 0),
+        (vec!["cleanup", "--project-root", &root, "--json"], 0),
+    ];
+    for (args, expected) in &cases {
+        let (code, stdout, stderr) = okstra(&project, args);
+        assert_eq!(code, *expected, "okstra {args:?}\n{stderr}");
+        // One document, and nothing else on stdout.
+        let answer: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|err| panic!("okstra {args:?}: {err}\n{stdout}"));
+        assert!(answer.is_object(), "okstra {args:?}: {stdout}");
+        assert_eq!(
+            first_key(&stdout),
+            "schemaVersion",
+            "okstra {args:?}: {stdout}"
+        );
+        assert!(
+            answer["schemaVersion"].is_u64(),
+            "okstra {args:?}: {stdout}"
+        );
+    }
+    // A run's usage is the report's `usageSummary`, as the report holds it.
+    let (code, stdout, stderr) = okstra(&project, &["usage", &run_dir, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let usage: Value = serde_json::from_str(&stdout).unwrap();
+    let report =
+        crate::support::read_json(&std::path::Path::new(&run_dir).join("report/data.json"));
+    assert_eq!(usage["totals"], report["usageSummary"]["totals"]);
+    assert!(usage.get("schemaVersion").is_none(), "{stdout}");
+}
+
+#[test]
+fn stderr_is_the_same_with_or_without_json() {
+    let project = team_project();
+    let (outcome, code, stderr) = run(&project, "claude,codex,report-writer", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let run_dir = outcome["runDir"].as_str().unwrap().to_owned();
+    for args in [
+        vec!["gate", &run_dir, "--fail-on", "critical"],
+        vec!["coverage", &run_dir],
+        vec!["validate", &run_dir],
+    ] {
+        let (text_code, text, text_err) = okstra(&project, &args);
+        let (json_code, json, json_err) = okstra(&project, &[&args[..], &["--json"]].concat());
+        assert_eq!(text_code, json_code, "okstra {args:?}");
+        assert_eq!(text_err, json_err, "okstra {args:?}");
+        assert_ne!(text, json, "okstra {args:?}");
+        assert!(!json_err.is_empty(), "okstra {args:?}: says nothing");
+    }
+}
