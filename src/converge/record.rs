@@ -13,8 +13,8 @@
 //! reviewer whose round's dispatch ended without completing, left no
 //! result, was not dispatched or has not ended is unavailable (with the
 //! word `derive::reviewers::outcome` gives), and its silence keeps nothing
-//! open. Recording a round again
-//! replaces that round's verdicts: the command is idempotent.
+//! open. Recording a round again replaces that round's verdicts: the
+//! command is idempotent.
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -10,10 +10,10 @@
 //! `empty-output` for an attempt that ended `completed` and left no result,
 //! `not-dispatched` when no attempt is recorded at all, `not-ended` when
 //! one is recorded but has not ended (never `empty-output` for these two:
-//! okstra does not claim a worker ran when it has no record of it). It can still
-//! review while it completed its own work, its most recent review round did
-//! not fail (an interruption by the user is no failure) and the ledger does
-//! not list it as unavailable.
+//! okstra does not claim a worker ran when it has no record of it). It can
+//! still review while it completed its own work, its most recent review
+//! round did not fail (an interruption by the user is no failure) and the
+//! ledger does not list it as unavailable.
 
 use std::collections::BTreeSet;
 
