@@ -77,12 +77,15 @@ fn format_version() -> u32 {
     FORMAT_VERSION
 }
 
-/// An analyser that ended without completing.
+/// An analyser that could not review: it did not complete, or has no ending.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Unavailable {
     pub worker_id: String,
-    /// The ending class (`auth`, `idle-timeout`, …, or `empty-output`).
+    /// Why it could not review, one word: its ending (`auth`,
+    /// `idle-timeout`, …; `empty-output` when it ended `completed` with no
+    /// result), or `not-dispatched` (no attempt recorded) or `not-ended` (an
+    /// attempt recorded, no ending).
     pub terminal_status: String,
     /// The round it failed in; absent when it never completed its own work.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -51,7 +51,7 @@ use crate::run::{Parts, Records, Run};
 
 pub use self::ledger::Ledger;
 pub use self::plan::PlanOptions;
-use crate::vocab::{FinalClass, StopReason};
+use crate::vocab::{FinalClass, NoEnding, Shortfall, StopReason};
 
 /// The run's convergence settings (run manifest `convergence`).
 pub use crate::run::manifest::Convergence as Settings;
@@ -314,14 +314,14 @@ pub fn apply_rules(info: &RunInfo, ledger: &mut Ledger) -> Vec<String> {
 /// own work.
 fn note_unavailable(info: &RunInfo, ledger: &mut Ledger) {
     for analyser in &info.analysers {
-        let Err(ending) = &analyser.completed else {
+        let Err(why) = analyser.completed else {
             continue;
         };
         let id = &analyser.assignment.worker_id;
         if !ledger.unavailable.iter().any(|u| &u.worker_id == id) {
             ledger.unavailable.push(ledger::Unavailable {
                 worker_id: id.clone(),
-                terminal_status: ending.clone(),
+                terminal_status: why.as_str().to_owned(),
                 round: None,
             });
         }
@@ -457,10 +457,10 @@ pub fn items_command(args: &ItemsArgs) -> Result<Reply> {
     let mut listed = Vec::new();
     let mut skipped = Vec::new();
     for analyser in &info.analysers {
-        if let Err(ending) = &analyser.completed {
+        if let Err(why) = analyser.completed {
             skipped.push(serde_json::json!({
                 "workerId": analyser.assignment.worker_id,
-                "reason": ending,
+                "reason": why,
             }));
         }
     }
@@ -474,12 +474,14 @@ pub fn items_command(args: &ItemsArgs) -> Result<Reply> {
         skipped: &skipped,
     };
     let reply = Reply::answer(&answer, args.json)?;
-    for skip in &skipped {
-        diag::progress(format_args!(
-            "skipped `{}`: it did not complete ({})",
-            skip["workerId"].as_str().unwrap_or_default(),
-            skip["reason"].as_str().unwrap_or_default()
-        ));
+    for analyser in &info.analysers {
+        if let Err(why) = analyser.completed {
+            diag::progress(format_args!(
+                "skipped `{}`: {}",
+                analyser.assignment.worker_id,
+                not_completed(why)
+            ));
+        }
     }
     Ok(reply)
 }
@@ -498,6 +500,21 @@ impl Answer for record::Outcome {
 impl Answer for Classified {
     const SCHEMA: &'static str = "converge-classify-answer.schema.json";
     const VERSION: Option<u32> = Some(1);
+}
+
+/// Why an analyser's items are left out, in words that claim no more than
+/// the records hold: an analyser with no attempt did not run, and one whose
+/// attempt has not ended is not said to have ended.
+fn not_completed(why: Shortfall) -> String {
+    match why {
+        Shortfall::Ended(ending) => format!("it did not complete ({ending})"),
+        Shortfall::Unended(NoEnding::NotDispatched) => {
+            format!("it was not dispatched ({why}: no attempt of it is recorded)")
+        }
+        Shortfall::Unended(NoEnding::NotEnded) => {
+            format!("its attempt has not ended ({why}: no ending is recorded)")
+        }
+    }
 }
 
 /// A round's plan for a person: each reviewer's prompt, one a line.

@@ -10,9 +10,11 @@
 //! Evidence that reads `same claim as Item 3a` is the evidence given there
 //! (and records which claim it named). Each verdict's anchors are checked
 //! against the run's snapshot as it is recorded, and kept with it. A
-//! reviewer whose dispatch ended without completing (or left no result) is
-//! unavailable, and its silence keeps nothing open. Recording a round again
-//! replaces that round's verdicts: the command is idempotent.
+//! reviewer whose round's dispatch ended without completing, left no
+//! result, was not dispatched or has not ended is unavailable (with the
+//! word `derive::reviewers::outcome` gives), and its silence keeps nothing
+//! open. Recording a round again replaces that round's verdicts: the
+//! command is idempotent.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,7 +26,6 @@ use crate::catalog::DispatchKind;
 use crate::items;
 use crate::run::layout::RunLayout;
 use crate::run::roster::DispatchPaths;
-use crate::vocab::Ending;
 
 use super::ledger::{self, Ledger, LedgerItem, NoAnswer, Sent, Unavailable, VerdictEntry};
 
@@ -188,16 +189,10 @@ pub fn record(run_dir: &Path, round: u32) -> Result<Outcome> {
         }
         let result_path = DispatchPaths::new(info.dir(), &dispatch_name).result_path;
         let attempt = info.latest_attempt(&dispatch_name);
-        let ending = attempt.and_then(|record| record.ending);
-        let failed = match ending {
-            Some(ending) if ending != Ending::Completed => Some(ending.as_str().to_owned()),
-            _ if !has_content(&result_path) => Some(Ending::EmptyOutput.as_str().to_owned()),
-            _ => None,
-        };
-        if let Some(terminal_status) = failed {
+        if let Err(why) = crate::derive::reviewers::outcome(attempt, has_content(&result_path)) {
             unavailable.push(Unavailable {
                 worker_id: reviewer.worker_id.clone(),
-                terminal_status,
+                terminal_status: why.as_str().to_owned(),
                 round: Some(round),
             });
             continue;

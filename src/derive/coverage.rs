@@ -304,6 +304,14 @@ mod tests {
             );
             // The report writer reports no items of its own.
             assert_eq!(entries[1].items_reported, 0, "{name}");
+            // A worker with no attempt is not said to have run (the report
+            // writer's prompt names this detail).
+            if name == "never dispatched" {
+                assert_eq!(
+                    claude.failure.as_ref().map(|f| f.detail.as_str()),
+                    Some("never dispatched")
+                );
+            }
         }
     }
 }

@@ -5,10 +5,15 @@
 //! A reviewer is a rostered worker whose role checks the others
 //! (analysers, or verifiers in `implementation`). It completed its own work
 //! when the latest attempt of its own dispatch did not end other than
-//! `completed` and its Result Path is a non-empty regular file. It can still
-//! review while it completed its own work, its most recent review round did
-//! not fail (an interruption by the user is no failure) and the ledger does
-//! not list it as unavailable.
+//! `completed` and its Result Path is a non-empty regular file; when it did
+//! not, [`outcome`] says why in the one word every view uses: the ending,
+//! `empty-output` for an attempt that ended `completed` and left no result,
+//! `not-dispatched` when no attempt is recorded at all, `not-ended` when
+//! one is recorded but has not ended (never `empty-output` for these two:
+//! okstra does not claim a worker ran when it has no record of it). It can
+//! still review while it completed its own work, its most recent review
+//! round did not fail (an interruption by the user is no failure) and the
+//! ledger does not list it as unavailable.
 
 use std::collections::BTreeSet;
 
@@ -17,15 +22,15 @@ use crate::catalog::DispatchKind;
 use crate::converge::ledger::Ledger;
 use crate::run::Records;
 use crate::run::roster::Assignment;
-use crate::run::team_state::TeamState;
-use crate::vocab::Ending;
+use crate::run::team_state::{DispatchRecord, TeamState};
+use crate::vocab::{Ending, NoEnding, Shortfall};
 
 /// One rostered reviewer and how its own work ended.
 #[derive(Debug, Clone)]
 pub struct Reviewer {
     pub assignment: Assignment,
-    /// `Err(ending)` when it did not complete its own work.
-    pub completed: Result<(), String>,
+    /// `Err(why)` when it did not complete its own work.
+    pub completed: Result<(), Shortfall>,
 }
 
 /// The run's reviewers, in roster order.
@@ -49,24 +54,27 @@ pub fn of(records: &Records) -> Vec<Reviewer> {
 }
 
 /// Whether `assignment` completed its own work, given whether its Result
-/// Path has content: `Err` names the ending (`empty-output` for a result
-/// that is missing or empty).
+/// Path has content (see [`outcome`]).
 pub fn own_work(
     state: &TeamState,
     assignment: &Assignment,
     has_content: bool,
-) -> Result<(), String> {
-    if let Some(ending) = state
-        .latest(&assignment.dispatch_name)
-        .and_then(|record| record.ending)
-        && ending != Ending::Completed
-    {
-        return Err(ending.as_str().to_owned());
-    }
-    if has_content {
-        Ok(())
-    } else {
-        Err(Ending::EmptyOutput.as_str().to_owned())
+) -> Result<(), Shortfall> {
+    outcome(state.latest(&assignment.dispatch_name), has_content)
+}
+
+/// Whether the work of a dispatch whose latest attempt is `latest` (none
+/// when it has none) completed, given whether its Result Path has content;
+/// `Err` says why not. An ending other than `completed` decides whatever
+/// the file holds; a result with content and no attempt record is a
+/// worker its host ran without okstra's records, and counts.
+pub fn outcome(latest: Option<&DispatchRecord>, has_content: bool) -> Result<(), Shortfall> {
+    match latest.map(|record| record.ending) {
+        Some(Some(ending)) if ending != Ending::Completed => Err(Shortfall::Ended(ending)),
+        _ if has_content => Ok(()),
+        None => Err(Shortfall::Unended(NoEnding::NotDispatched)),
+        Some(None) => Err(Shortfall::Unended(NoEnding::NotEnded)),
+        Some(Some(_)) => Err(Shortfall::Ended(Ending::EmptyOutput)),
     }
 }
 
@@ -174,14 +182,18 @@ mod tests {
         }
     }
 
-    fn ended(name: &str, kind: DispatchKind, ending: Ending) -> DispatchRecord {
-        let mut record = DispatchRecord::queued(
+    fn unended(name: &str, kind: DispatchKind) -> DispatchRecord {
+        DispatchRecord::queued(
             name,
             kind,
             1,
             "claude",
             &DispatchPaths::new(&PathBuf::from("/run"), name),
-        );
+        )
+    }
+
+    fn ended(name: &str, kind: DispatchKind, ending: Ending) -> DispatchRecord {
+        let mut record = unended(name, kind);
         record.ending = Some(ending);
         record
     }
@@ -199,7 +211,40 @@ mod tests {
         let claude = assignment("claude");
         let table: Vec<Row> = vec![
             ("never dispatched, result there", vec![], true, Ok(()), None),
-            ("nothing written", vec![], false, Err("empty-output"), None),
+            // No record and no result: it has not run, which is no empty
+            // output.
+            (
+                "never dispatched, nothing written",
+                vec![],
+                false,
+                Err("not-dispatched"),
+                None,
+            ),
+            (
+                "ran, completed, wrote nothing",
+                vec![ended(
+                    "claude-worker",
+                    DispatchKind::Initial,
+                    Ending::Completed,
+                )],
+                false,
+                Err("empty-output"),
+                None,
+            ),
+            (
+                "its attempt has not ended",
+                vec![unended("claude-worker", DispatchKind::Initial)],
+                false,
+                Err("not-ended"),
+                None,
+            ),
+            (
+                "a failed ending decides over a result",
+                vec![ended("claude-worker", DispatchKind::Initial, Ending::Auth)],
+                true,
+                Err("auth"),
+                None,
+            ),
             (
                 "completed",
                 vec![ended(
@@ -257,8 +302,8 @@ mod tests {
                 ..TeamState::default()
             };
             assert_eq!(
-                own_work(&state, &claude, content),
-                work.map_err(str::to_owned),
+                own_work(&state, &claude, content).map_err(Shortfall::as_str),
+                work,
                 "{name}"
             );
             assert_eq!(

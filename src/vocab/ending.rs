@@ -77,6 +77,50 @@ impl Ending {
 }
 
 closed_set! {
+    /// Why a worker's work has no ending to tell: the words that stand
+    /// where an ending would, so that a worker that did not run is never
+    /// said to have run and printed nothing.
+    NoEnding {
+        /// No attempt of it is recorded: it has not run.
+        NotDispatched => "not-dispatched",
+        /// An attempt is recorded but no ending: it is queued or running
+        /// still, or it was lost before an ending was written.
+        NotEnded => "not-ended",
+    }
+}
+
+/// Why a worker's work did not complete, as `okstra items` (its `skipped`)
+/// and the convergence ledger (its `unavailable`) say it: how its latest
+/// attempt ended (`empty-output` when it ended `completed` with no result),
+/// or that there is no ending. It travels as its one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortfall {
+    Ended(Ending),
+    Unended(NoEnding),
+}
+
+impl Shortfall {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shortfall::Ended(ending) => ending.as_str(),
+            Shortfall::Unended(none) => none.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Shortfall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+closed_set! {
     /// The final report's `workerCoverage[].terminalStatus`.
     ReportStatus {
         Completed => "completed",
@@ -144,6 +188,18 @@ mod tests {
                 Some(reason) => assert!(reasons.iter().any(|r| r == reason), "{reason}"),
             }
         }
+    }
+
+    #[test]
+    fn a_missing_ending_is_never_spelt_as_an_ending() {
+        for none in NoEnding::ALL {
+            assert!(none.as_str().parse::<Ending>().is_err(), "{none}");
+            assert_eq!(Shortfall::Unended(*none).to_string(), none.as_str());
+        }
+        assert_eq!(
+            serde_json::to_value(Shortfall::Ended(Ending::EmptyOutput)).unwrap(),
+            Value::String("empty-output".to_owned())
+        );
     }
 
     #[test]

@@ -21,7 +21,8 @@
 //! - `convergence.rs`: an item's verdicts, its final class, why convergence
 //!   stopped, why a verdict was not counted.
 //! - `ending.rs`: how a dispatch attempt ended, and what each ending reads
-//!   as in the final report; where its result came from.
+//!   as in the final report; why a worker has no ending (it was not
+//!   dispatched, or its attempt has not ended); where its result came from.
 //! - `finding.rs`: the severity ladder, an anchor's status, why a run was not
 //!   cross-verified, a finding's rule, a report check's level.
 //! - `host.rs`: the hosts `okstra install` writes into.
@@ -103,7 +104,7 @@ mod workspace;
 pub use self::board::{BoardState, Outcome};
 pub use self::containment::Containment;
 pub use self::convergence::{FinalClass, StopReason, Uncounted, Verdict, parse_class};
-pub use self::ending::{Ending, Provenance, Recovery, ReportStatus};
+pub use self::ending::{Ending, NoEnding, Provenance, Recovery, ReportStatus, Shortfall};
 pub use self::finding::{AnchorStatus, Level, ReliabilityReason, Rule, Severity, parse_threshold};
 pub use self::host::Host;
 pub use self::land::{Ancestry, FileAction, LandReason, LandingState};

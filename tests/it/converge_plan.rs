@@ -7,7 +7,7 @@ use super::*;
 fn two_analysers_with_one_failed_have_no_quorum() {
     let run = RunDir::render("claude,codex,report-writer");
     run.result("claude", &findings("claude", 2));
-    // codex never wrote its result.
+    // codex was never dispatched: no attempt of it, and no result.
     let plan = run.plan(1, &[]);
     assert_eq!(plan["stoppedBecause"], "quorum");
     assert!(plan["reviewers"].as_array().unwrap().is_empty());
@@ -16,7 +16,7 @@ fn two_analysers_with_one_failed_have_no_quorum() {
     let ledger = run.ledger();
     assert_eq!(item(&ledger, "claude:F-1")["finalClass"], "worker-unique");
     assert_eq!(ledger["unavailable"][0]["workerId"], "codex");
-    assert_eq!(ledger["unavailable"][0]["terminalStatus"], "empty-output");
+    assert_eq!(ledger["unavailable"][0]["terminalStatus"], "not-dispatched");
     // Recording a round that did not run adds no round.
     let outcome = run.record(1);
     assert_eq!(outcome["stoppedBecause"], "quorum");

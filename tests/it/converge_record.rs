@@ -245,6 +245,55 @@ fn a_failed_reviewer_keeps_nothing_open_and_a_substitute_never_counts() {
 // --------------------------------------------------------------- classify
 
 #[test]
+fn a_review_never_dispatched_is_not_called_empty_output() {
+    let run = RunDir::render("claude,codex,kimi,report-writer");
+    run.result("claude", &findings("claude", 1));
+    run.result("codex", &findings("codex", 1));
+    run.result("kimi", &findings("kimi", 1));
+    let plan = run.plan(1, &[]);
+    let path = |worker: &str| reviewer(&plan, worker)["resultPath"].clone();
+    let label = |worker: &str, item: &str| label_of(&plan, worker, item);
+    write_verdicts(
+        &path("claude"),
+        &[
+            (&label("claude", "codex:F-1"), "AGREE", "src/a.rs:1", ""),
+            (&label("claude", "kimi:F-1"), "AGREE", "src/a.rs:1", ""),
+        ],
+    );
+    // codex's review ran and ended `completed`, but wrote nothing.
+    run.dispatch(
+        "codex-worker-reverify-r1",
+        "reverify-r1",
+        "codex",
+        "completed",
+        "codex",
+    );
+    fs::write(path("codex").as_str().unwrap(), "").unwrap();
+    // kimi's review was never dispatched: no attempt, no result.
+    let outcome = run.record(1);
+    let words = |unavailable: &Value| -> Vec<(String, String, u64)> {
+        unavailable
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                (
+                    u["workerId"].as_str().unwrap().to_owned(),
+                    u["terminalStatus"].as_str().unwrap().to_owned(),
+                    u["round"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let expected = [
+        ("codex".to_owned(), "empty-output".to_owned(), 1),
+        ("kimi".to_owned(), "not-dispatched".to_owned(), 1),
+    ];
+    assert_eq!(words(&outcome["unavailable"]), expected);
+    assert_eq!(words(&run.ledger()["unavailable"]), expected);
+}
+
+#[test]
 fn classify_recomputes_a_hand_written_ledger() {
     let run = RunDir::render("claude,codex,kimi,report-writer");
     for worker in ["claude", "codex", "kimi"] {

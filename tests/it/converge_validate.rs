@@ -28,11 +28,77 @@ fn items_lists_every_completed_analysers_items_with_evidence() {
         r1["evidence"],
         json!([{"kind": "command", "text": "cargo test retry"}, {"kind": "quote", "text": "six requests"}])
     );
+    // kimi has no attempt record: it did not run, so it is not said to
+    // have run and printed nothing.
     assert_eq!(
         listed["skipped"],
-        json!([{"workerId": "kimi", "reason": "empty-output"}])
+        json!([{"workerId": "kimi", "reason": "not-dispatched"}])
     );
-    assert!(out.stderr.contains("skipped `kimi`"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("skipped `kimi`: it was not dispatched"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_worker_never_dispatched_and_one_that_wrote_nothing_are_told_apart() {
+    let run = RunDir::render("claude,codex,kimi,report-writer");
+    run.result("claude", &findings("claude", 1));
+    run.dispatch("claude-worker", "initial", "claude", "completed", "claude");
+    // codex ran, and its attempt ended `completed`, but its result is empty.
+    run.result("codex", "");
+    run.dispatch("codex-worker", "initial", "codex", "completed", "codex");
+    // kimi was never dispatched: no attempt of it is recorded.
+    let out = run_args(&["items", run.path(), "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        listed["skipped"],
+        json!([
+            {"workerId": "codex", "reason": "empty-output"},
+            {"workerId": "kimi", "reason": "not-dispatched"},
+        ])
+    );
+    assert!(
+        out.stderr
+            .contains("skipped `codex`: it did not complete (empty-output)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            "skipped `kimi`: it was not dispatched (not-dispatched: no attempt of it is recorded)"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("`kimi`: it did not complete"),
+        "{}",
+        out.stderr
+    );
+
+    // The convergence ledger says the same of both.
+    run_classify(&run);
+    let unavailable: Vec<(String, String)> = run.ledger()["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["workerId"].as_str().unwrap().to_owned(),
+                u["terminalStatus"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        unavailable,
+        [
+            ("codex".to_owned(), "empty-output".to_owned()),
+            ("kimi".to_owned(), "not-dispatched".to_owned()),
+        ]
+    );
 }
 
 // --------------------------------------------------------------- validate
