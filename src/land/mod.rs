@@ -40,7 +40,7 @@ use crate::run::{Parts, Records, Run};
 
 use self::gate::{Blocker, short};
 use crate::vocab::EventKind;
-use crate::vocab::{LandReason, LandingState};
+use crate::vocab::{Ancestry, FileAction, LandOutcome, LandReason, LandingState};
 
 /// How long `okstra land` waits for another driver of the run.
 const LEASE_WAIT: Duration = Duration::from_secs(5);
@@ -55,10 +55,10 @@ struct Outcome {
     run_dir: PathBuf,
     /// `landed`, `landable` (with `--check`), `blocked`, or
     /// `already-landed`.
-    state: &'static str,
+    state: LandOutcome,
     branch: Option<String>,
     commit: Option<String>,
-    ancestry: Option<&'static str>,
+    ancestry: Option<Ancestry>,
     mergeable: Option<bool>,
     reasons: Vec<Blocker>,
     files: Vec<FileLine>,
@@ -68,7 +68,7 @@ struct Outcome {
 #[derive(Debug, Clone, Serialize)]
 struct FileLine {
     path: PathBuf,
-    action: &'static str,
+    action: FileAction,
 }
 
 pub fn land_command(args: &LandArgs) -> Result<Reply> {
@@ -92,7 +92,7 @@ pub fn land_command(args: &LandArgs) -> Result<Reply> {
     let mut outcome = Outcome {
         schema_version: LAND_VERSION,
         run_dir: run.dir.clone(),
-        state: "blocked",
+        state: LandOutcome::Blocked,
         branch: verification
             .commits
             .as_ref()
@@ -109,7 +109,7 @@ pub fn land_command(args: &LandArgs) -> Result<Reply> {
     if let Some(landing) = &state.landing
         && landing.commit == commits.tip
     {
-        outcome.state = "already-landed";
+        outcome.state = LandOutcome::AlreadyLanded;
         outcome.reasons.clear();
         outcome.files = landing_files(landing);
         return finish(&outcome, args);
@@ -131,7 +131,7 @@ pub fn land_command(args: &LandArgs) -> Result<Reply> {
         )),
     }
     let plan = apply::check(&run.project_root, &commits)?;
-    outcome.ancestry = Some(plan.ancestry.as_str());
+    outcome.ancestry = Some(plan.ancestry);
     outcome.mergeable = Some(plan.mergeable);
     outcome.reasons.extend(plan.blockers.iter().cloned());
     outcome.files = plan
@@ -139,14 +139,14 @@ pub fn land_command(args: &LandArgs) -> Result<Reply> {
         .iter()
         .map(|f| FileLine {
             path: f.path.clone(),
-            action: f.action.as_str(),
+            action: f.action,
         })
         .collect();
     if !outcome.reasons.is_empty() {
         return finish(&outcome, args);
     }
     if args.check {
-        outcome.state = "landable";
+        outcome.state = LandOutcome::Landable;
         return finish(&outcome, args);
     }
     apply::write(&plan)?;
@@ -163,7 +163,7 @@ pub fn land_command(args: &LandArgs) -> Result<Reply> {
             .collect(),
     };
     team_state::update(&run, &[Change::Landed(&landing)])?;
-    outcome.state = "landed";
+    outcome.state = LandOutcome::Landed;
     events::record(
         &run,
         EventKind::Landed,
@@ -183,12 +183,7 @@ fn landing_files(landing: &Landing) -> Vec<FileLine> {
         .iter()
         .filter_map(|file| {
             let path = file.get("path")?.as_str()?;
-            let action = match file.get("action")?.as_str()? {
-                "write" => "write",
-                "merge" => "merge",
-                "delete" => "delete",
-                _ => return None,
-            };
+            let action = file.get("action")?.as_str()?.parse().ok()?;
             Some(FileLine {
                 path: PathBuf::from(path),
                 action,
@@ -224,7 +219,7 @@ impl crate::output::Answer for Outcome {
 
 impl crate::output::Text for Outcome {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.reasons.is_empty() && self.state != "already-landed" {
+        if self.reasons.is_empty() && self.state != LandOutcome::AlreadyLanded {
             // A landing done before writes nothing now, so it lists nothing.
             for file in &self.files {
                 writeln!(
@@ -248,17 +243,17 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<Reply> {
     let reply = Reply::answer(outcome, args.json)?;
     let branch = outcome.branch.as_deref().unwrap_or("its branch");
     match outcome.state {
-        "landed" => diag::progress(format_args!(
+        LandOutcome::Landed => diag::progress(format_args!(
             "landed `{branch}` ({} file{}) into your working tree; review it and commit",
             outcome.files.len(),
             if outcome.files.len() == 1 { "" } else { "s" }
         )),
-        "already-landed" => diag::progress(format_args!(
+        LandOutcome::AlreadyLanded => diag::progress(format_args!(
             "`{branch}` has already landed ({} file{} then); nothing was written now",
             outcome.files.len(),
             if outcome.files.len() == 1 { "" } else { "s" }
         )),
-        "landable" => {
+        LandOutcome::Landable => {
             diag::progress(format_args!(
                 "`{branch}` can land: `okstra land {}` applies it",
                 outcome.run_dir.display()
@@ -273,7 +268,7 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<Reply> {
                 ));
             }
         }
-        _ => {
+        LandOutcome::Blocked => {
             diag::error(format_args!(
                 "{} `{branch}`: {} reason{}, listed on stdout",
                 if args.check {

@@ -14,6 +14,21 @@ closed_set! {
 }
 
 closed_set! {
+    /// What `okstra land` answers of the change (`okstra land --json`'s
+    /// `state`): where it stands, or that it landed before.
+    LandOutcome {
+        /// It can land (`--check`): `okstra land` applies it.
+        Landable => "landable",
+        /// Something keeps it from landing (the reasons say what).
+        Blocked => "blocked",
+        /// This call wrote it into the working tree.
+        Landed => "landed",
+        /// An earlier call landed this very commit; nothing was written.
+        AlreadyLanded => "already-landed",
+    }
+}
+
+closed_set! {
     /// Why a change may not land, in the gate's stable words.
     LandReason {
         /// The Executor's change is not committed, or not every verifier has

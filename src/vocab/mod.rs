@@ -107,7 +107,7 @@ pub use self::convergence::{FinalClass, StopReason, Uncounted, Verdict, parse_cl
 pub use self::ending::{Ending, NoEnding, Provenance, Recovery, ReportStatus, Shortfall};
 pub use self::finding::{AnchorStatus, Level, ReliabilityReason, Rule, Severity, parse_threshold};
 pub use self::host::Host;
-pub use self::land::{Ancestry, FileAction, LandReason, LandingState};
+pub use self::land::{Ancestry, FileAction, LandOutcome, LandReason, LandingState};
 pub use self::run::{ContinuationKind, EventKind, JournalStep, NextState, Question};
 pub use self::sidecar::{Reason, Stage, TerminatedBy};
 pub use self::word::Word;

@@ -268,6 +268,21 @@ fn landing_words_match_the_report_schema() {
 }
 
 #[test]
+fn land_answer_words_match_its_schema() {
+    let answer = "land-answer.schema.json";
+    assert_in_sync(LandOutcome::ALL, &[(answer, "/properties/state/enum")]);
+    assert_in_sync(Ancestry::ALL, &[(answer, "/properties/ancestry/enum")]);
+    assert_in_sync(
+        LandReason::ALL,
+        &[(answer, "/properties/reasons/items/properties/reason/enum")],
+    );
+    assert_in_sync(
+        FileAction::ALL,
+        &[(answer, "/properties/files/items/properties/action/enum")],
+    );
+}
+
+#[test]
 fn continuation_kinds_match_the_task_manifest_schema() {
     assert_in_sync(
         ContinuationKind::ALL,
