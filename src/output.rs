@@ -201,6 +201,18 @@ impl Reply {
         self
     }
 
+    /// The answer's bytes, for a command that writes its answer frame by
+    /// frame (`okstra status --watch`): a `--json` frame is checked as the
+    /// entry point checks an answer.
+    pub fn frame(self) -> anyhow::Result<Vec<u8>> {
+        if cfg!(debug_assertions)
+            && let Some(schema) = self.schema
+        {
+            check_answer(&self.stdout, schema)?;
+        }
+        Ok(self.stdout)
+    }
+
     /// The bytes for stdout, the schema they follow (a `--json` answer)
     /// and how the command ends; for the entry point.
     pub fn into_parts(self) -> (Vec<u8>, Option<&'static str>, End) {

@@ -233,7 +233,7 @@ pub(super) fn watch(args: &StatusArgs, runs: &[Run]) -> Result<Reply> {
             out.write_all(&frame)?;
             out.flush()?;
         } else if last.as_ref() != Some(&print) {
-            let (snapshot, _, _) = Reply::answer(&answer, args.json)?.into_parts();
+            let snapshot = Reply::answer(&answer, args.json)?.frame()?;
             let mut out = crate::output::stream();
             if !args.json {
                 writeln!(out, "--- {} ---", clock::rfc3339(now))?;
