@@ -244,21 +244,19 @@ pub const NEUTRAL_ENV: &[&str] = &[
 /// The worker id that names the report writer in `--workers`.
 pub const REPORT_WRITER: &str = "report-writer";
 
-/// The default roster when `--workers` is not given.
-pub const DEFAULT_WORKERS: &str = "claude,codex,report-writer";
-
-/// Providers allowed to write the report (`--report-writer-provider`).
-pub const REPORT_WRITER_PROVIDERS: &[Provider] = &[Provider::Claude, Provider::Codex];
-
-/// Providers allowed to be the implementation Executor (`--executor`).
-pub const EXECUTOR_PROVIDERS: &[Provider] =
-    &[Provider::Claude, Provider::Codex, Provider::Antigravity];
+/// The default roster when `--workers` is not given: the catalog's default
+/// analysers and the report writer.
+pub fn default_workers() -> String {
+    Provider::default_analysers()
+        .iter()
+        .map(|provider| provider.as_str())
+        .chain([REPORT_WRITER])
+        .collect::<Vec<_>>()
+        .join(",")
+}
 
 /// Analysis rounds in Phase 5.5 when convergence is enabled.
 pub const CONVERGENCE_MAX_ROUNDS: u32 = 2;
-
-/// Claude model family tokens a native Claude session accepts as `model`.
-pub const CLAUDE_FAMILY_TOKENS: &[&str] = &["fable", "opus", "sonnet", "haiku"];
 
 impl Provider {
     /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
@@ -410,16 +408,6 @@ impl LeadRuntime {
     }
 }
 
-/// Maps a Claude model execution value to the family token a native Claude
-/// session accepts (`claude-opus-4-8` → `opus`). `None` means unmappable.
-pub fn claude_family_token(model: &str) -> Option<&'static str> {
-    let lower = model.to_ascii_lowercase();
-    CLAUDE_FAMILY_TOKENS
-        .iter()
-        .copied()
-        .find(|token| lower == *token || lower.split(['-', '[', '.']).any(|part| part == *token))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,14 +459,6 @@ mod tests {
         );
         assert_eq!(Provider::Kimi.default_model(Role::Critic), "kimi-k3");
         assert_eq!(Provider::Claude.default_model(Role::ReportWriter), "sonnet");
-    }
-
-    #[test]
-    fn family_tokens() {
-        assert_eq!(claude_family_token("opus"), Some("opus"));
-        assert_eq!(claude_family_token("claude-sonnet-4-6"), Some("sonnet"));
-        assert_eq!(claude_family_token("claude-opus-4-8[1m]"), Some("opus"));
-        assert_eq!(claude_family_token("gpt-5.6-sol"), None);
     }
 
     #[test]
