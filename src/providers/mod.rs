@@ -220,3 +220,7 @@ fn usage_of<T: serde::de::DeserializeOwned>(value: Option<&Value>) -> Option<T> 
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "outside_tests.rs"]
+mod outside_tests;
