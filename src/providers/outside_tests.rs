@@ -215,7 +215,7 @@ fn words_comments_and_test_items_are_told_apart() {
             "claudecode"
         ]
     );
-    let text = "fn a() { \"x // y\" } // kimi\n/* grok */ let b = 'c';\n#[cfg(test)]\nmod tests {\n    fn t() { \"}\" }\n}\nfn after() {}\n#[cfg(test)]\n#[path = \"z_tests.rs\"]\nmod z;\n";
+    let text = "fn a() { \"x // y\" } // kimi\n/* grok */ let b = 'c';\n#[cfg(test)]\nmod tests {\n    fn t() { \"}\" }\n}\nfn after() {}\n#[cfg(test)]\n#[path = \"z_tests.rs\"]\nmod z;\n#[cfg(test)]\n#[path = \"../y.rs\"]\nmod y;\n#[cfg(test)]\nmod x;\n";
     let lines = lex(text);
     let kept: Vec<String> = production_lines(&lines)
         .map(|(_, line)| line.text.trim().to_owned())
@@ -226,7 +226,10 @@ fn words_comments_and_test_items_are_told_apart() {
         ["fn a() { \"x // y\" }", "let b = 'c';", "fn after() {}"]
     );
     let tests = test_files(&[("src/a/mod.rs".to_owned(), lines)]);
-    assert_eq!(tests, BTreeSet::from(["src/a/z_tests.rs".to_owned()]));
+    assert_eq!(
+        tests,
+        BTreeSet::from(["src/a/x/mod.rs".to_owned(), "src/a/z_tests.rs".to_owned()])
+    );
 }
 
 /// Every `.rs` file under `dir`, sorted.
@@ -464,25 +467,27 @@ fn test_files(files: &[(String, Vec<Line>)]) -> BTreeSet<String> {
                 test_items(lines)
             };
             for (first, last) in items {
-                let mut attribute_path = None;
+                // `Some(None)`: a `#[path]` through `..`, another target's
+                // file (the wrapper binary includes okstra's own modules,
+                // some only for its tests): the next `mod` is not followed.
+                let mut attribute_path: Option<Option<String>> = None;
                 for line in &lines[first..=last] {
                     let text = line.text.trim();
-                    // A file reached through `..` is another target's
-                    // (the wrapper binary includes okstra's own modules,
-                    // some only for its tests): not followed.
                     if let Some(given) = text
                         .strip_prefix("#[path = \"")
                         .and_then(|rest| rest.strip_suffix("\"]"))
-                        .filter(|given| !given.contains(".."))
                     {
-                        attribute_path = Some(given.to_owned());
+                        attribute_path = Some((!given.contains("..")).then(|| given.to_owned()));
                     }
                     let declared = text
                         .trim_start_matches("pub ")
                         .strip_prefix("mod ")
                         .and_then(|rest| rest.strip_suffix(';'));
                     if let Some(name) = declared {
-                        tests.insert(declared_file(path, name, attribute_path.take()));
+                        let attribute = attribute_path.take();
+                        if attribute != Some(None) {
+                            tests.insert(declared_file(path, name, attribute.flatten()));
+                        }
                     }
                 }
             }
