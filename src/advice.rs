@@ -27,19 +27,22 @@ pub fn log_in(provider: Provider) -> &'static str {
 
 /// What to do about a CLI that is not the program okstra drives.
 pub fn look_alike(provider: Provider, program: Program) -> String {
-    match program {
-        Program::LegacyKimiCli => {
-            "uninstall the archived PyPI `kimi-cli` (`pip uninstall kimi-cli`) and install Kimi Code: `npm install -g @moonshot-ai/kimi-code`".to_owned()
-        }
-        Program::Unrecognised => format!(
+    // A refused look-alike's fix is the program's own, whichever CLI's
+    // name it took.
+    if let Some(refused) = Provider::ALL
+        .iter()
+        .find_map(|cli| cli.descriptor().identity.refuses(Some(program)))
+    {
+        return refused.fix.to_owned();
+    }
+    if program == Program::Unrecognised {
+        return format!(
             "check that `{} --version` works on its own, or {}",
             provider.binary(),
             install(provider)
-        ),
-        Program::Expected | Program::VibeKitGrok => {
-            "nothing: okstra drives this program".to_owned()
-        }
+        );
     }
+    "nothing: okstra drives this program".to_owned()
 }
 
 /// What to do after an attempt of `provider` ended `ending`; `None` for an

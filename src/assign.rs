@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::catalog::{self, LeadRuntime, Provider, REPORT_WRITER, Role, Runner, TaskType};
+use crate::catalog::{LeadRuntime, Provider, REPORT_WRITER, Role, Runner, TaskType};
 use crate::run::layout::RunLayout;
 use crate::run::roster::{Assignment, DispatchPaths};
 use crate::settings::Settings;
@@ -90,12 +90,14 @@ fn make(
     } else {
         Runner::CliWrapper
     };
-    let host_model = match (runner, provider) {
-        (Runner::NativeSession, Provider::Claude) => catalog::claude_family_token(&model)
+    let host_model = match runner {
+        Runner::NativeSession => provider
+            .descriptor()
+            .native_model
+            .of(&model)
             .unwrap_or("unmapped")
             .to_owned(),
-        (Runner::NativeSession, _) => model.clone(),
-        (Runner::CliWrapper, _) => "inherit".to_owned(),
+        Runner::CliWrapper => "inherit".to_owned(),
     };
     let mut paths = DispatchPaths::new(run_dir, &dispatch_name);
     if role == Role::ReportWriter {

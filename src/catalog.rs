@@ -1,5 +1,6 @@
-//! The catalog: roles, task types, lead runtimes, dispatch kinds, and what
-//! okstra gives every provider CLI.
+//! The catalog: roles, task types, dispatch kinds, and what okstra gives
+//! every provider CLI. The lead runtimes (the hosts) are in
+//! `crate::lead_runtime`, re-exported here.
 //!
 //! This is data, kept in one place. The providers themselves — which exist,
 //! what binary antigravity uses, what model a grok critic gets by default —
@@ -15,6 +16,8 @@ use serde::Serialize;
 pub use crate::vocab::one_of;
 
 pub use crate::providers::Provider;
+
+pub use crate::lead_runtime::{Capabilities, HOST_SESSION_MARKERS, LeadRuntime};
 
 closed_set! {
     /// A phase profile: what kind of question the run answers.
@@ -35,16 +38,6 @@ closed_set! {
     Focus {
         /// The defect hunt of `project-analysis`: every claim a defect.
         Defects => "defects",
-    }
-}
-
-closed_set! {
-    /// The host that runs the lead session (its adapter).
-    LeadRuntime {
-        ClaudeCode => "claude-code",
-        Codex => "codex",
-        Antigravity => "antigravity",
-        External => "external",
     }
 }
 
@@ -189,19 +182,6 @@ impl DispatchKind {
     }
 }
 
-/// Variables a host agent session sets for its own children. A worker that
-/// inherits them believes it is nested inside that session (a nested headless
-/// claude that sees `CLAUDECODE` hangs, claude-octopus PR #480) or connects to
-/// the host's IDE bridge. Removed for every provider, because any of them may
-/// start a claude of its own. codex's `CODEX_SANDBOX*` are deliberately kept:
-/// they describe a restriction that really applies to us (the sandbox is still
-/// there), and hiding it would only make a nested codex fail later.
-pub const HOST_SESSION_MARKERS: &[&str] = &[
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SSE_PORT",
-];
-
 /// What every provider CLI is given from okstra's environment whatever its
 /// provider: what a program needs to run at all (`PATH`, `HOME`, the user,
 /// shell, terminal, locale, time zone and temp folder), the XDG folders,
@@ -244,21 +224,19 @@ pub const NEUTRAL_ENV: &[&str] = &[
 /// The worker id that names the report writer in `--workers`.
 pub const REPORT_WRITER: &str = "report-writer";
 
-/// The default roster when `--workers` is not given.
-pub const DEFAULT_WORKERS: &str = "claude,codex,report-writer";
-
-/// Providers allowed to write the report (`--report-writer-provider`).
-pub const REPORT_WRITER_PROVIDERS: &[Provider] = &[Provider::Claude, Provider::Codex];
-
-/// Providers allowed to be the implementation Executor (`--executor`).
-pub const EXECUTOR_PROVIDERS: &[Provider] =
-    &[Provider::Claude, Provider::Codex, Provider::Antigravity];
+/// The default roster when `--workers` is not given: the catalog's default
+/// analysers and the report writer.
+pub fn default_workers() -> String {
+    Provider::default_analysers()
+        .iter()
+        .map(|provider| provider.as_str())
+        .chain([REPORT_WRITER])
+        .collect::<Vec<_>>()
+        .join(",")
+}
 
 /// Analysis rounds in Phase 5.5 when convergence is enabled.
 pub const CONVERGENCE_MAX_ROUNDS: u32 = 2;
-
-/// Claude model family tokens a native Claude session accepts as `model`.
-pub const CLAUDE_FAMILY_TOKENS: &[&str] = &["fable", "opus", "sonnet", "haiku"];
 
 impl Provider {
     /// The per-provider wrapper entry point (`okstra-<provider>-exec`).
@@ -319,107 +297,6 @@ impl TaskType {
     }
 }
 
-/// What a lead runtime declares about itself (SPEC §2).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Capabilities {
-    pub runtime: LeadRuntime,
-    pub lead_role_label: &'static str,
-    pub user_prompt_mode: &'static str,
-    pub worker_dispatch_backend: &'static str,
-    pub initial_prompt_delivery_mode: &'static str,
-    pub session_accounting: &'static str,
-    pub resume_mode: &'static str,
-    pub teardown_mode: &'static str,
-    pub lead_event_source: &'static str,
-}
-
-impl LeadRuntime {
-    /// The provider whose own session is the lead, if the runtime is a known host.
-    pub fn host_provider(self) -> Option<Provider> {
-        match self {
-            LeadRuntime::ClaudeCode => Some(Provider::Claude),
-            LeadRuntime::Codex => Some(Provider::Codex),
-            LeadRuntime::Antigravity => Some(Provider::Antigravity),
-            LeadRuntime::External => None,
-        }
-    }
-
-    /// Whether the host hands a finished sub-agent's final message to a
-    /// sub-agent-stop hook (`okstra hook subagent-stop`): Claude Code and
-    /// Codex do; agy's hooks are unstable and an external lead has none.
-    pub fn has_subagent_stop_hook(self) -> bool {
-        matches!(self, LeadRuntime::ClaudeCode | LeadRuntime::Codex)
-    }
-
-    /// The interactive CLI started on the handoff prompt, if okstra can launch one.
-    pub fn interactive_binary(self) -> Option<&'static str> {
-        self.host_provider().map(Provider::binary)
-    }
-
-    pub fn capabilities(self) -> Capabilities {
-        let (label, prompt_mode, backend, delivery, accounting, resume, teardown) = match self {
-            LeadRuntime::ClaudeCode => (
-                "Claude lead",
-                "native-question",
-                "mixed",
-                "lazy-path-reference",
-                "claude-jsonl",
-                "session-id",
-                "task-stop",
-            ),
-            LeadRuntime::Codex => (
-                "Codex lead",
-                "host-text",
-                "mixed",
-                "eager-include",
-                "artifact-only",
-                "artifact-checkpoint",
-                "process-cleanup",
-            ),
-            LeadRuntime::Antigravity => (
-                "Antigravity lead",
-                "host-text",
-                "mixed",
-                "eager-include",
-                "artifact-only",
-                "artifact-checkpoint",
-                "process-cleanup",
-            ),
-            LeadRuntime::External => (
-                "External lead",
-                "host-text",
-                "cli-wrapper",
-                "eager-include",
-                "artifact-only",
-                "artifact-checkpoint",
-                "process-cleanup",
-            ),
-        };
-        Capabilities {
-            runtime: self,
-            lead_role_label: label,
-            user_prompt_mode: prompt_mode,
-            worker_dispatch_backend: backend,
-            initial_prompt_delivery_mode: delivery,
-            session_accounting: accounting,
-            resume_mode: resume,
-            teardown_mode: teardown,
-            lead_event_source: "lead-events-jsonl",
-        }
-    }
-}
-
-/// Maps a Claude model execution value to the family token a native Claude
-/// session accepts (`claude-opus-4-8` → `opus`). `None` means unmappable.
-pub fn claude_family_token(model: &str) -> Option<&'static str> {
-    let lower = model.to_ascii_lowercase();
-    CLAUDE_FAMILY_TOKENS
-        .iter()
-        .copied()
-        .find(|token| lower == *token || lower.split(['-', '[', '.']).any(|part| part == *token))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,14 +348,6 @@ mod tests {
         );
         assert_eq!(Provider::Kimi.default_model(Role::Critic), "kimi-k3");
         assert_eq!(Provider::Claude.default_model(Role::ReportWriter), "sonnet");
-    }
-
-    #[test]
-    fn family_tokens() {
-        assert_eq!(claude_family_token("opus"), Some("opus"));
-        assert_eq!(claude_family_token("claude-sonnet-4-6"), Some("sonnet"));
-        assert_eq!(claude_family_token("claude-opus-4-8[1m]"), Some("opus"));
-        assert_eq!(claude_family_token("gpt-5.6-sol"), None);
     }
 
     #[test]

@@ -412,6 +412,7 @@ fn see_also(root: &clap::Command, path: &[String]) -> Vec<String> {
 }
 
 /// Which commands read a variable.
+#[derive(Clone, Copy)]
 enum Readers {
     /// Those that take the launcher's flags (bare `okstra`, `ask`, `run`).
     Launch,
@@ -439,21 +440,6 @@ const VARIABLES: &[Variable] = &[
     Variable {
         name: "OKSTRA_DEFAULT_LEAD_MODEL",
         meaning: "The host-native lead's model when --lead-model is not given.",
-        readers: Readers::Launch,
-    },
-    Variable {
-        name: "OKSTRA_DEFAULT_CLAUDE_MODEL",
-        meaning: "The claude workers' model when --claude-model is not given.",
-        readers: Readers::Launch,
-    },
-    Variable {
-        name: "OKSTRA_DEFAULT_CODEX_MODEL",
-        meaning: "The codex workers' model when --codex-model is not given.",
-        readers: Readers::Launch,
-    },
-    Variable {
-        name: "OKSTRA_DEFAULT_ANTIGRAVITY_MODEL",
-        meaning: "The antigravity workers' model when --antigravity-model is not given.",
         readers: Readers::Launch,
     },
     Variable {
@@ -543,6 +529,33 @@ const VARIABLES: &[Variable] = &[
     },
 ];
 
+/// The table of variables in its order: the lead model's (the first of
+/// [`VARIABLES`]), each provider's worker model default
+/// ([`crate::providers::Descriptor::model_env`]), then the rest.
+fn table() -> Vec<(String, String, Readers)> {
+    let (lead, rest) = VARIABLES.split_at(1);
+    let listed = |variable: &Variable| {
+        (
+            variable.name.to_owned(),
+            variable.meaning.to_owned(),
+            variable.readers,
+        )
+    };
+    let models = crate::catalog::Provider::ALL.iter().filter_map(|provider| {
+        let name = provider.model_env()?;
+        let meaning = match provider.descriptor().model_flag {
+            Some(flag) => format!("The {provider} workers' model when --{flag} is not given."),
+            None => format!("The {provider} workers' model when --worker-model names none."),
+        };
+        Some((name.to_owned(), meaning, Readers::Launch))
+    });
+    lead.iter()
+        .map(listed)
+        .chain(models)
+        .chain(rest.iter().map(listed))
+        .collect()
+}
+
 /// The variables the command at `path` reads: its flags' `env` first, then
 /// the table's, each once.
 fn environment(command: &clap::Command, path: &[String]) -> Vec<(String, String)> {
@@ -560,8 +573,8 @@ fn environment(command: &clap::Command, path: &[String]) -> Vec<(String, String)
             Some((name, format!("The default of --{flag}: {help}")))
         })
         .collect();
-    for variable in VARIABLES {
-        let reads = match variable.readers {
+    for (variable_name, meaning, readers) in table() {
+        let reads = match readers {
             Readers::Launch => launch,
             Readers::Engine => engine,
             Readers::Commands(commands) => commands.contains(&joined.as_str()),
@@ -570,8 +583,8 @@ fn environment(command: &clap::Command, path: &[String]) -> Vec<(String, String)
                 launch || engine || commands.contains(&joined.as_str())
             }
         };
-        if reads && !variables.iter().any(|(name, _)| name == variable.name) {
-            variables.push((variable.name.to_owned(), variable.meaning.to_owned()));
+        if reads && !variables.iter().any(|(name, _)| *name == variable_name) {
+            variables.push((variable_name, meaning));
         }
     }
     variables

@@ -1,7 +1,8 @@
 //! Starting the lead: replace okstra with the lead runtime's interactive CLI,
 //! started in the project root on a short instruction that points at the
 //! handoff prompt (never the prompt itself in argv), after the same
-//! preflight, plan and estimate a headless run gets.
+//! preflight, plan and estimate a headless run gets. It names the lead
+//! hosts it starts (not provider CLIs, which `crate::providers` describes).
 //!
 //! The session it starts has okstra's sub-agent-stop hook in force: Claude
 //! Code gets it on its command line (`--settings`, a settings layer of this

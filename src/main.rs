@@ -49,6 +49,7 @@ mod items;
 mod land;
 mod launch;
 mod lead;
+mod lead_runtime;
 mod lifecycle;
 mod output;
 mod preflight;

@@ -23,7 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS, Role, Runner};
+use crate::catalog::{Provider, REPORT_WRITER, Role, Runner};
 use crate::cli_facts::Program;
 use crate::doctor::{self, Identified};
 use crate::run::roster::Assignment;
@@ -345,16 +345,16 @@ fn leave_out(
         }
     }
     if roles.contains(&Role::ReportWriter) {
-        let other = REPORT_WRITER_PROVIDERS.iter().find(|p| **p != provider)?;
+        let other = Provider::report_writers()
+            .into_iter()
+            .find(|p| *p != provider)?;
         flags.push(format!("--report-writer-provider {other}"));
     }
     if roles.contains(&Role::Critic) {
         flags.push("--critic off".to_owned());
     }
     if roles.contains(&Role::Executor) {
-        let other = crate::catalog::EXECUTOR_PROVIDERS
-            .iter()
-            .find(|p| **p != provider)?;
+        let other = Provider::executors().into_iter().find(|p| *p != provider)?;
         flags.push(format!("--executor {other}"));
     }
     if flags.is_empty() {

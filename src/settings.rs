@@ -19,10 +19,10 @@ use regex::Regex;
 
 use crate::ask::{Ask, Prompt, Terminal};
 use crate::catalog::{
-    self, EXECUTOR_PROVIDERS, Focus, LeadRuntime, Provider, REPORT_WRITER, REPORT_WRITER_PROVIDERS,
-    Role, TaskType, WorkCategory, one_of,
+    self, Focus, LeadRuntime, Provider, REPORT_WRITER, Role, TaskType, WorkCategory, one_of,
 };
 use crate::cli::LaunchArgs;
+use crate::providers::NativeModel;
 use crate::resume::RunRef;
 use crate::task_key::TaskKey;
 use crate::{fsread, slug};
@@ -273,7 +273,7 @@ pub(crate) fn resolve_full(
         }
         None => None,
     };
-    check_native_claude(
+    check_native_models(
         lead_runtime,
         task_type,
         &workers,
@@ -355,8 +355,9 @@ struct Workers {
 
 /// `--workers`, `--report-writer-provider`, `--executor` and `--critic`.
 fn workers(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Workers> {
+    let default_workers = catalog::default_workers();
     let (analysers, report_writer_rostered) =
-        parse_workers(args.workers.as_deref().unwrap_or(catalog::DEFAULT_WORKERS))?;
+        parse_workers(args.workers.as_deref().unwrap_or(&default_workers))?;
     let report_writer_provider = report_writer_provider(args)?;
     let executor = match flag_or_env(
         "--executor",
@@ -365,7 +366,7 @@ fn workers(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Workers> {
         env,
     ) {
         Some((source, raw)) => parse_executor(source, &raw)?,
-        None => Provider::Claude,
+        None => Provider::default_executor(),
     };
     let critic = critic(args, &analysers)?;
     Ok(Workers {
@@ -379,15 +380,16 @@ fn workers(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Workers> {
 
 fn report_writer_provider(args: &LaunchArgs) -> Result<Provider> {
     let Some(raw) = args.report_writer_provider.as_deref() else {
-        return Ok(Provider::Claude);
+        return Ok(Provider::default_report_writer());
     };
+    let writers = Provider::report_writers();
     parse_value::<Provider>("--report-writer-provider", raw)
         .ok()
-        .filter(|p| REPORT_WRITER_PROVIDERS.contains(p))
+        .filter(|p| writers.contains(p))
         .with_context(|| {
             format!(
                 "invalid value `{raw}` for `--report-writer-provider`: expected {}",
-                one_of(REPORT_WRITER_PROVIDERS)
+                one_of(&writers)
             )
         })
 }
@@ -544,37 +546,41 @@ fn project_root(args: &LaunchArgs, cwd: &Path) -> Result<PathBuf> {
     })
 }
 
-/// Native Claude sessions take a family token; an unmappable value is a
+/// A host that takes a native worker's model only as a family token
+/// ([`crate::providers::NativeModel`]): an unmappable value is a
 /// pre-dispatch error, so refuse it now rather than at dispatch.
-fn check_native_claude(
+fn check_native_models(
     lead_runtime: LeadRuntime,
     task_type: TaskType,
     workers: &Workers,
     models: &Models,
     report_writer_model: &str,
 ) -> Result<()> {
-    if lead_runtime.host_provider() != Some(Provider::Claude) {
+    let Some(host) = lead_runtime.host_provider() else {
         return Ok(());
-    }
-    let claude = Some(Provider::Claude);
-    let mut native: Vec<(&str, String)> = Vec::new();
-    if workers.analysers.contains(&Provider::Claude)
-        || workers.critic == claude
-        || (task_type == TaskType::Implementation && workers.executor == Provider::Claude)
+    };
+    let NativeModel::FamilyToken(tokens) = host.descriptor().native_model else {
+        return Ok(());
+    };
+    let mut native: Vec<(String, String)> = Vec::new();
+    if workers.analysers.contains(&host)
+        || workers.critic == Some(host)
+        || (task_type == TaskType::Implementation && workers.executor == host)
     {
         native.push((
-            "claude worker",
-            models.worker(Provider::Claude, Role::Analyser),
+            format!("{host} worker"),
+            models.worker(host, Role::Analyser),
         ));
     }
-    if workers.report_writer_rostered && workers.report_writer_provider == Provider::Claude {
-        native.push(("report writer", report_writer_model.to_owned()));
+    if workers.report_writer_rostered && workers.report_writer_provider == host {
+        native.push(("report writer".to_owned(), report_writer_model.to_owned()));
     }
     for (what, model) in native {
-        if catalog::claude_family_token(&model).is_none() {
+        if host.descriptor().native_model.of(&model).is_none() {
             bail!(
-                "model `{model}` for the {what} has no Claude family token for a native claude-code session: expected a value naming {}",
-                catalog::CLAUDE_FAMILY_TOKENS.join("|")
+                "model `{model}` for the {what} has no {} family token for a native {lead_runtime} session: expected a value naming {}",
+                host.title(),
+                tokens.join("|")
             );
         }
     }

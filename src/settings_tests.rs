@@ -73,7 +73,8 @@ fn flags_beat_env_and_env_beats_catalog() {
         settings.models.worker(Provider::Claude, Role::Analyser),
         "sonnet"
     );
-    args.codex_model = Some("gpt-flag".into());
+    args.provider_models
+        .set(Provider::Codex, Some("gpt-flag".into()));
     let settings = resolve_env(&args, dir.path(), &env).unwrap();
     assert_eq!(
         settings.models.worker(Provider::Codex, Role::Analyser),
@@ -203,7 +204,8 @@ fn task_key_joined_form() {
 fn unmappable_native_claude_model_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut args = base(dir.path());
-    args.claude_model = Some("gpt-5".into());
+    args.provider_models
+        .set(Provider::Claude, Some("gpt-5".into()));
     let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
     assert!(
         err.contains("`gpt-5`") && err.contains("family token"),
@@ -292,10 +294,11 @@ fn resume_clarification_asks_only_after_every_check() {
     );
     // A bad brief or model is refused before the answers are asked for.
     discovery_run(dir.path());
-    args.claude_model = Some("gpt-5".into());
+    args.provider_models
+        .set(Provider::Claude, Some("gpt-5".into()));
     let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
     assert!(err.contains("family token"), "{err}");
-    args.claude_model = None;
+    args.provider_models.set(Provider::Claude, None);
     args.task_brief = Some("nope.md".into());
     let err = resolve_env(&args, dir.path(), &[]).unwrap_err().to_string();
     assert!(err.contains("no such file"), "{err}");

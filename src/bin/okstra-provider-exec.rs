@@ -49,6 +49,8 @@ mod durable;
 mod exit;
 #[path = "../fsread.rs"]
 mod fsread;
+#[path = "../lead_runtime.rs"]
+mod lead_runtime;
 #[path = "../process_group.rs"]
 mod process_group;
 #[path = "../profile.rs"]

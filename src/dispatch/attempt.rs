@@ -141,7 +141,9 @@ pub fn conclude(
     ended: &Ended,
     prices: &crate::usage::Prices,
 ) -> Result<(DispatchRecord, Outcome)> {
-    let provider = record.provider.unwrap_or(crate::catalog::Provider::Claude);
+    // Every record okstra writes names its provider; one written without
+    // is read as the catalog's first.
+    let provider = record.provider.unwrap_or(crate::catalog::Provider::ALL[0]);
     let sidecar_path = record
         .sidecar_path
         .clone()

@@ -479,7 +479,14 @@ pub fn split_workers(text: &str) -> Result<Vec<String>> {
         .map(str::to_owned)
         .collect();
     if names.is_empty() {
-        bail!("invalid value `{text}` for `--workers`: expected worker ids, e.g. `claude,codex`");
+        bail!(
+            "invalid value `{text}` for `--workers`: expected worker ids, e.g. `{}`",
+            crate::catalog::Provider::default_analysers()
+                .iter()
+                .map(|provider| provider.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
     }
     Ok(names)
 }

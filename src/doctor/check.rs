@@ -10,7 +10,7 @@
 //! arguments: a bare `kimi` from the legacy `PyPI` package pipes a remote
 //! installer into a shell.
 
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -47,12 +47,15 @@ pub fn run_bounded(
 ) -> io::Result<Captured> {
     let mut builder = child::Builder::new(program);
     // A probe never outlives the okstra that asked (even one SIGKILLed).
-    builder
-        .die_with_parent()
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("KIMI_CODE_NO_AUTO_UPDATE", "1");
+    builder.die_with_parent().args(args).env("NO_COLOR", "1");
+    // Every CLI's switch is set, whichever program this is: none updates
+    // itself while it is only asked its version.
+    for name in Provider::ALL
+        .iter()
+        .flat_map(|provider| provider.descriptor().no_update_env)
+    {
+        builder.env(name, "1");
+    }
     let capture = child::Capture {
         limit,
         keep: OUTPUT_LIMIT,
@@ -123,10 +126,8 @@ pub fn classify(provider: Provider, version: &Captured, help: Option<&Captured>)
             detail: Some(other.detail.to_owned()),
         };
     }
-    if text.contains("createZstdDecompress") {
-        return unrecognised(
-            "it crashed at start-up: kimi-code needs node 22.19 or newer".to_owned(),
-        );
+    if let Some(crash) = identity.crash.filter(|crash| text.contains(crash.needle)) {
+        return unrecognised(crash.detail.to_owned());
     }
     if version.code != Some(0) {
         return unrecognised(format!(
@@ -197,43 +198,6 @@ pub fn credentials(
             .map(|file| format!("found {}", file.display())),
     );
     seen
-}
-
-/// Bytes of kimi's `config.toml` read to look for a model alias.
-const KIMI_CONFIG_LIMIT: u64 = 256 * 1024;
-
-/// kimi-code's `-m` takes a model *alias* from its `config.toml`, not a model
-/// id. A note when okstra's default kimi model is not named there and no
-/// env-key auth (which makes provider-exec pass the model as
-/// `KIMI_MODEL_NAME` instead) is set.
-pub fn kimi_model_note(
-    env: &dyn Fn(&str) -> Option<String>,
-    home: Option<&Path>,
-) -> Option<String> {
-    if env("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()) {
-        return None;
-    }
-    let kimi = Provider::Kimi.descriptor();
-    let config = kimi.state.folder(env, home)?.join(kimi.credentials.file);
-    let model = Provider::Kimi.default_model(crate::catalog::Role::Analyser);
-    // Only a regular file is opened: a FIFO would block the open itself.
-    let named = Some(&config)
-        .filter(|path| path.is_file())
-        .and_then(|path| std::fs::File::open(path).ok())
-        .and_then(|file| {
-            let mut text = String::new();
-            file.take(KIMI_CONFIG_LIMIT)
-                .read_to_string(&mut text)
-                .ok()?;
-            Some(text.contains(model))
-        });
-    match named {
-        Some(true) => None,
-        _ => Some(format!(
-            "kimi's `-m` names a model alias from `{}`, and okstra's default `{model}` is not one there; configure it, pass `--worker-model kimi=<alias>`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
-            config.display()
-        )),
-    }
 }
 
 #[cfg(test)]
@@ -309,22 +273,6 @@ mod tests {
             id.detail.as_deref(),
             Some("`codex --version` failed (exit 3): boom")
         );
-    }
-
-    #[test]
-    fn kimi_notes_a_default_model_missing_from_its_config() {
-        let home = tempfile::tempdir().unwrap();
-        let none = |_: &str| None;
-        assert!(kimi_model_note(&none, Some(home.path())).is_some());
-        std::fs::create_dir(home.path().join(".kimi-code")).unwrap();
-        std::fs::write(
-            home.path().join(".kimi-code/config.toml"),
-            "default_model = \"kimi-k2.7-code\"\n",
-        )
-        .unwrap();
-        assert!(kimi_model_note(&none, Some(home.path())).is_none());
-        let keyed = |name: &str| (name == "KIMI_MODEL_API_KEY").then(|| "k".to_owned());
-        assert!(kimi_model_note(&keyed, None).is_none());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{self, DEFAULT_WORKERS, Provider};
+use crate::catalog::{self, Provider};
 use crate::cli::DoctorArgs;
 use crate::cli_facts::{self as cache, Entry, Program, Stamp};
 use crate::diag;
@@ -179,15 +179,12 @@ pub fn doctor_command(args: &DoctorArgs) -> Result<Reply> {
                     .push(crate::advice::look_alike(provider, entry.program));
             }
         }
-        if provider == Provider::Kimi
-            && finding.program == Some(Program::Expected)
-            && let Some(note) = check::kimi_model_note(&env, home.as_deref())
+        if finding.program == Some(Program::Expected)
+            && let Some(model_note) = provider.descriptor().model_note
+            && let Some(note) = (model_note.note)(&env, home.as_deref())
         {
             finding.notes.push(note);
-            finding.fixes.push(
-                "name the model in kimi's `config.toml`, or pass `--worker-model kimi=<alias>`"
-                    .to_owned(),
-            );
+            finding.fixes.push(model_note.fix.to_owned());
         }
         findings.push(finding);
     }
@@ -413,12 +410,9 @@ fn selected(names: &[String]) -> Result<Vec<Provider>> {
     Ok(chosen)
 }
 
-/// The providers of the default roster (`claude`, `codex`).
+/// The providers of the default roster.
 fn default_roster() -> Vec<Provider> {
-    DEFAULT_WORKERS
-        .split(',')
-        .filter_map(|name| name.parse().ok())
-        .collect()
+    Provider::default_analysers()
 }
 
 fn table(findings: &[Finding], required: &[Provider]) -> String {

@@ -1,6 +1,8 @@
 //! What `okstra install` puts where, per host: the wrapper links, each
 //! host's `okstra` skill and its reap hook. Pure: paths come from a [`Homes`]
 //! value resolved once from the environment, so tests pin every path.
+//! The hosts are lead hosts, not provider CLIs (`crate::providers`): this
+//! folder names them.
 //!
 //! Decisions (from the hosts research):
 //! - Claude Code: a personal skill `<config>/skills/okstra/SKILL.md` whose

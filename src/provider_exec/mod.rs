@@ -403,7 +403,11 @@ pub fn preflight(fixed: Option<Provider>, args: &[OsString]) -> Result<Ready, Pr
         execution_root: absolute(&execution_root),
         role,
         idle_timeout_secs: (idle_timeout_secs > 0).then_some(idle_timeout_secs),
-        kimi_env_auth: std::env::var_os("KIMI_MODEL_API_KEY").is_some_and(|key| !key.is_empty()),
+        env_auth: provider
+            .descriptor()
+            .env_auth
+            .and_then(std::env::var_os)
+            .is_some_and(|key| !key.is_empty()),
         program: identified,
         pass_env,
     };

@@ -48,10 +48,12 @@ pub struct Invocation {
     pub role: String,
     /// `None` when the idle watchdog is disabled (`0`).
     pub idle_timeout_secs: Option<u64>,
-    /// kimi: `KIMI_MODEL_API_KEY` is set, so the model is named through
-    /// `KIMI_MODEL_NAME` (with env-key auth, `-m` names an alias from
-    /// `config.toml` and would break the run).
-    pub kimi_env_auth: bool,
+    /// The CLI's env-key auth variable is set ([`Descriptor::env_auth`]):
+    /// a CLI whose model flag then names an alias of its configuration
+    /// gets the model through a variable instead.
+    ///
+    /// [`Descriptor::env_auth`]: crate::providers::Descriptor::env_auth
+    pub env_auth: bool,
     /// Which program answers to the CLI's binary name, when okstra knows
     /// (its install path or the doctor's cache): the community
     /// `@vibe-kit/grok-cli` is driven with the flags it has.
@@ -105,7 +107,7 @@ pub fn plan(invocation: &Invocation) -> CommandPlan {
         execution_root: &inv.execution_root,
         may_write: inv.may_write(),
         idle_timeout_secs: inv.idle_timeout_secs,
-        kimi_env_auth: inv.kimi_env_auth,
+        env_auth: inv.env_auth,
         program: inv.program,
     });
     let stdin = if line.prompt_on_stdin {
@@ -213,7 +215,7 @@ mod tests {
             execution_root: "/src/wt".into(),
             role: role.into(),
             idle_timeout_secs: Some(600),
-            kimi_env_auth: false,
+            env_auth: false,
             program: None,
             pass_env: Vec::new(),
         }
@@ -406,7 +408,7 @@ mod tests {
     #[test]
     fn kimi_with_env_key_auth_names_the_model_in_env() {
         let mut inv = invocation(Provider::Kimi, "worker");
-        inv.kimi_env_auth = true;
+        inv.env_auth = true;
         let plan = plan(&inv);
         assert_eq!(
             argv(&plan),

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::descriptor::UNIQUE;
-use super::descriptor::{Argv, Request, pointer_prompt};
+use super::descriptor::{Argv, Duties, Duty, NativeModel, Request, pointer_prompt};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, Models, ReadOnly, Scope, State, Tokens,
     UsageReport, content_text, owned, text, tool_use, usage_of,
@@ -30,6 +30,13 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         report_writer: None,
     },
     model_env: Some("OKSTRA_DEFAULT_ANTIGRAVITY_MODEL"),
+    model_flag: Some("antigravity-model"),
+    duties: Duties {
+        default_analyser: false,
+        report_writer: Duty::Never,
+        executor: Duty::Allowed,
+    },
+    native_model: NativeModel::AsGiven,
     state: State {
         home: ".gemini",
         relocated_by: None,
@@ -49,7 +56,10 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     install: "install Antigravity's `agy` from Google's Antigravity download",
     log_in: "run `agy` once and sign in, or set `GEMINI_API_KEY`",
     usage_missing: "no `result` line with `stats` in the log",
-    usage_in_session_log: false,
+    session_log: None,
+    env_auth: None,
+    no_update_env: &[],
+    model_note: None,
     identity: UNIQUE,
     argv,
 };

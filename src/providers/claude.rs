@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::descriptor::UNIQUE;
-use super::descriptor::{Argv, Request, os};
+use super::descriptor::{Argv, Duties, Duty, NativeModel, Request, os};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, Models, ReadOnly, RetryCause, Scope,
     State, Tokens, UsageReport, content_text, number, owned, text, tool_use, usage_of,
@@ -48,6 +48,13 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         report_writer: Some("sonnet"),
     },
     model_env: Some("OKSTRA_DEFAULT_CLAUDE_MODEL"),
+    model_flag: Some("claude-model"),
+    duties: Duties {
+        default_analyser: true,
+        report_writer: Duty::ByDefault,
+        executor: Duty::ByDefault,
+    },
+    native_model: NativeModel::FamilyToken(&["fable", "opus", "sonnet", "haiku"]),
     // Relocated, its `.claude.json` lives inside the folder.
     state: State {
         home: ".claude",
@@ -69,7 +76,10 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     install: "install Claude Code: `npm install -g @anthropic-ai/claude-code`",
     log_in: "run `claude` once and `/login`, or set `ANTHROPIC_API_KEY` (or `CLAUDE_CODE_OAUTH_TOKEN`)",
     usage_missing: "no claude `result` or `assistant` usage line in the log",
-    usage_in_session_log: false,
+    session_log: None,
+    env_auth: None,
+    no_update_env: &["DISABLE_AUTOUPDATER"],
+    model_note: None,
     identity: UNIQUE,
     argv,
 };
@@ -509,5 +519,14 @@ mod tests {
                 cost_usd: Some(0.5),
             })
         );
+    }
+
+    #[test]
+    fn family_tokens() {
+        let token = |model| DESCRIPTOR.native_model.of(model);
+        assert_eq!(token("opus"), Some("opus"));
+        assert_eq!(token("claude-sonnet-4-6"), Some("sonnet"));
+        assert_eq!(token("claude-opus-4-8[1m]"), Some("opus"));
+        assert_eq!(token("gpt-5.6-sol"), None);
     }
 }

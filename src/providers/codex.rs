@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::descriptor::UNIQUE;
-use super::descriptor::{Argv, Request};
+use super::descriptor::{Argv, Duties, Duty, NativeModel, Request};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, ModelTokens, Models, ReadOnly, RetryCause, Scope,
     State, Tokens, UsageReport, owned, text, usage_of,
@@ -27,6 +27,13 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         report_writer: None,
     },
     model_env: Some("OKSTRA_DEFAULT_CODEX_MODEL"),
+    model_flag: Some("codex-model"),
+    duties: Duties {
+        default_analyser: true,
+        report_writer: Duty::Allowed,
+        executor: Duty::Allowed,
+    },
+    native_model: NativeModel::AsGiven,
     state: State {
         home: ".codex",
         relocated_by: Some("CODEX_HOME"),
@@ -47,7 +54,10 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     install: "install the Codex CLI: `npm install -g @openai/codex`",
     log_in: "run `codex login`, or set `OPENAI_API_KEY`",
     usage_missing: "no codex `turn.completed` usage line in the log",
-    usage_in_session_log: false,
+    session_log: None,
+    env_auth: None,
+    no_update_env: &[],
+    model_note: None,
     identity: UNIQUE,
     argv,
 };

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Provider;
+use super::{Provider, Tokens};
 
 /// One provider CLI, as okstra drives it.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +30,16 @@ pub struct Descriptor {
     pub models: Models,
     /// The variable that overrides its worker model default, if any.
     pub model_env: Option<&'static str>,
+    /// The long flag (without its dashes) that names its worker model, if
+    /// it has one of its own beside `--worker-model`; its help names
+    /// `model_env` and the default.
+    pub model_flag: Option<&'static str>,
+    /// The roles it may take beyond an analyser's, and which it takes when
+    /// no flag says.
+    pub duties: Duties,
+    /// How a lead session this CLI hosts names the model of a worker it
+    /// runs natively.
+    pub native_model: NativeModel,
     /// Where the CLI keeps its own state.
     pub state: State,
     /// Whether okstra confines the CLI with Landlock (its write set is its
@@ -48,9 +58,17 @@ pub struct Descriptor {
     pub log_in: &'static str,
     /// Why a log of it holds no usage, when it holds none.
     pub usage_missing: &'static str,
-    /// Whether its usage is read from its own session log, whose id its
-    /// stream names, rather than from the stream.
-    pub usage_in_session_log: bool,
+    /// Where its usage is read when its stream has none: its own session
+    /// log, whose id its stream names.
+    pub session_log: Option<SessionLog>,
+    /// The variable whose non-empty value means env-key auth, which changes
+    /// how its command line names the model ([`Request::env_auth`]).
+    pub env_auth: Option<&'static str>,
+    /// Variables set to `1` for every program the doctor starts, so that no
+    /// CLI updates itself while it is only asked its version.
+    pub no_update_env: &'static [&'static str],
+    /// What the doctor adds about a CLI it found, from its configuration.
+    pub model_note: Option<ModelNote>,
     /// How the doctor tells this CLI from another program installed under
     /// its name.
     pub identity: Identity,
@@ -80,8 +98,9 @@ pub struct Request<'a> {
     pub may_write: bool,
     /// `None` when the idle watchdog is disabled.
     pub idle_timeout_secs: Option<u64>,
-    /// kimi: the model is named through `KIMI_MODEL_NAME` (env-key auth).
-    pub kimi_env_auth: bool,
+    /// The CLI's env-key auth is set ([`Descriptor::env_auth`]): some CLIs
+    /// then name the model through a variable instead of a flag.
+    pub env_auth: bool,
     /// Which program answers to the binary name, when okstra knows
     /// (`Identity`: the doctor's cache or the install path).
     pub program: Option<Program>,
@@ -128,6 +147,16 @@ pub struct Identity {
     /// A look-alike the wrapper refuses to start, and what to install
     /// instead.
     pub refused: Option<Refused>,
+    /// Words its `--version` output holds when the CLI crashed at start-up,
+    /// and what that says.
+    pub crash: Option<Crash>,
+}
+
+/// A start-up crash the doctor recognises in a CLI's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crash {
+    pub needle: &'static str,
+    pub detail: &'static str,
 }
 
 /// A look-alike okstra cannot drive at all.
@@ -138,6 +167,9 @@ pub struct Refused {
     pub found: &'static str,
     /// What to install in its place.
     pub expected: &'static str,
+    /// The advice: how to remove it and install the CLI (one line,
+    /// commands in backticks).
+    pub fix: &'static str,
 }
 
 impl Identity {
@@ -203,6 +235,7 @@ pub const UNIQUE: Identity = Identity {
     look_alike: |_, _| None,
     installed_as: |_| None,
     refused: None,
+    crash: None,
 };
 
 /// A CLI's way of not writing the project.
@@ -253,4 +286,83 @@ impl ReadOnly {
     pub fn exists(self) -> bool {
         matches!(self, ReadOnly::Mode(_))
     }
+}
+
+/// Whether a CLI may take a role: not at all, when asked, or also when no
+/// flag names one (the default; one CLI of the catalog is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Duty {
+    Never,
+    Allowed,
+    ByDefault,
+}
+
+/// The roles a CLI takes beyond an analyser's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duties {
+    /// It is one of the analysers of the default roster (`--workers`).
+    pub default_analyser: bool,
+    /// It may write the report (`--report-writer-provider`).
+    pub report_writer: Duty,
+    /// It may be an implementation run's Executor (`--executor`).
+    pub executor: Duty,
+}
+
+/// How a native session of a lead this CLI hosts takes a worker's model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeModel {
+    /// As okstra names it.
+    AsGiven,
+    /// Only as one of these family tokens, found among the parts of the
+    /// model's name (`claude-opus-4-8` → `opus`).
+    FamilyToken(&'static [&'static str]),
+}
+
+impl NativeModel {
+    /// The model a native session is given for `model`; `None` when it has
+    /// no family token.
+    pub fn of(self, model: &str) -> Option<&str> {
+        match self {
+            NativeModel::AsGiven => Some(model),
+            NativeModel::FamilyToken(tokens) => {
+                let lower = model.to_ascii_lowercase();
+                tokens.iter().copied().find(|token| {
+                    lower == *token || lower.split(['-', '[', '.']).any(|part| part == *token)
+                })
+            }
+        }
+    }
+}
+
+/// A CLI's session log: where its usage is when its stream has none.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLog {
+    /// The log files of `session` in the CLI's state folder `state`, in the
+    /// order they are read (none when it has no log there). `session` is a
+    /// plain name (the caller checks).
+    pub files: fn(state: &Path, session: &str) -> Vec<PathBuf>,
+    /// Bytes every usage line holds (lines without them are skipped unread).
+    pub needle: &'static str,
+    /// One line's usage: the model it names, if any, and its tokens.
+    pub usage: fn(line: &[u8]) -> Option<LoggedUsage>,
+}
+
+/// One usage line of a session log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedUsage {
+    /// The model it names, if any.
+    pub model: Option<String>,
+    pub tokens: Tokens,
+}
+
+/// A lookup of environment variables by name.
+pub type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// The doctor's note on a CLI's configuration: `note` is given the
+/// environment and the home folder and returns the note, if any; `fix` is
+/// what to do about it.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelNote {
+    pub note: fn(env: &Lookup<'_>, home: Option<&Path>) -> Option<String>,
+    pub fix: &'static str,
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::descriptor::{Argv, Request, pointer_prompt};
+use super::descriptor::{Argv, Duties, Duty, NativeModel, Request, pointer_prompt};
 use super::{
     Credentials, Descriptor, ErrorKind, Event, Identity, LookAlike, ModelTokens, Models, Program,
     ReadOnly, Scope, State, Tokens, UsageReport, content_text, owned, text, usage_of,
@@ -41,6 +41,13 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         report_writer: None,
     },
     model_env: None,
+    model_flag: None,
+    duties: Duties {
+        default_analyser: false,
+        report_writer: Duty::Never,
+        executor: Duty::Never,
+    },
+    native_model: NativeModel::AsGiven,
     state: State {
         home: ".grok",
         relocated_by: None,
@@ -55,12 +62,16 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     install: "install xAI's Grok Build CLI (`grok`)",
     log_in: "set `XAI_API_KEY` (Grok Build) or `GROK_API_KEY` (vibe-kit grok)",
     usage_missing: "no grok `usage` or `end` line (the vibe-kit `grok` prints no usage; Grok Build prints it on `end`)",
-    usage_in_session_log: false,
+    session_log: None,
+    env_auth: None,
+    no_update_env: &[],
+    model_note: None,
     identity: Identity {
         reads_help: true,
         look_alike,
         installed_as,
         refused: None,
+        crash: None,
     },
     argv,
 };

@@ -6,13 +6,23 @@
 //! failed request (`turn.step.retrying`) and, last, the session id
 //! (`session.resume_hint`). It prints no token usage: its session log has it.
 
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::descriptor::{Argv, Refused, Request, os, pointer_prompt};
+use super::descriptor::{
+    Argv, Crash, Duties, Duty, LoggedUsage, Lookup, ModelNote, NativeModel, Refused, Request, SessionLog, os,
+    pointer_prompt,
+};
 use super::{
     Credentials, Descriptor, Event, Identity, LookAlike, Models, Program, ReadOnly, RetryCause,
-    State, content_text, number, owned, text,
+    State, Tokens, content_text, number, owned, text,
 };
+
+/// The variable of kimi's env-key auth.
+const ENV_AUTH: &str = "KIMI_MODEL_API_KEY";
 
 /// Kimi Code.
 pub(super) const DESCRIPTOR: Descriptor = Descriptor {
@@ -28,6 +38,13 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
         report_writer: None,
     },
     model_env: None,
+    model_flag: None,
+    duties: Duties {
+        default_analyser: false,
+        report_writer: Duty::Never,
+        executor: Duty::Never,
+    },
+    native_model: NativeModel::AsGiven,
     state: State {
         home: ".kimi-code",
         relocated_by: Some("KIMI_CODE_HOME"),
@@ -42,7 +59,17 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
     install: "install Kimi Code: `npm install -g @moonshot-ai/kimi-code` (node 22.19 or newer)",
     log_in: "run `kimi` and `/login`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
     usage_missing: "kimi's stream output carries no token usage (`okstra usage` reads its session log)",
-    usage_in_session_log: true,
+    session_log: Some(SessionLog {
+        files: session_files,
+        needle: "usage.record",
+        usage: usage_record,
+    }),
+    env_auth: Some(ENV_AUTH),
+    no_update_env: &["KIMI_CODE_NO_AUTO_UPDATE"],
+    model_note: Some(ModelNote {
+        note: model_note,
+        fix: "name the model in kimi's `config.toml`, or pass `--worker-model kimi=<alias>`",
+    }),
     identity: Identity {
         reads_help: false,
         look_alike,
@@ -51,6 +78,11 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
             program: Program::LegacyKimiCli,
             found: "the archived PyPI kimi-cli, which runs nothing headless",
             expected: "Kimi Code (npm `@moonshot-ai/kimi-code`)",
+            fix: "uninstall the archived PyPI `kimi-cli` (`pip uninstall kimi-cli`) and install Kimi Code: `npm install -g @moonshot-ai/kimi-code`",
+        }),
+        crash: Some(Crash {
+            needle: "createZstdDecompress",
+            detail: "it crashed at start-up: kimi-code needs node 22.19 or newer",
         }),
     },
     argv,
@@ -63,7 +95,7 @@ pub(super) const DESCRIPTOR: Descriptor = Descriptor {
 fn argv(request: &Request<'_>) -> Argv {
     let mut env_set = vec![("KIMI_CODE_NO_AUTO_UPDATE", "1".into())];
     let mut args = vec!["-p".into(), pointer_prompt(request.prompt_path)];
-    if request.kimi_env_auth {
+    if request.env_auth {
         env_set.push(("KIMI_MODEL_NAME", request.model.to_owned()));
     } else {
         args.extend(["-m".into(), request.model.to_owned()]);
@@ -83,6 +115,109 @@ fn look_alike(version: &str, _help: Option<&str>) -> Option<LookAlike> {
             program: Program::LegacyKimiCli,
             detail: "this is the archived PyPI `kimi-cli`, which runs nothing headless; install `@moonshot-ai/kimi-code` (npm) instead",
         })
+}
+
+/// The session log kimi keeps of `session` in its state folder: each
+/// agent's `sessions/<workdir key>/<session>/agents/<agent>/wire.jsonl`
+/// (the first workdir holding the session). Its stream carries no usage,
+/// but its last line names the session (`session.resume_hint`); replays on
+/// resume are not re-appended (research/usage.md §5).
+fn session_files(state: &Path, session: &str) -> Vec<PathBuf> {
+    let Ok(workdirs) = std::fs::read_dir(state.join("sessions")) else {
+        return Vec::new();
+    };
+    let mut workdirs: Vec<PathBuf> = workdirs
+        .flatten()
+        .map(|entry| entry.path().join(session).join("agents"))
+        .filter(|path| path.is_dir())
+        .collect();
+    workdirs.sort();
+    let Some(Ok(agents)) = workdirs.first().map(std::fs::read_dir) else {
+        return Vec::new();
+    };
+    let mut logs: Vec<PathBuf> = agents
+        .flatten()
+        .map(|entry| entry.path().join("wire.jsonl"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+#[derive(Debug, Deserialize)]
+struct RecordWire {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    model: Option<String>,
+    usage: Option<UsageWire>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageWire {
+    #[serde(default)]
+    input_other: u64,
+    #[serde(default)]
+    output: u64,
+    #[serde(default)]
+    input_cache_read: u64,
+    #[serde(default)]
+    input_cache_creation: u64,
+}
+
+/// A `{"type":"usage.record","model":…,"usage":{"inputOther","output",
+/// "inputCacheRead","inputCacheCreation"}}` line: four disjoint buckets.
+/// Compaction calls (`usageScope: "session"`) are real spend and count too.
+fn usage_record(line: &[u8]) -> Option<LoggedUsage> {
+    let record = serde_json::from_slice::<RecordWire>(line).ok()?;
+    let (Some("usage.record"), Some(usage)) = (record.kind.as_deref(), record.usage) else {
+        return None;
+    };
+    let tokens = Tokens {
+        input: usage.input_other,
+        cache_read: usage.input_cache_read,
+        cache_write: usage.input_cache_creation,
+        cache_write_1h: 0,
+        output: usage.output,
+        reasoning: None,
+    };
+    Some(LoggedUsage {
+        model: record.model,
+        tokens,
+    })
+}
+
+/// Bytes of kimi's `config.toml` read to look for a model alias.
+const CONFIG_LIMIT: u64 = 256 * 1024;
+
+/// kimi-code's `-m` takes a model *alias* from its `config.toml`, not a
+/// model id. A note when okstra's default kimi model is not named there and
+/// no env-key auth (which makes the command line name the model in
+/// `KIMI_MODEL_NAME` instead) is set.
+fn model_note(env: &Lookup<'_>, home: Option<&Path>) -> Option<String> {
+    if env(ENV_AUTH).is_some_and(|key| !key.is_empty()) {
+        return None;
+    }
+    let config = DESCRIPTOR
+        .state
+        .folder(env, home)?
+        .join(DESCRIPTOR.credentials.file);
+    let model = DESCRIPTOR.models.worker;
+    // Only a regular file is opened: a FIFO would block the open itself.
+    let named = Some(&config)
+        .filter(|path| path.is_file())
+        .and_then(|path| std::fs::File::open(path).ok())
+        .and_then(|file| {
+            let mut text = String::new();
+            file.take(CONFIG_LIMIT).read_to_string(&mut text).ok()?;
+            Some(text.contains(model))
+        });
+    match named {
+        Some(true) => None,
+        _ => Some(format!(
+            "kimi's `-m` names a model alias from `{}`, and okstra's default `{model}` is not one there; configure it, pass `--worker-model kimi=<alias>`, or set `KIMI_MODEL_API_KEY` with `KIMI_MODEL_NAME`",
+            config.display()
+        )),
+    }
 }
 
 pub(super) fn decode(event: &Value, out: &mut Vec<Event>) {
@@ -217,5 +352,21 @@ mod tests {
                 }
             ])
         );
+    }
+
+    #[test]
+    fn kimi_notes_a_default_model_missing_from_its_config() {
+        let home = tempfile::tempdir().unwrap();
+        let none = |_: &str| None;
+        assert!(model_note(&none, Some(home.path())).is_some());
+        std::fs::create_dir(home.path().join(".kimi-code")).unwrap();
+        std::fs::write(
+            home.path().join(".kimi-code/config.toml"),
+            "default_model = \"kimi-k2.7-code\"\n",
+        )
+        .unwrap();
+        assert!(model_note(&none, Some(home.path())).is_none());
+        let keyed = |name: &str| (name == "KIMI_MODEL_API_KEY").then(|| "k".to_owned());
+        assert!(model_note(&keyed, None).is_none());
     }
 }

@@ -21,7 +21,8 @@ use serde_json::Value;
 
 pub use claude::ClaudeUsage;
 pub use descriptor::{
-    Credentials, Descriptor, Identity, LookAlike, Models, Program, ReadOnly, Request, State,
+    Credentials, Descriptor, Duty, Identity, LookAlike, Models, NativeModel, Program, ReadOnly,
+    Request, State,
 };
 pub use events::{ErrorKind, Event, Line, ModelTokens, RetryCause, Scope, Tokens, UsageReport};
 
@@ -86,6 +87,64 @@ impl Provider {
     /// default, if any.
     pub fn model_env(self) -> Option<&'static str> {
         self.descriptor().model_env
+    }
+
+    /// Its word with a capital (`Claude`), as help and messages name it.
+    pub fn title(self) -> String {
+        let word = self.as_str();
+        let mut letters = word.chars();
+        letters.next().map_or_else(String::new, |first| {
+            first.to_uppercase().chain(letters).collect()
+        })
+    }
+
+    /// The providers that may write the report (`--report-writer-provider`).
+    pub fn report_writers() -> Vec<Provider> {
+        Provider::having(|descriptor| descriptor.duties.report_writer)
+    }
+
+    /// The providers that may be the implementation Executor (`--executor`).
+    pub fn executors() -> Vec<Provider> {
+        Provider::having(|descriptor| descriptor.duties.executor)
+    }
+
+    /// The report writer when no flag names one.
+    pub fn default_report_writer() -> Provider {
+        Provider::default_for(|descriptor| descriptor.duties.report_writer)
+    }
+
+    /// The Executor when no flag or variable names one.
+    pub fn default_executor() -> Provider {
+        Provider::default_for(|descriptor| descriptor.duties.executor)
+    }
+
+    /// The analysers of the default roster, in catalog order.
+    pub fn default_analysers() -> Vec<Provider> {
+        Provider::ALL
+            .iter()
+            .copied()
+            .filter(|provider| provider.descriptor().duties.default_analyser)
+            .collect()
+    }
+
+    /// The providers whose `duty` allows the role, in catalog order.
+    fn having(duty: fn(&Descriptor) -> Duty) -> Vec<Provider> {
+        Provider::ALL
+            .iter()
+            .copied()
+            .filter(|provider| duty(provider.descriptor()) != Duty::Never)
+            .collect()
+    }
+
+    /// The provider whose `duty` is the default: the first in catalog order
+    /// (the catalog test checks there is exactly one), else the first
+    /// provider.
+    fn default_for(duty: fn(&Descriptor) -> Duty) -> Provider {
+        Provider::ALL
+            .iter()
+            .copied()
+            .find(|provider| duty(provider.descriptor()) == Duty::ByDefault)
+            .unwrap_or(Provider::ALL[0])
     }
 }
 
@@ -161,3 +220,7 @@ fn usage_of<T: serde::de::DeserializeOwned>(value: Option<&Value>) -> Option<T> 
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "outside_tests.rs"]
+mod outside_tests;

@@ -161,3 +161,35 @@ fn every_descriptor_lets_its_cli_see_its_own_setup() {
         }
     }
 }
+
+/// The roles the catalog hands out have one default each, a CLI with a
+/// model flag names its variable, and the lists the settings check and
+/// the help print are the descriptors': the catalog's answers as they
+/// were when each list was written out by hand.
+#[test]
+fn the_catalog_gives_each_role_one_default() {
+    for duty in [
+        |d: &Descriptor| d.duties.report_writer,
+        |d: &Descriptor| d.duties.executor,
+    ] {
+        let defaults = Provider::ALL
+            .iter()
+            .filter(|provider| duty(provider.descriptor()) == Duty::ByDefault)
+            .count();
+        assert_eq!(defaults, 1);
+    }
+    for provider in Provider::ALL {
+        let descriptor = provider.descriptor();
+        assert!(
+            descriptor.model_flag.is_none() || descriptor.model_env.is_some(),
+            "{provider}: its model flag's help names a variable"
+        );
+    }
+    let words = |providers: &[Provider]| crate::vocab::one_of(providers);
+    assert_eq!(words(&Provider::report_writers()), "claude|codex");
+    assert_eq!(words(&Provider::executors()), "claude|codex|antigravity");
+    assert_eq!(words(&Provider::default_analysers()), "claude|codex");
+    assert_eq!(Provider::default_report_writer(), Provider::Claude);
+    assert_eq!(Provider::default_executor(), Provider::Claude);
+    assert_eq!(Provider::Antigravity.title(), "Antigravity");
+}

@@ -3,8 +3,8 @@
 //! task keys, slugs and paths.
 
 use super::{
-    BTreeMap, Context, EXECUTOR_PROVIDERS, EnvLookup, LaunchArgs, MODEL, Models, Path, PathBuf,
-    Provider, REPORT_WRITER, Result, TaskKey, bail, fsread, one_of, slug,
+    BTreeMap, Context, EnvLookup, LaunchArgs, MODEL, Models, Path, PathBuf, Provider,
+    REPORT_WRITER, Result, Role, TaskKey, bail, fsread, one_of, slug,
 };
 
 pub(super) fn parse_value<T: std::str::FromStr<Err = String>>(flag: &str, raw: &str) -> Result<T> {
@@ -32,11 +32,11 @@ pub(super) fn flag_or_env<'n>(
 pub(super) fn parse_executor(source: &str, raw: &str) -> Result<Provider> {
     raw.parse::<Provider>()
         .ok()
-        .filter(|p| EXECUTOR_PROVIDERS.contains(p))
+        .filter(|p| Provider::executors().contains(p))
         .with_context(|| {
             format!(
                 "invalid value `{raw}` for `{source}`: expected {}",
-                one_of(EXECUTOR_PROVIDERS)
+                one_of(&Provider::executors())
             )
         })
 }
@@ -78,17 +78,10 @@ pub(super) fn parse_workers(raw: &str) -> Result<(Vec<Provider>, bool)> {
 /// provider's environment default.
 pub(super) fn resolve_models(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Models> {
     let mut models = Models::default();
-    for (provider, flag, value) in [
-        (Provider::Claude, "--claude-model", &args.claude_model),
-        (Provider::Codex, "--codex-model", &args.codex_model),
-        (
-            Provider::Antigravity,
-            "--antigravity-model",
-            &args.antigravity_model,
-        ),
-    ] {
-        if let Some(model) = value {
-            models.explicit.insert(provider, check_model(flag, model)?);
+    for (provider, flag) in crate::cli::ProviderModels::flags() {
+        if let Some(model) = args.provider_models.get(provider) {
+            let flag = format!("--{flag}");
+            models.explicit.insert(provider, check_model(&flag, model)?);
         }
     }
     if let Some(raw) = args.worker_model.as_deref() {
@@ -104,6 +97,17 @@ pub(super) fn resolve_models(args: &LaunchArgs, env: EnvLookup<'_>) -> Result<Mo
     Ok(models)
 }
 
+/// An example of `--worker-model`: each provider without a model flag of
+/// its own, with its critic's default model.
+fn worker_model_example() -> String {
+    Provider::ALL
+        .iter()
+        .filter(|provider| provider.descriptor().model_flag.is_none())
+        .map(|provider| format!("{provider}={}", provider.default_model(Role::Critic)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `--worker-model provider=model,…` on top of the per-provider flags; a
 /// provider given two different models is refused.
 pub(super) fn add_worker_models(
@@ -113,7 +117,8 @@ pub(super) fn add_worker_models(
     for pair in raw.split(',') {
         let Some((name, model)) = pair.split_once('=') else {
             bail!(
-                "invalid entry `{pair}` in `--worker-model`: expected provider=model pairs separated by commas, e.g. grok=grok-4.5,kimi=kimi-k3"
+                "invalid entry `{pair}` in `--worker-model`: expected provider=model pairs separated by commas, e.g. {}",
+                worker_model_example()
             );
         };
         let provider = name.trim().parse::<Provider>().map_err(|accepted| {

@@ -32,7 +32,7 @@ use super::ids;
 use super::price::Prices;
 use super::session::{self, Ledger};
 use super::tally::{Record, Tally};
-use super::{ModelKey, Source, Tokens, Usage, kimi, lines, stream};
+use super::{ModelKey, Source, Tokens, Usage, lines, stream};
 use crate::catalog::{LeadRuntime, Provider, Runner};
 use crate::run::Run;
 
@@ -434,7 +434,6 @@ fn attempts(
     transcripts: &Transcripts,
 ) -> Vec<Attempt> {
     let run = &info.run;
-    let kimi_root = kimi::sessions_root(env);
     let dispatches: &[Value] = team_state
         .get("dispatches")
         .and_then(Value::as_array)
@@ -453,12 +452,9 @@ fn attempts(
                     .confine(Path::new(&log), "`logPath`")
                     .and_then(|log| crate::confine::inside_no_links(&log, &run.dir, "`logPath`"))
                 {
-                    Ok(log) => stream::from_log_in(
-                        provider,
-                        text(dispatch, "model").as_deref(),
-                        &log,
-                        kimi_root.as_deref(),
-                    ),
+                    Ok(log) => {
+                        stream::from_log_in(provider, text(dispatch, "model").as_deref(), &log, env)
+                    }
                     Err(err) => Usage::unavailable(&provider_name, err.to_string()),
                 },
                 None => Usage::unavailable(&provider_name, "the dispatch record has no `logPath`"),
@@ -500,7 +496,7 @@ fn attempts(
                 assignment.provider,
                 Some(&assignment.model_execution_value),
                 &log,
-                kimi_root.as_deref(),
+                env,
             )
         };
         attempts.push(Attempt {

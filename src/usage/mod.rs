@@ -12,8 +12,8 @@
 //! [`Source::Unavailable`] with the reason, never zeros.
 //!
 //! Submodules: `stream` parses the CLIs' stream output (the live [`stream::Meter`]
-//! and [`from_log`]), `session` reads Claude Code session JSONL, `kimi`
-//! reads kimi-code's session log (its stream has no usage), `price` owns
+//! and [`from_log`]), `session` reads Claude Code session JSONL, `session_log`
+//! reads a CLI's own session log (when its stream has no usage), `price` owns
 //! the dated price table, `tally` adds priced records up and owns the wire
 //! record, `ledger` computes a run's whole ledger from its team state,
 //! `budget` decides when a run's recorded spend reached its budget, `cost`
@@ -27,7 +27,7 @@
 //!   from lines you already have), or [`Follow::new`] and [`Follow::poll`]
 //!   (live usage of a log still being written, reading only what was
 //!   appended since the last look);
-//! - [`from_log`] (a finished attempt's log; kimi's session log too);
+//! - [`from_log`] (a finished attempt's log; a CLI's session log too);
 //! - [`Prices::load`] then [`Usage::priced`] → [`Record`] (what the team
 //!   state stores as a dispatch's `usage`), [`Record::short`] for a table;
 //! - [`Budget::is_spent`] with [`recorded_totals`] (the budget stop);
@@ -42,11 +42,11 @@ mod cost;
 mod estimated;
 mod follow;
 mod ids;
-mod kimi;
 mod ledger;
 mod lines;
 mod price;
 mod session;
+mod session_log;
 mod stream;
 mod tally;
 
@@ -99,8 +99,10 @@ pub enum Source {
     CliStream,
     /// Claude Code session transcripts (`~/.claude/projects/…/*.jsonl`).
     ClaudeJsonl,
-    /// kimi-code's session log (`~/.kimi-code/sessions/…/wire.jsonl`).
-    KimiSession,
+    /// A CLI's own session log ([`crate::providers::Descriptor::session_log`]). The
+    /// word is the first such CLI's, and stays: records hold it.
+    #[serde(rename = "kimi-session")]
+    SessionLog,
     /// Totals the lead host showed the lead (`okstra event … lead-usage`).
     HostReport,
     /// An aggregate of parts with different sources, all available.

@@ -1,5 +1,7 @@
 //! Claude Code session transcripts: the lead's own tokens and those of
-//! `native-session` Claude workers.
+//! `native-session` Claude workers. Claude Code is the lead *host* here
+//! (its transcripts), which is why this file, outside `crate::providers`,
+//! names it.
 //!
 //! A session's transcript is `<projects>/<cwd slug>/<session id>.jsonl`
 //! (`<projects>` is `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`

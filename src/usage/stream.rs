@@ -68,7 +68,9 @@ pub struct Meter {
     current_thread: String,
     /// Why a final line said its usage is unknown (Grok's all-zero `end`).
     unknown_final: Option<String>,
-    kimi_session: Option<String>,
+    /// The session whose log holds the usage, for a CLI that keeps it
+    /// there ([`crate::providers::Descriptor::session_log`]).
+    logged_session: Option<String>,
 }
 
 impl Meter {
@@ -83,7 +85,7 @@ impl Meter {
             threads: BTreeMap::new(),
             current_thread: String::new(),
             unknown_final: None,
-            kimi_session: None,
+            logged_session: None,
         }
     }
 
@@ -94,9 +96,10 @@ impl Meter {
         self
     }
 
-    /// The session id kimi printed on its last line, if any.
-    pub fn kimi_session(&self) -> Option<&str> {
-        self.kimi_session.as_deref()
+    /// The session id a CLI whose usage is in its session log printed, if
+    /// any.
+    pub fn logged_session(&self) -> Option<&str> {
+        self.logged_session.as_deref()
     }
 
     fn model(&self) -> ModelKey {
@@ -129,8 +132,8 @@ impl Meter {
                 self.current_thread = session.unwrap_or_default();
             }
             // A CLI whose usage is in its session log names the session.
-            Event::SessionId(session) if self.provider.descriptor().usage_in_session_log => {
-                self.kimi_session = Some(session);
+            Event::SessionId(session) if self.provider.descriptor().session_log.is_some() => {
+                self.logged_session = Some(session);
             }
             Event::UsageUnknown(reason) => self.unknown_final = Some(reason),
             Event::Usage(report) => self.feed_usage(report),
@@ -243,26 +246,26 @@ fn keep_largest(
 
 /// The usage in a finished attempt's log, streamed in bounded memory.
 /// `model` is the dispatch's model, named when the stream names none. For
-/// kimi, whose stream has none, the session log the stream names is read
-/// (under `KIMI_CODE_HOME`, else `~/.kimi-code`).
+/// a CLI whose stream has none, the session log the stream names is read
+/// (in the CLI's state folder).
 pub fn from_log(provider: Provider, model: Option<&str>, log: &Path) -> Usage {
-    let root = super::kimi::sessions_root(&|name| std::env::var(name).ok());
-    from_log_in(provider, model, log, root.as_deref())
+    from_log_in(provider, model, log, &|name| std::env::var(name).ok())
 }
 
-/// [`from_log`] with kimi's sessions folder given.
+/// [`from_log`] in the environment `env`.
 pub fn from_log_in(
     provider: Provider,
     model: Option<&str>,
     log: &Path,
-    kimi_root: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
 ) -> Usage {
     let meter = match meter_log(provider, model, log) {
         Ok(meter) => meter,
         Err(unavailable) => return unavailable,
     };
-    if let (Some(session), Some(root)) = (meter.kimi_session(), kimi_root)
-        && let Some(usage) = super::kimi::session_usage(root, session, model)
+    if let Some(session) = meter.logged_session()
+        && let Some(state) = super::session_log::state_folder(provider, env)
+        && let Some(usage) = super::session_log::usage(provider, &state, session, model)
     {
         return usage;
     }

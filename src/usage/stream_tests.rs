@@ -244,7 +244,7 @@ fn clis_that_print_no_usage_are_unavailable_with_a_reason() {
     for line in text.lines() {
         meter.feed_line(line.as_bytes());
     }
-    assert_eq!(meter.kimi_session(), Some("k-7f3a"));
+    assert_eq!(meter.logged_session(), Some("k-7f3a"));
     assert_eq!(meter.snapshot().source, Source::Unavailable);
     let missing = from_log(Provider::Codex, None, &fixture("no-such.log"));
     assert!(missing.reason.unwrap().contains("does not exist"));
