@@ -112,32 +112,37 @@ impl Reply {
 
     /// `answer`: one line of compact JSON when `json`, else its text.
     pub fn answer<T: Answer>(answer: &T, json: bool) -> anyhow::Result<Reply> {
-        if !json {
-            return Reply::text(answer);
-        }
-        let mut line = match T::VERSION {
-            Some(version) => serde_json::to_vec(&Versioned {
-                schema_version: version,
-                answer,
-            })?,
-            None => serde_json::to_vec(answer)?,
-        };
-        line.push(b'\n');
-        Ok(Reply::json(line, T::SCHEMA))
+        Reply::shaped(answer, json, false)
     }
 
     /// [`Reply::answer`] with the JSON indented (the documents people read
     /// whole: a report's verdict, a usage summary).
     pub fn pretty<T: Answer>(answer: &T, json: bool) -> anyhow::Result<Reply> {
+        Reply::shaped(answer, json, true)
+    }
+
+    /// `answer`'s text, or its JSON (indented when `pretty`) led by the
+    /// answer's version unless it carries its own.
+    fn shaped<T: Answer>(answer: &T, json: bool, pretty: bool) -> anyhow::Result<Reply> {
+        fn bytes(value: &impl Serialize, pretty: bool) -> serde_json::Result<Vec<u8>> {
+            if pretty {
+                serde_json::to_vec_pretty(value)
+            } else {
+                serde_json::to_vec(value)
+            }
+        }
         if !json {
             return Reply::text(answer);
         }
         let mut document = match T::VERSION {
-            Some(version) => serde_json::to_vec_pretty(&Versioned {
-                schema_version: version,
-                answer,
-            })?,
-            None => serde_json::to_vec_pretty(answer)?,
+            Some(version) => bytes(
+                &Versioned {
+                    schema_version: version,
+                    answer,
+                },
+                pretty,
+            )?,
+            None => bytes(answer, pretty)?,
         };
         document.push(b'\n');
         Ok(Reply::json(document, T::SCHEMA))

@@ -337,10 +337,13 @@ fn lex(source: &str) -> Vec<Line> {
                 push(&mut lines, chars[i], true);
                 i += 1;
             }
-        } else if c == '"' {
+        } else if c == '"' || (c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')))
+        {
+            // A string or a char literal: its quotes are code, what is
+            // between them (escapes included) is literal.
             push(&mut lines, c, false);
             i += 1;
-            while i < chars.len() && chars[i] != '"' {
+            while i < chars.len() && chars[i] != c {
                 if chars[i] == '\\' {
                     push(&mut lines, chars[i], true);
                     i += 1;
@@ -351,24 +354,7 @@ fn lex(source: &str) -> Vec<Line> {
                 }
             }
             if i < chars.len() {
-                push(&mut lines, '"', false);
-                i += 1;
-            }
-        } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
-            push(&mut lines, c, false);
-            i += 1;
-            while i < chars.len() && chars[i] != '\'' {
-                if chars[i] == '\\' {
-                    push(&mut lines, chars[i], true);
-                    i += 1;
-                }
-                if i < chars.len() {
-                    push(&mut lines, chars[i], true);
-                    i += 1;
-                }
-            }
-            if i < chars.len() {
-                push(&mut lines, '\'', false);
+                push(&mut lines, c, false);
                 i += 1;
             }
         } else {
