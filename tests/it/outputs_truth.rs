@@ -253,7 +253,9 @@ fn an_agree_that_only_requotes_the_claims_own_anchor_is_not_counted() {
     let (outcome, code, stderr) = run_with(
         &project,
         &["--task-type", "project-analysis", "--workers", TEAM],
-        &[("FAKE_REQUOTE", "kimi")],
+        // Each reviewer checks claude's F-001 rather than merging its own
+        // in-memory claim with it.
+        &[("FAKE_REQUOTE", "kimi"), ("FAKE_MERGE", "0")],
     );
     assert_eq!(code, 0, "{stderr}");
     let run = run_dir(&outcome);

@@ -242,9 +242,15 @@ fn the_closing_summary_says_what_came_out_and_how_to_fix_what_failed() {
         .copied()
         .take_while(|line| line.starts_with("    "))
         .collect();
+    // The in-memory finding each analyser made, merged by its reviewers.
     assert!(
         findings[0].starts_with("    C-001 ")
-            && findings[0].contains(": found by claude; verified by "),
+            && findings[0].contains(": found independently by claude, codex, antigravity"),
+        "{stdout}"
+    );
+    assert!(
+        findings[1].starts_with("    C-002 ")
+            && findings[1].contains(": found by claude; verified by "),
         "{stdout}"
     );
     // The count is of findings (report rows), never of the claims they merge.
