@@ -153,7 +153,11 @@ fn answer(reply: output::Reply) -> ExitCode {
     }
     if !stdout.is_empty() {
         let mut out = std::io::stdout().lock();
-        if let Err(err) = out.write_all(&stdout).and_then(|()| out.flush()) {
+        // A reader that went away (`okstra status --json | head -1`) has
+        // what it wanted: not an error of okstra's.
+        if let Err(err) = out.write_all(&stdout).and_then(|()| out.flush())
+            && err.kind() != std::io::ErrorKind::BrokenPipe
+        {
             diag::error_chain(
                 &anyhow::Error::new(err).context("cannot write the answer to stdout"),
                 lists_items,

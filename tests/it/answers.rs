@@ -97,3 +97,17 @@ fn stderr_is_the_same_with_or_without_json() {
         assert!(!json_err.is_empty(), "okstra {args:?}: says nothing");
     }
 }
+
+#[test]
+fn a_reader_that_stops_reading_is_no_error() {
+    // stdout is a pipe nobody reads: every write to it fails with EPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = std::process::Command::new(crate::support::okstra_path())
+        .args(["completions", "bash"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
