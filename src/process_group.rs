@@ -206,6 +206,25 @@ pub fn command_matches(argv: &[String], cmdline: &[String], comm: &str) -> bool 
     (comm == short && name.len() <= COMM_LEN * 4) || base_name(&cmdline[0]) == name
 }
 
+/// Whether process `pid` is an okstra wrapper started on the prompt at
+/// `prompt`: its program is okstra's (`okstra provider-exec`,
+/// `okstra-provider-exec`, an `okstra-<provider>-exec` link) and the prompt
+/// is one of its arguments. A record or a sidecar only names a pid and a
+/// time, which anyone who can write the run's files can copy from another
+/// process: the command line is what okstra started. A process whose
+/// command cannot be read (another user's, `hidepid`) cannot be disproved,
+/// and counts; okstra could not signal it anyway.
+pub fn runs_wrapper_of(pid: i32, prompt: &std::path::Path) -> bool {
+    let Some((cmdline, _)) = proc_command(pid) else {
+        return true;
+    };
+    let Some((program, args)) = cmdline.split_first() else {
+        return false;
+    };
+    let prompt = prompt.to_string_lossy();
+    base_name(program).starts_with("okstra") && args.iter().any(|arg| **arg == *prompt)
+}
+
 /// `/proc/<pid>/cmdline` split at NULs, and `/proc/<pid>/comm`.
 pub fn proc_command(pid: i32) -> Option<(Vec<String>, String)> {
     use std::io::Read;

@@ -252,6 +252,18 @@ fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Whether `argv` starts one of the catalog's provider CLIs (its program's
+/// name is a provider's binary).
+fn starts_a_provider_cli(argv: &[String]) -> bool {
+    let Some(program) = argv.first() else {
+        return false;
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    crate::catalog::Provider::ALL
+        .iter()
+        .any(|provider| provider.binary() == name)
+}
+
 /// What to do about one sidecar, if anything. Sidecars without a pid or a
 /// start time cannot be judged and are left alone.
 fn plan(side: &Sidecar, table: &ProcTable) -> Option<Action> {
@@ -263,10 +275,18 @@ fn plan(side: &Sidecar, table: &ProcTable) -> Option<Action> {
     if process::wrapper_alive(wrapper_pid, started) {
         return None;
     }
-    let group = side.pgid.map_or(Group::Gone, |pgid| {
-        let argv = side.recorded_argv();
-        process::identify_group(table, pgid, started, argv.as_deref())
-    });
+    let group = side
+        .pgid
+        .map_or(Group::Gone, |pgid| match side.recorded_argv() {
+            // The wrapper records the provider CLI it started: a sidecar that
+            // names another program is not one okstra wrote, and its group is
+            // nobody okstra may stop.
+            Some(argv) if !starts_a_provider_cli(&argv) => Group::Foreign(format!(
+                "the sidecar records `{}`, which is no provider CLI okstra starts",
+                crate::fsread::escape(argv.first().map_or("", String::as_str))
+            )),
+            argv => process::identify_group(table, pgid, started, argv.as_deref()),
+        });
     let (action, pids, reason) = match group {
         Group::Ours(pids) => (
             Kind::StopGroup,

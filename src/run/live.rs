@@ -60,7 +60,9 @@ pub fn probe(state: &TeamState) -> std::collections::HashMap<(String, u32), Live
 
 /// The live wrapper of `record`: its pid and start time, from its sidecar,
 /// else from the pid the driver recorded when it spawned it (a wrapper that
-/// has not written its sidecar yet). `None` when it has exited.
+/// has not written its sidecar yet). `None` when it has exited, or when
+/// the process with that pid is not a wrapper on the record's prompt (a
+/// forged record must not lead `cancel` or `reap` to signal a stranger).
 pub fn wrapper_of(record: &DispatchRecord) -> Option<(i32, i64)> {
     let found = record
         .sidecar_path
@@ -71,7 +73,9 @@ pub fn wrapper_of(record: &DispatchRecord) -> Option<(i32, i64)> {
             return None;
         }
         let (pid, started) = (found.pid?, found.started_ts?);
-        return process::wrapper_alive(pid, started).then_some((pid, started));
+        return (process::wrapper_alive(pid, started)
+            && process::runs_wrapper_of(pid, &record.prompt_path))
+        .then_some((pid, started));
     }
     let pid = record.wrapper_pid?;
     let started = record
@@ -80,7 +84,8 @@ pub fn wrapper_of(record: &DispatchRecord) -> Option<(i32, i64)> {
         .and_then(crate::clock::parse_rfc3339)?;
     // Started no earlier than the record says (to the second): a pid
     // handed to a process born later is someone else's.
-    process::wrapper_alive(pid, started + 1).then_some((pid, started))
+    (process::wrapper_alive(pid, started + 1) && process::runs_wrapper_of(pid, &record.prompt_path))
+        .then_some((pid, started))
 }
 
 /// Whether the dispatcher `pid` that wrote `record` still runs (a pid that

@@ -1,7 +1,8 @@
 //! Integration tests: hostile input, round three (issue 33) — the host-lead
 //! protocol and stopping a run: a forged hook input, an answer too large to
-//! use, a hook that meets a locked team state, a lease naming a stranger,
-//! and a `cancel` that arrives while the preflight probes the CLIs. Each
+//! use, a hook that meets a locked team state, a lease or a forged record
+//! naming a stranger, and a `cancel` that arrives while the preflight
+//! probes the CLIs. Each
 //! through the real binary with the fake team (`tests/fixtures/workers/
 //! team.py`); the output side of the round is `hostile_output.rs`.
 
@@ -236,6 +237,92 @@ fn cancel_refuses_to_signal_a_lease_holder_that_is_not_the_runs_driver() {
     );
     assert!(stranger.is_running(), "cancel signalled a stranger");
     drop(lease);
+}
+
+// ------------------------------- 2b. a record naming a stranger as wrapper
+
+#[test]
+fn cancel_and_reap_never_signal_a_stranger_a_forged_record_names_as_wrapper() {
+    let world = team_project();
+    let (outcome, code, stderr) = crate::run::run(&world, "claude,codex,report-writer", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let run = crate::run::run_dir(&outcome);
+    // A process that started before the record: the pid and the time are
+    // right, only its command line says it is no wrapper of okstra's.
+    let mut stranger = Group::spawn(&["sleep", "300"]);
+    let file = crate::support::team_state_path(&run);
+    let mut state = crate::support::read_json(&file);
+    let record = state["dispatches"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .rfind(|r| r["dispatchName"] == "claude-worker")
+        .unwrap();
+    let record = record.as_object_mut().unwrap();
+    for ended in ["ending", "endedAt", "exitCode", "detail"] {
+        record.remove(ended);
+    }
+    record.insert("wrapperPid".into(), json!(stranger.pid()));
+    let sidecar = PathBuf::from(record["sidecarPath"].as_str().unwrap());
+    fs::write(&file, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+    fs::write(
+        &sidecar,
+        json!({
+            "schemaVersion": 1,
+            "wrapper": "okstra-provider-exec",
+            "role": "worker",
+            "pid": stranger.pid(),
+            "started_ts": unix_now() + 5,
+            "log_path": "/dev/null",
+            "stage": "started"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    // And a sidecar of a wrapper that is gone, naming the stranger's group
+    // and its very command line as the CLI it started.
+    let gone = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        child.wait().unwrap();
+        pid
+    };
+    fs::write(
+        run.join("prompts/forged.md.status.json"),
+        json!({
+            "schemaVersion": 1,
+            "wrapper": "okstra-provider-exec",
+            "role": "worker",
+            "pid": gone,
+            "pgid": stranger.pid(),
+            "started_ts": unix_now(),
+            "log_path": "/dev/null",
+            "stage": "started",
+            "argv": ["sleep", "300"]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    for command in [
+        &["cancel"][..],
+        &["reap", "--execute", "--project-root"][..],
+    ] {
+        let mut cmd = world.okstra();
+        cmd.args(command);
+        if command[0] == "reap" {
+            cmd.arg(world.root());
+        } else {
+            cmd.arg(&run);
+        }
+        let output = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.code().is_some(), "{command:?}: {stderr}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            stranger.is_running(),
+            "`okstra {command:?}` signalled a stranger: {stderr}"
+        );
+    }
 }
 
 // ------------------------------------------ 9. cancel during the preflight

@@ -7,6 +7,18 @@ use super::*;
 
 use crate::support::limit;
 
+/// A stand-in for the `codex` CLI that runs `body` (the reaper stops only
+/// a group whose recorded command is a provider CLI's): its path.
+fn fake_codex(project: &Project, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project.root().join(".bin");
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("codex");
+    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 /// `okstra reap --execute --json` over a project: its report.
 fn reap_execute(project_root: &Path) -> Value {
     let output = okstra()
@@ -29,14 +41,15 @@ fn a_group_whose_wrapper_died_is_lost_listed_and_reaped_alone() {
     let writer = assignment(&run, "report-writer");
 
     let started = unix_now() - 1;
-    let mut orphan = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
+    let cli = fake_codex(&project, "sleep 300; exit 0");
+    let mut orphan = Group::spawn(&[&cli]);
     let mut bystander = Group::spawn(&["sh", "-c", "sleep 300; exit 0"]);
     // Orphan: dead wrapper, live group.
     write_sidecar(
         &codex,
         &json!({"schemaVersion": 1, "wrapper": "okstra-codex-exec", "role": "analyser",
                 "pid": dead_pid(), "pgid": orphan.pid(), "started_ts": started,
-                "argv": ["sh", "-c", "sleep 300; exit 0"],
+                "argv": [&cli],
                 "log_path": path_of(&codex, "promptPath").with_extension("log"),
                 "stage": "started"}),
     );
@@ -136,11 +149,12 @@ fn a_group_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let started = unix_now() - 1;
     // An ignored signal stays ignored across exec, so `sleep` ignores it too.
     let script = "trap '' TERM; while :; do sleep 1; done";
-    let mut stubborn = Group::spawn(&["sh", "-c", script]);
+    let cli = fake_codex(&project, script);
+    let mut stubborn = Group::spawn(&[&cli]);
     write_sidecar(
         &codex,
         &json!({"schemaVersion": 1, "pid": dead_pid(), "pgid": stubborn.pid(),
-                "started_ts": started, "argv": ["sh", "-c", script], "stage": "started"}),
+                "started_ts": started, "argv": [&cli], "stage": "started"}),
     );
     let report = reap_execute(project.root());
     assert_eq!(report["actions"][0]["outcome"], "killed", "{report}");
