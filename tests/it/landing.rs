@@ -152,6 +152,22 @@ fn an_executor_change_reaches_the_project_only_through_land() {
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(stdout, "write src/inventory.py\nwrite src/server.py\n");
     assert_eq!(UserTree::of(&project), before, "--check wrote");
+    // The same, as the versioned answer a script reads.
+    let (code, stdout, stderr) = land(&world, &run, &["--check", "--json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["schemaVersion"], 1, "{answer}");
+    assert_eq!(answer["state"], "landable", "{answer}");
+    assert_eq!(answer["ancestry"], "ahead", "{answer}");
+    assert_eq!(answer["reasons"], serde_json::json!([]), "{answer}");
+    assert_eq!(
+        answer["files"],
+        serde_json::json!([
+            {"path": "src/inventory.py", "action": "write"},
+            {"path": "src/server.py", "action": "write"}
+        ]),
+        "{answer}"
+    );
     let (code, stdout, stderr) = land(&world, &run, &[]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     for path in ["src/inventory.py", "src/server.py"] {
@@ -198,6 +214,16 @@ fn an_executor_change_reaches_the_project_only_through_land() {
         stderr.contains("has already landed (2 files then); nothing was written now"),
         "{stderr}"
     );
+    let (code, stdout, stderr) = land(&world, &run, &["--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["state"], "already-landed", "{answer}");
+    assert_eq!(answer["commit"], tip.as_str(), "{answer}");
+    assert_eq!(
+        answer["files"].as_array().map(Vec::len),
+        Some(2),
+        "{answer}"
+    );
 }
 
 #[test]
@@ -216,6 +242,11 @@ fn an_uncommitted_edit_to_a_changed_file_blocks_landing_and_nothing_is_written()
     assert_eq!(reasons(&stdout), ["dirty-overlap"], "{stdout}");
     assert!(stdout.starts_with("dirty-overlap: `src/server.py` has uncommitted edits"));
     assert!(stderr.contains("error: nothing landed from"), "{stderr}");
+    let (code, stdout, _) = land(&world, &run, &["--json"]);
+    assert_eq!(code, 1, "{stdout}");
+    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["state"], "blocked", "{answer}");
+    assert_eq!(answer["reasons"][0]["reason"], "dirty-overlap", "{answer}");
     assert_eq!(UserTree::of(project), before, "something was written");
     assert!(read_json(&team_state_path(&run)).get("landing").is_none());
 }
