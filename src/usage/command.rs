@@ -179,8 +179,14 @@ fn report_summary(target: &std::path::Path) -> Result<Option<serde_json::Value>>
         .with_context(|| format!("the report `{}` is not valid JSON", data.display()))?;
     let summary = report
         .get("usageSummary")
+        .filter(|summary| summary.is_object())
         .cloned()
-        .with_context(|| format!("the report `{}` has no `usageSummary`", data.display()))?;
+        .with_context(|| {
+            format!(
+                "the report `{}` has no `usageSummary` object",
+                data.display()
+            )
+        })?;
     Ok(Some(summary))
 }
 

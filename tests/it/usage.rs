@@ -732,6 +732,29 @@ fn usage_across_runs_per_day_and_provider() {
 /// it prints the report's own `usageSummary`, with a warning. Each exits 0
 /// and writes nothing.
 #[test]
+fn a_report_whose_usage_summary_is_no_object_is_refused_in_one_line() {
+    let project = Project::new();
+    let report = project.path("report");
+    fs::create_dir_all(&report).unwrap();
+    fs::write(
+        report.join("data.json"),
+        r#"{"schemaVersion": "2.2", "usageSummary": "free"}"#,
+    )
+    .unwrap();
+    let output = project
+        .okstra()
+        .args(["usage", "--json"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("has no `usageSummary` object"), "{stderr}");
+}
+
+#[test]
 fn usage_of_a_report_without_records_prints_its_usage_summary() {
     let project = Project::new();
     crate::support::copy_dir(
