@@ -236,6 +236,14 @@ pub enum Command {
     /// Print a manual page (roff): okstra's own, or one command's
     #[command(after_long_help = examples::MAN)]
     Man(ManArgs),
+    /// Print a JSON Schema okstra checks against, or list them
+    ///
+    /// Without NAME, lists every schema the binary embeds, one a line: its
+    /// name and title. With NAME (`gate-answer`, or the file name
+    /// `gate-answer.schema.json`), prints that schema: each `--json`
+    /// answer's (docs/answers.md), the final report's, the manifests'.
+    #[command(verbatim_doc_comment, after_long_help = examples::SCHEMA)]
+    Schema(SchemaArgs),
     /// Count tokens and cost: one run's (recorded in its team state), or
     /// every run's since a day, per day and provider
     #[command(verbatim_doc_comment, after_long_help = examples::USAGE)]
@@ -541,6 +549,15 @@ pub struct ManArgs {
     /// [default: okstra's own page]
     #[arg(value_name = "COMMAND", num_args = 0..)]
     pub command: Vec<String>,
+}
+
+/// `okstra schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The schema to print, with or without its `.schema.json` ending.
+    /// [default: list them]
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
 }
 
 /// `okstra usage`.

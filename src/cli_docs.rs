@@ -56,6 +56,7 @@ const FOR_LEADS_AND_SCRIPTS: &[&str] = &[
     "converge",
     "coverage",
     "provider-exec",
+    "schema",
 ];
 
 /// okstra's command line: the derived definition, its top-level help
@@ -588,6 +589,47 @@ fn environment(command: &clap::Command, path: &[String]) -> Vec<(String, String)
         }
     }
     variables
+}
+
+/// `okstra schema`: the embedded schema `name` (its `.schema.json` ending
+/// optional), or without one the list of them with their titles.
+pub fn schema_command(name: Option<&str>) -> Result<Reply> {
+    const ENDING: &str = ".schema.json";
+    let names = crate::schema::names();
+    let Some(name) = name else {
+        let mut out = String::new();
+        for name in &names {
+            let title = crate::schema::text(name)
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+                .and_then(|schema| schema["title"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(out, "{:<36} {title}", name.trim_end_matches(ENDING));
+        }
+        return Ok(Reply::document(out.into_bytes()));
+    };
+    let file = if name.ends_with(ENDING) {
+        name.to_owned()
+    } else {
+        format!("{name}{ENDING}")
+    };
+    if !names.contains(&file.as_str()) {
+        bail!(
+            "no embedded schema `{}`; expected one of: {} (`okstra schema` lists them)",
+            crate::fsread::escape(name),
+            names
+                .iter()
+                .map(|name| name.trim_end_matches(ENDING))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let text = crate::schema::text(&file)?;
+    let mut bytes = text.as_bytes().to_vec();
+    if !text.ends_with('\n') {
+        bytes.push(b'\n');
+    }
+    Ok(Reply::document(bytes))
 }
 
 /// Read a JSON array of argv arrays (each without the program name) from

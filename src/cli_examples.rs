@@ -105,6 +105,11 @@ Examples:
   okstra man run | man -l -
   okstra man converge plan";
 
+pub const SCHEMA: &str = "\
+Examples:
+  okstra schema
+  okstra schema gate-answer > gate-answer.schema.json";
+
 pub const VALIDATE: &str = "\
 Examples:
   okstra validate examples/report

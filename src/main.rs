@@ -116,6 +116,7 @@ fn main() -> ExitCode {
         Some(Command::Doctor(args)) => doctor::doctor_command(&args),
         Some(Command::Completions(args)) => Ok(cli_docs::completions_command(args.shell)),
         Some(Command::Man(args)) => cli_docs::man_command(&args),
+        Some(Command::Schema(args)) => cli_docs::schema_command(args.name.as_deref()),
         Some(Command::Usage(args)) => usage::usage_command(&args),
         Some(Command::Next(args)) => lead::next_command(&args),
         Some(Command::Submit(args)) => dispatch::submit_command(&args),

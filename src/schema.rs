@@ -74,6 +74,13 @@ impl fmt::Display for Violations {
     }
 }
 
+/// The names of the embedded schemas, sorted.
+pub fn names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = VALIDATORS.keys().copied().collect();
+    names.sort_unstable();
+    names
+}
+
 /// The raw text of an embedded schema (e.g. for the bundle's schema excerpt).
 pub fn text(name: &str) -> Result<&'static str, Error> {
     SCHEMAS

@@ -111,3 +111,55 @@ fn a_reader_that_stops_reading_is_no_error() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }
+
+#[test]
+fn okstra_schema_prints_each_schema_docs_answers_names_as_the_repository_holds_it() {
+    let listed = okstra_out(&["schema"]);
+    let docs =
+        std::fs::read_to_string(crate::support::repo_root().join("docs/answers.md")).unwrap();
+    let named: Vec<&str> = docs
+        .split('`')
+        .filter(|word| word.ends_with(".schema.json"))
+        .collect();
+    assert!(named.len() >= 20, "{named:?}");
+    for file in named {
+        let name = file.trim_end_matches(".schema.json");
+        assert!(
+            listed
+                .lines()
+                .any(|line| line.split_whitespace().next() == Some(name)),
+            "`okstra schema` does not list `{name}`:\n{listed}"
+        );
+        let printed = okstra_out(&["schema", name]);
+        let on_disk =
+            std::fs::read_to_string(crate::support::repo_root().join("schemas").join(file))
+                .unwrap();
+        assert_eq!(printed.trim_end(), on_disk.trim_end(), "{file}");
+        // The file name works as well.
+        assert_eq!(okstra_out(&["schema", file]), printed, "{file}");
+    }
+    let output = crate::support::okstra()
+        .args(["schema", "gate"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no embedded schema `gate`; expected one of: ")
+            && stderr.contains("gate-answer"),
+        "{stderr}"
+    );
+}
+
+/// `okstra <args>` that succeeds: its stdout.
+fn okstra_out(args: &[&str]) -> String {
+    let output = crate::support::okstra().args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "okstra {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
