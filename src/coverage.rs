@@ -278,14 +278,15 @@ pub fn coverage_command(args: &CoverageArgs) -> Result<crate::output::Reply> {
     let manifest = Run::open(&args.run_dir)?;
     let written = write_inputs(&manifest)?;
     let reply = crate::output::Reply::laid_out(&written, args.json)?;
-    if written.inputs.cross_verified {
-        diag::progress(&written.reliability);
-    } else {
-        diag::warning(&written.reliability);
-    }
-    diag::progress(format_args!(
-        "wrote `{}`",
-        manifest.layout().report_inputs().display()
-    ));
-    Ok(reply)
+    let cross_verified = written.inputs.cross_verified;
+    let reliability = written.reliability;
+    let wrote = format!("wrote `{}`", manifest.layout().report_inputs().display());
+    Ok(reply.then_say(move || {
+        if cross_verified {
+            diag::progress(reliability);
+        } else {
+            diag::warning(reliability);
+        }
+        diag::progress(wrote);
+    }))
 }

@@ -176,8 +176,9 @@ pub fn gate_command(args: &GateArgs) -> Result<crate::output::Reply> {
     let rules = Rules::from_args(args.fail_on, &args.rules)?;
     let decision = decide(&args.target, &rules)?;
     let reply = crate::output::Reply::answer(&decision, args.json)?;
-    say(&decision);
-    Ok(reply.with_status(decision.outcome.status()))
+    let status = decision.outcome.status();
+    // The decision is the last line, after the findings it counted.
+    Ok(reply.then_say(move || say(&decision)).with_status(status))
 }
 
 /// Gate a run `okstra run` just finished; its findings go to stderr.

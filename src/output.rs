@@ -186,9 +186,29 @@ impl Reply {
         Ok(Reply::document(document))
     }
 
-    /// The same answer, ending with `status`.
-    pub fn with_status(self, status: ExitStatus) -> Reply {
-        self.ending(Ok(status))
+    /// The same answer, ending with `status` (once what runs after the
+    /// answer, if anything, has run without an error).
+    pub fn with_status(mut self, status: ExitStatus) -> Reply {
+        self.end = match self.end {
+            End::Now(_) => End::Now(Ok(status)),
+            End::Then(next) => End::Then(Box::new(move || next().map(|_| status))),
+        };
+        self
+    }
+
+    /// The same answer, then `say` once it is written: the lines a person
+    /// reads last on a terminal (a verdict, what to do next) come after
+    /// the answer they sum up.
+    pub fn then_say(mut self, say: impl FnOnce() + 'static) -> Reply {
+        let end = std::mem::replace(&mut self.end, End::Now(Ok(ExitStatus::Success)));
+        self.then(move || {
+            let end = match end {
+                End::Now(end) => end,
+                End::Then(next) => next(),
+            };
+            say();
+            end
+        })
     }
 
     /// The same answer, ending as `end` says: the answer is written even

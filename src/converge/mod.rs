@@ -564,26 +564,26 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<Reply> {
             let plan = plan::plan(&plan_args.run_dir, plan_args.round, options)?;
             let reply = Reply::answer(&plan, plan_args.json)?;
             let path = RunLayout::of(&plan_args.run_dir).round_plan(plan.round);
-            match plan.stopped_because {
-                Some(reason) => diag::progress(format_args!(
+            let summary = match plan.stopped_because {
+                Some(reason) => format!(
                     "round {} does not run ({}); wrote `{}`",
                     plan.round,
                     reason.as_str(),
                     path.display()
-                )),
-                None => diag::progress(format_args!(
+                ),
+                None => format!(
                     "round {}: {} items for {} reviewers; wrote `{}`",
                     plan.round,
                     plan.items.len(),
                     plan.reviewers.len(),
                     path.display()
-                )),
-            }
+                ),
+            };
             for warning in &plan.warnings {
                 diag::warning(warning);
             }
             ledger::discard(plan);
-            Ok(reply)
+            Ok(reply.then_say(move || diag::progress(summary)))
         }
         ConvergeCommand::Record(record_args) => {
             let outcome = record::record(&record_args.run_dir, record_args.round)?;
@@ -591,7 +591,7 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<Reply> {
             for problem in &outcome.problems {
                 diag::warning(problem.line());
             }
-            diag::progress(format_args!(
+            let summary = format!(
                 "round {} recorded: {} verdicts, {} open items{}",
                 outcome.round,
                 outcome.verdicts,
@@ -602,13 +602,13 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<Reply> {
                         "; convergence stops ({})",
                         r.as_str()
                     ))
-            ));
-            Ok(reply)
+            );
+            Ok(reply.then_say(move || diag::progress(summary)))
         }
         ConvergeCommand::Classify(classify_args) => {
             let classified = classify(&classify_args.run_dir)?;
             let reply = Reply::answer(&classified, classify_args.json)?;
-            diag::progress(format_args!(
+            let summary = format!(
                 "{} items classified after {} rounds; {}",
                 classified.ledger.items.len(),
                 classified.rounds_run,
@@ -616,9 +616,9 @@ pub fn converge_command(args: &ConvergeArgs) -> Result<Reply> {
                     || format!("{} still open", classified.open.len()),
                     |r| format!("stopped: {}", r.as_str())
                 )
-            ));
+            );
             ledger::discard(classified);
-            Ok(reply)
+            Ok(reply.then_say(move || diag::progress(summary)))
         }
     }
 }

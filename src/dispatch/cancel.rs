@@ -182,11 +182,15 @@ pub fn cancel_command(args: &CancelArgs) -> Result<crate::output::Reply> {
         resume,
     };
     let reply = crate::output::Reply::answer(&report, args.json)?;
-    if report.driver.is_none() && report.stopped.is_empty() {
-        diag::progress(format_args!("nothing runs in `{}`", run.dir.display()));
-    }
-    diag::progress(format_args!("resume with `{}`", report.resume));
-    Ok(reply)
+    let nothing = (report.driver.is_none() && report.stopped.is_empty())
+        .then(|| format!("nothing runs in `{}`", run.dir.display()));
+    let resume = format!("resume with `{}`", report.resume);
+    Ok(reply.then_say(move || {
+        if let Some(nothing) = nothing {
+            diag::progress(nothing);
+        }
+        diag::progress(resume);
+    }))
 }
 
 /// An attempt whose driver is gone while its wrapper still runs.

@@ -175,15 +175,23 @@ pub fn install_command(args: &InstallArgs) -> crate::output::Reply {
         plan: Vec::new(),
     };
     let installed = install(args, &mut out);
-    out.take_plan().ending(installed)
+    let plan = out.take_plan();
+    match installed {
+        // The plan, then the line that ends it.
+        Ok((status, closing)) => plan.then_say(closing).with_status(status),
+        Err(err) => plan.ending(Err(err)),
+    }
 }
 
-fn install(args: &InstallArgs, out: &mut Out) -> Result<ExitStatus> {
+/// How an install ends: its status, and what it says after its plan.
+type Ending = (ExitStatus, Box<dyn FnOnce()>);
+
+fn install(args: &InstallArgs, out: &mut Out) -> Result<Ending> {
     let env = |name: &str| std::env::var(name).ok();
     let state = State::from_env(&env)
         .context("cannot find where to keep the install manifest: set `HOME` (or `XDG_STATE_HOME`) to an absolute path")?;
     if args.uninstall {
-        return uninstall::uninstall(&state, out);
+        return uninstall::uninstall(&state, out).map(|status| (status, Box::new(|| {}) as _));
     }
     let okstra = std::env::current_exe()
         .and_then(fs::canonicalize)
@@ -280,17 +288,20 @@ fn install(args: &InstallArgs, out: &mut Out) -> Result<ExitStatus> {
     if let Some(err) = failed {
         return Err(err);
     }
-    if out.changes == 0 {
-        diag::progress("already installed; nothing changed");
-    } else if out.dry_run {
-        diag::progress("dry run; nothing was written");
-    }
-    for host in hosts_chosen {
-        for note in hosts::host_notes(host) {
-            diag::note(note);
+    let (changes, dry_run) = (out.changes, out.dry_run);
+    let closing = move || {
+        if changes == 0 {
+            diag::progress("already installed; nothing changed");
+        } else if dry_run {
+            diag::progress("dry run; nothing was written");
         }
-    }
-    Ok(ExitStatus::Success)
+        for host in hosts_chosen {
+            for note in hosts::host_notes(host) {
+                diag::note(note);
+            }
+        }
+    };
+    Ok((ExitStatus::Success, Box::new(closing)))
 }
 
 fn push_dir(manifest: &mut Manifest, path: PathBuf) {

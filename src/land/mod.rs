@@ -238,27 +238,46 @@ impl crate::output::Text for Outcome {
     }
 }
 
-/// The outcome as the answer, with its exit status.
+/// The outcome as the answer, with its exit status; what it means is said
+/// after it.
 fn finish(outcome: &Outcome, args: &LandArgs) -> Result<Reply> {
     let reply = Reply::answer(outcome, args.json)?;
-    let branch = outcome.branch.as_deref().unwrap_or("its branch");
-    match outcome.state {
+    let status = if outcome.state == LandOutcome::Blocked {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    };
+    let closing = closing(outcome, args.check);
+    Ok(reply.then_say(closing).with_status(status))
+}
+
+/// The lines that close `okstra land`: what happened, what to do next.
+fn closing(outcome: &Outcome, check: bool) -> impl FnOnce() + 'static {
+    let branch = outcome
+        .branch
+        .clone()
+        .unwrap_or_else(|| "its branch".to_owned());
+    let files = outcome.files.len();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let state = outcome.state;
+    let run_dir = outcome.run_dir.clone();
+    let mergeable = outcome.mergeable;
+    let reasons = outcome.reasons.len();
+    move || match state {
         LandOutcome::Landed => diag::progress(format_args!(
-            "landed `{branch}` ({} file{}) into your working tree; review it and commit",
-            outcome.files.len(),
-            if outcome.files.len() == 1 { "" } else { "s" }
+            "landed `{branch}` ({files} file{}) into your working tree; review it and commit",
+            plural(files)
         )),
         LandOutcome::AlreadyLanded => diag::progress(format_args!(
-            "`{branch}` has already landed ({} file{} then); nothing was written now",
-            outcome.files.len(),
-            if outcome.files.len() == 1 { "" } else { "s" }
+            "`{branch}` has already landed ({files} file{} then); nothing was written now",
+            plural(files)
         )),
         LandOutcome::Landable => {
             diag::progress(format_args!(
                 "`{branch}` can land: `okstra land {}` applies it",
-                outcome.run_dir.display()
+                run_dir.display()
             ));
-            if outcome.mergeable == Some(true) {
+            if mergeable == Some(true) {
                 diag::note(format_args!(
                     "the branch holds only the Executor's change on your commit, so merging it is also safe"
                 ));
@@ -268,19 +287,14 @@ fn finish(outcome: &Outcome, args: &LandArgs) -> Result<Reply> {
                 ));
             }
         }
-        LandOutcome::Blocked => {
-            diag::error(format_args!(
-                "{} `{branch}`: {} reason{}, listed on stdout",
-                if args.check {
-                    "cannot land"
-                } else {
-                    "nothing landed from"
-                },
-                outcome.reasons.len(),
-                if outcome.reasons.len() == 1 { "" } else { "s" }
-            ));
-            return Ok(reply.with_status(ExitStatus::Failure));
-        }
+        LandOutcome::Blocked => diag::error(format_args!(
+            "{} `{branch}`: {reasons} reason{} above",
+            if check {
+                "cannot land"
+            } else {
+                "nothing landed from"
+            },
+            plural(reasons)
+        )),
     }
-    Ok(reply)
 }

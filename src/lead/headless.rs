@@ -245,7 +245,9 @@ pub fn drive(
         resume: &resume,
     };
     let reply = Reply::answer(&answer, args.launch.json)?;
-    Ok(reply.ending(match &gate {
+    // After the summary, the last lines a person reads: the gate's
+    // findings and decision, or whether the report was cross-verified.
+    Ok(reply.then(move || match &gate {
         // `--fail-on`: the gate's decision is the exit code (docs/reviews.md, "The gate").
         Some(rules) => crate::gate::after_run(&outcome.run_dir, rules),
         None => Ok(exit_of(&outcome)),

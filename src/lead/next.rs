@@ -198,45 +198,48 @@ pub fn next_command(args: &NextArgs) -> Result<Reply> {
         }
     }
     let reply = Reply::answer(&answer, args.json)?;
-    Ok(reply.with_status(match answer.state {
-        NextState::HostWork | NextState::Waiting => ExitStatus::Success,
-        NextState::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
-            if let Some(line) = answer
-                .report
-                .as_ref()
-                .and_then(|r| r.not_cross_verified.as_deref())
-            {
-                diag::note(format_args!("{line}"));
-            }
-            ExitStatus::Success
-        }
-        NextState::Done => {
-            diag::error(format_args!(
-                "the report is written, but {}",
-                answer
+    // What the answer means, said after it.
+    Ok(reply.then(move || {
+        Ok(match answer.state {
+            NextState::HostWork | NextState::Waiting => ExitStatus::Success,
+            NextState::Done if answer.report.as_ref().is_some_and(|r| !r.falls_short) => {
+                if let Some(line) = answer
                     .report
                     .as_ref()
                     .and_then(|r| r.not_cross_verified.as_deref())
-                    .unwrap_or("it was not cross-verified")
-            ));
-            ExitStatus::Failure
-        }
-        NextState::Failed | NextState::Cancelled => {
-            diag::error(format_args!(
-                "the run {}: {}",
-                if answer.state == NextState::Failed {
-                    "failed"
-                } else {
-                    "was stopped"
-                },
-                answer.reason.as_deref().unwrap_or("see `okstra status`")
-            ));
-            diag::note(format_args!(
-                "nothing was started; resume it with `{}`",
-                answer.resume.as_deref().unwrap_or_default()
-            ));
-            ExitStatus::Failure
-        }
+                {
+                    diag::note(format_args!("{line}"));
+                }
+                ExitStatus::Success
+            }
+            NextState::Done => {
+                diag::error(format_args!(
+                    "the report is written, but {}",
+                    answer
+                        .report
+                        .as_ref()
+                        .and_then(|r| r.not_cross_verified.as_deref())
+                        .unwrap_or("it was not cross-verified")
+                ));
+                ExitStatus::Failure
+            }
+            NextState::Failed | NextState::Cancelled => {
+                diag::error(format_args!(
+                    "the run {}: {}",
+                    if answer.state == NextState::Failed {
+                        "failed"
+                    } else {
+                        "was stopped"
+                    },
+                    answer.reason.as_deref().unwrap_or("see `okstra status`")
+                ));
+                diag::note(format_args!(
+                    "nothing was started; resume it with `{}`",
+                    answer.resume.as_deref().unwrap_or_default()
+                ));
+                ExitStatus::Failure
+            }
+        })
     }))
 }
 

@@ -126,15 +126,14 @@ pub fn plan_reply<R: PlanReport>(
         notes,
     };
     let reply = crate::output::Reply::answer(&answer, json)?;
-    if lines.is_empty() {
-        crate::diag::progress(format_args!(
-            "nothing to {verb} under `{}`",
-            okstra_dir.display()
-        ));
-    } else if !execute {
-        crate::diag::progress("dry run; pass `--execute` to do what is listed");
-    }
-    Ok(reply)
+    let nothing = lines
+        .is_empty()
+        .then(|| format!("nothing to {verb} under `{}`", okstra_dir.display()));
+    Ok(reply.then_say(move || match nothing {
+        Some(nothing) => crate::diag::progress(nothing),
+        None if !execute => crate::diag::progress("dry run; pass `--execute` to do the above"),
+        None => {}
+    }))
 }
 
 /// A `reap` or `cleanup` plan: its report as JSON, its lines and notes as

@@ -164,9 +164,8 @@ pub fn validate_command(args: &ValidateArgs) -> Result<Reply> {
     }
     let verdict = check(&mut loaded, !args.schema_only)?;
     let reply = Reply::pretty(&verdict, args.json)?;
-    if !verdict.cross_file_checks && !args.schema_only {
-        diag::warning(skipped_warning(&verdict.data_path));
-    }
+    let skipped = (!verdict.cross_file_checks && !args.schema_only)
+        .then(|| skipped_warning(&verdict.data_path));
     let summary = if verdict.valid {
         format!(
             "`{}` is a valid v{} report at the `{}` level ({})",
@@ -185,29 +184,44 @@ pub fn validate_command(args: &ValidateArgs) -> Result<Reply> {
             if verdict.problems.len() == 1 { "" } else { "s" }
         )
     };
-    diag::progress(summary);
-    if let Some(run) = &loaded.run
-        && verdict
-            .problems
-            .iter()
-            .any(|problem| OKSTRA_RULES.contains(&problem.rule))
-        && is_at_least(&verdict.schema_version, RELIABILITY_SINCE)
-    {
-        diag::note(format_args!(
-            "okstra writes `reliability`, `verification`, `workerCoverage` and `usageSummary` \
-             from the run's records; `okstra report {}` writes them again",
-            run.run_dir.display()
-        ));
-    }
+    let rewrite = loaded
+        .run
+        .as_ref()
+        .filter(|_| {
+            verdict
+                .problems
+                .iter()
+                .any(|problem| OKSTRA_RULES.contains(&problem.rule))
+                && is_at_least(&verdict.schema_version, RELIABILITY_SINCE)
+        })
+        .map(|run| {
+            format!(
+                "okstra writes `reliability`, `verification`, `workerCoverage` and `usageSummary` \
+                 from the run's records; `okstra report {}` writes them again",
+                run.run_dir.display()
+            )
+        });
+    let status = if verdict.valid {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    };
     // The command ends here: freeing a 10 MB report node by node would be a
     // measurable share of the run (see benches/validate.sh), so leave it to
     // process exit.
     std::mem::forget(loaded);
-    Ok(reply.with_status(if verdict.valid {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    }))
+    // The verdict's line comes after the problems it counts.
+    Ok(reply
+        .then_say(move || {
+            if let Some(skipped) = skipped {
+                diag::warning(skipped);
+            }
+            diag::progress(summary);
+            if let Some(rewrite) = rewrite {
+                diag::note(rewrite);
+            }
+        })
+        .with_status(status))
 }
 
 pub fn report_command(args: &ReportArgs) -> Result<Reply> {

@@ -163,3 +163,77 @@ fn okstra_out(args: &[&str]) -> String {
     );
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// `okstra <args>` in `project` with stdout and stderr on one pipe, as a
+/// terminal shows them: its exit code and the lines in the order written.
+fn interleaved(project: &Project, args: &[&str]) -> (i32, Vec<String>) {
+    use std::io::Read;
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let mut cmd = project.command(crate::support::okstra_path());
+    cmd.args(args)
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer);
+    let mut child = cmd.spawn().unwrap();
+    // The command holds the only write ends now.
+    drop(cmd);
+    let mut text = String::new();
+    reader.read_to_string(&mut text).unwrap();
+    let code = child.wait().unwrap().code().unwrap_or(-1);
+    (code, text.lines().map(str::to_owned).collect())
+}
+
+#[test]
+fn the_closing_lines_come_after_the_answer_they_sum_up() {
+    let project = team_project();
+    // One reviewer: not cross-verified, which the last line says.
+    let (code, lines) = interleaved(
+        &project,
+        &[
+            "run",
+            "--project-id",
+            "demo",
+            "--task-group",
+            "g",
+            "--task-id",
+            "t",
+            "--task-brief",
+            "brief.md",
+            "--task-type",
+            "project-analysis",
+            "--workers",
+            "claude,report-writer",
+            "--yes",
+        ],
+    );
+    assert_eq!(code, 0, "{lines:#?}");
+    let summary = lines
+        .iter()
+        .position(|line| line.starts_with("okstra: project-analysis run `project-analysis-001`"))
+        .unwrap_or_else(|| panic!("no closing summary: {lines:#?}"));
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("note: not cross-verified"),
+        "{lines:#?}"
+    );
+    assert!(summary < lines.len() - 1, "{lines:#?}");
+    let run = project
+        .root()
+        .join(".okstra/tasks/demo/g/t/project-analysis-001");
+    let run = run.to_str().unwrap();
+    // The gate: the findings it counted, then its decision.
+    let (code, lines) = interleaved(&project, &["gate", run, "--fail-on", "info"]);
+    assert_eq!(code, 3, "{lines:#?}");
+    assert!(
+        lines.last().unwrap().starts_with("error: gate failed: "),
+        "{lines:#?}"
+    );
+    // validate: the verdict's line last.
+    let (code, lines) = interleaved(&project, &["validate", run]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert!(
+        lines.last().unwrap().contains("is a valid v2.2 report"),
+        "{lines:#?}"
+    );
+}
