@@ -82,9 +82,7 @@ pub fn dispatch_command(args: &DispatchArgs) -> Result<Reply> {
         if host.is_empty() {
             nothing_to_do(&run, &state, args.kind, &prepared);
         }
-        let reply = summary(&host, args.json)?;
-        say_host(&run, &host);
-        return Ok(reply);
+        return Ok(summary(&host, args.json)?.then_say(say_host(&run, &host)));
     }
     keep_settings()?;
     if args.detach {
@@ -118,20 +116,25 @@ fn hand_out(run: &Run, native: &[Planned]) -> Result<Vec<Row>> {
 }
 
 /// Say that the host's dispatches of the batch are not done.
-fn say_host(run: &Run, host: &[Row]) {
-    if host.is_empty() {
-        return;
+/// Said after the summary it concerns.
+fn say_host(run: &Run, host: &[Row]) -> impl FnOnce() + 'static {
+    let line = (!host.is_empty()).then(|| {
+        let names: Vec<&str> = host.iter().map(|r| r.dispatch_name.as_str()).collect();
+        let one = names.len() == 1;
+        format!(
+            "`{}` {} in the host's own session and {} not done yet: `okstra next {}` hands {} to the host",
+            names.join("`, `"),
+            if one { "runs" } else { "run" },
+            if one { "is" } else { "are" },
+            run.dir.display(),
+            if one { "it" } else { "them" }
+        )
+    });
+    move || {
+        if let Some(line) = line {
+            diag::progress(line);
+        }
     }
-    let names: Vec<&str> = host.iter().map(|r| r.dispatch_name.as_str()).collect();
-    let one = names.len() == 1;
-    diag::progress(format_args!(
-        "`{}` {} in the host's own session and {} not done yet: `okstra next {}` hands {} to the host",
-        names.join("`, `"),
-        if one { "runs" } else { "run" },
-        if one { "is" } else { "are" },
-        run.dir.display(),
-        if one { "it" } else { "them" }
-    ));
 }
 
 /// Say why nothing starts: one line per candidate that was skipped, and
@@ -296,9 +299,7 @@ fn fix_pass(
     keep_settings()?;
     if planned.runner == Runner::NativeSession {
         let host = hand_out(run, &[planned])?;
-        let reply = summary(&host, json)?;
-        say_host(run, &host);
-        return Ok(reply);
+        return Ok(summary(&host, json)?.then_say(say_host(run, &host)));
     }
     let batch = super::run_planned(run, vec![planned], options)?;
     finish(run, &batch, &[], json)
@@ -314,12 +315,13 @@ fn finish(run: &Run, batch: &Batch, host: &[Row], json: bool) -> Result<Reply> {
     if let Some(signal) = batch.interrupted {
         return Ok(reply.with_status(ExitStatus::Code(exit::from_signal(signal as i32))));
     }
-    say_host(run, host);
-    Ok(reply.with_status(if batch.all_completed() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    }))
+    Ok(reply
+        .then_say(say_host(run, host))
+        .with_status(if batch.all_completed() {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Failure
+        }))
 }
 
 /// One line of `--dry-run`.

@@ -163,26 +163,36 @@ pub fn await_command(args: &AwaitArgs) -> Result<Reply> {
                 .filter(|r| r.state == NOT_STARTED)
                 .map(|r| r.dispatch_name.as_str())
                 .collect();
-            if !never.is_empty() {
-                diag::note(format_args!(
+            // Said after the summary they concern.
+            let never = (!never.is_empty()).then(|| {
+                format!(
                     "`{}` never started: the host was never handed it; `{}` does",
                     never.join("`, `"),
                     start_line(&run, None, None, true)
-                ));
-            }
-            if timed_out && pending > 0 {
-                diag::error(format_args!(
+                )
+            });
+            let late = (timed_out && pending > 0).then(|| {
+                format!(
                     "timed out with {pending} dispatch(es) not ended: {}",
                     listed()
-                ));
-                return Ok(reply.with_status(ExitStatus::Failure));
-            }
+                )
+            });
             let all_completed = rows.iter().all(|r| r.ending == Some(Ending::Completed));
-            return Ok(reply.with_status(if all_completed {
+            let status = if all_completed && late.is_none() {
                 ExitStatus::Success
             } else {
                 ExitStatus::Failure
-            }));
+            };
+            return Ok(reply
+                .then_say(move || {
+                    if let Some(never) = never {
+                        diag::note(never);
+                    }
+                    if let Some(late) = late {
+                        diag::error(late);
+                    }
+                })
+                .with_status(status));
         }
         std::thread::sleep(INTERVAL);
     }
