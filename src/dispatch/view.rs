@@ -134,17 +134,17 @@ impl View {
         let header = match &self.header {
             // What changes first, so a narrow terminal cuts the title.
             Some(header) => format!(
-                "{} · {} · ${:.2} so far · {}",
+                "{} · {} · {} so far · {}",
                 header.phase,
                 clock(header.started.elapsed().as_secs()),
-                header.spent_before_usd + self.finished_usd + live_usd,
+                crate::usage::dollars(header.spent_before_usd + self.finished_usd + live_usd),
                 header.title,
             ),
             None => format!(
-                "okstra dispatch · {} running, {} waiting · ${:.2} so far",
+                "okstra dispatch · {} running, {} waiting · {} so far",
                 running.len(),
                 queued.len(),
-                self.finished_usd + live_usd
+                crate::usage::dollars(self.finished_usd + live_usd)
             ),
         };
         let columns = [

@@ -55,9 +55,12 @@ impl Budget {
         if let Some(max) = self.max_cost_usd
             && to_micros(totals.cost_usd) >= to_micros(max)
         {
+            // The limit as given, four decimals below a cent as every
+            // amount okstra shows: `--max-cost 0.0005`, never `0.00`.
             return Some(format!(
-                "recorded cost {} reached --max-cost {max:.2}",
-                totals.cost()
+                "recorded cost {} reached --max-cost {}",
+                totals.cost(),
+                super::cost::dollars(max).trim_start_matches('$')
             ));
         }
         None
@@ -206,6 +209,20 @@ mod tests {
         assert_eq!(
             cost.is_spent(&spent).as_deref(),
             Some("recorded cost ≥ $2.00 + unpriced reached --max-cost 2.00")
+        );
+        // A limit below a cent is said as given, not rounded to nothing.
+        let tiny = Budget {
+            max_cost_usd: Some(0.0005),
+            ..Budget::default()
+        };
+        let cent = Totals {
+            cost_usd: 0.001,
+            cost_partial: false,
+            ..totals
+        };
+        assert_eq!(
+            tiny.is_spent(&cent).as_deref(),
+            Some("recorded cost $0.0010 reached --max-cost 0.0005")
         );
     }
 }

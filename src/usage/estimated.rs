@@ -48,9 +48,13 @@ impl Estimate {
     pub fn line(&self) -> String {
         let cost = |range: &Range<f64>| {
             if (range.high - range.low).abs() < 0.005 {
-                format!("${:.2}", range.low)
+                super::cost::dollars(range.low)
             } else {
-                format!("${:.2}–${:.2}", range.low, range.high)
+                format!(
+                    "{}–{}",
+                    super::cost::dollars(range.low),
+                    super::cost::dollars(range.high)
+                )
             }
         };
         match self.basis {
@@ -83,9 +87,13 @@ impl Estimate {
     pub fn short(&self) -> String {
         let cost = self.cost_usd.as_ref().map_or_else(String::new, |c| {
             if (c.high - c.low).abs() < 0.005 {
-                format!(", ${:.2}", c.low)
+                format!(", {}", super::cost::dollars(c.low))
             } else {
-                format!(", ${:.2}–${:.2}", c.low, c.high)
+                format!(
+                    ", {}–{}",
+                    super::cost::dollars(c.low),
+                    super::cost::dollars(c.high)
+                )
             }
         });
         match self.basis {
@@ -106,4 +114,37 @@ pub fn read_estimate(run: &Run) -> Option<Estimate> {
     serde_json::from_slice::<Estimate>(&bytes)
         .ok()
         .filter(|e| e.schema_version == ESTIMATE_VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_estimate_below_a_cent_does_not_read_as_free() {
+        let estimate = Estimate {
+            schema_version: ESTIMATE_VERSION,
+            tokens: Range {
+                low: 4_000,
+                high: 9_000,
+            },
+            cost_usd: Some(Range {
+                low: 0.0012,
+                high: 0.0431,
+            }),
+            basis: Basis::EarlierRuns,
+            earlier_runs: 2,
+            floor_tokens: 4_000,
+            prices_as_of: "2026-11-30".into(),
+        };
+        assert_eq!(
+            estimate.line(),
+            "4.0k–9.0k tokens, $0.0012–$0.04 (from 2 earlier runs of this project; the prompts alone are 4.0k)"
+        );
+        assert!(
+            estimate.short().ends_with(", $0.0012–$0.04"),
+            "{}",
+            estimate.short()
+        );
+    }
 }

@@ -63,7 +63,7 @@ use serde::{Deserialize, Serialize};
 )]
 pub use budget::{Budget, Totals, recorded_parts, recorded_totals};
 pub use command::{record as record_usage, usage_command};
-pub use cost::{Cost, price_hint};
+pub use cost::{Cost, dollars, price_hint};
 pub use estimated::{Basis, ESTIMATE_VERSION, Estimate, Range, read_estimate};
 pub use follow::Follow;
 pub use ids::is_valid_id;
