@@ -227,21 +227,21 @@ impl Reply {
     }
 
     /// The answer's bytes, for a command that writes its answer frame by
-    /// frame (`okstra status --watch`): a `--json` frame is checked as the
-    /// entry point checks an answer.
+    /// frame (`okstra status --watch`), checked as any answer is.
     pub fn frame(self) -> anyhow::Result<Vec<u8>> {
+        Ok(self.into_parts()?.0)
+    }
+
+    /// The bytes for stdout and how the command ends; for the entry point.
+    /// A `--json` answer that breaks its own schema is okstra's bug: a
+    /// debug build (every test's) refuses it here, before it is written.
+    pub fn into_parts(self) -> anyhow::Result<(Vec<u8>, End)> {
         if cfg!(debug_assertions)
             && let Some(schema) = self.schema
         {
             check_answer(&self.stdout, schema)?;
         }
-        Ok(self.stdout)
-    }
-
-    /// The bytes for stdout, the schema they follow (a `--json` answer)
-    /// and how the command ends; for the entry point.
-    pub fn into_parts(self) -> (Vec<u8>, Option<&'static str>, End) {
-        (self.stdout, self.schema, self.end)
+        Ok((self.stdout, self.end))
     }
 
     fn text(answer: &impl Text) -> anyhow::Result<Reply> {
@@ -270,10 +270,8 @@ pub fn sorted<T: Serialize, S: serde::Serializer>(value: &T, to: S) -> Result<S:
         .serialize(to)
 }
 
-/// Check a `--json` answer against its schema (debug builds, before it is
-/// written): an answer and its schema that disagree are okstra's bug, and
-/// every test that reads an answer finds it.
-pub fn check_answer(bytes: &[u8], schema: &str) -> anyhow::Result<()> {
+/// Check a `--json` answer against its schema.
+fn check_answer(bytes: &[u8], schema: &str) -> anyhow::Result<()> {
     let value: serde_json::Value = serde_json::from_slice(bytes)?;
     crate::schema::check(schema, &value, "the `--json` answer")?;
     Ok(())

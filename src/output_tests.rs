@@ -253,22 +253,28 @@ fn a_json_answer_leads_with_its_version_and_is_checked_against_its_schema() {
         driver: None,
         stopped: Vec::new(),
     };
-    let (bytes, schema, _) = Reply::answer(&broken, true).unwrap().into_parts();
-    let text = String::from_utf8(bytes.clone()).unwrap();
+    let reply = Reply::answer(&broken, true).unwrap();
+    let text = String::from_utf8(reply.stdout.clone()).unwrap();
     assert!(
         text.starts_with(r#"{"schemaVersion":1,"runDir":"/r""#),
         "{text}"
     );
     assert!(text.ends_with('\n'));
-    assert_eq!(schema, Some("cancel-answer.schema.json"));
-    let refused = super::check_answer(&bytes, schema.unwrap()).unwrap_err();
+    assert_eq!(reply.schema, Some("cancel-answer.schema.json"));
+    let refused = super::check_answer(&reply.stdout, reply.schema.unwrap()).unwrap_err();
+    assert!(format!("{refused:#}").contains("resume"), "{refused:#}");
+    // What the entry point writes goes through the same check.
+    let Err(refused) = reply.into_parts() else {
+        panic!("a broken answer passed");
+    };
     assert!(format!("{refused:#}").contains("resume"), "{refused:#}");
     // The text form names no schema and is not checked.
-    let (bytes, schema, _) = Reply::answer(&broken, false).unwrap().into_parts();
+    let reply = Reply::answer(&broken, false).unwrap();
+    assert_eq!(reply.schema, None);
+    let (bytes, _) = reply.into_parts().unwrap();
     assert_eq!(bytes, b"/r\n");
-    assert_eq!(schema, None);
     // Pretty, the same document.
-    let (bytes, _, _) = Reply::pretty(&broken, true).unwrap().into_parts();
-    let pretty: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let reply = Reply::pretty(&broken, true).unwrap();
+    let pretty: serde_json::Value = serde_json::from_slice(&reply.stdout).unwrap();
     assert_eq!(pretty["schemaVersion"], 1);
 }
