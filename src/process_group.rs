@@ -176,7 +176,7 @@ const COMM_LEN: usize = 15;
 const CMDLINE_LIMIT: u64 = 256 * 1024;
 
 /// The last path component of a program name.
-fn base_name(program: &str) -> &str {
+pub fn base_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 

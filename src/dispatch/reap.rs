@@ -255,13 +255,12 @@ fn find_sidecars(dir: &Path) -> Vec<PathBuf> {
 /// Whether `argv` starts one of the catalog's provider CLIs (its program's
 /// name is a provider's binary).
 fn starts_a_provider_cli(argv: &[String]) -> bool {
-    let Some(program) = argv.first() else {
-        return false;
-    };
-    let name = program.rsplit('/').next().unwrap_or(program);
-    crate::catalog::Provider::ALL
-        .iter()
-        .any(|provider| provider.binary() == name)
+    argv.first().is_some_and(|program| {
+        let name = process::base_name(program);
+        crate::catalog::Provider::ALL
+            .iter()
+            .any(|provider| provider.binary() == name)
+    })
 }
 
 /// What to do about one sidecar, if anything. Sidecars without a pid or a
@@ -497,14 +496,19 @@ fn remove_copy(copy: &mut CopyAction, root: &Path) {
     }
 }
 
+/// A line's tense: what it did and how that went (`--execute`), or what
+/// it would do.
+fn tense(execute: bool, outcome: &str) -> (&'static str, String) {
+    if execute {
+        ("", format!(" -> {outcome}"))
+    } else {
+        ("would ", String::new())
+    }
+}
+
 /// One text line for a copy.
 fn describe_copy(copy: &CopyAction, execute: bool) -> String {
-    let verb = if execute { "" } else { "would " };
-    let outcome = if execute {
-        format!(" -> {}", copy.outcome)
-    } else {
-        String::new()
-    };
+    let (verb, outcome) = tense(execute, &copy.outcome);
     format!(
         "{verb}remove {} copy `{}` of {}: {}{outcome}",
         copy.kind,
@@ -528,12 +532,7 @@ fn describe(action: &Action, execute: bool) -> String {
         Kind::MarkLost => "mark lost".to_owned(),
         Kind::StopWrapper => format!("stop wrapper {}", action.wrapper_pid),
     };
-    let verb = if execute { "" } else { "would " };
-    let outcome = if execute {
-        format!(" -> {}", action.outcome)
-    } else {
-        String::new()
-    };
+    let (verb, outcome) = tense(execute, &action.outcome);
     format!(
         "{verb}{what}: `{}`: {}{outcome}",
         action.sidecar.display(),
