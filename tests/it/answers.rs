@@ -6,17 +6,7 @@
 use serde_json::Value;
 
 use crate::run::{run, team_project};
-use crate::support::Project;
-
-/// `okstra <args>` in the project: its exit code, stdout and stderr.
-fn okstra(project: &Project, args: &[&str]) -> (i32, String, String) {
-    let output = project.okstra().args(args).output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
+use crate::support::{Project, assert_refused};
 
 /// The keys of a JSON object in the order they were written.
 fn first_key(text: &str) -> String {
@@ -52,7 +42,7 @@ fn every_json_answer_of_a_finished_run_leads_with_its_version_and_passes_its_sch
         (vec!["cleanup", "--project-root", &root, "--json"], 0),
     ];
     for (args, expected) in &cases {
-        let (code, stdout, stderr) = okstra(&project, args);
+        let (code, stdout, stderr) = project.outcome(args);
         assert_eq!(code, *expected, "okstra {args:?}\n{stderr}");
         // One document, and nothing else on stdout.
         let answer: Value = serde_json::from_str(&stdout)
@@ -69,7 +59,7 @@ fn every_json_answer_of_a_finished_run_leads_with_its_version_and_passes_its_sch
         );
     }
     // A run's usage is the report's `usageSummary`, as the report holds it.
-    let (code, stdout, stderr) = okstra(&project, &["usage", &run_dir, "--json"]);
+    let (code, stdout, stderr) = project.outcome(&["usage", &run_dir, "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let usage: Value = serde_json::from_str(&stdout).unwrap();
     let report =
@@ -89,8 +79,8 @@ fn stderr_is_the_same_with_or_without_json() {
         vec!["coverage", &run_dir],
         vec!["validate", &run_dir],
     ] {
-        let (text_code, text, text_err) = okstra(&project, &args);
-        let (json_code, json, json_err) = okstra(&project, &[&args[..], &["--json"]].concat());
+        let (text_code, text, text_err) = project.outcome(&args);
+        let (json_code, json, json_err) = project.outcome(&[&args[..], &["--json"]].concat());
         assert_eq!(text_code, json_code, "okstra {args:?}");
         assert_eq!(text_err, json_err, "okstra {args:?}");
         assert_ne!(text, json, "okstra {args:?}");
@@ -138,30 +128,21 @@ fn okstra_schema_prints_each_schema_docs_answers_names_as_the_repository_holds_i
         // The file name works as well.
         assert_eq!(okstra_out(&["schema", file]), printed, "{file}");
     }
-    let output = crate::support::okstra()
-        .args(["schema", "gate"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(output.stdout.is_empty());
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("no embedded schema `gate`; expected one of: ")
-            && stderr.contains("gate-answer"),
-        "{stderr}"
+    let (code, stdout, stderr) = Project::new().outcome(&["schema", "gate"]);
+    assert_refused(
+        code,
+        &stdout,
+        &stderr,
+        "no embedded schema `gate`; expected one of: ",
     );
+    assert!(stderr.contains("gate-answer"), "{stderr}");
 }
 
 /// `okstra <args>` that succeeds: its stdout.
 fn okstra_out(args: &[&str]) -> String {
-    let output = crate::support::okstra().args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "okstra {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    let (code, stdout, stderr) = Project::new().outcome(args);
+    assert_eq!(code, 0, "okstra {args:?}: {stderr}");
+    stdout
 }
 
 /// `okstra <args>` in `project` with stdout and stderr on one pipe, as a

@@ -19,16 +19,6 @@ use crate::support::{
     Project, commit_all, copy_dir, okstra, read_json, repo_root, team_state_path,
 };
 
-/// `okstra <args>` in `world`: exit code, stdout, stderr.
-fn okstra_in(world: &Project, args: &[&str]) -> (i32, String, String) {
-    let output = world.okstra().args(args).output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 // ------------------------------------------------------------- 3. cleanup
 
 /// Point the recorded workspace of `run`'s kimi attempt at `path`.
@@ -54,10 +44,8 @@ fn cleanup_removes_only_copies_beneath_its_own_folder_reached_through_no_symlink
         "--workers",
         "claude,kimi,report-writer",
     ]);
-    let (code, _, stderr) = okstra_in(
-        &world,
-        &["dispatch", run.to_str().unwrap(), "--workers", "kimi"],
-    );
+    let (code, _, stderr) =
+        world.outcome(&["dispatch", run.to_str().unwrap(), "--workers", "kimi"]);
     assert_eq!(code, 0, "{stderr}");
     let copy = PathBuf::from(
         attempts(&run, "kimi-worker")[0]["workspace"]["path"]
@@ -67,10 +55,8 @@ fn cleanup_removes_only_copies_beneath_its_own_folder_reached_through_no_symlink
     let marker = copy.join(".okstra-workspace.json");
     assert!(marker.is_file(), "kimi worked in a copy");
     let cleanup = || {
-        let (code, stdout, stderr) = okstra_in(
-            &world,
-            &["cleanup", "--json", "--older-than", "0s", "--execute"],
-        );
+        let (code, stdout, stderr) =
+            world.outcome(&["cleanup", "--json", "--older-than", "0s", "--execute"]);
         assert_eq!(code, 0, "{stderr}");
         serde_json::from_str::<Value>(&stdout).unwrap()
     };
@@ -144,7 +130,7 @@ fn land_refuses_a_symlink_out_of_the_project_and_prints_no_bidi_control() {
     let secret = world.path("outside/secret.txt");
     fs::create_dir_all(secret.parent().unwrap()).unwrap();
     fs::write(&secret, "the user's\n").unwrap();
-    let (code, stdout, stderr) = okstra_in(&world, &["land", run.to_str().unwrap(), "--check"]);
+    let (code, stdout, stderr) = world.outcome(&["land", run.to_str().unwrap(), "--check"]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
         !stdout.contains('\u{202e}') && !stderr.contains('\u{202e}'),
@@ -157,7 +143,7 @@ fn land_refuses_a_symlink_out_of_the_project_and_prints_no_bidi_control() {
     assert!(line.contains("docs/notes\\u{202e}dm.txt"), "{line}");
     assert!(line.contains("../../outside/secret.txt"), "{line}");
     // Nothing lands while it stands.
-    let (code, stdout, stderr) = okstra_in(&world, &["land", run.to_str().unwrap()]);
+    let (code, stdout, stderr) = world.outcome(&["land", run.to_str().unwrap()]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
         world
@@ -171,7 +157,7 @@ fn land_refuses_a_symlink_out_of_the_project_and_prints_no_bidi_control() {
 #[test]
 fn land_streams_an_80_mib_file_into_the_working_tree() {
     let (world, run) = implemented("big");
-    let (code, stdout, stderr) = okstra_in(&world, &["land", run.to_str().unwrap()]);
+    let (code, stdout, stderr) = world.outcome(&["land", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(
         stdout.lines().any(|line| line == "write data/big.bin"),
@@ -325,7 +311,7 @@ fn a_killed_renders_staging_folder_goes_with_the_next_render_or_cleanup() {
     assert!(!killed.exists(), "the next render kept it");
     // And `okstra cleanup` lists it, then removes it.
     fs::create_dir_all(killed.join("state")).unwrap();
-    let (code, stdout, stderr) = okstra_in(&world, &["cleanup", "--json"]);
+    let (code, stdout, stderr) = world.outcome(&["cleanup", "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let listed: Value = serde_json::from_str(&stdout).unwrap();
     let staged = |report: &Value| -> Vec<String> {
@@ -339,7 +325,7 @@ fn a_killed_renders_staging_folder_goes_with_the_next_render_or_cleanup() {
     };
     assert_eq!(staged(&listed), [killed.to_str().unwrap()], "{listed}");
     assert!(killed.exists(), "a dry run removed it");
-    let (code, stdout, stderr) = okstra_in(&world, &["cleanup", "--json", "--execute"]);
+    let (code, stdout, stderr) = world.outcome(&["cleanup", "--json", "--execute"]);
     assert_eq!(code, 0, "{stderr}");
     let removed: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(staged(&removed), [killed.to_str().unwrap()], "{removed}");

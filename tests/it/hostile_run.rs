@@ -31,16 +31,6 @@ fn world() -> (Project, PathBuf, PathBuf) {
     (project, run, outside)
 }
 
-/// `okstra <args>` in `project`: exit code, stdout, stderr.
-fn okstra(project: &Project, args: &[&str]) -> (i32, String, String) {
-    let output = project.okstra().args(args).output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 /// Every call the fake team got.
 fn calls(project: &Project) -> String {
     fs::read_to_string(project.path("fake/calls.log")).unwrap_or_default()
@@ -82,7 +72,7 @@ fn a_symlinked_run_folder_is_refused_before_anything_is_read_or_written() {
             vec!["converge", "plan", run_s, "--round", "1"],
             vec!["cancel", run_s],
         ] {
-            let (code, _, stderr) = okstra(&project, &args);
+            let (code, _, stderr) = project.outcome(&args);
             assert_eq!(code, 2, "{folder} {args:?}: {stderr}");
             assert_eq!(stderr.lines().count(), 1, "{folder} {args:?}: {stderr}");
             assert!(
@@ -104,22 +94,19 @@ fn a_file_planted_as_a_link_under_okstra_is_never_read_or_written_through() {
     let (project, run, outside) = world();
     fs::write(outside.join("secret.md"), "| F-001 | a secret | x.py:1 |\n").unwrap();
     // Both analysers complete first.
-    let (code, _, stderr) = okstra(&project, &["dispatch", run.to_str().unwrap()]);
+    let (code, _, stderr) = project.outcome(&["dispatch", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     // Then a worker plants its result as a link to the user's file.
     let result = run.join("results/codex-worker.md");
     fs::remove_file(&result).unwrap();
     symlink(outside.join("secret.md"), &result).unwrap();
-    let (code, stdout, stderr) = okstra(&project, &["items", run.to_str().unwrap(), "--json"]);
+    let (code, stdout, stderr) = project.outcome(&["items", run.to_str().unwrap(), "--json"]);
     assert!(!stdout.contains("a secret"), "{stdout}");
     // Not a result at all: codex is listed as not having completed.
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("skipped `codex`"), "{stderr}");
     // Writing through it is refused too: the user's file is untouched.
-    let (_, _, _) = okstra(
-        &project,
-        &["converge", "plan", run.to_str().unwrap(), "--round", "1"],
-    );
+    let (_, _, _) = project.outcome(&["converge", "plan", run.to_str().unwrap(), "--round", "1"]);
     assert_eq!(
         fs::read_to_string(outside.join("secret.md")).unwrap(),
         "| F-001 | a secret | x.py:1 |\n"
@@ -130,7 +117,7 @@ fn a_file_planted_as_a_link_under_okstra_is_never_read_or_written_through() {
 fn a_record_naming_a_file_outside_the_run_is_refused_by_every_command() {
     let (project, run, outside) = world();
     let run_s = run.to_str().unwrap();
-    let (code, _, stderr) = okstra(&project, &["dispatch", run_s, "--workers", "claude"]);
+    let (code, _, stderr) = project.outcome(&["dispatch", run_s, "--workers", "claude"]);
     assert_eq!(code, 0, "{stderr}");
     fs::write(outside.join("secret.md"), "the user's secret\n").unwrap();
     fs::write(outside.join("victim.md"), "the user's file\n").unwrap();
@@ -152,7 +139,7 @@ fn a_record_naming_a_file_outside_the_run_is_refused_by_every_command() {
         vec!["coverage", run_s],
         vec!["status", run_s],
     ] {
-        let (code, stdout, stderr) = okstra(&project, &args);
+        let (code, stdout, stderr) = project.outcome(&args);
         assert!(!stdout.contains("the user's secret"), "{args:?}: {stdout}");
         if args[0] == "status" {
             // The board reports, it does not fail: the run is shown as unreadable.

@@ -344,6 +344,16 @@ impl Project {
         bounded(self.command(okstra_path()))
     }
 
+    /// `okstra <args>` in the project: its exit code, stdout and stderr.
+    pub fn outcome(&self, args: &[&str]) -> (i32, String, String) {
+        let output = self.okstra().args(args).output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
     /// `okstra <leading>`, each default (task key, `--task-brief brief.md`,
     /// any [`Project::default_flag`]) unless `extra` names its flag, then
     /// `extra`: `task_command(&["run"], …)` starts a headless run.
@@ -692,4 +702,13 @@ fn no_test_file_sets_its_own_time_limit() {
         "use support::limit():\n{}",
         found.join("\n")
     );
+}
+
+/// A refusal as okstra makes one: exit 2, nothing on stdout, one line on
+/// stderr that says `what`.
+pub fn assert_refused(code: i32, stdout: &str, stderr: &str, what: &str) {
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stdout, "", "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(what), "{stderr}");
 }

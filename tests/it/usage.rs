@@ -741,17 +741,8 @@ fn a_report_whose_usage_summary_is_no_object_is_refused_in_one_line() {
         r#"{"schemaVersion": "2.2", "usageSummary": "free"}"#,
     )
     .unwrap();
-    let output = project
-        .okstra()
-        .args(["usage", "--json"])
-        .arg(&report)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(output.stdout.is_empty());
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("has no `usageSummary` object"), "{stderr}");
+    let (code, stdout, stderr) = project.outcome(&["usage", "--json", report.to_str().unwrap()]);
+    crate::support::assert_refused(code, &stdout, &stderr, "has no `usageSummary` object");
 }
 
 #[test]
